@@ -1,0 +1,5 @@
+//! Storage models implementing [`crate::Device`].
+
+pub mod constant;
+
+pub use constant::ConstantRate;

@@ -1,0 +1,15 @@
+//! The discrete-event simulator: workloads in, completions through summaries out.
+//!
+//! - [`workload`]: open-loop sources (trace replay, generators) and closed-loop clients.
+//! - [`generate`]: synthetic arrival processes (Poisson, on/off MMPP, diurnal).
+//! - [`summary`]: streaming per-tenant / per-class latency summaries and per-window series.
+//! - [`engine`]: the event loop, [`simulate`].
+
+pub mod engine;
+pub mod generate;
+pub mod summary;
+pub mod workload;
+
+pub use engine::{simulate, SimConfig, SimResult};
+pub use summary::{GroupSummary, RequestLog, WindowSeries};
+pub use workload::ClosedClient;
