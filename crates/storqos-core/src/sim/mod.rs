@@ -7,6 +7,7 @@
 
 pub mod engine;
 pub mod generate;
+pub mod lindley;
 pub mod summary;
 pub mod workload;
 

@@ -6,9 +6,11 @@
 //! Unknown kinds and unknown fields are errors that name them.
 
 pub mod device;
+pub mod generator;
 pub mod scheduler;
 
 pub use device::DeviceSpec;
+pub use generator::{merge_streams, GeneratorSpec};
 pub use scheduler::SchedulerSpec;
 
 use crate::error::{Error, Result};

@@ -1,0 +1,62 @@
+# storqos: the two commands are `make demo` and `make test`; both install what they need.
+#
+#   make demo       build everything and run `storqos demo` on the bundled WebSearch excerpt
+#   make test       build everything and run all Rust and Python tests
+#   make bench      run the benchmarks (slow; results go to BENCHMARKS.md by hand)
+#
+# Everything Python lives in .venv (created here); Rust builds into target/.
+
+PYTHON ?= python3
+VENV   := .venv
+VPY    := $(VENV)/bin/python
+DEPS   := $(VENV)/.deps-installed
+EXT    := $(VENV)/.ext-built
+CARGO  ?= cargo
+export VIRTUAL_ENV := $(abspath $(VENV))
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+
+.PHONY: demo test test-rust test-python build setup bench clean
+
+demo: build
+	$(VENV)/bin/storqos demo --out out/demo
+
+test: build test-rust test-python
+
+test-rust: setup
+	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
+	  $(CARGO) nextest run --workspace --exclude storqos-py --no-fail-fast; \
+	else \
+	  $(CARGO) test --workspace --exclude storqos-py; \
+	fi
+
+test-python: build
+	$(VPY) -m pytest
+
+# System packages (Debian): only what pip/cargo cannot provide.
+setup: $(DEPS)
+
+$(VPY):
+	@command -v $(CARGO) >/dev/null || { echo "error: cargo (Rust) is required: https://rustup.rs" >&2; exit 2; }
+	@$(PYTHON) -m venv --help >/dev/null 2>&1 || { \
+	  echo "installing python3-venv with apt-get"; \
+	  apt-get update -qq && apt-get install -y -qq python3-venv; }
+	$(PYTHON) -m venv $(VENV)
+
+# Python dependencies come from pyproject.toml (one list, read here).
+$(DEPS): pyproject.toml | $(VPY)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb')); \
+	  print('\n'.join(p['build-system']['requires'] + p['project']['dependencies'] \
+	  + p['project']['optional-dependencies']['test']))" > $(VENV)/requirements.txt
+	$(VPY) -m pip install -q -r $(VENV)/requirements.txt
+	touch $@
+
+# The compiled extension, rebuilt by cargo incrementally when the Rust changes.
+build: setup
+	$(VENV)/bin/maturin develop --release -q
+
+bench: build
+	$(VPY) benches/event_loop.py
+
+clean:
+	rm -rf $(VENV) target out python/storqos/*.so

@@ -1,0 +1,276 @@
+"""The ``storqos`` command line (typer + rich).
+
+Every command has ``--help`` with an example and ``--json`` for scripts. Bad input of
+any kind ends with one line on stderr naming what and where, and exit status 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import polars as pl
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .errors import InputError
+from .progress import run_with_progress
+from .units import fmt_duration, fmt_rate, fmt_size
+
+app = typer.Typer(
+    name="storqos",
+    help="QoS toolkit for shared block storage: simulate traces through QoS policies, plan, serve.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+trace_app = typer.Typer(help="Inspect and convert block traces.", no_args_is_help=True)
+app.add_typer(trace_app, name="trace")
+
+out = Console()
+err = Console(stderr=True)
+
+FormatOpt = Annotated[
+    Optional[str],
+    typer.Option("--format", "-f", help="Trace format (spc, msr, disksim, blkparse, fiu, srt, vscsi, fio, parquet, csv); detected when omitted."),
+]
+TimeUnitOpt = Annotated[
+    Optional[str], typer.Option("--time-unit", help="Time unit of the trace's timestamps where the format leaves it open (ns, us, ms, s).")
+]
+SortOpt = Annotated[bool, typer.Option("--sort", help="Sort requests by time instead of rejecting a trace whose timestamps go backwards.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON (for scripts) instead of tables.")]
+
+
+def _emit_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, default=float) + "\n")
+
+
+def _load(path: Path, fmt: str | None, time_unit: str | None, sort: bool) -> pl.DataFrame:
+    from .traces import read_trace
+
+    return run_with_progress(f"reading {path.name}", lambda: read_trace(path, format=fmt, time_unit=time_unit, sort=sort))
+
+
+@trace_app.command("info")
+def trace_info(
+    file: Annotated[Path, typer.Argument(help="Trace file.", show_default=False)],
+    format: FormatOpt = None,
+    time_unit: TimeUnitOpt = None,
+    sort: SortOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Format, request count, span, read/write mix, IOPS (mean, peak in 100 ms and 1 s windows) and size histogram.
+
+    Example: [bold]storqos trace info ../shared/traces/msr-cambridge/hm_0_excerpt.csv[/bold]
+    """
+    from .traces import detect_format, stats
+
+    fmt = format or detect_format(file)
+    df = _load(file, fmt, time_unit, sort)
+    st = stats(df)
+    st = {"file": str(file), "format": fmt, **st}
+    if json_out:
+        _emit_json(st)
+        return
+    t = Table(title=f"{file.name} ({fmt})", show_header=False)
+    t.add_row("requests", f"{st['count']:,}")
+    t.add_row("span", f"{st['span_s']:.6g} s")
+    t.add_row("reads", f"{100 * st['read_fraction']:.2f} %")
+    t.add_row("writes", f"{100 * (1 - st['read_fraction']):.2f} %")
+    t.add_row("mean rate", fmt_rate(st["mean_iops"]))
+    t.add_row("peak rate (100 ms windows)", fmt_rate(st["peak_iops_100ms"]))
+    t.add_row("peak rate (1 s windows)", fmt_rate(st["peak_iops_1s"]))
+    t.add_row("mean size", fmt_size(st["mean_size"]))
+    if "devices" in st:
+        t.add_row("devices / tenants", str(st["devices"]))
+    out.print(t)
+    h = Table(title="request sizes")
+    h.add_column("size ≤")
+    h.add_column("requests", justify="right")
+    h.add_column("share", justify="right")
+    for row in st["size_histogram"]:
+        h.add_row(fmt_size(row["le_bytes"]), f"{row['count']:,}", f"{100 * row['count'] / max(st['count'], 1):.1f} %")
+    out.print(h)
+
+
+PolicyOpt = Annotated[str, typer.Option("--policy", "-p", help="fcfs | edf | wf2q (alias wfq) | sfq.")]
+DeviceOpt = Annotated[str, typer.Option("--device", "-d", help="constant | exponential | array | disk | tiered.")]
+CapacityOpt = Annotated[
+    Optional[str], typer.Option("--capacity", "-c", help="Device capacity in IOPS (500, 1.5k); tiered: FAST,SLOW.")
+]
+
+
+def _summary_table(title: str, res_rows: list[dict[str, Any]], key: str) -> Table:
+    t = Table(title=title)
+    for col, just in (
+        (key, "left"),
+        ("completed", "right"),
+        ("IOPS", "right"),
+        ("mean", "right"),
+        ("p50", "right"),
+        ("p95", "right"),
+        ("p99", "right"),
+        ("max", "right"),
+    ):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for r in res_rows:
+        t.add_row(
+            str(r.get(key, "all")),
+            f"{r['completed']:,}",
+            fmt_rate(r.get("iops", 0.0)),
+            fmt_duration(r["mean_ns"]),
+            fmt_duration(r["p50_ns"]),
+            fmt_duration(r["p95_ns"]),
+            fmt_duration(r["p99_ns"]),
+            fmt_duration(r["max_ns"]),
+        )
+    return t
+
+
+@app.command()
+def simulate(
+    trace: Annotated[Path, typer.Argument(help="Trace file (any supported format).", show_default=False)],
+    policy: PolicyOpt = "fcfs",
+    device: DeviceOpt = "constant",
+    capacity: CapacityOpt = None,
+    weights: Annotated[Optional[str], typer.Option(help="Per-tenant weights for wf2q/sfq, e.g. 2,1.")] = None,
+    depth: Annotated[Optional[int], typer.Option(help="SFQ(D) dispatch depth D.")] = None,
+    deadline: Annotated[Optional[str], typer.Option(help="EDF per-class relative deadlines, e.g. 10ms,50ms.")] = None,
+    servers: Annotated[Optional[int], typer.Option(help="Array device: number of servers.")] = None,
+    hit_ratio: Annotated[Optional[float], typer.Option(help="Tiered device: probability a request hits the fast tier.")] = None,
+    split_by: Annotated[
+        Optional[str], typer.Option(help="Make tenants from a trace field: device, host, process or op.")
+    ] = None,
+    format: FormatOpt = None,
+    time_unit: TimeUnitOpt = None,
+    sort: SortOpt = False,
+    seed: Annotated[int, typer.Option(help="Random seed (devices with random service).")] = 1,
+    window: Annotated[str, typer.Option(help="Length of the time-series windows.")] = "1s",
+    out_file: Annotated[
+        Optional[Path], typer.Option("--out", "-o", help="Write per-request results to this Parquet file.")
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Replay a trace through a QoS policy in front of a device model, in simulated time.
+
+    Example: [bold]storqos simulate wsrch.trace --policy wf2q --weights 2,1 --split-by device --capacity 500[/bold]
+    """
+    from .sim import simulate as run
+    from .traces import split_tenants
+
+    df = _load(trace, format, time_unit, sort)
+    if split_by:
+        df, _mapping = split_tenants(df, by=split_by)
+    res = run_with_progress(
+        f"simulating {df.height:,} requests",
+        lambda: run(
+            df,
+            policy,
+            device,
+            capacity=capacity,
+            weights=weights,
+            depth=depth,
+            deadlines=deadline,
+            servers=servers,
+            hit_ratio=hit_ratio,
+            seed=seed,
+            window=window,
+            keep_requests=out_file is not None,
+        ),
+    )
+    if out_file is not None and res.requests is not None:
+        out_file.parent.mkdir(parents=True, exist_ok=True)
+        res.requests.write_parquet(out_file)
+    summary = res.summary()
+    if out_file is not None:
+        summary["requests_parquet"] = str(out_file)
+    if json_out:
+        _emit_json(summary)
+        return
+    out.print(f"[bold]{res.policy}[/bold] on [bold]{res.device}[/bold]: {res.arrived:,} requests, "
+              f"{res.end_ns / 1e9:.3f} s simulated in {res.wall_s:.3f} s wall ({fmt_rate(res.sim_rate)} simulated)")
+    out.print(_summary_table("response time per tenant", res.tenants.to_dicts(), "tenant"))
+    out.print(_summary_table("all requests", res.total.to_dicts(), "all"))
+    if res.unfinished:
+        out.print(f"[yellow]{res.unfinished:,} requests had not completed when the run ended[/yellow]")
+    if out_file is not None:
+        out.print(f"per-request results: {out_file}")
+
+
+@app.command()
+def demo(
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Directory for the plot and the table.")] = Path("out/demo"),
+    trace: Annotated[Optional[Path], typer.Option(help="Use this trace instead of the bundled WebSearch excerpt.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Run the bundled WebSearch excerpt through FCFS and WF2Q+ at a few capacities; print a table and plot the response-time CDFs.
+
+    Example: [bold]storqos demo --out out/demo[/bold]
+    """
+    from .demo import run_demo
+
+    result = run_with_progress("running the demo", lambda: run_demo(out_dir, trace))
+    if json_out:
+        _emit_json(result)
+        return
+    t = Table(title=f"{result['trace']}: {result['requests']:,} requests, {result['tenants']} tenants (ASUs), mean {fmt_rate(result['mean_iops'])}")
+    for col in ("policy", "capacity", "mean", "p95", "p99", "≤ 10 ms", "worst tenant p99"):
+        t.add_column(col, justify="left" if col == "policy" else "right")
+    for r in result["rows"]:
+        t.add_row(
+            r["policy"],
+            fmt_rate(r["capacity_iops"]),
+            fmt_duration(r["mean_ns"]),
+            fmt_duration(r["p95_ns"]),
+            fmt_duration(r["p99_ns"]),
+            f"{100 * r['within_10ms']:.1f} %",
+            fmt_duration(r["worst_tenant_p99_ns"]),
+        )
+    out.print(t)
+    out.print(f"CDF plot: {result['plot']}")
+    out.print(f"table: {result['table']}")
+
+
+def main() -> None:
+    """Entry point: run the app, turning input errors into one line and exit status 2."""
+    try:
+        rv = app(standalone_mode=False)
+        if isinstance(rv, int) and rv != 0:
+            sys.exit(rv)
+    except InputError as e:
+        err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except FileNotFoundError as e:
+        err.print(f"[red]error:[/red] {e.filename}: no such file", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except IsADirectoryError as e:
+        err.print(f"[red]error:[/red] {e.filename}: is a directory, expected a file", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except PermissionError as e:
+        err.print(f"[red]error:[/red] {e.filename}: permission denied", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except typer.Abort:
+        err.print("aborted")
+        sys.exit(130)
+    except Exception as e:  # click usage errors and anything unexpected
+        import click
+
+        if isinstance(e, click.exceptions.ClickException):
+            e.show()
+            sys.exit(e.exit_code)
+        if os.environ.get("STORQOS_DEBUG"):
+            raise
+        err.print(f"[red]internal error:[/red] {type(e).__name__}: {e} (set STORQOS_DEBUG=1 for a traceback)",
+                  highlight=False, soft_wrap=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

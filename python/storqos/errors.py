@@ -1,0 +1,20 @@
+"""Errors storqos reports to users: one line, naming what is wrong and where.
+
+The CLI prints ``str(err)`` of any :class:`InputError` on one line to stderr and exits
+with status 2; library users catch it as a ``ValueError``.
+"""
+
+from __future__ import annotations
+
+
+class InputError(ValueError):
+    """Bad user input: a trace record, a config value, a flag, a unit.
+
+    ``where`` names the place (``"trace.csv:17"``, ``"--capacity"``, ``"byte 2260"``) and
+    is put in front of the message.
+    """
+
+    def __init__(self, message: str, where: str | None = None) -> None:
+        self.where = where
+        self.message = message
+        super().__init__(f"{where}: {message}" if where else message)

@@ -1,0 +1,48 @@
+"""Progress display for long work: a transient rich spinner with elapsed time, shown on
+stderr only when the work takes longer than :data:`SHOW_AFTER_S` and stderr is a
+terminal. The work runs in a worker thread (the Rust core releases the GIL), so the
+spinner keeps turning while it runs.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+T = TypeVar("T")
+
+#: Work shorter than this shows nothing.
+SHOW_AFTER_S = 2.0
+
+
+def run_with_progress(label: str, work: Callable[[], T]) -> T:
+    """Run ``work()``; show a spinner labelled ``label`` if it runs longer than 2 s."""
+    if not sys.stderr.isatty():
+        return work()
+    box: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = work()
+        except BaseException as e:  # re-raised in the caller's thread
+            box["error"] = e
+
+    th = threading.Thread(target=target, daemon=True)
+    th.start()
+    th.join(SHOW_AFTER_S)
+    if th.is_alive():
+        with Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+            console=Console(stderr=True), transient=True,
+        ) as p:
+            p.add_task(label, total=None)
+            while th.is_alive():
+                th.join(0.1)
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["value"]  # type: ignore[return-value]

@@ -1,0 +1,233 @@
+"""Simulation from Python: a trace DataFrame (and/or synthetic generators and
+closed-loop clients) through a policy in front of a device model, in simulated time.
+
+The event loop is the Rust core's (``storqos_core::sim``); this module converts
+columns in and DataFrames out. Every column name carries its unit.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from . import _core
+from .errors import InputError
+from .specs import check, device_spec, policy_spec
+from .units import parse_duration, parse_size
+
+
+@dataclass
+class ClosedClient:
+    """A closed-loop client: keeps ``outstanding`` requests in flight, thinks between a
+    completion and its next request (``think``, constant or exponential).
+
+    Durations accept units (``"10ms"``); ``on``/``off`` make a pulse workload.
+    """
+
+    tenant: int = 0
+    outstanding: int = 1
+    think: str | float = 0
+    think_exponential: bool = False
+    size: str | int = 4096
+    read_fraction: float = 1.0
+    span: str | int | None = None
+    start: str | float = 0
+    stop: str | float | None = None
+    on: str | float | None = None
+    off: str | float | None = None
+    target: int | None = None
+
+    def to_spec(self) -> dict[str, Any]:
+        """The core's JSON form."""
+        where = f"closed client of tenant {self.tenant}"
+        spec: dict[str, Any] = {
+            "tenant": int(self.tenant),
+            "outstanding": int(self.outstanding),
+            "think_ns": parse_duration(self.think, where),
+            "think_exponential": bool(self.think_exponential),
+            "bytes": parse_size(self.size, where),
+            "read_fraction": float(self.read_fraction),
+            "span_bytes": 0 if self.span is None else parse_size(self.span, where),
+            "start_ns": parse_duration(self.start, where),
+        }
+        if self.stop is not None:
+            spec["stop_ns"] = parse_duration(self.stop, where)
+        if self.on is not None:
+            spec["on_ns"] = parse_duration(self.on, where)
+            spec["off_ns"] = parse_duration(self.off or 0, where)
+        if self.target is not None:
+            spec["target"] = int(self.target)
+        return spec
+
+
+@dataclass
+class SimResult:
+    """What a simulation returns. All times in nanoseconds unless a column says ``_s``."""
+
+    policy: str
+    device: str
+    #: per-tenant summary: completed, mean/p50/p90/p95/p99/p999/max response (ns)
+    tenants: pl.DataFrame
+    #: per-class summary (classes assigned by the policy), same columns
+    classes: pl.DataFrame
+    #: one-row summary over all requests
+    total: pl.DataFrame
+    #: per-window, per-tenant series: arrivals, completed, iops, mean/p95 response
+    windows: pl.DataFrame
+    #: scheduler gauges per window (long format: start_ns, name, value)
+    gauges: pl.DataFrame
+    #: response-time CDF per tenant from the histograms (response_ns, fraction)
+    cdf: pl.DataFrame
+    #: per-request log (only with keep_requests=True)
+    requests: pl.DataFrame | None
+    arrived: int
+    unfinished: int
+    end_ns: int
+    events: int
+    wall_s: float
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sim_rate(self) -> float:
+        """Simulated requests per wall-clock second."""
+        return self.arrived / self.wall_s if self.wall_s > 0 else float("inf")
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready summary (units in every key)."""
+        return {
+            "policy": self.policy,
+            "device": self.device,
+            "arrived": self.arrived,
+            "unfinished": self.unfinished,
+            "simulated_s": self.end_ns / 1e9,
+            "wall_s": self.wall_s,
+            "total": self.total.to_dicts()[0] if self.total.height else {},
+            "tenants": self.tenants.to_dicts(),
+        }
+
+
+_EMPTY_U64 = np.zeros(0, dtype=np.uint64)
+
+
+def _columns(trace: pl.DataFrame | None) -> tuple[np.ndarray, ...]:
+    if trace is None or trace.height == 0:
+        return (_EMPTY_U64, np.zeros(0, np.uint32), np.zeros(0, np.uint32), _EMPTY_U64, np.zeros(0, bool), None)
+    missing = [c for c in ("arrival_ns", "size") if c not in trace.columns]
+    if missing:
+        raise InputError(f"trace is missing column(s) {', '.join(missing)}")
+    arrival = trace["arrival_ns"].to_numpy()
+    if arrival.min() < 0:
+        raise InputError("trace has negative arrival times")
+    n = trace.height
+    tenant = trace["tenant"].cast(pl.UInt32).to_numpy() if "tenant" in trace.columns else np.zeros(n, np.uint32)
+    offset = trace["offset"].cast(pl.UInt64).to_numpy() if "offset" in trace.columns else np.zeros(n, np.uint64)
+    is_read = trace["is_read"].to_numpy() if "is_read" in trace.columns else np.ones(n, bool)
+    target = trace["target"].cast(pl.UInt8).to_numpy() if "target" in trace.columns else None
+    return (
+        np.ascontiguousarray(arrival, dtype=np.uint64),
+        np.ascontiguousarray(tenant, dtype=np.uint32),
+        np.ascontiguousarray(trace["size"].cast(pl.UInt32).to_numpy(), dtype=np.uint32),
+        np.ascontiguousarray(offset, dtype=np.uint64),
+        np.ascontiguousarray(is_read, dtype=bool),
+        None if target is None else np.ascontiguousarray(target, dtype=np.uint8),
+    )
+
+
+def simulate(
+    trace: pl.DataFrame | None = None,
+    policy: str | dict[str, Any] = "fcfs",
+    device: str | dict[str, Any] = "constant",
+    *,
+    capacity: str | float | None = None,
+    generators: list[dict[str, Any]] | None = None,
+    closed: list[ClosedClient] | None = None,
+    seed: int = 1,
+    window: str | float = "1s",
+    keep_requests: bool = False,
+    until: str | float | None = None,
+    **params: Any,
+) -> SimResult:
+    """Simulate ``trace`` through ``policy`` in front of ``device``.
+
+    ``policy``/``device`` are names (see ``storqos.specs.POLICIES``/``DEVICES``) with
+    parameters passed as keywords (``weights=[2, 1]``, ``depth=4``, ``deadlines=["10ms"]``,
+    ``servers=4``, ``hit_ratio=0.9``...), or ready spec dicts. ``capacity`` accepts units
+    (``"1.5k"``). ``generators`` streams synthetic arrivals (``storqos.synth`` specs)
+    without materialising them. Returns a :class:`SimResult`.
+    """
+    pkeys = {"weights", "depth", "deadlines", "by", "cost"}
+    dkeys = {"servers", "profile", "queue", "hit_ratio", "bandwidth", "device_depth"}
+    unknown = set(params) - pkeys - dkeys
+    if unknown:
+        raise InputError(f"unknown parameter(s): {', '.join(sorted(unknown))}")
+    pspec = policy_spec(policy, **{k: v for k, v in params.items() if k in pkeys})
+    dparams = {k: v for k, v in params.items() if k in dkeys and k != "device_depth"}
+    if "device_depth" in params:
+        dparams["depth"] = params["device_depth"]
+    dspec = device_spec(device, capacity=capacity, **dparams)
+    pname, dname = check(pspec, dspec)
+    window_ns = parse_duration(window, "--window")
+    if window_ns <= 0:
+        raise InputError("summary window must be > 0", "--window")
+    until_ns = None if until is None else parse_duration(until, "--until")
+    cols = _columns(trace)
+    t0 = time.perf_counter()
+    try:
+        out = _core.simulate(
+            *cols,
+            json.dumps(pspec),
+            json.dumps(dspec),
+            closed_json=json.dumps([c.to_spec() for c in closed or []]),
+            generators_json=json.dumps(generators or []),
+            seed=int(seed),
+            window_ns=window_ns,
+            keep_requests=keep_requests,
+            until_ns=until_ns,
+        )
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    wall = time.perf_counter() - t0
+    return _result(out, pname, dname, wall, {"policy": pspec, "device": dspec, "seed": seed})
+
+
+def _groups(d: dict[str, np.ndarray], key: str) -> pl.DataFrame:
+    df = pl.DataFrame(d)
+    return df.with_columns(
+        (pl.col("completed") / pl.col("span_s")).fill_nan(0.0).alias("iops"),
+    ) if df.height else df
+
+
+def _result(out: dict[str, Any], pname: str, dname: str, wall: float, params: dict[str, Any]) -> SimResult:
+    windows = pl.DataFrame(out["windows"])
+    if windows.height:
+        # IOPS in the window = completions / window length.
+        span = (windows["start_ns"].unique().sort().diff().drop_nulls().min() or 1e9) if windows.height > 1 else 1e9
+        windows = windows.with_columns((pl.col("completed") * 1e9 / span).alias("iops"))
+    requests = None
+    if out["requests"] is not None:
+        requests = pl.DataFrame(out["requests"]).with_columns(
+            (pl.col("finish_ns") - pl.col("arrival_ns")).alias("response_ns"),
+            (pl.col("dispatch_ns") - pl.col("arrival_ns")).alias("wait_ns"),
+        )
+    return SimResult(
+        policy=pname,
+        device=dname,
+        tenants=_groups(out["tenants"], "tenant"),
+        classes=_groups(out["classes"], "class"),
+        total=_groups(out["total"], "all").drop("all"),
+        windows=windows,
+        gauges=pl.DataFrame(out["gauges"], schema={"start_ns": pl.UInt64, "name": pl.Utf8, "value": pl.Float64}),
+        cdf=pl.DataFrame(out["cdf"]),
+        requests=requests,
+        arrived=int(out["arrived"]),
+        unfinished=int(out["unfinished"]),
+        end_ns=int(out["end_ns"]),
+        events=int(out["events"]),
+        wall_s=wall,
+        params=params,
+    )

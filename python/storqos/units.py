@@ -1,0 +1,159 @@
+"""Units on the command line and in config files.
+
+Durations: ``10ms``, ``250us``, ``1.5s``, ``2min``, ``1h``, ``500ns`` (a bare number is
+read in the default unit the caller names). Rates: ``1.5k`` IOPS, ``200``, ``2M``.
+Sizes: ``4KiB``, ``64GiB``, ``512B``, ``4k`` (binary multiples for ``Ki``/``k``).
+Bandwidth: ``200MiB/s``. Percent: ``99.9`` or ``99.9%``.
+
+Every parser raises :class:`storqos.errors.InputError` naming the flag or field
+(``where``) and saying what a valid value looks like.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from .errors import InputError
+
+_NUM = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
+
+DURATION_NS: dict[str, float] = {
+    "ns": 1.0,
+    "us": 1e3,
+    "µs": 1e3,
+    "ms": 1e6,
+    "s": 1e9,
+    "sec": 1e9,
+    "min": 60e9,
+    "m": 60e9,
+    "h": 3600e9,
+    "d": 86400e9,
+}
+RATE_MULT: dict[str, float] = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
+SIZE_MULT: dict[str, int] = {
+    "": 1,
+    "b": 1,
+    "k": 1024,
+    "kb": 1000,
+    "kib": 1024,
+    "m": 1024**2,
+    "mb": 1000**2,
+    "mib": 1024**2,
+    "g": 1024**3,
+    "gb": 1000**3,
+    "gib": 1024**3,
+    "t": 1024**4,
+    "tb": 1000**4,
+    "tib": 1024**4,
+}
+
+
+def _split(text: str) -> tuple[float, str] | None:
+    m = re.fullmatch(_NUM + r"\s*([A-Za-zµ/%]*)", text.strip())
+    if not m:
+        return None
+    return float(m.group(1)), m.group(2)
+
+
+def parse_duration(value: str | float | int, where: str = "duration", default_unit: str = "s") -> int:
+    """Parse a duration into integer nanoseconds (``"10ms"`` → 10_000_000)."""
+    if isinstance(value, (int, float)):
+        v, unit = float(value), default_unit
+    else:
+        parsed = _split(value)
+        if parsed is None:
+            raise InputError(f"malformed duration {value!r} (expected e.g. 10ms, 250us, 1.5s)", where)
+        v, unit = parsed
+        unit = unit or default_unit
+    if unit not in DURATION_NS:
+        raise InputError(
+            f"malformed duration {value!r}: unknown unit {unit!r} (use one of ns, us, ms, s, min, h, d)", where
+        )
+    ns = v * DURATION_NS[unit]
+    if not math.isfinite(ns) or ns < 0:
+        raise InputError(f"duration {value!r} must be finite and >= 0", where)
+    return int(round(ns))
+
+
+def parse_rate(value: str | float | int, where: str = "rate") -> float:
+    """Parse an IOPS rate (``"1.5k"`` → 1500.0; ``"200iops"`` accepted)."""
+    if isinstance(value, (int, float)):
+        v = float(value)
+    else:
+        text = value.strip()
+        text = re.sub(r"\s*(iops|IOPS)$", "", text)
+        m = re.fullmatch(_NUM + r"\s*([kKMG]?)", text)
+        if not m:
+            raise InputError(f"malformed rate {value!r} (expected IOPS, e.g. 500, 1.5k, 2M)", where)
+        v = float(m.group(1)) * RATE_MULT[m.group(2)]
+    if not math.isfinite(v) or v <= 0:
+        raise InputError(f"rate {value!r} must be > 0 IOPS", where)
+    return v
+
+
+def parse_size(value: str | int, where: str = "size") -> int:
+    """Parse a size into bytes (``"4KiB"`` → 4096, ``"64GiB"``, ``"512"``)."""
+    if isinstance(value, int):
+        v = value
+    else:
+        parsed = _split(value)
+        if parsed is None or parsed[1].lower() not in SIZE_MULT:
+            raise InputError(f"malformed size {value!r} (expected e.g. 4KiB, 512B, 64GiB)", where)
+        v = int(round(parsed[0] * SIZE_MULT[parsed[1].lower()]))
+    if v <= 0:
+        raise InputError(f"size {value!r} must be > 0 bytes", where)
+    return v
+
+
+def parse_bandwidth(value: str | float, where: str = "bandwidth") -> float:
+    """Parse a bandwidth into bytes per second (``"200MiB/s"``)."""
+    if isinstance(value, (int, float)):
+        v = float(value)
+    else:
+        text = value.strip()
+        if not text.endswith("/s"):
+            raise InputError(f"malformed bandwidth {value!r} (expected e.g. 200MiB/s)", where)
+        v = float(parse_size(text[:-2], where))
+    if v <= 0:
+        raise InputError(f"bandwidth {value!r} must be > 0", where)
+    return v
+
+
+def parse_percent(value: str | float, where: str = "fraction") -> float:
+    """Parse a percentage into a fraction in (0, 1] (``"99.9"`` or ``"99.9%"`` → 0.999)."""
+    text = str(value).strip().rstrip("%")
+    try:
+        v = float(text)
+    except ValueError:
+        raise InputError(f"malformed percentage {value!r} (expected e.g. 95 or 99.9%)", where) from None
+    if not 0 < v <= 100:
+        raise InputError(f"percentage {value!r} must be in (0, 100]", where)
+    return v / 100.0
+
+
+def fmt_duration(ns: float) -> str:
+    """Human-readable duration with its unit (``12.3 ms``)."""
+    ns = float(ns)
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if abs(ns) >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def fmt_rate(iops: float) -> str:
+    """Human-readable IOPS (``1.5k IOPS``)."""
+    for unit, scale in (("M", 1e6), ("k", 1e3)):
+        if abs(iops) >= scale:
+            return f"{iops / scale:.3g}{unit} IOPS"
+    return f"{iops:.3g} IOPS"
+
+
+def fmt_size(nbytes: float) -> str:
+    """Human-readable size with binary multiples (``4 KiB``)."""
+    v = float(nbytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(v) < 1024 or unit == "TiB":
+            return f"{v:.4g} {unit}"
+        v /= 1024
+    return f"{v:.4g} TiB"
