@@ -1,5 +1,26 @@
-//! Storage models implementing [`crate::Device`].
+//! Storage models implementing [`crate::Device`] (spec "Device models"). One model per
+//! file, each opening with the seed it stands for:
+//!
+//! - [`constant`]: one deterministic server of C IOPS (seed 000).
+//! - [`exponential`]: one server with Exp(1/C) service (seed 004; M/M/1 checks).
+//! - [`array`](mod@array): k servers, internal queues, shared or striped assignment, throughput
+//!   rising with depth (seed 001's RAID-5; M/M/k and M/D/k checks).
+//! - [`disk`]: the mechanical disk model (seek, rotation, transfer; FIFO / SCAN / SPTF
+//!   queue), its named profiles, and a single disk as a device (seeds 001, 003).
+//! - [`service`]: the per-server service-time models an array is built from.
+//! - [`tiered`]: a fast and a slow device with per-request targets or hit ratios
+//!   (seeds 002, 004).
 
+pub mod array;
 pub mod constant;
+pub mod disk;
+pub mod exponential;
+pub mod service;
+pub mod tiered;
 
+pub use array::{Assign, Parallel};
 pub use constant::ConstantRate;
+pub use disk::{Disk, DiskProfile, QueuePolicy};
+pub use exponential::Exponential;
+pub use service::ServiceModel;
+pub use tiered::Tiered;

@@ -1,6 +1,22 @@
 //! Scheduling policies. Each file is one policy and opens with the paper and section it
 //! implements.
+//!
+//! Baselines:
+//! - [`fcfs`]: first-come first-served.
+//! - [`edf`]: earliest deadline first, with a reusable deadline queue ([`EdfQueue`]).
+//! - [`wf2q`]: WF2Q+ weighted fair queuing (Bennett & Zhang 1997).
+//! - [`sfq`]: SFQ(D), start-time fair queuing with dispatch depth D (Jin et al. 2004).
+//!
+//! [`tags`] holds what the fair queuers share: flow keys, cost models, weights.
 
+pub mod edf;
 pub mod fcfs;
+pub mod sfq;
+pub mod tags;
+pub mod wf2q;
 
+pub use edf::{Edf, EdfQueue};
 pub use fcfs::Fcfs;
+pub use sfq::Sfq;
+pub use tags::{CostModel, FlowKey};
+pub use wf2q::Wf2q;

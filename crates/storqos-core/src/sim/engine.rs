@@ -6,8 +6,9 @@
 //! three event kinds; ties are broken deterministically in the order
 //! **completion → timer → arrival** (a freed slot and fresh credits are visible to a
 //! request arriving at the same nanosecond), and within a kind by submission order
-//! (devices) or sequence number (client wake-ups). After every event the loop offers the
-//! scheduler every free device slot. The run is a pure function of its inputs and seed.
+//! (devices) or sequence number (client wake-ups). Once every event of the current
+//! nanosecond has been handled, the loop offers the scheduler every free device slot, so
+//! a policy chooses among all requests that arrived at that instant. The run is a pure function of its inputs and seed.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -17,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::request::{Completion, Request};
 use crate::rng::SimRng;
 use crate::scheduler::Scheduler;
-use crate::sim::summary::{GaugeSeries, GroupSummary, RequestLog, WindowAccumulator, WindowSeries};
+use crate::sim::summary::{GaugeSeries, GroupSummary, PairTable, RequestLog, WindowAccumulator, WindowSeries};
 use crate::sim::workload::ClosedClient;
 use crate::time::{Nanos, NS_PER_SEC};
 
@@ -66,15 +67,6 @@ pub struct SimResult {
     pub end: Nanos,
     /// Events processed (arrivals + completions + timers).
     pub events: u64,
-}
-
-#[inline]
-fn group(v: &mut Vec<GroupSummary>, i: u32) -> &mut GroupSummary {
-    let i = i as usize;
-    if i >= v.len() {
-        v.resize_with(i + 1, GroupSummary::default);
-    }
-    &mut v[i]
 }
 
 /// Run `open` (arrival-ordered requests) and `closed` clients through `sched` in front of
@@ -126,9 +118,7 @@ where
     // id space: id − CLOSED_ID_BASE indexes this table.
     let mut closed_owner: Vec<u32> = Vec::new();
 
-    let mut tenants: Vec<GroupSummary> = Vec::new();
-    let mut classes: Vec<GroupSummary> = Vec::new();
-    let mut total = GroupSummary::default();
+    let mut pairs = PairTable::default();
     let mut win = WindowAccumulator::new(cfg.window);
     let mut log = cfg.keep_requests.then(RequestLog::default);
     let mut arrived = 0u64;
@@ -136,6 +126,7 @@ where
     let mut events = 0u64;
     let mut now: Nanos = 0;
     let mut last_open_arrival: Nanos = 0;
+    let mut pending_dispatch = false;
 
     loop {
         let t_done = dev.next_completion();
@@ -165,6 +156,22 @@ where
                 kind = 3;
             }
         }
+        // All events of this nanosecond are in: offer every free slot to the scheduler
+        // (so a policy sees every request that arrived at `now` before choosing).
+        if pending_dispatch && (kind == 0 || t_next > now) {
+            pending_dispatch = false;
+            loop {
+                let st = dev.state();
+                if st.free_slots == 0 {
+                    break;
+                }
+                match sched.dispatch(now, &st) {
+                    Some(r) => dev.submit(r, now, &mut rng),
+                    None => break,
+                }
+            }
+            continue;
+        }
         if kind == 0 {
             break;
         }
@@ -187,9 +194,7 @@ where
                 debug_assert!(c.finish == now);
                 completed += 1;
                 sched.complete(&c, now);
-                group(&mut tenants, c.req.tenant).record(&c);
-                group(&mut classes, c.req.class).record(&c);
-                total.record(&c);
+                pairs.record(&c);
                 win.completion(&c);
                 if let Some(l) = log.as_mut() {
                     l.push(&c);
@@ -228,20 +233,11 @@ where
                 sched.enqueue(req, now);
             }
         }
-        // Offer every free slot to the scheduler.
-        loop {
-            let st = dev.state();
-            if st.free_slots == 0 {
-                break;
-            }
-            match sched.dispatch(now, &st) {
-                Some(r) => dev.submit(r, now, &mut rng),
-                None => break,
-            }
-        }
+        pending_dispatch = true;
     }
     // Flush the last window.
     win.advance(Nanos::MAX, &mut |sink| sched.gauges(sink));
+    let (tenants, classes, total) = pairs.finish();
     Ok(SimResult {
         tenants,
         classes,

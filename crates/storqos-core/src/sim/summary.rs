@@ -76,12 +76,70 @@ impl GroupSummary {
     pub fn quantile(&self, q: f64) -> Nanos {
         if self.completed == 0 { 0 } else { self.hist.value_at_quantile(q).min(self.max_response) }
     }
+    /// Add another summary's counts into this one.
+    pub fn merge(&mut self, o: &GroupSummary) {
+        self.completed += o.completed;
+        self.bytes += o.bytes;
+        self.sum_response += o.sum_response;
+        self.sum_wait += o.sum_wait;
+        self.max_response = self.max_response.max(o.max_response);
+        self.first_arrival = self.first_arrival.min(o.first_arrival);
+        self.last_finish = self.last_finish.max(o.last_finish);
+        self.hist.add(&o.hist).expect("histograms share bounds");
+    }
+
     /// Fraction of requests with response time ≤ `deadline` (within histogram precision).
     pub fn fraction_within(&self, deadline: Nanos) -> f64 {
         if self.completed == 0 {
             return 1.0;
         }
         self.hist.count_between(0, deadline) as f64 / self.completed as f64
+    }
+}
+
+/// Summaries per (tenant, class) pair: one histogram update per completion; the
+/// per-tenant, per-class and overall views are merged from it at the end of a run.
+#[derive(Debug, Default)]
+pub(crate) struct PairTable {
+    keys: Vec<(u32, u32)>,
+    groups: Vec<GroupSummary>,
+    last: usize,
+}
+
+impl PairTable {
+    /// Account one completion under its (tenant, class).
+    #[inline]
+    pub fn record(&mut self, c: &Completion) {
+        let key = (c.req.tenant, c.req.class);
+        if self.keys.get(self.last) != Some(&key) {
+            self.last = match self.keys.iter().position(|k| *k == key) {
+                Some(i) => i,
+                None => {
+                    self.keys.push(key);
+                    self.groups.push(GroupSummary::default());
+                    self.keys.len() - 1
+                }
+            };
+        }
+        self.groups[self.last].record(c);
+    }
+
+    /// (per tenant, per class, overall), indexed by tenant / class id.
+    pub fn finish(self) -> (Vec<GroupSummary>, Vec<GroupSummary>, GroupSummary) {
+        let mut tenants: Vec<GroupSummary> = Vec::new();
+        let mut classes: Vec<GroupSummary> = Vec::new();
+        let mut total = GroupSummary::default();
+        for ((t, c), g) in self.keys.iter().zip(&self.groups) {
+            for (v, i) in [(&mut tenants, *t), (&mut classes, *c)] {
+                let i = i as usize;
+                if i >= v.len() {
+                    v.resize_with(i + 1, GroupSummary::default);
+                }
+                v[i].merge(g);
+            }
+            total.merge(g);
+        }
+        (tenants, classes, total)
     }
 }
 
@@ -173,6 +231,7 @@ impl RequestLog {
 pub(crate) struct WindowAccumulator {
     pub window: Nanos,
     pub current: u64,
+    end: Nanos,
     arrivals: Vec<u64>,
     bytes: Vec<u64>,
     latencies: Vec<Vec<Nanos>>,
@@ -182,7 +241,7 @@ pub(crate) struct WindowAccumulator {
 
 impl WindowAccumulator {
     pub fn new(window: Nanos) -> Self {
-        WindowAccumulator { window, ..Default::default() }
+        WindowAccumulator { window, end: window, ..Default::default() }
     }
 
     #[inline]
@@ -197,7 +256,7 @@ impl WindowAccumulator {
     /// Is `now` past the current window?
     #[inline]
     pub fn crossed(&self, now: Nanos) -> bool {
-        now / self.window != self.current
+        now >= self.end
     }
 
     /// Close the current window (emitting rows and gauges) and move to `now`'s window.
@@ -242,6 +301,7 @@ impl WindowAccumulator {
             });
         }
         self.current = now / self.window;
+        self.end = self.current.saturating_add(1).saturating_mul(self.window);
     }
 
     #[inline]

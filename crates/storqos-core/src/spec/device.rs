@@ -1,10 +1,27 @@
 //! Device specs: `{"kind": "...", ...}` → a boxed [`Device`].
+//!
+//! ```json
+//! {"kind": "constant", "iops": 500}
+//! {"kind": "exponential", "iops": 500}
+//! {"kind": "array", "servers": 4, "assign": "shared", "service": {"kind": "exponential", "iops": 250}}
+//! {"kind": "array", "servers": 8, "assign": "striped", "stripe_bytes": 65536, "depth": 64,
+//!  "service": {"kind": "disk", "profile": "enterprise-10k", "queue": "sptf"}}
+//! {"kind": "disk", "profile": "desktop-7200", "queue": "fifo"}
+//! {"kind": "tiered", "fast": {"kind": "constant", "iops": 20000},
+//!  "slow": {"kind": "disk", "profile": "enterprise-10k"}, "hit_ratio": 0.8}
+//! ```
+//!
+//! Every parameter is checked when the device is built; an error is one line naming the
+//! parameter (and, inside a tiered device, the tier: `tiered.slow: array: servers must
+//! be >= 1, got 0`).
 
 use serde::Deserialize;
 
 use crate::device::Device;
-use crate::devices::ConstantRate;
-use crate::error::Result;
+use crate::devices::{
+    Assign, ConstantRate, Disk, DiskProfile, Exponential, Parallel, QueuePolicy, ServiceModel, Tiered,
+};
+use crate::error::{config, Error, Result};
 
 /// A storage model and its parameters.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -18,6 +35,129 @@ pub enum DeviceSpec {
         #[serde(default)]
         bandwidth: Option<f64>,
     },
+    /// One server with exponentially distributed service of mean 1/`iops`.
+    Exponential {
+        /// Mean capacity (IOPS).
+        iops: f64,
+    },
+    /// `servers` servers with internal queues (see [`crate::devices::array`]).
+    Array {
+        /// Number of servers (disks), ≥ 1.
+        servers: usize,
+        /// Bound on outstanding requests (default [`crate::devices::array::DEFAULT_DEPTH`]).
+        #[serde(default)]
+        depth: Option<usize>,
+        /// How requests reach servers.
+        assign: AssignSpec,
+        /// Stripe unit in bytes for `striped` (default
+        /// [`crate::devices::array::DEFAULT_STRIPE_BYTES`]); not allowed for `shared`.
+        #[serde(default)]
+        stripe_bytes: Option<u64>,
+        /// Service model of every server.
+        service: ServiceSpec,
+    },
+    /// A single disk with its own queue (see [`crate::devices::disk`]).
+    Disk {
+        /// Named profile (default `enterprise-10k`).
+        #[serde(default)]
+        profile: Option<String>,
+        /// Queue order (default `fifo`).
+        #[serde(default)]
+        queue: QueuePolicy,
+        /// Bound on outstanding requests (default [`crate::devices::array::DEFAULT_DEPTH`]).
+        #[serde(default)]
+        depth: Option<usize>,
+        /// Capacity in bytes the seek curve spans (default: the profile's).
+        #[serde(default)]
+        capacity: Option<u64>,
+    },
+    /// A fast and a slow tier (see [`crate::devices::tiered`]).
+    Tiered {
+        /// The fast tier (target 0).
+        fast: Box<DeviceSpec>,
+        /// The slow tier (target 1).
+        slow: Box<DeviceSpec>,
+        /// Probability that a request without a target goes to the fast tier (default 0:
+        /// without a hit ratio, untargeted requests are misses).
+        #[serde(default)]
+        hit_ratio: Option<f64>,
+        /// Per-tenant hit ratios overriding `hit_ratio` for tenants 0, 1, ...
+        #[serde(default)]
+        tenant_hit_ratios: Option<Vec<f64>>,
+        /// Bound on outstanding requests of both tiers (default: the tiers' slots).
+        #[serde(default)]
+        depth: Option<usize>,
+    },
+}
+
+/// How an array assigns requests to servers.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum AssignSpec {
+    /// One queue feeding whichever server frees first.
+    Shared,
+    /// By stripe unit of the offset, one queue per disk.
+    Striped,
+}
+
+/// Service model of an array's servers.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ServiceSpec {
+    /// Deterministic service of `iops` per server.
+    Constant {
+        /// IOPS per server.
+        iops: f64,
+    },
+    /// Exponential service of mean 1/`iops` per server.
+    Exponential {
+        /// IOPS per server.
+        iops: f64,
+    },
+    /// The disk model.
+    Disk {
+        /// Named profile (default `enterprise-10k`).
+        #[serde(default)]
+        profile: Option<String>,
+        /// Queue order of each disk (default `fifo`).
+        #[serde(default)]
+        queue: QueuePolicy,
+        /// Capacity in bytes of each disk (default: the profile's).
+        #[serde(default)]
+        capacity: Option<u64>,
+    },
+}
+
+/// Profile used when a disk spec names none: seed 001's array disks spin at 10k RPM.
+pub const DEFAULT_DISK_PROFILE: &str = crate::devices::disk::ENTERPRISE_10K;
+
+fn disk_profile(profile: &Option<String>, capacity: Option<u64>) -> Result<DiskProfile> {
+    let p = DiskProfile::named(profile.as_deref().unwrap_or(DEFAULT_DISK_PROFILE))?;
+    match capacity {
+        Some(c) => p.with_capacity(c),
+        None => Ok(p),
+    }
+}
+
+/// Prefix an error's message with where it happened (`tiered.fast`).
+fn within<T>(what: &str, r: Result<T>) -> Result<T> {
+    r.map_err(|e| match e {
+        Error::InvalidConfig(m) => Error::InvalidConfig(format!("{what}: {m}")),
+        Error::InvalidInput(m) => Error::InvalidInput(format!("{what}: {m}")),
+    })
+}
+
+impl ServiceSpec {
+    /// Build the service model.
+    pub fn build(&self) -> Result<ServiceModel> {
+        match self {
+            ServiceSpec::Constant { iops } => ServiceModel::constant(*iops),
+            ServiceSpec::Exponential { iops } => ServiceModel::exponential(*iops),
+            ServiceSpec::Disk { profile, queue, capacity } => {
+                ServiceModel::disk(disk_profile(profile, *capacity)?, *queue)
+            }
+        }
+    }
 }
 
 impl DeviceSpec {
@@ -31,6 +171,154 @@ impl DeviceSpec {
                     None => Box::new(d),
                 }
             }
+            DeviceSpec::Exponential { iops } => Box::new(Exponential::new(*iops)?),
+            DeviceSpec::Array { servers, depth, assign, stripe_bytes, service } => {
+                let assign = match (assign, stripe_bytes) {
+                    (AssignSpec::Shared, None) => Assign::Shared,
+                    (AssignSpec::Shared, Some(_)) => {
+                        return config("array: stripe_bytes applies only to assign \"striped\"")
+                    }
+                    (AssignSpec::Striped, s) => {
+                        Assign::Striped { stripe_bytes: s.unwrap_or(crate::devices::array::DEFAULT_STRIPE_BYTES) }
+                    }
+                };
+                let service = within("array service", service.build())?;
+                let a = Parallel::new(*servers, assign, service)?;
+                Box::new(match depth {
+                    Some(d) => a.with_depth(*d)?,
+                    None => a,
+                })
+            }
+            DeviceSpec::Disk { profile, queue, depth, capacity } => {
+                let d = Disk::new(disk_profile(profile, *capacity)?, *queue)?;
+                Box::new(match depth {
+                    Some(n) => d.with_depth(*n)?,
+                    None => d,
+                })
+            }
+            DeviceSpec::Tiered { fast, slow, hit_ratio, tenant_hit_ratios, depth } => {
+                let f = within("tiered.fast", fast.build())?;
+                let s = within("tiered.slow", slow.build())?;
+                let mut t = Tiered::new(f, s, hit_ratio.unwrap_or(0.0))?;
+                if let Some(r) = tenant_hit_ratios {
+                    t = t.with_tenant_hit_ratios(r.clone())?;
+                }
+                if let Some(d) = depth {
+                    t = t.with_depth(*d)?;
+                }
+                Box::new(t)
+            }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::from_json;
+
+    fn build(json: &str) -> Result<Box<dyn Device + Send>> {
+        from_json::<DeviceSpec>("device", json)?.build()
+    }
+
+    fn err(json: &str) -> String {
+        match build(json) {
+            Ok(d) => panic!("{json} built {}", d.name()),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn every_kind_builds() {
+        for (json, name) in [
+            (r#"{"kind": "constant", "iops": 500}"#, "constant(500 IOPS)"),
+            (r#"{"kind": "exponential", "iops": 500}"#, "exponential(500 IOPS)"),
+            (
+                r#"{"kind": "array", "servers": 4, "assign": "shared", "service": {"kind": "exponential", "iops": 250}}"#,
+                "array(4 × exp(250 IOPS), shared, depth 1024)",
+            ),
+            (
+                r#"{"kind": "array", "servers": 8, "assign": "striped", "depth": 64,
+                    "service": {"kind": "disk", "profile": "enterprise-10k", "queue": "sptf"}}"#,
+                "array(8 × disk(enterprise-10k, sptf), striped 64 KiB, depth 64)",
+            ),
+            (r#"{"kind": "disk", "profile": "desktop-7200", "queue": "fifo"}"#, "disk(desktop-7200, fifo)"),
+            (r#"{"kind": "disk"}"#, "disk(enterprise-10k, fifo)"),
+            (
+                r#"{"kind": "tiered", "fast": {"kind": "constant", "iops": 20000},
+                    "slow": {"kind": "disk", "queue": "scan"}, "hit_ratio": 0.8, "depth": 32}"#,
+                "tiered(fast constant(20000 IOPS), slow disk(enterprise-10k, scan), hit ratio 0.8)",
+            ),
+        ] {
+            let d = build(json).unwrap_or_else(|e| panic!("{json}: {e}"));
+            assert_eq!(d.name(), name);
+        }
+        let d = build(r#"{"kind": "array", "servers": 2, "assign": "shared", "depth": 3, "service": {"kind": "constant", "iops": 1}}"#)
+            .unwrap();
+        assert_eq!(d.state().free_slots, 3);
+        let d = build(r#"{"kind": "tiered", "fast": {"kind": "constant", "iops": 1}, "slow": {"kind": "exponential", "iops": 1}}"#)
+            .unwrap();
+        assert_eq!(d.state().free_slots, 2);
+    }
+
+    #[test]
+    fn bad_specs_name_the_parameter() {
+        let cases = [
+            (r#"{"kind": "exponential", "iops": 0}"#, "iops must be > 0"),
+            (r#"{"kind": "exponential", "iops": 5, "rate": 1}"#, "unknown field `rate`"),
+            (
+                r#"{"kind": "array", "servers": 0, "assign": "shared", "service": {"kind": "constant", "iops": 1}}"#,
+                "servers must be >= 1",
+            ),
+            (
+                r#"{"kind": "array", "servers": 2, "assign": "shared", "depth": 0, "service": {"kind": "constant", "iops": 1}}"#,
+                "depth must be >= 1",
+            ),
+            (
+                r#"{"kind": "array", "servers": 2, "assign": "shared", "stripe_bytes": 4096, "service": {"kind": "constant", "iops": 1}}"#,
+                "stripe_bytes applies only",
+            ),
+            (
+                r#"{"kind": "array", "servers": 2, "assign": "striped", "stripe_bytes": 0, "service": {"kind": "constant", "iops": 1}}"#,
+                "stripe_bytes must be > 0",
+            ),
+            (
+                r#"{"kind": "array", "servers": 2, "assign": "diagonal", "service": {"kind": "constant", "iops": 1}}"#,
+                "unknown variant `diagonal`",
+            ),
+            (r#"{"kind": "array", "servers": 2, "assign": "shared"}"#, "missing field `service`"),
+            (
+                r#"{"kind": "array", "servers": 2, "assign": "shared", "service": {"kind": "exponential", "iops": -3}}"#,
+                "array service: exponential service: iops must be > 0, got -3",
+            ),
+            (
+                r#"{"kind": "array", "servers": 2, "assign": "shared", "service": {"kind": "disk", "queue": "lifo"}}"#,
+                "unknown variant `lifo`",
+            ),
+            (
+                r#"{"kind": "disk", "profile": "floppy"}"#,
+                "unknown profile \"floppy\" (known: enterprise-10k, desktop-7200)",
+            ),
+            (r#"{"kind": "disk", "capacity": 0}"#, "capacity must be > 0"),
+            (r#"{"kind": "disk", "rpm": 5400}"#, "unknown field `rpm`"),
+            (
+                r#"{"kind": "tiered", "fast": {"kind": "constant", "iops": 1}, "slow": {"kind": "constant", "iops": 1}, "hit_ratio": 1.2}"#,
+                "hit_ratio must lie in [0, 1], got 1.2",
+            ),
+            (
+                r#"{"kind": "tiered", "fast": {"kind": "constant", "iops": 1}, "slow": {"kind": "array", "servers": 0, "assign": "shared", "service": {"kind": "constant", "iops": 1}}}"#,
+                "tiered.slow: array: servers must be >= 1, got 0",
+            ),
+            (
+                r#"{"kind": "tiered", "fast": {"kind": "constant", "iops": 1}, "slow": {"kind": "constant", "iops": 1}, "tenant_hit_ratios": [0.5, 2]}"#,
+                "tenant_hit_ratios[1] must lie in [0, 1]",
+            ),
+            (r#"{"kind": "tiered", "fast": {"kind": "constant", "iops": 1}}"#, "missing field `slow`"),
+        ];
+        for (json, want) in cases {
+            let e = err(json);
+            assert!(e.contains(want), "{json}\n  gave: {e}\n  want: {want}");
+            assert!(!e.contains('\n'), "multi-line error: {e}");
+        }
     }
 }

@@ -1,0 +1,146 @@
+"""Benchmark: FCFS on a constant-rate server, side by side in one run.
+
+- storqos: the general event loop (``storqos.simulate``: Box<dyn Scheduler> + Box<dyn
+  Device>, summaries and per-window series on) over N synthetic Poisson requests;
+- the specialised Rust Lindley kernel (``storqos._core.lindley_fcfs``) on the same arrivals;
+- a NumPy Lindley recursion (vectorised: f_i = (i+1)·s + max_{j≤i}(a_j − j·s));
+- an equivalent SimPy model (on a smaller sample: SimPy runs in Python);
+- peak RSS of summaries-only mode over a 100 M-request streamed generator (subprocess).
+
+Every rate is the median of REPEATS runs. Usage:
+    python benches/event_loop.py [--requests 10000000] [--simpy-requests 200000] [--rss-requests 100000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import storqos
+from storqos import _core
+
+RATE_IOPS = 900.0  # arrival rate
+CAPACITY_IOPS = 1000.0  # server capacity: utilisation 0.9
+REPEATS = 3
+
+
+def median_time(fn, repeats: int = REPEATS) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def simpy_fcfs(arrivals_ns: np.ndarray, service_ns: int) -> float:
+    import simpy
+
+    env = simpy.Environment()
+    server = simpy.Resource(env, capacity=1)
+    total = [0.0]
+
+    def request(env, a):
+        with server.request() as req:
+            yield req
+            yield env.timeout(service_ns)
+            total[0] += env.now - a
+
+    def source(env):
+        last = 0
+        for a in arrivals_ns.tolist():
+            yield env.timeout(a - last)
+            last = a
+            env.process(request(env, a))
+
+    env.process(source(env))
+    env.run()
+    return total[0] / len(arrivals_ns)
+
+
+def numpy_lindley(arrivals_ns: np.ndarray, service_ns: int) -> np.ndarray:
+    i = np.arange(len(arrivals_ns), dtype=np.int64)
+    a = arrivals_ns.astype(np.int64)
+    return (i + 1) * service_ns + np.maximum.accumulate(a - i * service_ns)
+
+
+def rss_child(n: int) -> None:
+    spec = storqos.synth.poisson(RATE_IOPS, count=n, seed=11, materialize=False)
+    t0 = time.perf_counter()
+    res = storqos.simulate(None, "fcfs", "constant", capacity=CAPACITY_IOPS, generators=[spec])
+    wall = time.perf_counter() - t0
+    rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"requests": res.arrived, "wall_s": wall, "peak_rss_mib": rss_mib}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--requests", type=int, default=10_000_000)
+    ap.add_argument("--simpy-requests", type=int, default=200_000)
+    ap.add_argument("--rss-requests", type=int, default=100_000_000)
+    ap.add_argument("--rss-child", type=int, default=0, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.rss_child:
+        rss_child(args.rss_child)
+        return
+
+    n = args.requests
+    trace = storqos.synth.poisson(RATE_IOPS, count=n, seed=7)
+    arrivals = trace["arrival_ns"].to_numpy().astype(np.uint64)
+    service = round(1e9 / CAPACITY_IOPS)
+
+    res_holder = {}
+
+    def run_storqos():
+        res_holder["r"] = storqos.simulate(trace, "fcfs", "constant", capacity=CAPACITY_IOPS)
+
+    # Warm-up (page faults, first allocation) outside the timings.
+    storqos.simulate(trace.head(100_000), "fcfs", "constant", capacity=CAPACITY_IOPS)
+    t_sq = median_time(run_storqos)
+    t_rk = median_time(lambda: _core.lindley_fcfs(arrivals, service))
+    t_np = median_time(lambda: numpy_lindley(arrivals, service))
+    m = args.simpy_requests
+    t_sp = median_time(lambda: simpy_fcfs(arrivals[:m], service), repeats=1)
+
+    # All four must agree on the answer.
+    mean_sq = float(res_holder["r"].total["mean_ns"][0])
+    fin = _core.lindley_fcfs(arrivals, service)
+    mean_rk = float((fin - arrivals).mean())
+    mean_np = float((numpy_lindley(arrivals, service) - arrivals.astype(np.int64)).mean())
+    mean_sp_sub = simpy_fcfs(arrivals[:10_000], service)
+    mean_rk_sub = float((fin[:10_000] - arrivals[:10_000]).mean())
+    assert abs(mean_sq - mean_rk) < 1e-6 * mean_rk, (mean_sq, mean_rk)
+    assert abs(mean_np - mean_rk) < 1e-6 * mean_rk
+    assert abs(mean_sp_sub - mean_rk_sub) < 1e-6 * mean_rk_sub
+
+    rss = json.loads(subprocess.check_output([sys.executable, __file__, "--rss-child", str(args.rss_requests)]))
+
+    rates = {
+        "storqos event loop": n / t_sq,
+        "Rust Lindley kernel": n / t_rk,
+        "NumPy Lindley": n / t_np,
+        "SimPy": m / t_sp,
+    }
+    print(f"FCFS, constant-rate server {CAPACITY_IOPS:.0f} IOPS, Poisson {RATE_IOPS:.0f} IOPS, {n:,} requests "
+          f"(SimPy: {m:,}); median of {REPEATS} runs")
+    print(f"{'implementation':<22} {'requests/s':>14}")
+    for k, v in rates.items():
+        print(f"{k:<22} {v:>14,.0f}")
+    sq = rates["storqos event loop"]
+    print(f"storqos / SimPy          = {sq / rates['SimPy']:.0f}x")
+    print(f"storqos / NumPy Lindley  = {sq / rates['NumPy Lindley']:.2f}x")
+    print(f"storqos / Rust Lindley   = {sq / rates['Rust Lindley kernel']:.2f}")
+    print(f"mean response (all agree): {mean_rk / 1e6:.4f} ms")
+    print(f"summaries-only, {rss['requests']:,} streamed requests: {rss['wall_s']:.1f} s wall, "
+          f"{rss['requests'] / rss['wall_s']:,.0f} requests/s, peak RSS {rss['peak_rss_mib']:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

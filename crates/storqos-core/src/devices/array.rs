@@ -1,0 +1,372 @@
+//! Parallel array of k servers (seed 001 §4: "a RAID 5 system with 8 Seagate Cheetah9LP
+//! 10K RPM disks"; spec "Device models: Array"): an internal queue, a bound on
+//! outstanding requests, and throughput that rises with queue depth.
+//!
+//! **Model.** The array accepts up to `depth` outstanding requests (its slots; the
+//! scheduler in front holds the rest). Each of its `k` servers serves one request at a
+//! time, with a [`ServiceModel`]: constant, exponential or the [`crate::devices::disk`]
+//! mechanical model. Requests reach servers by one of two [`Assign`] modes:
+//!
+//! - **Shared**: one internal queue feeds whichever server frees first (the lowest
+//!   numbered idle server takes a new arrival). With Poisson arrivals this is the
+//!   textbook M/M/k (exponential service) or M/D/k (constant service) queue.
+//! - **Striped**: request goes to disk `(offset / stripe_bytes) mod k`, at local offset
+//!   `(offset / (stripe_bytes·k))·stripe_bytes + offset mod stripe_bytes`; every disk has
+//!   its own queue. This is RAID-0, and RAID-5 for reads (rotating parity only shifts
+//!   which disk holds a stripe unit). Parity writes (read-modify-write) and the array and
+//!   disk caches of seed 001 are not modelled: seed 001's write-through cache with
+//!   immediate report makes writes cost like reads at the array. A request is served by
+//!   the disk holding its first byte.
+//!
+//! **Why throughput rises with outstanding depth.** With striping, `d` outstanding
+//! requests at uniformly random offsets land on `k(1 − (1 − 1/k)^d)` distinct disks on
+//! average, so at depth 1 one disk works, at depth `d ≫ k` all `k` do (8 disks: 1, 3.3
+//! and 7.1 busy at depths 1, 4 and 16). With the disk model and a positional queue
+//! ([`crate::devices::QueuePolicy::Scan`] / [`crate::devices::QueuePolicy::Sptf`]), a
+//! deeper per-disk queue also shortens seeks, so even one disk gets faster with depth.
+//! Latency rises too: each request waits behind the others on its disk (Little's law:
+//! response = depth / throughput grows as long as throughput grows slower than depth).
+//!
+//! **Events.** Completions leave in time order from a min-heap keyed by (finish time,
+//! submission sequence number), so equal finish times are broken by submission order and
+//! runs are deterministic. When a server frees, it starts its next queued request at
+//! that same instant, drawing its service time from the RNG passed to
+//! [`Device::pop_completion`].
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::device::{Device, DeviceState};
+use crate::devices::disk::{Head, WaitQueue, Waiting};
+use crate::devices::service::ServiceModel;
+use crate::error::{config, Result};
+use crate::request::{Completion, Request};
+use crate::rng::SimRng;
+use crate::time::Nanos;
+
+/// Default bound on outstanding requests of an array or a disk: effectively unbounded,
+/// every request the scheduler releases enters the device (SCSI tagged queues allowed up
+/// to 256 tags per LUN; 1,024 leaves room for whole arrays). Policies that want the queue
+/// for themselves (AVATAR, Facade) hold requests back, or set a smaller depth.
+pub const DEFAULT_DEPTH: usize = 1024;
+
+/// Default stripe unit of a striped array: 64 KiB, a common RAID chunk size (seed 001
+/// does not state its own).
+pub const DEFAULT_STRIPE_BYTES: u64 = 64 * 1024;
+
+/// How requests are assigned to servers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Assign {
+    /// One FIFO (or positional) queue feeding whichever server frees first.
+    Shared,
+    /// Server `(offset / stripe_bytes) mod k`, each with its own queue.
+    Striped {
+        /// Stripe unit (bytes, > 0).
+        stripe_bytes: u64,
+    },
+}
+
+/// One server: its head (disk model) and the request it serves.
+#[derive(Clone, Debug)]
+struct Server {
+    head: Head,
+    busy: Option<Completion>,
+    /// Own queue (striped mode only).
+    queue: WaitQueue,
+}
+
+/// k servers with internal queues and at most `depth` outstanding requests.
+#[derive(Clone, Debug)]
+pub struct Parallel {
+    service: ServiceModel,
+    assign: Assign,
+    depth: usize,
+    servers: Vec<Server>,
+    /// The common queue (shared mode only).
+    shared: WaitQueue,
+    /// Idle servers, lowest index first (shared mode only).
+    idle: BinaryHeap<Reverse<usize>>,
+    /// In-service completions: (finish, submission seq, server).
+    events: BinaryHeap<Reverse<(Nanos, u64, usize)>>,
+    outstanding: usize,
+    /// Requests in internal queues (shared or per server), not in service.
+    queued: usize,
+    next_seq: u64,
+    /// Latest time seen (debug check that time never goes backwards).
+    now: Nanos,
+}
+
+impl Parallel {
+    /// `servers` (≥ 1) servers assigned by `assign`, each serving by `service`, up to
+    /// [`DEFAULT_DEPTH`] outstanding requests.
+    pub fn new(servers: usize, assign: Assign, service: ServiceModel) -> Result<Self> {
+        if servers == 0 {
+            return config("array: servers must be >= 1, got 0");
+        }
+        if let Assign::Striped { stripe_bytes: 0 } = assign {
+            return config("array: stripe_bytes must be > 0");
+        }
+        service.validate()?;
+        let policy = service.queue_policy();
+        Ok(Parallel {
+            assign,
+            depth: DEFAULT_DEPTH,
+            servers: (0..servers)
+                .map(|_| Server { head: Head::default(), busy: None, queue: WaitQueue::new(policy) })
+                .collect(),
+            shared: WaitQueue::new(policy),
+            idle: (0..servers).map(Reverse).collect(),
+            events: BinaryHeap::with_capacity(servers),
+            outstanding: 0,
+            queued: 0,
+            next_seq: 0,
+            now: 0,
+            service,
+        })
+    }
+
+    /// `servers` servers fed by one common queue (M/M/k, M/D/k).
+    pub fn shared(servers: usize, service: ServiceModel) -> Result<Self> {
+        Self::new(servers, Assign::Shared, service)
+    }
+
+    /// `servers` disks striped by `stripe_bytes`, each with its own queue (RAID-0/5).
+    pub fn striped(servers: usize, stripe_bytes: u64, service: ServiceModel) -> Result<Self> {
+        Self::new(servers, Assign::Striped { stripe_bytes }, service)
+    }
+
+    /// Limit outstanding requests (queued + in service) to `depth` (≥ 1).
+    pub fn with_depth(mut self, depth: usize) -> Result<Self> {
+        if depth == 0 {
+            return config("array: depth must be >= 1, got 0");
+        }
+        self.depth = depth;
+        Ok(self)
+    }
+
+    /// The service model of every server.
+    pub fn service(&self) -> &ServiceModel {
+        &self.service
+    }
+
+    /// Number of servers.
+    pub fn servers(&self) -> usize {
+        self.servers.len()
+    }
+
+    /// Servers currently serving a request.
+    pub fn busy_servers(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Requests waiting in internal queues (not in service).
+    pub fn queued(&self) -> usize {
+        self.queued
+    }
+
+    /// Which server `offset` belongs to, and its offset local to that server.
+    #[inline]
+    fn locate(&self, offset: u64) -> (usize, u64) {
+        match self.assign {
+            Assign::Shared => (usize::MAX, offset),
+            Assign::Striped { stripe_bytes } => {
+                let k = self.servers.len() as u64;
+                let unit = offset / stripe_bytes;
+                ((unit % k) as usize, (unit / k) * stripe_bytes + offset % stripe_bytes)
+            }
+        }
+    }
+
+    /// Start `w` on server `s` at `now`.
+    fn start(&mut self, s: usize, w: Waiting, now: Nanos, rng: &mut SimRng) {
+        let server = &mut self.servers[s];
+        debug_assert!(server.busy.is_none(), "server {s} already busy");
+        let service = self.service.serve(&mut server.head, w.pos, w.req.bytes, rng);
+        let finish = now + service;
+        server.busy = Some(Completion { req: w.req, dispatch: w.dispatch, finish });
+        self.events.push(Reverse((finish, w.seq, s)));
+    }
+}
+
+impl Device for Parallel {
+    fn name(&self) -> String {
+        let k = self.servers.len();
+        match self.assign {
+            Assign::Shared => format!("array({k} × {}, shared, depth {})", self.service.name(), self.depth),
+            Assign::Striped { stripe_bytes } => format!(
+                "array({k} × {}, striped {} KiB, depth {})",
+                self.service.name(),
+                stripe_bytes / 1024,
+                self.depth
+            ),
+        }
+    }
+
+    #[inline]
+    fn state(&self) -> DeviceState {
+        DeviceState { outstanding: self.outstanding, free_slots: self.depth - self.outstanding }
+    }
+
+    fn submit(&mut self, req: Request, now: Nanos, rng: &mut SimRng) {
+        debug_assert!(self.outstanding < self.depth, "array submitted to with no free slot");
+        debug_assert!(now >= self.now, "time went backwards: {now} < {}", self.now);
+        self.now = now;
+        let (s, local) = self.locate(req.offset);
+        let w = Waiting { req, dispatch: now, pos: self.service.position(local), seq: self.next_seq };
+        self.next_seq += 1;
+        self.outstanding += 1;
+        match self.assign {
+            Assign::Shared => match self.idle.pop() {
+                Some(Reverse(s)) => {
+                    debug_assert_eq!(self.shared.len(), 0, "a server idles while requests wait");
+                    self.start(s, w, now, rng)
+                }
+                None => {
+                    self.shared.push(w);
+                    self.queued += 1;
+                }
+            },
+            Assign::Striped { .. } => {
+                if self.servers[s].busy.is_none() {
+                    self.start(s, w, now, rng);
+                } else {
+                    self.servers[s].queue.push(w);
+                    self.queued += 1;
+                }
+            }
+        }
+        debug_assert!(self.outstanding <= self.depth);
+        debug_assert_eq!(self.outstanding, self.events.len() + self.queued);
+    }
+
+    #[inline]
+    fn next_completion(&self) -> Option<Nanos> {
+        self.events.peek().map(|Reverse((t, _, _))| *t)
+    }
+
+    fn pop_completion(&mut self, rng: &mut SimRng) -> Option<Completion> {
+        let Reverse((finish, _, s)) = self.events.pop()?;
+        debug_assert!(finish >= self.now, "completion at {finish} before {}", self.now);
+        self.now = finish;
+        let done = self.servers[s].busy.take().expect("event for an idle server");
+        self.outstanding -= 1;
+        let server = &mut self.servers[s];
+        let next = match self.assign {
+            Assign::Shared => self.shared.pop_next(&mut server.head),
+            Assign::Striped { .. } => server.queue.pop_next(&mut server.head),
+        };
+        match next {
+            Some(w) => {
+                self.queued -= 1;
+                self.start(s, w, finish, rng)
+            }
+            None => {
+                if self.assign == Assign::Shared {
+                    self.idle.push(Reverse(s));
+                }
+            }
+        }
+        debug_assert_eq!(self.outstanding, self.events.len() + self.queued);
+        Some(done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::NS_PER_MS;
+
+    fn req(id: u64, offset: u64) -> Request {
+        Request { offset, ..Request::new(id, 0, 0, 4096) }
+    }
+
+    fn drain(d: &mut Parallel, rng: &mut SimRng) -> Vec<(u64, Nanos)> {
+        std::iter::from_fn(|| d.pop_completion(rng)).map(|c| (c.req.id, c.finish)).collect()
+    }
+
+    #[test]
+    fn shared_constant_servers_form_md_k() {
+        // 2 servers of 100 IOPS (10 ms), 5 requests at t = 0: finishes 10, 10, 20, 20, 30.
+        let mut d = Parallel::shared(2, ServiceModel::constant(100.0).unwrap()).unwrap();
+        let mut rng = SimRng::new(1);
+        for i in 0..5 {
+            d.submit(req(i, 0), 0, &mut rng);
+        }
+        assert_eq!(d.state(), DeviceState { outstanding: 5, free_slots: DEFAULT_DEPTH - 5 });
+        assert_eq!(d.busy_servers(), 2);
+        assert_eq!(d.queued(), 3);
+        let ms = NS_PER_MS;
+        assert_eq!(drain(&mut d, &mut rng), vec![(0, 10 * ms), (1, 10 * ms), (2, 20 * ms), (3, 20 * ms), (4, 30 * ms)]);
+        assert_eq!(d.state().outstanding, 0);
+    }
+
+    #[test]
+    fn striping_maps_offsets_to_disks() {
+        let d = Parallel::striped(4, 65536, ServiceModel::constant(100.0).unwrap()).unwrap();
+        assert_eq!(d.locate(0), (0, 0));
+        assert_eq!(d.locate(65536 + 10), (1, 10));
+        assert_eq!(d.locate(4 * 65536 + 7), (0, 65536 + 7));
+        assert_eq!(d.locate(7 * 65536), (3, 65536));
+    }
+
+    #[test]
+    fn striped_requests_queue_per_disk() {
+        // Two requests on disk 0 and one on disk 1: disk 0 serves them one after the other.
+        let mut d = Parallel::striped(2, 4096, ServiceModel::constant(100.0).unwrap()).unwrap();
+        let mut rng = SimRng::new(1);
+        d.submit(req(0, 0), 0, &mut rng);
+        d.submit(req(1, 8192), 0, &mut rng);
+        d.submit(req(2, 4096), 0, &mut rng);
+        let ms = NS_PER_MS;
+        assert_eq!(drain(&mut d, &mut rng), vec![(0, 10 * ms), (2, 10 * ms), (1, 20 * ms)]);
+    }
+
+    #[test]
+    fn depth_bounds_free_slots_and_dispatch_times_are_kept() {
+        let mut d = Parallel::shared(1, ServiceModel::constant(1000.0).unwrap()).unwrap().with_depth(2).unwrap();
+        let mut rng = SimRng::new(1);
+        d.submit(req(0, 0), 5, &mut rng);
+        d.submit(req(1, 0), 7, &mut rng);
+        assert_eq!(d.state().free_slots, 0);
+        let a = d.pop_completion(&mut rng).unwrap();
+        let b = d.pop_completion(&mut rng).unwrap();
+        assert_eq!((a.dispatch, a.finish), (5, 5 + NS_PER_MS));
+        assert_eq!((b.dispatch, b.finish), (7, 5 + 2 * NS_PER_MS));
+    }
+
+    #[test]
+    fn random_operations_keep_the_books() {
+        // Interleave submissions and completions on a striped SPTF disk array; every request
+        // completes once, in time order, and the queue counters stay consistent.
+        use crate::devices::{DiskProfile, QueuePolicy};
+        let service = ServiceModel::disk(DiskProfile::enterprise_10k(), QueuePolicy::Sptf).unwrap();
+        let mut d = Parallel::striped(3, 65536, service).unwrap().with_depth(10).unwrap();
+        let mut rng = SimRng::new(9);
+        let (mut now, mut next_id, mut done) = (0, 0u64, Vec::new());
+        while done.len() < 5000 {
+            if d.state().free_slots > 0 && (next_id < 5000) && rng.bernoulli(0.6) {
+                d.submit(req(next_id, rng.below(1 << 30)), now, &mut rng);
+                next_id += 1;
+            } else if let Some(c) = d.pop_completion(&mut rng) {
+                assert!(c.finish >= now);
+                now = c.finish;
+                done.push(c.req.id);
+            }
+            let per_server: usize = d.servers.iter().map(|s| s.queue.len()).sum();
+            assert_eq!(d.queued(), per_server + d.shared.len());
+            assert_eq!(d.state().outstanding, d.queued() + d.busy_servers());
+            assert!(d.state().outstanding <= 10);
+        }
+        done.sort_unstable();
+        assert_eq!(done, (0..5000).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn bad_parameters_are_named() {
+        let s = ServiceModel::constant(1.0).unwrap();
+        assert!(Parallel::shared(0, s.clone()).unwrap_err().to_string().contains("servers"));
+        assert!(Parallel::striped(2, 0, s.clone()).unwrap_err().to_string().contains("stripe_bytes"));
+        assert!(Parallel::shared(2, s).unwrap().with_depth(0).unwrap_err().to_string().contains("depth"));
+        assert!(ServiceModel::exponential(-1.0).unwrap_err().to_string().contains("iops"));
+    }
+}

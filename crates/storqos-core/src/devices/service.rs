@@ -1,0 +1,121 @@
+//! Service-time models of one server of a [`crate::devices::Parallel`] array (spec
+//! "Device models"): deterministic (seed 000's constant-rate capacity, M/D/k),
+//! exponential (seed 004's simulation, M/M/k) or the mechanical [`DiskProfile`] model
+//! (seeds 001 and 003) with its queue order.
+
+use crate::devices::disk::{DiskProfile, Head, QueuePolicy};
+use crate::error::{config, Result};
+use crate::rng::SimRng;
+use crate::time::{per_op, Nanos, NS_PER_SEC};
+
+/// How long one server takes for one request.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ServiceModel {
+    /// Every request takes exactly 1 / `iops` seconds.
+    Constant {
+        /// Capacity of one server (IOPS).
+        iops: f64,
+    },
+    /// Service time exponentially distributed with mean 1 / `iops` seconds.
+    Exponential {
+        /// Capacity of one server (IOPS).
+        iops: f64,
+    },
+    /// The mechanical disk model: seek + rotation + transfer, queue served by `queue`.
+    Disk {
+        /// Mechanical parameters.
+        profile: DiskProfile,
+        /// Order in which waiting requests are served.
+        queue: QueuePolicy,
+    },
+}
+
+impl ServiceModel {
+    /// Deterministic service of `iops` IOPS per server (> 0).
+    pub fn constant(iops: f64) -> Result<Self> {
+        let s = ServiceModel::Constant { iops };
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Exponential service of mean 1/`iops` per server (> 0).
+    pub fn exponential(iops: f64) -> Result<Self> {
+        let s = ServiceModel::Exponential { iops };
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// The disk model of `profile`, queue served by `queue`.
+    pub fn disk(profile: DiskProfile, queue: QueuePolicy) -> Result<Self> {
+        let s = ServiceModel::Disk { profile, queue };
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Check the parameters, naming the bad one.
+    pub fn validate(&self) -> Result<()> {
+        match self {
+            ServiceModel::Constant { iops } | ServiceModel::Exponential { iops } => {
+                if !(*iops > 0.0 && iops.is_finite()) {
+                    return config(format!("{} service: iops must be > 0, got {iops}", self.kind()));
+                }
+                Ok(())
+            }
+            ServiceModel::Disk { profile, .. } => profile.validate(),
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            ServiceModel::Constant { .. } => "constant",
+            ServiceModel::Exponential { .. } => "exponential",
+            ServiceModel::Disk { .. } => "disk",
+        }
+    }
+
+    /// Short description (`"exp(250 IOPS)"`, `"disk(enterprise-10k, sptf)"`).
+    pub fn name(&self) -> String {
+        match self {
+            ServiceModel::Constant { iops } => format!("const({iops} IOPS)"),
+            ServiceModel::Exponential { iops } => format!("exp({iops} IOPS)"),
+            ServiceModel::Disk { profile, queue } => format!("disk({}, {})", profile.name, queue.as_str()),
+        }
+    }
+
+    /// Mean service time of a random `bytes`-sized request served FIFO (ns).
+    pub fn mean_service(&self, bytes: u32) -> f64 {
+        match self {
+            ServiceModel::Constant { iops } | ServiceModel::Exponential { iops } => NS_PER_SEC as f64 / iops,
+            ServiceModel::Disk { profile, .. } => profile.mean_random_service(bytes),
+        }
+    }
+
+    /// The order waiting requests are served in (FIFO unless a disk says otherwise).
+    pub fn queue_policy(&self) -> QueuePolicy {
+        match self {
+            ServiceModel::Disk { queue, .. } => *queue,
+            _ => QueuePolicy::Fifo,
+        }
+    }
+
+    /// Position (bytes) on the server that a server-local offset lands at (the key of
+    /// positional queues; 0 for non-disk models, whose service ignores position).
+    #[inline]
+    pub(crate) fn position(&self, local_offset: u64) -> u64 {
+        match self {
+            ServiceModel::Disk { profile, .. } => profile.position(local_offset),
+            _ => 0,
+        }
+    }
+
+    /// Draw the service time (ns, ≥ 1) of `bytes` at position `pos` for a server whose
+    /// head is `head` (moved by disks).
+    #[inline]
+    pub(crate) fn serve(&self, head: &mut Head, pos: u64, bytes: u32, rng: &mut SimRng) -> Nanos {
+        match self {
+            ServiceModel::Constant { iops } => per_op(*iops),
+            ServiceModel::Exponential { iops } => (rng.exp(NS_PER_SEC as f64 / iops).round() as Nanos).max(1),
+            ServiceModel::Disk { profile, .. } => profile.serve(head, pos, bytes, rng),
+        }
+    }
+}

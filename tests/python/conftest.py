@@ -1,0 +1,46 @@
+"""Shared fixtures: where ../shared/traces is, and a CLI runner."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def shared_traces() -> Path | None:
+    """../shared/traces beside the repository (or $STORQOS_SHARED/traces), if present."""
+    env = os.environ.get("STORQOS_SHARED")
+    base = Path(env) if env else REPO.parent / "shared"
+    p = base / "traces"
+    return p if p.is_dir() else None
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> Run:
+    """Run ``storqos ARGS`` in a subprocess (as a user would), without a TTY."""
+    p = subprocess.run(
+        [sys.executable, "-m", "storqos.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd or REPO,
+        env={**os.environ, "COLUMNS": "200", "NO_COLOR": "1"},
+        timeout=600,
+    )
+    return Run(p.returncode, p.stdout, p.stderr)
+
+
+@pytest.fixture
+def cli():
+    return run_cli

@@ -1,0 +1,52 @@
+"""Units: what the CLI and configs accept, and how they refuse."""
+
+from __future__ import annotations
+
+import pytest
+
+from storqos.errors import InputError
+from storqos.units import parse_bandwidth, parse_duration, parse_percent, parse_rate, parse_size
+
+
+@pytest.mark.parametrize(
+    "text,ns",
+    [("10ms", 10_000_000), ("250us", 250_000), ("1.5s", 1_500_000_000), ("2min", 120_000_000_000), ("500ns", 500), ("1h", 3_600_000_000_000)],
+)
+def test_durations(text: str, ns: int) -> None:
+    assert parse_duration(text) == ns
+
+
+def test_bare_number_uses_default_unit() -> None:
+    assert parse_duration("20", default_unit="ms") == 20_000_000
+    assert parse_duration(0.5) == 500_000_000
+
+
+def test_rates_and_sizes() -> None:
+    assert parse_rate("1.5k") == 1500.0
+    assert parse_rate("200iops") == 200.0
+    assert parse_rate("2M") == 2e6
+    assert parse_size("4KiB") == 4096
+    assert parse_size("64GiB") == 64 * 2**30
+    assert parse_size("512B") == 512
+    assert parse_bandwidth("200MiB/s") == 200 * 2**20
+    assert parse_percent("99.9%") == pytest.approx(0.999)
+
+
+@pytest.mark.parametrize("bad", ["10xs", "ms", "1..2s", "-5ms", "ten ms"])
+def test_malformed_duration_says_what_and_where(bad: str) -> None:
+    with pytest.raises(InputError) as e:
+        parse_duration(bad, "--deadline")
+    assert str(e.value).startswith("--deadline: ")
+    assert repr(bad) in str(e.value) or "duration" in str(e.value)
+
+
+@pytest.mark.parametrize("bad", ["0", "-3", "abc", "1.5x"])
+def test_bad_rates(bad: str) -> None:
+    with pytest.raises(InputError, match="--capacity"):
+        parse_rate(bad, "--capacity")
+
+
+@pytest.mark.parametrize("bad", ["0", "4XB", "-1KiB"])
+def test_bad_sizes(bad: str) -> None:
+    with pytest.raises(InputError):
+        parse_size(bad)
