@@ -16,7 +16,7 @@ import re
 
 from .errors import InputError
 
-_NUM = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
+_NUM = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 
 DURATION_NS: dict[str, float] = {
     "ns": 1.0,

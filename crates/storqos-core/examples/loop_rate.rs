@@ -1,5 +1,5 @@
 //! Event-loop rate from Rust alone: FCFS + constant-rate over N Poisson requests,
-//! monomorphised and boxed, vs the Lindley kernel. `cargo run --release --example loop_rate -- 10000000`
+//! monomorphised and through the spec enums (what Python uses), vs the Lindley kernel. `cargo run --release --example loop_rate -- 10000000`
 use std::time::Instant;
 
 use storqos_core::devices::ConstantRate;
@@ -8,7 +8,6 @@ use storqos_core::schedulers::Fcfs;
 use storqos_core::sim::generate::{Poisson, Shape};
 use storqos_core::sim::lindley::fcfs_constant;
 use storqos_core::sim::{simulate, SimConfig};
-use storqos_core::{Device, Scheduler};
 
 fn main() {
     let n: u64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(10_000_000);
@@ -17,8 +16,8 @@ fn main() {
     let t = Instant::now();
     let r = simulate(reqs.iter().copied(), &[], &mut Fcfs::new(), &mut ConstantRate::new(1000.0).unwrap(), &cfg).unwrap();
     let mono = t.elapsed().as_secs_f64();
-    let mut s: Box<dyn Scheduler> = Box::new(Fcfs::new());
-    let mut d: Box<dyn Device> = Box::new(ConstantRate::new(1000.0).unwrap());
+    let mut s = storqos_core::spec::AnyScheduler::Fcfs(Fcfs::new());
+    let mut d = storqos_core::spec::AnyDevice::Constant(ConstantRate::new(1000.0).unwrap());
     let t = Instant::now();
     let r2 = simulate(reqs.iter().copied(), &[], &mut s, &mut d, &cfg).unwrap();
     let boxed = t.elapsed().as_secs_f64();
@@ -27,5 +26,5 @@ fn main() {
     let f = fcfs_constant(&arr, 1_000_000);
     let lind = t.elapsed().as_secs_f64();
     assert_eq!(r.total.completed, r2.total.completed);
-    println!("n={n} generic {:.1} M/s, boxed {:.1} M/s, lindley {:.1} M/s (last {})", n as f64 / mono / 1e6, n as f64 / boxed / 1e6, n as f64 / lind / 1e6, f[f.len() - 1]);
+    println!("n={n} generic {:.1} M/s, spec enums {:.1} M/s, lindley {:.1} M/s (last {})", n as f64 / mono / 1e6, n as f64 / boxed / 1e6, n as f64 / lind / 1e6, f[f.len() - 1]);
 }

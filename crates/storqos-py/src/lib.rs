@@ -15,7 +15,7 @@ use storqos_core::sim::summary::GroupSummary;
 use storqos_core::sim::{simulate as core_simulate, ClosedClient, SimConfig, SimResult};
 use storqos_core::spec::{from_json, merge_streams, DeviceSpec, GeneratorSpec, SchedulerSpec};
 use storqos_core::time::Nanos;
-use storqos_core::Error;
+use storqos_core::{Device, Error, Scheduler};
 
 fn err(e: Error) -> PyErr {
     PyValueError::new_err(e.to_string())

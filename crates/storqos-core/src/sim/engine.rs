@@ -69,6 +69,31 @@ pub struct SimResult {
     pub events: u64,
 }
 
+/// The earliest of the three event kinds: (time, kind) with kind 1 = completion,
+/// 2 = timer, 3 = arrival, 0 = none. Ties go to the lower kind.
+#[inline(always)]
+fn earliest(t_done: Option<Nanos>, t_timer: Option<Nanos>, t_arr: Option<Nanos>) -> (Nanos, u8) {
+    let mut t_next = Nanos::MAX;
+    let mut kind = 0u8;
+    if let Some(t) = t_done {
+        t_next = t;
+        kind = 1;
+    }
+    if let Some(t) = t_timer {
+        if t < t_next {
+            t_next = t;
+            kind = 2;
+        }
+    }
+    if let Some(t) = t_arr {
+        if t < t_next {
+            t_next = t;
+            kind = 3;
+        }
+    }
+    (t_next, kind)
+}
+
 /// Run `open` (arrival-ordered requests) and `closed` clients through `sched` in front of
 /// `dev`.
 ///
@@ -129,35 +154,17 @@ where
     let mut pending_dispatch = false;
 
     loop {
-        let t_done = dev.next_completion();
-        let t_timer = sched.next_timer();
         let t_open = open.peek().map(|r| r.arrival);
         let t_wake = wakes.peek().map(|w| w.0 .0);
         let t_arr = match (t_open, t_wake) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        // Earliest event; ties: completion, then timer, then arrival.
-        let mut t_next = Nanos::MAX;
-        let mut kind = 0u8; // 1 = completion, 2 = timer, 3 = arrival
-        if let Some(t) = t_done {
-            t_next = t;
-            kind = 1;
-        }
-        if let Some(t) = t_timer {
-            if t < t_next {
-                t_next = t;
-                kind = 2;
-            }
-        }
-        if let Some(t) = t_arr {
-            if t < t_next {
-                t_next = t;
-                kind = 3;
-            }
-        }
+        let (mut t_done, mut t_timer) = (dev.next_completion(), sched.next_timer());
+        let (mut t_next, mut kind) = earliest(t_done, t_timer, t_arr);
         // All events of this nanosecond are in: offer every free slot to the scheduler
         // (so a policy sees every request that arrived at `now` before choosing).
+        // Dispatch changes only the device's and the scheduler's next times.
         if pending_dispatch && (kind == 0 || t_next > now) {
             pending_dispatch = false;
             loop {
@@ -170,7 +177,8 @@ where
                     None => break,
                 }
             }
-            continue;
+            (t_done, t_timer) = (dev.next_completion(), sched.next_timer());
+            (t_next, kind) = earliest(t_done, t_timer, t_arr);
         }
         if kind == 0 {
             break;

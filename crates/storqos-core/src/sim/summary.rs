@@ -275,7 +275,8 @@ impl WindowAccumulator {
             } else {
                 let mean = lat.iter().map(|&x| x as f64).sum::<f64>() / n as f64;
                 let max = *lat.iter().max().unwrap();
-                (mean, exact_quantile(lat, 0.50), exact_quantile(lat, 0.95), exact_quantile(lat, 0.99), max)
+                let [p50, p95, p99] = exact_quantiles(lat, [0.50, 0.95, 0.99]);
+                (mean, p50, p95, p99, max)
             };
             let s = &mut self.series;
             s.start.push(start);
@@ -329,6 +330,24 @@ pub fn exact_quantile(values: &mut [Nanos], q: f64) -> Nanos {
     *values.select_nth_unstable(rank - 1).1
 }
 
+/// Several exact nearest-rank quantiles (ascending `qs`) with one partial sort each on
+/// a shrinking suffix; reorders `values`.
+pub fn exact_quantiles<const K: usize>(values: &mut [Nanos], qs: [f64; K]) -> [Nanos; K] {
+    debug_assert!(!values.is_empty());
+    debug_assert!(qs.windows(2).all(|w| w[0] <= w[1]));
+    let n = values.len();
+    let mut out = [0; K];
+    let mut lo = 0usize;
+    for (k, q) in qs.iter().enumerate() {
+        let rank = ((q * n as f64).ceil() as usize).clamp(1, n) - 1;
+        // Everything before `lo` is ≤ values[lo-1] ≤ the wanted element.
+        let rank = rank.max(lo);
+        out[k] = *values[lo..].select_nth_unstable(rank - lo).1;
+        lo = rank;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -340,5 +359,9 @@ mod tests {
         assert_eq!(exact_quantile(&mut v, 0.5), 50);
         assert_eq!(exact_quantile(&mut v, 1.0), 100);
         assert_eq!(exact_quantile(&mut v, 0.0), 1);
+        let mut w: Vec<Nanos> = (1..=1000).map(|i| (i * 7919) % 1000 + 1).collect();
+        assert_eq!(exact_quantiles(&mut w, [0.5, 0.95, 0.99]), [500, 950, 990]);
+        let mut one = vec![42];
+        assert_eq!(exact_quantiles(&mut one, [0.5, 0.95, 0.99]), [42, 42, 42]);
     }
 }

@@ -1,4 +1,4 @@
-//! Device specs: `{"kind": "...", ...}` → a boxed [`Device`].
+//! Device specs: `{"kind": "...", ...}` → an [`AnyDevice`].
 //!
 //! ```json
 //! {"kind": "constant", "iops": 500}
@@ -18,6 +18,7 @@
 use serde::Deserialize;
 
 use crate::device::Device;
+use crate::spec::dispatch::AnyDevice;
 use crate::devices::{
     Assign, ConstantRate, Disk, DiskProfile, Exponential, Parallel, QueuePolicy, ServiceModel, Tiered,
 };
@@ -162,16 +163,16 @@ impl ServiceSpec {
 
 impl DeviceSpec {
     /// Build the device model.
-    pub fn build(&self) -> Result<Box<dyn Device + Send>> {
+    pub fn build(&self) -> Result<AnyDevice> {
         Ok(match self {
             DeviceSpec::Constant { iops, bandwidth } => {
                 let d = ConstantRate::new(*iops)?;
-                match bandwidth {
-                    Some(bw) => Box::new(d.with_bandwidth(*bw)?),
-                    None => Box::new(d),
-                }
+                AnyDevice::Constant(match bandwidth {
+                    Some(bw) => d.with_bandwidth(*bw)?,
+                    None => d,
+                })
             }
-            DeviceSpec::Exponential { iops } => Box::new(Exponential::new(*iops)?),
+            DeviceSpec::Exponential { iops } => AnyDevice::Exponential(Exponential::new(*iops)?),
             DeviceSpec::Array { servers, depth, assign, stripe_bytes, service } => {
                 let assign = match (assign, stripe_bytes) {
                     (AssignSpec::Shared, None) => Assign::Shared,
@@ -184,21 +185,21 @@ impl DeviceSpec {
                 };
                 let service = within("array service", service.build())?;
                 let a = Parallel::new(*servers, assign, service)?;
-                Box::new(match depth {
+                AnyDevice::Parallel(match depth {
                     Some(d) => a.with_depth(*d)?,
                     None => a,
                 })
             }
             DeviceSpec::Disk { profile, queue, depth, capacity } => {
                 let d = Disk::new(disk_profile(profile, *capacity)?, *queue)?;
-                Box::new(match depth {
+                AnyDevice::Disk(match depth {
                     Some(n) => d.with_depth(*n)?,
                     None => d,
                 })
             }
             DeviceSpec::Tiered { fast, slow, hit_ratio, tenant_hit_ratios, depth } => {
-                let f = within("tiered.fast", fast.build())?;
-                let s = within("tiered.slow", slow.build())?;
+                let f: Box<dyn Device + Send> = Box::new(within("tiered.fast", fast.build())?);
+                let s: Box<dyn Device + Send> = Box::new(within("tiered.slow", slow.build())?);
                 let mut t = Tiered::new(f, s, hit_ratio.unwrap_or(0.0))?;
                 if let Some(r) = tenant_hit_ratios {
                     t = t.with_tenant_hit_ratios(r.clone())?;
@@ -206,7 +207,7 @@ impl DeviceSpec {
                 if let Some(d) = depth {
                     t = t.with_depth(*d)?;
                 }
-                Box::new(t)
+                AnyDevice::Tiered(Box::new(t))
             }
         })
     }
@@ -217,7 +218,7 @@ mod tests {
     use super::*;
     use crate::spec::from_json;
 
-    fn build(json: &str) -> Result<Box<dyn Device + Send>> {
+    fn build(json: &str) -> Result<AnyDevice> {
         from_json::<DeviceSpec>("device", json)?.build()
     }
 

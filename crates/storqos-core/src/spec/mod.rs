@@ -6,10 +6,12 @@
 //! Unknown kinds and unknown fields are errors that name them.
 
 pub mod device;
+pub mod dispatch;
 pub mod generator;
 pub mod scheduler;
 
 pub use device::DeviceSpec;
+pub use dispatch::{AnyDevice, AnyScheduler};
 pub use generator::{merge_streams, GeneratorSpec};
 pub use scheduler::SchedulerSpec;
 

@@ -14,7 +14,7 @@
 use serde::Deserialize;
 
 use crate::error::Result;
-use crate::scheduler::Scheduler;
+use crate::spec::dispatch::AnyScheduler;
 use crate::schedulers::{CostModel, Edf, Fcfs, FlowKey, Sfq, Wf2q};
 use crate::time::Nanos;
 
@@ -68,17 +68,17 @@ impl SchedulerSpec {
     }
 
     /// Build the policy value.
-    pub fn build(&self) -> Result<Box<dyn Scheduler + Send>> {
+    pub fn build(&self) -> Result<AnyScheduler> {
         Ok(match self {
-            SchedulerSpec::Fcfs => Box::new(Fcfs::new()),
+            SchedulerSpec::Fcfs => AnyScheduler::Fcfs(Fcfs::new()),
             SchedulerSpec::Edf { deadlines_ns, default_deadline_ns } => {
-                Box::new(Edf::new(deadlines_ns.clone(), *default_deadline_ns)?)
+                AnyScheduler::Edf(Edf::new(deadlines_ns.clone(), *default_deadline_ns)?)
             }
             SchedulerSpec::Wf2q { weights, by, cost } => {
-                Box::new(Wf2q::new(weights.clone())?.with_key(*by).with_cost(*cost))
+                AnyScheduler::Wf2q(Wf2q::new(weights.clone())?.with_key(*by).with_cost(*cost))
             }
             SchedulerSpec::Sfq { weights, depth, by, cost } => {
-                Box::new(Sfq::new(weights.clone(), *depth)?.with_key(*by).with_cost(*cost))
+                AnyScheduler::Sfq(Sfq::new(weights.clone(), *depth)?.with_key(*by).with_cost(*cost))
             }
         })
     }
@@ -87,6 +87,7 @@ impl SchedulerSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scheduler::Scheduler;
     use crate::spec::from_json;
 
     fn parse(json: &str) -> Result<SchedulerSpec> {

@@ -1,0 +1,174 @@
+"""The storqos CLI as a user meets it: help with examples, JSON output, and one-line
+errors with exit status 2 for every kind of bad input (issue: "Bad input")."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli, shared_traces
+
+DISKSIM_OK = "0 0 100 8 1\n1000000 1 200 8 0\n2000000 0 300 16 1\n"
+
+
+def _one_line_error(r, *needles: str) -> None:
+    assert r.code == 2, (r.code, r.out, r.err)
+    assert "Traceback" not in r.err and "Traceback" not in r.out
+    lines = [ln for ln in r.err.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1, r.err
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+
+
+@pytest.mark.parametrize("cmd", [[], ["trace"], ["trace", "info"], ["simulate"], ["demo"]])
+def test_help_everywhere_with_an_example(cmd: list[str]) -> None:
+    r = run_cli(*cmd, "--help")
+    assert r.code == 0, r.err
+    assert "Usage" in r.out
+    if cmd in (["trace", "info"], ["simulate"], ["demo"]):
+        assert "Example" in r.out
+        assert "--json" in r.out
+
+
+def test_trace_info_table_and_json(tmp_path: Path) -> None:
+    f = tmp_path / "t.trace"
+    f.write_text(DISKSIM_OK)
+    r = run_cli("trace", "info", str(f))
+    assert r.code == 0, r.err
+    assert "disksim" in r.out and "IOPS" in r.out and "requests" in r.out
+    j = json.loads(run_cli("trace", "info", str(f), "--json").out)
+    assert j["count"] == 3 and j["format"] == "disksim"
+    assert j["read_fraction"] == pytest.approx(2 / 3)
+
+
+def test_simulate_json_and_parquet(tmp_path: Path) -> None:
+    f = tmp_path / "t.trace"
+    f.write_text(DISKSIM_OK)
+    pq = tmp_path / "out.parquet"
+    r = run_cli("simulate", str(f), "--policy", "wfq", "--weights", "2,1", "--split-by", "device",
+                "--capacity", "1k", "--out", str(pq), "--json")
+    assert r.code == 0, r.err
+    j = json.loads(r.out)
+    assert j["policy"] == "wf2q+" and j["arrived"] == 3 and j["unfinished"] == 0
+    import polars as pl
+
+    df = pl.read_parquet(pq)
+    assert df.height == 3 and "response_ns" in df.columns
+
+
+def test_simulate_table_has_units(tmp_path: Path) -> None:
+    f = tmp_path / "t.trace"
+    f.write_text(DISKSIM_OK)
+    r = run_cli("simulate", str(f), "--capacity", "500")
+    assert r.code == 0, r.err
+    assert "ms" in r.out and "IOPS" in r.out
+
+
+def test_demo_writes_plot_and_table(tmp_path: Path) -> None:
+    r = run_cli("demo", "--out", str(tmp_path), "--json")
+    assert r.code == 0, r.err
+    j = json.loads(r.out)
+    assert Path(j["plot"]).stat().st_size > 10_000
+    rows = {(row["policy"], row["capacity_iops"]): row for row in j["rows"]}
+    caps = sorted({c for _, c in rows})
+    assert len(caps) == 3
+    # The point of the demo: fair queuing protects the search tenant from the bursts.
+    hi = caps[-1]
+    assert rows[("wf2q+", hi)]["web_p99_ns"] < rows[("fcfs", hi)]["web_p99_ns"] / 2
+    # More capacity never hurts FCFS.
+    assert rows[("fcfs", caps[0])]["web_p99_ns"] >= rows[("fcfs", caps[-1])]["web_p99_ns"]
+
+
+# ---- bad input: one line, what and where, exit 2 -------------------------------------
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    f = tmp_path / "empty.trace"
+    f.write_text("")
+    _one_line_error(run_cli("trace", "info", str(f), "--format", "disksim"), "empty.trace", "empty")
+
+
+def test_truncated_binary_record(tmp_path: Path) -> None:
+    f = tmp_path / "cut.srt"
+    header = b'system = "x"\n\x0c'
+    rec = struct.pack(">14I", 56, (4 << 16) | 1, 0, 0, 10, 20, 4096, 100, 0, 0, 0, 1, 0, 0)
+    f.write_bytes(header + rec + rec[:20])
+    _one_line_error(run_cli("trace", "info", str(f), "--format", "srt"), "cut.srt", "byte", "truncated")
+
+
+def test_non_numeric_field(tmp_path: Path) -> None:
+    f = tmp_path / "bad.trace"
+    f.write_text("0 0 100 8 1\n1000 0 x12 8 1\n")
+    _one_line_error(run_cli("trace", "info", str(f), "--format", "disksim"), "bad.trace:2", "x12")
+
+
+@pytest.mark.parametrize("size", ["0", "-8"])
+def test_zero_or_negative_size(tmp_path: Path, size: str) -> None:
+    f = tmp_path / "size.trace"
+    f.write_text(f"0 0 100 8 1\n1000 0 100 {size} 1\n")
+    _one_line_error(run_cli("trace", "info", str(f), "--format", "disksim"), "size.trace:2", "size")
+
+
+def test_timestamps_backwards_offers_sort(tmp_path: Path) -> None:
+    f = tmp_path / "back.trace"
+    f.write_text("5000 0 100 8 1\n1000 0 100 8 1\n")
+    _one_line_error(run_cli("trace", "info", str(f), "--format", "disksim"), "back.trace:2", "--sort")
+    r = run_cli("trace", "info", str(f), "--format", "disksim", "--sort", "--json")
+    assert r.code == 0 and json.loads(r.out)["count"] == 2
+
+
+def test_unknown_format(tmp_path: Path) -> None:
+    f = tmp_path / "t.trace"
+    f.write_text(DISKSIM_OK)
+    _one_line_error(run_cli("trace", "info", str(f), "--format", "xyz"), "xyz", "disksim")
+
+
+def test_undetectable_format(tmp_path: Path) -> None:
+    f = tmp_path / "junk.bin"
+    f.write_text("hello world\nthis is not a trace\n")
+    _one_line_error(run_cli("trace", "info", str(f)), "junk.bin", "--format")
+
+
+@pytest.mark.parametrize("cap", ["0", "-5"])
+def test_capacity_not_positive(tmp_path: Path, cap: str) -> None:
+    f = tmp_path / "t.trace"
+    f.write_text(DISKSIM_OK)
+    _one_line_error(run_cli("simulate", str(f), f"--capacity={cap}"), "--capacity", "> 0")
+
+
+def test_unknown_policy(tmp_path: Path) -> None:
+    f = tmp_path / "t.trace"
+    f.write_text(DISKSIM_OK)
+    _one_line_error(run_cli("simulate", str(f), "--policy", "lottery", "--capacity", "10"), "lottery", "fcfs")
+
+
+def test_malformed_unit(tmp_path: Path) -> None:
+    f = tmp_path / "t.trace"
+    f.write_text(DISKSIM_OK)
+    _one_line_error(
+        run_cli("simulate", str(f), "--policy", "edf", "--deadline", "10xs", "--capacity", "10"), "--deadline", "10xs"
+    )
+    _one_line_error(run_cli("simulate", str(f), "--capacity", "1.5q"), "--capacity", "1.5q")
+
+
+def test_missing_file() -> None:
+    _one_line_error(run_cli("trace", "info", "/nonexistent/trace.csv"), "/nonexistent/trace.csv")
+
+
+def test_unknown_option_is_a_usage_error() -> None:
+    _one_line_error(run_cli("simulate", "--bogus"), "--bogus", "--help")
+    _one_line_error(run_cli("simulate", "x.trace", "--capacity"), "--capacity")
+
+
+@pytest.mark.skipif(shared_traces() is None, reason="../shared/traces not present")
+def test_trace_info_on_a_real_trace() -> None:
+    traces = shared_traces()
+    assert traces is not None
+    r = run_cli("trace", "info", str(traces / "msr-cambridge" / "hm_0_excerpt.csv"), "--json")
+    assert r.code == 0, r.err
+    j = json.loads(r.out)
+    assert j["format"] == "msr" and j["count"] == 7016
+    assert j["peak_iops_100ms"] == pytest.approx(4660)
