@@ -239,6 +239,11 @@ def demo(
     out.print(f"table: {result['table']}")
 
 
+from .commands import register_all  # noqa: E402  (commands register on the app above)
+
+register_all(app)
+
+
 def main() -> None:
     """Entry point: run the app, turning input errors into one line and exit status 2."""
     try:
