@@ -2,7 +2,9 @@
 
 - storqos: the general event loop (``storqos.simulate``: Box<dyn Scheduler> + Box<dyn
   Device>, summaries and per-window series on) over N synthetic Poisson requests;
-- the specialised Rust Lindley kernel (``storqos._core.lindley_fcfs``) on the same arrivals;
+- the specialised Rust Lindley kernel (``storqos._core.lindley_fcfs``: completion times
+  only) on the same arrivals, and the same kernel keeping the event loop's summaries
+  (``lindley_fcfs_summary``: HDR histogram + per-window series), the like-for-like one;
 - a NumPy Lindley recursion (vectorised: f_i = (i+1)·s + max_{j≤i}(a_j − j·s));
 - an equivalent SimPy model (on a smaller sample: SimPy runs in Python);
 - peak RSS of summaries-only mode over a 100 M-request streamed generator (subprocess).
@@ -105,6 +107,7 @@ def main() -> None:
     storqos.simulate(trace.head(100_000), "fcfs", "constant", capacity=CAPACITY_IOPS)
     t_sq = median_time(run_storqos)
     t_rk = median_time(lambda: _core.lindley_fcfs(arrivals, service))
+    t_rs = median_time(lambda: _core.lindley_fcfs_summary(arrivals, service, 1_000_000_000))
     t_np = median_time(lambda: numpy_lindley(arrivals, service))
     m = args.simpy_requests
     t_sp = median_time(lambda: simpy_fcfs(arrivals[:m], service), repeats=1)
@@ -113,6 +116,8 @@ def main() -> None:
     mean_sq = float(res_holder["r"].total["mean_ns"][0])
     fin = _core.lindley_fcfs(arrivals, service)
     mean_rk = float((fin - arrivals).mean())
+    mean_rs = _core.lindley_fcfs_summary(arrivals, service, 1_000_000_000)[0]
+    assert abs(mean_rs - mean_rk) < 1e-6 * mean_rk
     mean_np = float((numpy_lindley(arrivals, service) - arrivals.astype(np.int64)).mean())
     mean_sp_sub = simpy_fcfs(arrivals[:10_000], service)
     mean_rk_sub = float((fin[:10_000] - arrivals[:10_000]).mean())
@@ -125,18 +130,20 @@ def main() -> None:
     rates = {
         "storqos event loop": n / t_sq,
         "Rust Lindley kernel": n / t_rk,
+        "Rust Lindley+summaries": n / t_rs,
         "NumPy Lindley": n / t_np,
         "SimPy": m / t_sp,
     }
     print(f"FCFS, constant-rate server {CAPACITY_IOPS:.0f} IOPS, Poisson {RATE_IOPS:.0f} IOPS, {n:,} requests "
           f"(SimPy: {m:,}); median of {REPEATS} runs")
-    print(f"{'implementation':<22} {'requests/s':>14}")
+    print(f"{'implementation':<24} {'requests/s':>14}")
     for k, v in rates.items():
-        print(f"{k:<22} {v:>14,.0f}")
+        print(f"{k:<24} {v:>14,.0f}")
     sq = rates["storqos event loop"]
     print(f"storqos / SimPy          = {sq / rates['SimPy']:.0f}x")
     print(f"storqos / NumPy Lindley  = {sq / rates['NumPy Lindley']:.2f}x")
-    print(f"storqos / Rust Lindley   = {sq / rates['Rust Lindley kernel']:.2f}")
+    print(f"storqos / Rust Lindley   = {sq / rates['Rust Lindley kernel']:.3f}")
+    print(f"storqos / Rust Lindley+summaries = {sq / rates['Rust Lindley+summaries']:.2f}")
     print(f"mean response (all agree): {mean_rk / 1e6:.4f} ms")
     print(f"summaries-only, {rss['requests']:,} streamed requests: {rss['wall_s']:.1f} s wall, "
           f"{rss['requests'] / rss['wall_s']:,.0f} requests/s, peak RSS {rss['peak_rss_mib']:.0f} MiB")

@@ -287,6 +287,15 @@ fn lindley_fcfs<'py>(py: Python<'py>, arrival_ns: PyReadonlyArray1<'py, u64>, se
     Ok(out.into_pyarray(py))
 }
 
+/// Specialised FCFS + constant-rate kernel keeping the event loop's summaries (one
+/// tenant): returns (mean response ns, p99 ns, number of windows).
+#[pyfunction]
+fn lindley_fcfs_summary<'py>(py: Python<'py>, arrival_ns: PyReadonlyArray1<'py, u64>, service_ns: u64, window_ns: u64) -> PyResult<(f64, u64, usize)> {
+    let a = arrival_ns.as_slice()?;
+    let (g, w) = py.detach(|| storqos_core::sim::lindley::fcfs_constant_summary(a, service_ns, window_ns));
+    Ok((g.mean_response(), g.quantile(0.99), w.start.len()))
+}
+
 /// Validate a policy spec (JSON) and return its display name.
 #[pyfunction]
 fn check_policy(policy_json: &str) -> PyResult<String> {
@@ -307,6 +316,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(generate, m)?)?;
     m.add_function(wrap_pyfunction!(lindley_fcfs, m)?)?;
+    m.add_function(wrap_pyfunction!(lindley_fcfs_summary, m)?)?;
     m.add_function(wrap_pyfunction!(check_policy, m)?)?;
     m.add_function(wrap_pyfunction!(check_device, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

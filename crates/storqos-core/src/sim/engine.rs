@@ -166,7 +166,7 @@ where
         // (so a policy sees every request that arrived at `now` before choosing).
         // Dispatch changes only the device's and the scheduler's next times.
         if pending_dispatch && (kind == 0 || t_next > now) {
-            pending_dispatch = false;
+            // (`pending_dispatch` is set again by the event handled below.)
             loop {
                 let st = dev.state();
                 if st.free_slots == 0 {

@@ -5,6 +5,8 @@
 //! simulator benchmark (how close the general loop gets to a loop with nothing else in
 //! it) and as the building block of fast capacity planning.
 
+use crate::request::{Completion, Request};
+use crate::sim::summary::{GroupSummary, WindowAccumulator, WindowSeries};
 use crate::time::Nanos;
 
 /// Completion times of FCFS at one server with a fixed `service` time per request.
@@ -31,6 +33,28 @@ pub fn fcfs_constant_mean_response(arrivals: &[Nanos], service: Nanos) -> f64 {
     if arrivals.is_empty() { 0.0 } else { sum as f64 / arrivals.len() as f64 }
 }
 
+/// FCFS at one constant-rate server with the same summaries the general event loop
+/// keeps for one tenant (HDR histogram of response times, per-window series with exact
+/// window percentiles): the like-for-like reference for the simulator benchmark.
+pub fn fcfs_constant_summary(arrivals: &[Nanos], service: Nanos, window: Nanos) -> (GroupSummary, WindowSeries) {
+    let mut g = GroupSummary::default();
+    let mut win = WindowAccumulator::new(window);
+    let mut last: Nanos = 0;
+    for (i, &a) in arrivals.iter().enumerate() {
+        let dispatch = last.max(a);
+        last = dispatch + service;
+        let c = Completion { req: Request::new(i as u64, 0, a, 4096), dispatch, finish: last };
+        if win.crossed(last) {
+            win.advance(last, &mut |_| {});
+        }
+        win.arrival(0);
+        win.completion(&c);
+        g.record(&c);
+    }
+    win.advance(Nanos::MAX, &mut |_| {});
+    (g, win.series)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -39,5 +63,9 @@ mod tests {
     fn recursion() {
         assert_eq!(fcfs_constant(&[0, 0, 5, 40], 10), vec![10, 20, 30, 50]);
         assert_eq!(fcfs_constant_mean_response(&[0, 0, 5, 40], 10), (10.0 + 20.0 + 25.0 + 10.0) / 4.0);
+        let (g, w) = fcfs_constant_summary(&[0, 0, 5, 40], 10, 1_000);
+        assert_eq!(g.completed, 4);
+        assert_eq!(g.max_response, 25);
+        assert_eq!(w.completed, vec![4]);
     }
 }

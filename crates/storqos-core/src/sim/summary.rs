@@ -227,6 +227,7 @@ impl RequestLog {
 }
 
 /// Accumulates the current window per tenant and flushes it into a [`WindowSeries`].
+/// Per-window accumulator (crate-internal; the event loop and the Lindley kernel use it).
 #[derive(Debug, Default)]
 pub(crate) struct WindowAccumulator {
     pub window: Nanos,

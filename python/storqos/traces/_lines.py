@@ -1,0 +1,259 @@
+"""Line-oriented text traces: the fast polars parse and the exact diagnostic pass.
+
+Every text reader has two parsers for the same grammar:
+
+* a *fast* one: :func:`read_fields` hands the file to polars' CSV reader with a fixed
+  schema (retrying once with runs of blanks squeezed if the file is ragged), and the
+  reader turns the columns into a raw frame for :func:`~._pipeline.finish`;
+* an *exact* one: a per-line function ``parse(line) -> Record | None`` run by
+  :func:`parse_lines` only when the fast path raised :class:`~._pipeline.Fallback`. It
+  walks the file line by line, reports the first bad line as
+  ``InputError("field 3 (lba) is not a number: 'x12'", "trace.txt:17")`` and, if no line
+  is bad, builds the raw frame itself.
+
+Helpers :func:`int_field`, :func:`size_field`, :func:`float_field` and
+:func:`expect_fields` produce the standard messages.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from storqos.errors import InputError
+from storqos.traces._pipeline import Fallback, no_requests
+from storqos.traces.schema import MAX_SIZE
+
+
+class FieldError(Exception):
+    """A problem with one line; the message says which field and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One request parsed from one line (times still in the file's unit)."""
+
+    t: int | float
+    t_text: str
+    is_read: bool
+    offset: int
+    size: int
+    device: str
+    extras: tuple[object, ...] = ()
+
+
+LineParser = Callable[[str], "Record | None"]
+
+
+def expect_fields(tokens: Sequence[str], n: int, names: str) -> None:
+    """Raise unless the line has exactly ``n`` fields (``names`` lists them)."""
+    if len(tokens) != n:
+        raise FieldError(f"expected {n} fields ({names}), found {len(tokens)}")
+
+
+def int_field(tokens: Sequence[str], i: int, name: str, *, negative_ok: bool = False) -> int:
+    """Field ``i`` (0-based) as an int; messages number fields from 1."""
+    tok = tokens[i]
+    try:
+        value = int(tok)
+    except ValueError:
+        try:
+            float(tok)
+        except ValueError:
+            raise FieldError(f"field {i + 1} ({name}) is not a number: {tok!r}") from None
+        raise FieldError(f"field {i + 1} ({name}) is not an integer: {tok!r}") from None
+    if value < 0 and not negative_ok:
+        raise FieldError(f"field {i + 1} ({name}) is negative: {tok!r}")
+    return value
+
+
+def float_field(tokens: Sequence[str], i: int, name: str) -> float:
+    """Field ``i`` as a finite float."""
+    tok = tokens[i]
+    try:
+        value = float(tok)
+    except ValueError:
+        raise FieldError(f"field {i + 1} ({name}) is not a number: {tok!r}") from None
+    if not math.isfinite(value):
+        raise FieldError(f"field {i + 1} ({name}) is not a finite number: {tok!r}")
+    return value
+
+
+def size_field(tokens: Sequence[str], i: int, name: str, scale: int = 1) -> int:
+    """Field ``i`` as a positive size, returned in bytes (``scale`` bytes per unit)."""
+    value = int_field(tokens, i, name, negative_ok=True)
+    if value <= 0:
+        raise FieldError(f"field {i + 1} ({name}) must be a positive size, got {tokens[i]!r}")
+    if value * scale > MAX_SIZE:
+        raise FieldError(
+            f"field {i + 1} ({name}) is too large: {value * scale} bytes (limit 4 GiB - 1)"
+        )
+    return value * scale
+
+
+def op_error(i: int, name: str, token: str, expected: str) -> FieldError:
+    """The message for an operation field that is neither read nor write."""
+    return FieldError(f"unknown op {token!r} in field {i + 1} ({name}); expected {expected}")
+
+
+def parse_lines(
+    path: Path,
+    parse: LineParser,
+    *,
+    skip_lines: int,
+    unit_label: str,
+    extras: dict[str, pl.DataType] | None = None,
+    sort: bool,
+    limit: int | None,
+    t_dtype: pl.DataType | None = None,
+) -> pl.DataFrame:
+    """Exact line-by-line pass: raise at the first bad line or return the raw frame.
+
+    ``unit_label`` follows a time value in messages (``" s"``, ``" ns"``,
+    ``" (100-ns ticks)"``). Blank lines are skipped; ``parse`` returns ``None`` for
+    lines that are valid but not requests (headers, file actions, summaries).
+    """
+    extras = extras or {}
+    t_dtype = t_dtype or pl.Float64()
+    ts: list[int | float] = []
+    reads: list[bool] = []
+    offsets: list[int] = []
+    sizes: list[int] = []
+    devices: list[str] = []
+    extra_cols: list[list[object]] = [[] for _ in extras]
+    prev: Record | None = None
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            if lineno <= skip_lines:
+                continue
+            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                rec = parse(line)
+            except FieldError as e:
+                raise InputError(str(e), where) from None
+            if rec is None:
+                continue
+            if not sort and prev is not None and rec.t < prev.t:
+                raise InputError(
+                    f"timestamp {rec.t_text}{unit_label} is before the previous one "
+                    f"({prev.t_text}{unit_label}); pass --sort to sort the trace",
+                    where,
+                )
+            prev = rec
+            ts.append(rec.t)
+            reads.append(rec.is_read)
+            offsets.append(rec.offset)
+            sizes.append(rec.size)
+            devices.append(rec.device)
+            for col, value in zip(extra_cols, rec.extras, strict=True):
+                col.append(value)
+            if limit is not None and len(ts) >= limit:
+                break
+    if not ts and limit != 0:
+        raise no_requests(path)
+    data: dict[str, pl.Series] = {
+        "t": pl.Series("t", ts, dtype=t_dtype),
+        "is_read": pl.Series("is_read", reads, dtype=pl.Boolean),
+        "offset": pl.Series("offset", offsets, dtype=pl.Int64),
+        "size": pl.Series("size", sizes, dtype=pl.Int64),
+        "device": pl.Series("device", devices, dtype=pl.String),
+    }
+    for (name, dtype), col in zip(extras.items(), extra_cols, strict=True):
+        data[name] = pl.Series(name, col, dtype=dtype)
+    return pl.DataFrame(data)
+
+
+_BLANKS = re.compile(rb"[ \t]+")
+_LEAD = re.compile(rb"(?m)^ ")
+_TRAIL = re.compile(rb" (?=\r?\n|\r?\Z)")
+_COMMA = re.compile(rb"[ \t]*,[ \t]*")
+
+
+def _squeeze(data: bytes, separator: str) -> bytes:
+    """Normalise separators: runs of blanks → one space; blanks around commas removed."""
+    if separator == " ":
+        data = _BLANKS.sub(b" ", data)
+    elif separator == ",":
+        data = _COMMA.sub(b",", data)
+    else:
+        return data
+    data = _LEAD.sub(b"", data)
+    return _TRAIL.sub(b"", data)
+
+
+def _polars_read(
+    source: str | Path | io.BytesIO,
+    schema: dict[str, pl.DataType],
+    separator: str,
+    skip_lines: int,
+    n_rows: int | None,
+) -> pl.DataFrame:
+    return pl.read_csv(
+        source,
+        has_header=False,
+        separator=separator,
+        schema=schema,
+        quote_char=None,
+        skip_lines=skip_lines,
+        n_rows=n_rows,
+        raise_if_empty=False,
+        missing_columns="insert",
+    )
+
+
+def read_fields(
+    path: Path,
+    schema: dict[str, pl.DataType],
+    *,
+    separator: str,
+    skip_lines: int = 0,
+    limit: int | None = None,
+    complete: bool = True,
+) -> pl.DataFrame:
+    """Fast parse of a delimited text file into typed columns (blank lines dropped).
+
+    Raises :class:`Fallback` if polars cannot parse the file even after squeezing runs
+    of blanks, or if ``complete`` and some line has fewer fields than the schema; the
+    caller then runs the exact pass.
+    """
+    n_rows = None if limit is None else limit + 16
+    try:
+        df = _polars_read(path, schema, separator, skip_lines, n_rows)
+    except pl.exceptions.PolarsError:
+        data = _squeeze(path.read_bytes(), separator)
+        try:
+            df = _polars_read(io.BytesIO(data), schema, separator, skip_lines, n_rows)
+        except pl.exceptions.PolarsError:
+            raise Fallback from None
+    full_height = df.height
+    df = df.filter(~pl.all_horizontal(pl.all().is_null()))
+    if limit is not None and n_rows is not None and full_height >= n_rows and df.height < limit:
+        return read_fields(
+            path, schema, separator=separator, skip_lines=skip_lines, limit=None, complete=complete
+        )
+    if complete and any(df.null_count().row(0)):
+        raise Fallback
+    return df
+
+
+def read_lines(path: Path) -> pl.DataFrame:
+    """Whole lines as one String column ``line`` with a 1-based ``lineno`` column."""
+    df = pl.read_csv(
+        path,
+        has_header=False,
+        separator="\x00",
+        schema={"line": pl.String()},
+        quote_char=None,
+        raise_if_empty=False,
+        truncate_ragged_lines=True,
+    )
+    return df.with_row_index("lineno", offset=1)

@@ -1,0 +1,104 @@
+"""The shared last step of every reader: validate parsed columns, convert, sort, rebase.
+
+Readers parse a file into a *raw* frame with the columns
+
+``t``        numeric time in the file's own unit (Int64 or Float64)
+``is_read``  Boolean
+``offset``   Int64, bytes
+``size``     Int64, bytes
+``device``   String
+
+plus any optional canonical columns (``response_ns``, ``process``, ``host``) already in
+canonical units. :func:`finish` checks the raw frame as a whole (vectorised) and turns it
+into a canonical trace. If anything is wrong it raises :class:`Fallback` instead of
+guessing: the reader then runs its exact, line-by-line diagnostic pass, which either
+reports the first bad line as an :class:`~storqos.errors.InputError` or (if the fast
+parser merely choked on a harmless quirk) produces the trace itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from storqos.errors import InputError
+from storqos.traces.schema import MAX_SIZE, conform
+
+_RAW_REQUIRED = ("t", "is_read", "offset", "size", "device")
+
+
+class Fallback(Exception):
+    """The fast path cannot vouch for the input; run the exact diagnostic pass."""
+
+
+def source_file(path: str | Path) -> Path:
+    """Return ``path`` as a :class:`Path` after checking it is a non-empty regular file."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("no such file", str(path))
+    if not p.is_file():
+        raise InputError("not a regular file", str(path))
+    if p.stat().st_size == 0:
+        raise InputError("empty file: no requests", str(path))
+    return p
+
+
+def check_limit(limit: int | None) -> None:
+    """Reject a negative or non-integer ``limit``."""
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+        raise InputError(f"limit must be a non-negative integer, got {limit!r}", "--limit")
+
+
+def finish(
+    raw: pl.DataFrame,
+    *,
+    factor: int | float,
+    sort: bool,
+    limit: int | None,
+    strict: bool = True,
+) -> pl.DataFrame:
+    """Validate ``raw`` and return the canonical trace.
+
+    ``factor`` is nanoseconds per unit of ``t``. ``limit`` keeps the first ``limit``
+    requests in file order (before sorting). With ``sort=False`` a timestamp that goes
+    backwards is an error; with ``sort=True`` the trace is sorted stably by time.
+    Raises :class:`Fallback` if ``strict`` and any row is bad (null field, size outside
+    1..2**32-1, negative offset, non-finite or decreasing time).
+    """
+    if limit is not None:
+        raw = raw.head(limit)
+    if strict and raw.height:
+        t_float = raw.schema["t"].is_float()
+        if any(raw.select(_RAW_REQUIRED).null_count().row(0)):
+            raise Fallback
+        checks = [
+            ((pl.col("size") <= 0) | (pl.col("size") > MAX_SIZE)).any(),
+            (pl.col("offset") < 0).any(),
+        ]
+        if t_float:
+            checks.append((~pl.col("t").is_finite()).any())
+        if not sort:
+            checks.append((pl.col("t").diff() < 0).any())
+        checks = [c.alias(f"check{i}") for i, c in enumerate(checks)]
+        if any(raw.select(checks).row(0)):
+            raise Fallback
+    if raw.height == 0:
+        return conform(
+            raw.with_columns(pl.lit(0, pl.Int64).alias("arrival_ns")).drop("t")
+        )
+    t0 = raw["t"].min()
+    rel = pl.col("t") - pl.lit(t0)
+    if raw.schema["t"].is_float() or isinstance(factor, float):
+        arrival = (rel.cast(pl.Float64) * float(factor)).round(0).cast(pl.Int64)
+    else:
+        arrival = rel.cast(pl.Int64) * int(factor)
+    df = raw.with_columns(arrival.alias("arrival_ns")).drop("t")
+    if sort:
+        df = df.sort("arrival_ns", maintain_order=True)
+    return conform(df)
+
+
+def no_requests(path: str | Path, detail: str = "") -> InputError:
+    """The error for a file that parsed but held no I/O requests."""
+    return InputError("no requests in file" + (f" ({detail})" if detail else ""), str(path))

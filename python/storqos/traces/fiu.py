@@ -1,0 +1,115 @@
+"""FIU block traces (SRCMap / I/O-deduplication traces, SNIA IOTTA).
+
+Two layouts are read:
+
+* the original ``.blkparse`` files, blank separated, nine fields::
+
+      ts pid process lba size op major minor md5
+      89966811921625 4257 nfsd 488846200 8 W 6 0 2c4787c7...
+
+* the pandas re-save found in ``shared/traces/fiu-mail-excerpt``: a header line
+  ``\\t0\\t1...\\t8``, then tab separated lines with a leading row index
+  (``row ts pid process lba size op major minor md5``).
+
+``ts`` is in nanoseconds (fixed); ``lba`` and ``size`` are in 512-byte sectors; ``op`` is
+``R`` or ``W``. ``device`` = ``"major,minor"`` (``"6,0"``); ``process`` is kept.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from storqos.traces._lines import (
+    LineParser,
+    Record,
+    expect_fields,
+    int_field,
+    op_error,
+    parse_lines,
+    read_fields,
+    size_field,
+)
+from storqos.traces._pipeline import Fallback, check_limit, finish, no_requests, source_file
+from storqos.traces.schema import SECTOR_BYTES
+
+_FIELDS = ("ts", "pid", "process", "lba", "size", "op", "major", "minor", "md5")
+_TYPES: dict[str, pl.DataType] = {
+    "row": pl.String(),
+    "ts": pl.Int64(),
+    "pid": pl.String(),
+    "process": pl.String(),
+    "lba": pl.Int64(),
+    "size": pl.Int64(),
+    "op": pl.String(),
+    "major": pl.String(),
+    "minor": pl.String(),
+    "md5": pl.String(),
+}
+_EXTRAS: dict[str, pl.DataType] = {"process": pl.String()}
+
+
+def is_pandas_header(first_line: bytes) -> bool:
+    """True for the pandas header line ``\\t0\\t1\\t2...``."""
+    return first_line.rstrip(b"\r\n").startswith(b"\t0\t1")
+
+
+def _line_parser(pandas: bool) -> LineParser:
+    base = 1 if pandas else 0
+    n = len(_FIELDS) + base
+    names = ("row " if pandas else "") + " ".join(_FIELDS)
+
+    def parse(line: str) -> Record:
+        tok = line.split("\t") if pandas else line.split()
+        expect_fields(tok, n, names)
+        t = int_field(tok, base + 0, "ts")
+        lba = int_field(tok, base + 3, "lba")
+        size = size_field(tok, base + 4, "size", SECTOR_BYTES)
+        op = tok[base + 5].strip().upper()
+        if op not in ("R", "W"):
+            raise op_error(base + 5, "op", tok[base + 5], "R or W")
+        device = f"{tok[base + 6].strip()},{tok[base + 7].strip()}"
+        return Record(t, tok[base], op == "R", lba * SECTOR_BYTES, size, device, (tok[base + 2],))
+
+    return parse
+
+
+def read_fiu(path: str | Path, *, sort: bool = False, limit: int | None = None) -> pl.DataFrame:
+    """Read an FIU trace (original blank-separated or pandas TSV layout)."""
+    check_limit(limit)
+    p = source_file(path)
+    with open(p, "rb") as f:
+        pandas = is_pandas_header(f.readline())
+    schema = dict(_TYPES) if pandas else {k: v for k, v in _TYPES.items() if k != "row"}
+    try:
+        cols = read_fields(
+            p, schema, separator="\t" if pandas else " ", skip_lines=1 if pandas else 0, limit=limit
+        )
+        op = pl.col("op").str.to_uppercase()
+        if not cols.select(op.is_in(["R", "W"]).all()).item():
+            raise Fallback
+        raw = cols.select(
+            pl.col("ts").alias("t"),
+            (op == "R").alias("is_read"),
+            (pl.col("lba") * SECTOR_BYTES).alias("offset"),
+            (pl.col("size") * SECTOR_BYTES).alias("size"),
+            pl.concat_str(["major", "minor"], separator=",").alias("device"),
+            "process",
+        )
+        if raw.height == 0 and limit != 0:
+            raise no_requests(p)
+        return finish(raw, factor=1, sort=sort, limit=limit)
+    except Fallback:
+        pass
+    raw = parse_lines(
+        p,
+        _line_parser(pandas),
+        skip_lines=1 if pandas else 0,
+        unit_label=" ns",
+        extras=_EXTRAS,
+        sort=sort,
+        limit=limit,
+        t_dtype=pl.Int64(),
+    )
+    return finish(raw, factor=1, sort=sort, limit=limit, strict=False)

@@ -1,0 +1,101 @@
+"""UMass / SPC (Storage Performance Council) CSV traces.
+
+One request per line, comma separated, no header::
+
+    ASU,LBA,size,opcode,timestamp
+    0,20941264,8192,W,0.551706
+
+* ``ASU``: application storage unit (kept as text in ``device``);
+* ``LBA``: start in 512-byte sectors; ``size``: bytes;
+* ``opcode``: ``r``/``R`` = read, ``w``/``W`` = write;
+* ``timestamp``: seconds (a float) since the start of the trace; ``time_unit`` overrides.
+
+Exactly five fields per line (the optional trailing SPC fields are not accepted).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from storqos.traces._lines import (
+    Record,
+    expect_fields,
+    float_field,
+    int_field,
+    op_error,
+    parse_lines,
+    read_fields,
+    size_field,
+)
+from storqos.traces._pipeline import Fallback, check_limit, finish, no_requests, source_file
+from storqos.traces.schema import SECTOR_BYTES, normalize_unit, unit_ns
+
+DEFAULT_TIME_UNIT = "s"
+
+_SCHEMA: dict[str, pl.DataType] = {
+    "device": pl.String(),
+    "lba": pl.Int64(),
+    "size": pl.Int64(),
+    "op": pl.String(),
+    "t": pl.Float64(),
+}
+_NAMES = "ASU,LBA,size,opcode,timestamp"
+
+
+def _parse_line(line: str) -> Record:
+    tok = [x.strip() for x in line.split(",")]
+    expect_fields(tok, 5, _NAMES)
+    lba = int_field(tok, 1, "LBA")
+    size = size_field(tok, 2, "size")
+    op = tok[3].lower()
+    if op not in ("r", "w"):
+        raise op_error(3, "opcode", tok[3], "r or w")
+    t = float_field(tok, 4, "timestamp")
+    return Record(t, tok[4], op == "r", lba * SECTOR_BYTES, size, tok[0])
+
+
+def read_spc(
+    path: str | Path,
+    *,
+    time_unit: str | None = None,
+    sort: bool = False,
+    limit: int | None = None,
+) -> pl.DataFrame:
+    """Read a UMass/SPC CSV trace (timestamps in seconds unless ``time_unit`` says)."""
+    check_limit(limit)
+    unit = normalize_unit(time_unit or DEFAULT_TIME_UNIT)
+    factor = unit_ns(unit)
+    p = source_file(path)
+    try:
+        cols = read_fields(p, _SCHEMA, separator=",", limit=limit)
+        op = pl.col("op").str.to_lowercase()
+        if not cols.select(op.is_in(["r", "w"]).all()).item():
+            raise Fallback
+        raw = cols.select(
+            "t",
+            (op == "r").alias("is_read"),
+            (pl.col("lba") * SECTOR_BYTES).alias("offset"),
+            "size",
+            "device",
+        )
+        if raw.height == 0 and limit != 0:
+            raise no_requests(p)
+        return finish(raw, factor=factor, sort=sort, limit=limit)
+    except Fallback:
+        pass
+    raw = parse_lines(p, _parse_line, skip_lines=0, unit_label=f" {unit}", sort=sort, limit=limit)
+    return finish(raw, factor=factor, sort=sort, limit=limit, strict=False)
+
+
+def write_spc(df: pl.DataFrame, path: str | Path) -> None:
+    """Write a canonical trace as SPC CSV (offsets rounded down to sectors, time in s)."""
+    out = df.select(
+        pl.col("device"),
+        (pl.col("offset") // SECTOR_BYTES).alias("lba"),
+        pl.col("size"),
+        pl.when(pl.col("is_read")).then(pl.lit("r")).otherwise(pl.lit("w")).alias("op"),
+        (pl.col("arrival_ns") / 1e9).alias("t"),
+    )
+    out.write_csv(Path(path), include_header=False, float_precision=9)

@@ -1,0 +1,126 @@
+"""Reshaping canonical traces: windows, rate scaling, multi-tenant merge and split.
+
+All functions take and return canonical traces (plain polars DataFrames) and keep the
+canonical invariants: sorted by ``arrival_ns`` (ties in input order) and rebased so the
+first arrival is 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import polars as pl
+
+from storqos.errors import InputError
+from storqos.traces.schema import conform, require_trace
+
+#: What :func:`split_tenants` can split by: a column name, ``"op"``, or a rule computing
+#: a key per request from the whole frame (returning a Series, an expression or a list).
+SplitRule = str | Callable[[pl.DataFrame], "pl.Series | pl.Expr | Sequence[object]"]
+
+
+def _rebase(df: pl.DataFrame) -> pl.DataFrame:
+    if df.height == 0:
+        return df
+    t0 = df["arrival_ns"].min()
+    return df.with_columns(pl.col("arrival_ns") - t0) if t0 else df
+
+
+def time_window(df: pl.DataFrame, start_ns: int, end_ns: int) -> pl.DataFrame:
+    """Requests with ``start_ns <= arrival_ns < end_ns``, rebased to the first kept one."""
+    require_trace(df)
+    if end_ns < start_ns:
+        raise InputError(f"time window ends ({end_ns} ns) before it starts ({start_ns} ns)")
+    out = df.filter((pl.col("arrival_ns") >= start_ns) & (pl.col("arrival_ns") < end_ns))
+    return _rebase(out)
+
+
+def scale_rate(df: pl.DataFrame, k: float) -> pl.DataFrame:
+    """Multiply every inter-arrival time by ``k`` (``k = 0.5`` doubles the request rate).
+
+    Arrivals are rounded to whole ns; order and ties are preserved.
+    """
+    require_trace(df)
+    if not k > 0 or k != k or k == float("inf"):
+        raise InputError(f"rate scale factor must be a positive finite number, got {k!r}")
+    base = _rebase(df)
+    if float(k).is_integer():
+        scaled = pl.col("arrival_ns") * int(k)
+    else:
+        scaled = (pl.col("arrival_ns").cast(pl.Float64) * float(k)).round(0).cast(pl.Int64)
+    return base.with_columns(scaled.alias("arrival_ns"))
+
+
+def merge(dfs: Sequence[pl.DataFrame], shifts_ns: Sequence[int] | None = None) -> pl.DataFrame:
+    """Interleave traces as tenants ``0..n-1`` (input ``i`` becomes tenant ``i``).
+
+    ``shifts_ns[i]`` is added to the arrivals of input ``i`` (default 0). The result is
+    sorted stably by time (ties: lower input index first) and rebased. Optional columns
+    present in some inputs only are null for the others.
+    """
+    if len(dfs) == 0:
+        raise InputError("merge needs at least one trace")
+    if shifts_ns is None:
+        shifts_ns = [0] * len(dfs)
+    if len(shifts_ns) != len(dfs):
+        raise InputError(f"merge got {len(dfs)} traces but {len(shifts_ns)} shifts")
+    parts = []
+    for i, (df, shift) in enumerate(zip(dfs, shifts_ns, strict=True)):
+        require_trace(df, f"trace {i}")
+        part = conform(df).with_columns(
+            (pl.col("arrival_ns") + int(shift)).alias("arrival_ns"),
+            pl.lit(i, dtype=pl.UInt32).alias("tenant"),
+        )
+        parts.append(part)
+    out = pl.concat(parts, how="diagonal_relaxed")
+    out = out.sort("arrival_ns", maintain_order=True)
+    return conform(_rebase(out))
+
+
+def _keys(df: pl.DataFrame, by: SplitRule) -> pl.Series:
+    if callable(by):
+        key = by(df)
+        if isinstance(key, pl.Expr):
+            key = df.select(key.alias("key")).to_series()
+        elif not isinstance(key, pl.Series):
+            key = pl.Series("key", list(key))
+        if len(key) != df.height:
+            raise InputError(f"split rule returned {len(key)} keys for {df.height} requests")
+        return key.cast(pl.String).alias("key")
+    if by == "op":
+        return df.select(
+            pl.when(pl.col("is_read")).then(pl.lit("read")).otherwise(pl.lit("write")).alias("key")
+        ).to_series()
+    if by not in df.columns:
+        choices = [c for c in ("device", "host", "process") if c in df.columns] + ["op"]
+        raise InputError(
+            f"cannot split by {by!r}: the trace has no {by!r} column (try {', '.join(choices)})",
+            "--split-by",
+        )
+    return df[by].cast(pl.String).alias("key")
+
+
+def split_tenants(df: pl.DataFrame, by: SplitRule = "device") -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Assign ``tenant`` from a key: ``"device"``, ``"host"``, ``"process"``, ``"op"``,
+    any column name, or a callable rule ``rule(df) -> Series | Expr | list``.
+
+    Tenant ids are dense, in order of first appearance of each key. Returns the trace
+    with the new ``tenant`` column and a mapping frame ``(tenant, key, requests)``.
+    """
+    require_trace(df)
+    key = _keys(df, by)
+    uniq = key.unique(maintain_order=True)
+    ids = pl.Series("tenant", range(len(uniq)), dtype=pl.UInt32)
+    tenant = key.replace_strict(uniq, ids, return_dtype=pl.UInt32) if len(uniq) else ids
+    out = df.with_columns(tenant.alias("tenant"))
+    counts = key.value_counts(sort=False, name="requests")
+    mapping = (
+        pl.DataFrame({"tenant": ids, "key": uniq})
+        .join(counts, on="key", how="left", nulls_equal=True)
+        .with_columns(pl.col("requests").cast(pl.UInt32))
+        .sort("tenant")
+    )
+    return out, mapping
+
+
+__all__ = ["SplitRule", "merge", "scale_rate", "split_tenants", "time_window"]
