@@ -105,29 +105,29 @@ CapacityOpt = Annotated[
 ]
 
 
-def _summary_table(title: str, res_rows: list[dict[str, Any]], key: str) -> Table:
+def _ms(ns: float) -> str:
+    """Milliseconds, 3 significant digits below 100 (the column header carries the unit)."""
+    v = ns / 1e6
+    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
+
+
+def _summary_table(title: str, res_rows: list[dict[str, Any]], key: str, names: dict[int, str] | None = None) -> Table:
+    """Per-group response times: units in the headers, so the table fits 80 columns."""
     t = Table(title=title)
-    for col, just in (
-        (key, "left"),
-        ("completed", "right"),
-        ("IOPS", "right"),
-        ("mean", "right"),
-        ("p50", "right"),
-        ("p95", "right"),
-        ("p99", "right"),
-        ("max", "right"),
-    ):
-        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    t.add_column(key)
+    if names:
+        t.add_column("name")
+    for col in ("requests", "IOPS", "mean ms", "p50 ms", "p95 ms", "p99 ms", "max ms"):
+        t.add_column(col, justify="right")
     for r in res_rows:
+        label = [str(r.get(key, "all"))]
+        if names:
+            label.append(names.get(int(r.get(key, -1)), ""))
         t.add_row(
-            str(r.get(key, "all")),
+            *label,
             f"{r['completed']:,}",
-            fmt_rate(r.get("iops", 0.0)),
-            fmt_duration(r["mean_ns"]),
-            fmt_duration(r["p50_ns"]),
-            fmt_duration(r["p95_ns"]),
-            fmt_duration(r["p99_ns"]),
-            fmt_duration(r["max_ns"]),
+            f"{r.get('iops', 0.0):.4g}",
+            *(_ms(r[c]) for c in ("mean_ns", "p50_ns", "p95_ns", "p99_ns", "max_ns")),
         )
     return t
 
@@ -164,8 +164,10 @@ def simulate(
     from .traces import split_tenants
 
     df = _load(trace, format, time_unit, sort)
+    names: dict[int, str] | None = None
     if split_by:
-        df, _mapping = split_tenants(df, by=split_by)
+        df, mapping = split_tenants(df, by=split_by)
+        names = {int(t): str(k) for t, k in zip(mapping["tenant"], mapping["key"])}
     res = run_with_progress(
         f"simulating {df.height:,} requests",
         lambda: run(
@@ -187,6 +189,9 @@ def simulate(
         out_file.parent.mkdir(parents=True, exist_ok=True)
         res.requests.write_parquet(out_file)
     summary = res.summary()
+    if names:
+        for row in summary["tenants"]:
+            row["name"] = names.get(int(row["tenant"]), "")
     if out_file is not None:
         summary["requests_parquet"] = str(out_file)
     if json_out:
@@ -194,7 +199,7 @@ def simulate(
         return
     out.print(f"[bold]{res.policy}[/bold] on [bold]{res.device}[/bold]: {res.arrived:,} requests, "
               f"{res.end_ns / 1e9:.3f} s simulated in {res.wall_s:.3f} s wall ({fmt_rate(res.sim_rate)} simulated)")
-    out.print(_summary_table("response time per tenant", res.tenants.to_dicts(), "tenant"))
+    out.print(_summary_table("response time per tenant", res.tenants.to_dicts(), "tenant", names))
     out.print(_summary_table("all requests", res.total.to_dicts(), "all"))
     if res.unfinished:
         out.print(f"[yellow]{res.unfinished:,} requests had not completed when the run ended[/yellow]")

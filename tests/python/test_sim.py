@@ -7,6 +7,7 @@ import polars as pl
 import pytest
 
 import storqos
+import storqos.traces
 from storqos.errors import InputError
 
 
@@ -88,3 +89,22 @@ def test_bad_specs_are_input_errors() -> None:
         storqos.simulate(tr, "fcfs", "ssd", capacity=10)
     with pytest.raises(InputError, match="before the previous request"):
         storqos.simulate(_trace([5, 1]), "fcfs", "constant", capacity=10)
+
+
+def test_synthetic_generators_shapes() -> None:
+    # Diurnal: weekends at the given factor of weekdays; night quieter than the peak hour.
+    d = storqos.synth.diurnal(2.0, days=14, weekend_factor=0.25, seed=2)
+    day = (d["arrival_ns"] // (86_400 * 10**9)) % 7
+    per_day = d.group_by(day.alias("dow")).len().sort("dow")["len"].to_numpy() / 2
+    assert per_day[5:].mean() / per_day[:5].mean() == pytest.approx(0.25, abs=0.03)
+    hour = (d["arrival_ns"] // (3600 * 10**9)) % 24
+    by_hour = d.group_by(hour.alias("h")).len().sort("h")["len"].to_numpy()
+    assert by_hour[11] > 10 * by_hour[2]
+    # On/off: bursty: the busiest 100 ms window is far above the mean rate.
+    b = storqos.synth.onoff(2000, 0, "100ms", "900ms", duration="120s", seed=3)
+    st = storqos.traces.stats(b)
+    assert st["mean_iops"] == pytest.approx(200, rel=0.15)
+    assert st["peak_iops_100ms"] > 5 * st["mean_iops"]
+    # Poisson: the asked rate.
+    p = storqos.synth.poisson("1k", duration="30s", seed=4)
+    assert storqos.traces.stats(p)["mean_iops"] == pytest.approx(1000, rel=0.03)
