@@ -69,27 +69,23 @@ pub struct SimResult {
     pub events: u64,
 }
 
+/// "No event": the sentinel time of an absent event.
+const NEVER: Nanos = Nanos::MAX;
+
 /// The earliest of the three event kinds: (time, kind) with kind 1 = completion,
-/// 2 = timer, 3 = arrival, 0 = none. Ties go to the lower kind.
+/// 2 = timer, 3 = arrival, 0 = none. Ties go to the lower kind. Absent events are
+/// [`NEVER`].
 #[inline(always)]
-fn earliest(t_done: Option<Nanos>, t_timer: Option<Nanos>, t_arr: Option<Nanos>) -> (Nanos, u8) {
-    let mut t_next = Nanos::MAX;
-    let mut kind = 0u8;
-    if let Some(t) = t_done {
-        t_next = t;
-        kind = 1;
+fn earliest(t_done: Nanos, t_timer: Nanos, t_arr: Nanos) -> (Nanos, u8) {
+    let (mut t_next, mut kind) = (t_done, 1u8);
+    if t_timer < t_next {
+        (t_next, kind) = (t_timer, 2);
     }
-    if let Some(t) = t_timer {
-        if t < t_next {
-            t_next = t;
-            kind = 2;
-        }
+    if t_arr < t_next {
+        (t_next, kind) = (t_arr, 3);
     }
-    if let Some(t) = t_arr {
-        if t < t_next {
-            t_next = t;
-            kind = 3;
-        }
+    if t_next == NEVER {
+        kind = 0;
     }
     (t_next, kind)
 }
@@ -154,13 +150,11 @@ where
     let mut pending_dispatch = false;
 
     loop {
-        let t_open = open.peek().map(|r| r.arrival);
-        let t_wake = wakes.peek().map(|w| w.0 .0);
-        let t_arr = match (t_open, t_wake) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        let (mut t_done, mut t_timer) = (dev.next_completion(), sched.next_timer());
+        let t_open = open.peek().map_or(NEVER, |r| r.arrival);
+        let t_wake = wakes.peek().map_or(NEVER, |w| w.0 .0);
+        let t_arr = t_open.min(t_wake);
+        let (mut t_done, mut t_timer) =
+            (dev.next_completion().unwrap_or(NEVER), sched.next_timer().unwrap_or(NEVER));
         let (mut t_next, mut kind) = earliest(t_done, t_timer, t_arr);
         // All events of this nanosecond are in: offer every free slot to the scheduler
         // (so a policy sees every request that arrived at `now` before choosing).
@@ -177,14 +171,14 @@ where
                     None => break,
                 }
             }
-            (t_done, t_timer) = (dev.next_completion(), sched.next_timer());
+            (t_done, t_timer) = (dev.next_completion().unwrap_or(NEVER), sched.next_timer().unwrap_or(NEVER));
             (t_next, kind) = earliest(t_done, t_timer, t_arr);
         }
         if kind == 0 {
             break;
         }
         // Nothing left but timers: the run is over once no work remains anywhere.
-        if kind == 2 && t_done.is_none() && t_arr.is_none() && sched.queued() == 0 {
+        if kind == 2 && t_done == NEVER && t_arr == NEVER && sched.queued() == 0 {
             break;
         }
         if t_next > until {
@@ -219,7 +213,7 @@ where
             }
             2 => sched.on_timer(now),
             _ => {
-                let req = if t_open.is_some_and(|a| t_wake.is_none_or(|w| a <= w)) {
+                let req = if t_open != NEVER && t_open <= t_wake {
                     let r = open.next().expect("peeked");
                     if r.arrival < last_open_arrival {
                         return Err(Error::InvalidInput(format!(

@@ -103,15 +103,20 @@ impl GroupSummary {
 pub(crate) struct PairTable {
     keys: Vec<(u32, u32)>,
     groups: Vec<GroupSummary>,
+    /// Index and packed key (tenant << 32 | class) of the last pair used: consecutive
+    /// completions usually share it.
     last: usize,
+    last_key: u64,
 }
 
 impl PairTable {
     /// Account one completion under its (tenant, class).
     #[inline]
     pub fn record(&mut self, c: &Completion) {
-        let key = (c.req.tenant, c.req.class);
-        if self.keys.get(self.last) != Some(&key) {
+        let packed = (c.req.tenant as u64) << 32 | c.req.class as u64;
+        if packed != self.last_key || self.groups.is_empty() {
+            let key = (c.req.tenant, c.req.class);
+            self.last_key = packed;
             self.last = match self.keys.iter().position(|k| *k == key) {
                 Some(i) => i,
                 None => {
