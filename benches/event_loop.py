@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import statistics
 import subprocess
 import sys
@@ -78,7 +77,11 @@ def rss_child(n: int) -> None:
     t0 = time.perf_counter()
     res = storqos.simulate(None, "fcfs", "constant", capacity=CAPACITY_IOPS, generators=[spec])
     wall = time.perf_counter() - t0
-    rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # VmHWM is this process's own peak (ru_maxrss would carry the forking parent's
+    # peak across exec on Linux).
+    with open("/proc/self/status") as f:
+        hwm_kib = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    rss_mib = hwm_kib / 1024
     print(json.dumps({"requests": res.arrived, "wall_s": wall, "peak_rss_mib": rss_mib}))
 
 

@@ -28,3 +28,41 @@ def lindley_fcfs(arrival_ns: npt.NDArray[np.uint64], service_ns: int) -> npt.NDA
 def lindley_fcfs_summary(arrival_ns: npt.NDArray[np.uint64], service_ns: int, window_ns: int) -> tuple[float, int, int]: ...
 def check_policy(policy_json: str) -> str: ...
 def check_device(device_json: str) -> str: ...
+def allocate(
+    capacities: list[float],
+    fractions: list[list[float]],
+    policy: str,
+    weights: list[float] | None = None,
+) -> dict[str, Any]: ...
+def baa_scenario(
+    hdd_iops: float,
+    ssd_iops: float,
+    hit_phases: list[list[tuple[int, float]]],
+    policy: str,
+    window_ns: int,
+    period_ns: int,
+    duration_ns: int,
+    sample_ns: int,
+    outstanding: int = 64,
+    depth: int = 64,
+    seed: int = 1,
+    initial_allocation: bool = True,
+    alarm_threshold: float | None = None,
+    alarm_check_ns: int | None = None,
+) -> dict[str, Any]: ...
+def capacity_table(
+    arrival_ns: npt.NDArray[np.uint64], deadlines_ns: list[int], fractions: list[float], method: str = "fast"
+) -> dict[str, Any]: ...
+def rtt_classify(arrival_ns: npt.NDArray[np.uint64], capacity_iops: float, deadline_ns: int) -> npt.NDArray[np.bool_]: ...
+def rtd_plan(arrival_ns: npt.NDArray[np.uint64], fractions: list[float], deadlines_ns: list[int]) -> dict[str, Any]: ...
+def power_estimate(
+    capacity_iops: float,
+    requests: int,
+    span_ns: int,
+    pool_iops: float = 200.0,
+    disks_per_pool: int = 4,
+    total_pools: int | None = None,
+    active_w: float = 13.5,
+    idle_w: float = 10.2,
+    sleep_w: float = 0.0,
+) -> dict[str, Any]: ...

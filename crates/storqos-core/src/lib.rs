@@ -14,20 +14,26 @@
 //! - [`schedulers`], [`devices`]: the policies and the storage models.
 //! - [`sim`]: the event loop, workloads (open-loop replay, closed-loop clients) and
 //!   streaming summaries.
+//! - [`shaping`]: workload shaping (seed 000): RTT, Cmin planning, recombiners, RTD, power.
+//! - [`twolevel`]: seed 001's two-level scheduler: SARC over AVATAR, Facade, FIXED, ADAPTIVE.
 //! - [`spec`]: serde descriptions of policies and devices, the one config schema shared by
 //!   the CLI, Python and the gateway.
 #![deny(missing_docs)]
 
+pub mod alloc;
 pub mod device;
 pub mod devices;
 pub mod error;
+pub mod fclb;
 pub mod request;
 pub mod rng;
 pub mod scheduler;
+pub mod shaping;
 pub mod schedulers;
 pub mod sim;
 pub mod spec;
 pub mod time;
+pub mod twolevel;
 
 pub use device::{Device, DeviceState};
 pub use error::{Error, Result};

@@ -310,6 +310,203 @@ fn check_device(device_json: &str) -> PyResult<String> {
     Ok(d.build().map_err(err)?.name())
 }
 
+/// Allocate device throughput among backlogged clients (seed 004: BAA, DRF, FQ).
+///
+/// `capacities[k]` IOPS of device k; `fractions[i][k]` share of client i's requests on
+/// device k; optional `weights`; `policy` is `baa`, `drf` or `fq`. Returns a dict of
+/// lists: fair_share, bottleneck, throughput, per_device (per client), device_iops,
+/// utilisation, amplification (None for empty sets / other policies), total.
+#[pyfunction]
+#[pyo3(signature = (capacities, fractions, policy, weights=None))]
+fn allocate<'py>(
+    py: Python<'py>,
+    capacities: Vec<f64>,
+    fractions: Vec<Vec<f64>>,
+    policy: &str,
+    weights: Option<Vec<f64>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    use storqos_core::alloc;
+    let policy = alloc::Policy::parse(policy).map_err(err)?;
+    let mut problem = alloc::Problem::new(capacities, fractions).map_err(err)?;
+    if let Some(w) = weights {
+        problem = problem.with_weights(w).map_err(err)?;
+    }
+    let a = py.detach(|| alloc::allocate(&problem, policy)).map_err(err)?;
+    let d = PyDict::new(py);
+    d.set_item("policy", a.policy.name())?;
+    d.set_item("total", a.total())?;
+    d.set_item("fair_share", a.fair_share)?;
+    d.set_item("bottleneck", a.bottleneck)?;
+    d.set_item("throughput", a.throughput)?;
+    d.set_item("per_device", a.per_device)?;
+    d.set_item("device_iops", a.device_iops)?;
+    d.set_item("utilisation", a.utilisation)?;
+    d.set_item("amplification", a.amplification)?;
+    Ok(d)
+}
+
+/// Seed 004 §5.1 simulation: backlogged clients with hit-ratio phases on an SSD + HDD
+/// array through BAA / DRF / FQ weights over WF2Q+. `hit_phases[i]` is a list of
+/// `(from_ns, hit_ratio)`. Returns per-sample series (see `storqos_core::alloc::scenario`).
+#[pyfunction]
+#[pyo3(signature = (hdd_iops, ssd_iops, hit_phases, policy, window_ns, period_ns, duration_ns, sample_ns,
+                    outstanding=64, depth=64, seed=1, initial_allocation=true, alarm_threshold=None, alarm_check_ns=None))]
+#[allow(clippy::too_many_arguments)]
+fn baa_scenario<'py>(
+    py: Python<'py>,
+    hdd_iops: f64,
+    ssd_iops: f64,
+    hit_phases: Vec<Vec<(u64, f64)>>,
+    policy: &str,
+    window_ns: u64,
+    period_ns: u64,
+    duration_ns: u64,
+    sample_ns: u64,
+    outstanding: u32,
+    depth: usize,
+    seed: u64,
+    initial_allocation: bool,
+    alarm_threshold: Option<f64>,
+    alarm_check_ns: Option<u64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    use storqos_core::alloc::{scenario, Policy};
+    use storqos_core::schedulers::baa_sched::Alarm;
+    let alarm = match (alarm_threshold, alarm_check_ns) {
+        (Some(threshold), Some(check)) => Some(Alarm { threshold, check }),
+        (None, None) => None,
+        _ => return Err(PyValueError::new_err("alarm needs both a threshold and a check interval")),
+    };
+    let sc = scenario::TieredScenario {
+        hdd_iops,
+        ssd_iops,
+        hit_phases,
+        policy: Policy::parse(policy).map_err(err)?,
+        window: window_ns,
+        period: period_ns,
+        alarm,
+        initial_allocation,
+        outstanding,
+        depth,
+        duration: duration_ns,
+        sample: sample_ns,
+        seed,
+    };
+    let r = py.detach(|| scenario::run(&sc)).map_err(err)?;
+    let d = PyDict::new(py);
+    d.set_item("start_ns", r.start)?;
+    d.set_item("throughput", r.throughput)?;
+    d.set_item("hdd_utilisation", r.utilisation.iter().map(|u| u[0]).collect::<Vec<_>>())?;
+    d.set_item("ssd_utilisation", r.utilisation.iter().map(|u| u[1]).collect::<Vec<_>>())?;
+    d.set_item("recomputations", r.recomputations)?;
+    Ok(d)
+}
+
+fn sorted_arrivals<'a>(arrival_ns: &'a PyReadonlyArray1<'_, u64>) -> PyResult<&'a [u64]> {
+    Ok(arrival_ns.as_slice()?)
+}
+
+/// Capacity table Cmin(f, δ) (seed 000 Table 4.1) over arrival times (ns, sorted).
+/// `method` is "fast" (the planner search) or "bisect" (per-cell bisection, for
+/// comparison). Returns {"cmin_iops": [[...] per deadline], "needed", "requests",
+/// "passes", "probes"}.
+#[pyfunction]
+#[pyo3(signature = (arrival_ns, deadlines_ns, fractions, method="fast"))]
+fn capacity_table<'py>(
+    py: Python<'py>,
+    arrival_ns: PyReadonlyArray1<'py, u64>,
+    deadlines_ns: Vec<u64>,
+    fractions: Vec<f64>,
+    method: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    use storqos_core::shaping::{capacity_table as fast, capacity_table_bisect as bisect};
+    let a = sorted_arrivals(&arrival_ns)?;
+    let f = match method {
+        "fast" => fast,
+        "bisect" => bisect,
+        other => return Err(PyValueError::new_err(format!("unknown method {other:?} (fast or bisect)"))),
+    };
+    let t = py.detach(|| f(a, &deadlines_ns, &fractions)).map_err(err)?;
+    let d = PyDict::new(py);
+    let rows: Vec<Vec<f64>> = t.cmin.iter().map(|r| r.iter().map(|c| c.iops()).collect()).collect();
+    d.set_item("cmin_iops", rows)?;
+    d.set_item("needed", t.needed)?;
+    d.set_item("requests", t.requests)?;
+    d.set_item("passes", t.passes)?;
+    d.set_item("probes", t.probes)?;
+    Ok(d)
+}
+
+/// RTT class of every request (true = primary) at `capacity_iops` and `deadline_ns`.
+#[pyfunction]
+fn rtt_classify<'py>(
+    py: Python<'py>,
+    arrival_ns: PyReadonlyArray1<'py, u64>,
+    capacity_iops: f64,
+    deadline_ns: u64,
+) -> PyResult<Bound<'py, numpy::PyArray1<bool>>> {
+    use storqos_core::shaping::{rtt::classify, Capacity};
+    let a = sorted_arrivals(&arrival_ns)?;
+    let cap = Capacity::from_iops(capacity_iops).map_err(err)?;
+    let out = py.detach(|| classify(a, cap, deadline_ns)).map_err(err)?;
+    Ok(out.into_pyarray(py))
+}
+
+/// Recursive RTD decomposition: tiers (fractions[i], deadlines_ns[i]). Returns
+/// {"capacity_iops": [per tier, 0 when the tier needed nothing], "admitted", "tier"}.
+#[pyfunction]
+fn rtd_plan<'py>(
+    py: Python<'py>,
+    arrival_ns: PyReadonlyArray1<'py, u64>,
+    fractions: Vec<f64>,
+    deadlines_ns: Vec<u64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    use storqos_core::shaping::rtd::{plan_rtd, Tier};
+    if fractions.len() != deadlines_ns.len() {
+        return Err(PyValueError::new_err("rtd: as many fractions as deadlines are needed"));
+    }
+    let tiers: Vec<Tier> =
+        fractions.iter().zip(&deadlines_ns).map(|(&fraction, &deadline)| Tier { fraction, deadline }).collect();
+    let a = sorted_arrivals(&arrival_ns)?;
+    let plan = py.detach(|| plan_rtd(a, &tiers)).map_err(err)?;
+    let d = PyDict::new(py);
+    d.set_item("capacity_iops", plan.capacities.iter().map(|c| c.map_or(0.0, |c| c.iops())).collect::<Vec<_>>())?;
+    d.set_item("admitted", plan.admitted.clone())?;
+    d.set_item("tier", plan.tier_of.into_pyarray(py))?;
+    Ok(d)
+}
+
+/// Power of provisioning `capacity_iops` for `requests` requests over `span_ns` with
+/// pools of `pool_iops` and `disks_per_pool` disks (seed 000 §3.2.3).
+#[pyfunction]
+#[pyo3(signature = (capacity_iops, requests, span_ns, pool_iops=200.0, disks_per_pool=4, total_pools=None,
+                    active_w=13.5, idle_w=10.2, sleep_w=0.0))]
+#[allow(clippy::too_many_arguments)]
+fn power_estimate<'py>(
+    py: Python<'py>,
+    capacity_iops: f64,
+    requests: u64,
+    span_ns: u64,
+    pool_iops: f64,
+    disks_per_pool: u32,
+    total_pools: Option<u32>,
+    active_w: f64,
+    idle_w: f64,
+    sleep_w: f64,
+) -> PyResult<Bound<'py, PyDict>> {
+    use storqos_core::shaping::power::PoolModel;
+    let m = PoolModel { pool_iops, disks_per_pool, total_pools, active_w, idle_w, sleep_w };
+    let e = m.estimate(capacity_iops, requests, span_ns).map_err(err)?;
+    let d = PyDict::new(py);
+    d.set_item("capacity_iops", e.capacity_iops)?;
+    d.set_item("on_pools", e.on_pools)?;
+    d.set_item("on_disks", e.on_disks)?;
+    d.set_item("busy_disk_s", e.busy_disk_s)?;
+    d.set_item("span_s", e.span_s)?;
+    d.set_item("energy_j", e.energy_j)?;
+    d.set_item("power_w", e.power_w)?;
+    Ok(d)
+}
+
 /// The compiled core.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -319,6 +516,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(lindley_fcfs_summary, m)?)?;
     m.add_function(wrap_pyfunction!(check_policy, m)?)?;
     m.add_function(wrap_pyfunction!(check_device, m)?)?;
+    m.add_function(wrap_pyfunction!(capacity_table, m)?)?;
+    m.add_function(wrap_pyfunction!(rtt_classify, m)?)?;
+    m.add_function(wrap_pyfunction!(rtd_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(power_estimate, m)?)?;
+    m.add_function(wrap_pyfunction!(allocate, m)?)?;
+    m.add_function(wrap_pyfunction!(baa_scenario, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -7,13 +7,18 @@
 //! - [`wf2q`]: WF2Q+ weighted fair queuing (Bennett & Zhang 1997).
 //! - [`sfq`]: SFQ(D), start-time fair queuing with dispatch depth D (Jin et al. 2004).
 //!
+//! Composites:
+//! - [`baa_sched`]: seed 004's two-level scheduler, BAA / DRF / FQ weights over WF2Q+.
+//!
 //! [`tags`] holds what the fair queuers share: flow keys, cost models, weights.
 
+pub mod baa_sched;
 pub mod edf;
 pub mod fcfs;
 pub mod sfq;
 pub mod tags;
 pub mod wf2q;
+pub mod yfq;
 
 pub use edf::{Edf, EdfQueue};
 pub use fcfs::Fcfs;

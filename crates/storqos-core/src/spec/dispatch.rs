@@ -11,7 +11,9 @@ use crate::request::{Completion, Request};
 use crate::rng::SimRng;
 use crate::scheduler::Scheduler;
 use crate::schedulers::{Edf, Fcfs, Sfq, Wf2q};
+use crate::shaping::{Miser, RttStage};
 use crate::time::Nanos;
+use crate::twolevel::{SarcAvatar, SarcFacade};
 
 /// One of the built-in schedulers, or any other boxed one.
 pub enum AnyScheduler {
@@ -23,6 +25,14 @@ pub enum AnyScheduler {
     Wf2q(Wf2q),
     /// SFQ(D).
     Sfq(Sfq),
+    /// RTT decomposition in front of another built-in policy (seed 000).
+    Rtt(Box<RttStage<AnyScheduler>>),
+    /// Miser recombination (seed 000, Algorithm 2).
+    Miser(Miser),
+    /// SARC / FIXED / ADAPTIVE over AVATAR (seed 001).
+    SarcAvatar(Box<SarcAvatar>),
+    /// SARC over Facade (seed 001's E1 baseline).
+    SarcFacade(Box<SarcFacade>),
     /// Any other policy (composites).
     Boxed(Box<dyn Scheduler + Send>),
 }
@@ -34,6 +44,10 @@ macro_rules! each_scheduler {
             AnyScheduler::Edf($s) => $e,
             AnyScheduler::Wf2q($s) => $e,
             AnyScheduler::Sfq($s) => $e,
+            AnyScheduler::Rtt($s) => $e,
+            AnyScheduler::Miser($s) => $e,
+            AnyScheduler::SarcAvatar($s) => $e,
+            AnyScheduler::SarcFacade($s) => $e,
             AnyScheduler::Boxed($s) => $e,
         }
     };

@@ -7,6 +7,9 @@
 //! {"kind": "wf2q", "weights": [2, 1]}
 //! {"kind": "wf2q", "weights": [3, 1], "by": "class", "cost": "bytes"}
 //! {"kind": "sfq", "weights": [2, 1], "depth": 4}
+//! {"kind": "rtt", "capacity_iops": 417, "deadline_ns": 10000000,
+//!  "then": {"kind": "wf2q", "weights": [417, 83], "by": "class"}}
+//! {"kind": "miser", "capacity_iops": 417, "deadline_ns": 10000000}
 //! ```
 //! `by` is `"tenant"` (default) or `"class"`; `cost` is `"iops"` (default) or `"bytes"`;
 //! flows beyond the `weights` list weigh 1.
@@ -16,7 +19,9 @@ use serde::Deserialize;
 use crate::error::Result;
 use crate::spec::dispatch::AnyScheduler;
 use crate::schedulers::{CostModel, Edf, Fcfs, FlowKey, Sfq, Wf2q};
+use crate::shaping::{Capacity, Miser, Rtt, RttStage};
 use crate::time::Nanos;
+use crate::twolevel::{TwoLevelSpec, Upper};
 
 /// A scheduling policy and its parameters.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -59,6 +64,74 @@ pub enum SchedulerSpec {
         #[serde(default)]
         cost: CostModel,
     },
+    /// RTT decomposition (seed 000) in front of another policy: arrivals RTT admits at
+    /// `capacity_iops` within `deadline_ns` get class 0 (primary), the rest class 1.
+    Rtt {
+        /// Primary capacity Cmin (IOPS, > 0; kept to 1/1000 IOPS).
+        capacity_iops: f64,
+        /// Response-time bound δ of the primary class (ns, > 0).
+        deadline_ns: Nanos,
+        /// Also set each request's device target to its class (Split's two servers).
+        #[serde(default)]
+        route_target: bool,
+        /// The policy that queues the classified requests.
+        then: Box<SchedulerSpec>,
+    },
+    /// Miser (seed 000, Algorithm 2): RTT at `capacity_iops` / `deadline_ns`, overflow
+    /// served whenever every primary request has slack.
+    Miser {
+        /// Primary capacity Cmin (IOPS, > 0).
+        capacity_iops: f64,
+        /// Response-time bound δ of the primary class (ns, > 0).
+        deadline_ns: Nanos,
+    },
+    /// Seed 001: SARC (credits, three replenishment triggers) over AVATAR (EDF + queue
+    /// threshold controller). See [`crate::twolevel`].
+    SarcAvatar(TwoLevelSpec),
+    /// Seed 001's E1 baseline: SARC over Facade (EDF + AIMD device depth).
+    SarcFacade(TwoLevelSpec),
+    /// Seed 001's E2 baseline: FIXED (periodic credits only) over AVATAR.
+    FixedAvatar(TwoLevelSpec),
+    /// Seed 001's E2 baseline: ADAPTIVE (credit amounts adjusted every second, `p_rt`,
+    /// `p_inc`, `p_dec`) over AVATAR.
+    AdaptiveAvatar(TwoLevelSpec),
+    /// YFQ proportional share in batches (Bruno et al. 1999; seed 003's back end).
+    Yfq {
+        /// Weight of flow i (finite, > 0); unlisted flows weigh 1.
+        #[serde(default)]
+        weights: Vec<f64>,
+        /// Batch size (≥ 1; default [`crate::schedulers::yfq::DEFAULT_BATCH`]).
+        #[serde(default)]
+        batch: Option<usize>,
+        /// Flows are tenants (default) or classes.
+        #[serde(default)]
+        by: FlowKey,
+        /// Cost of a request: one operation (default) or its bytes.
+        #[serde(default)]
+        cost: CostModel,
+    },
+    /// Feedback-controlled leaky bucket (seed 003) in front of a back end (YFQ).
+    Fclb {
+        /// Workload i = tenant i: demanded IOPS and response time, bucket, reference.
+        workloads: Vec<crate::fclb::WorkloadSpec>,
+        /// Controller gain K (IOPS per ms of error).
+        #[serde(default)]
+        gain_iops_per_ms: Option<f64>,
+        /// Plant gain G (ms per IOPS): checks K (0 < K < 2/G) or, with `pole`, gives K.
+        #[serde(default)]
+        plant_gain_ms_per_iops: Option<f64>,
+        /// Desired closed-loop pole p in (−1, 1): K = (1 − p)/G.
+        #[serde(default)]
+        pole: Option<f64>,
+        /// `feedback` (default), `fixed` (rates stay at the demanded IOPS) or `off`.
+        #[serde(default)]
+        mode: crate::fclb::Mode,
+        /// Control period (ns; default 1 s).
+        #[serde(default)]
+        period_ns: Option<Nanos>,
+        /// The back end the buckets feed.
+        then: Box<SchedulerSpec>,
+    },
 }
 
 impl SchedulerSpec {
@@ -79,6 +152,33 @@ impl SchedulerSpec {
             }
             SchedulerSpec::Sfq { weights, depth, by, cost } => {
                 AnyScheduler::Sfq(Sfq::new(weights.clone(), *depth)?.with_key(*by).with_cost(*cost))
+            }
+            SchedulerSpec::Rtt { capacity_iops, deadline_ns, route_target, then } => {
+                let rtt = Rtt::new(Capacity::from_iops(*capacity_iops)?, *deadline_ns)?;
+                AnyScheduler::Rtt(Box::new(RttStage::new(rtt, then.build()?).routing_target(*route_target)))
+            }
+            SchedulerSpec::Miser { capacity_iops, deadline_ns } => {
+                AnyScheduler::Miser(Miser::new(Rtt::new(Capacity::from_iops(*capacity_iops)?, *deadline_ns)?))
+            }
+            SchedulerSpec::SarcAvatar(p) => AnyScheduler::SarcAvatar(Box::new(p.build_avatar(Upper::Sarc)?)),
+            SchedulerSpec::FixedAvatar(p) => AnyScheduler::SarcAvatar(Box::new(p.build_avatar(Upper::Fixed)?)),
+            SchedulerSpec::AdaptiveAvatar(p) => AnyScheduler::SarcAvatar(Box::new(p.build_avatar(Upper::Adaptive)?)),
+            SchedulerSpec::SarcFacade(p) => AnyScheduler::SarcFacade(Box::new(p.build_facade()?)),
+            SchedulerSpec::Yfq { weights, batch, by, cost } => AnyScheduler::Boxed(Box::new(
+                crate::schedulers::yfq::Yfq::new(weights.clone(), batch.unwrap_or(crate::schedulers::yfq::DEFAULT_BATCH))?
+                    .with_key(*by)
+                    .with_cost(*cost),
+            )),
+            SchedulerSpec::Fclb { workloads, gain_iops_per_ms, plant_gain_ms_per_iops, pole, mode, period_ns, then } => {
+                let params = crate::fclb::FclbParams {
+                    workloads: workloads.clone(),
+                    gain_iops_per_ms: *gain_iops_per_ms,
+                    plant_gain_ms_per_iops: *plant_gain_ms_per_iops,
+                    pole: *pole,
+                    mode: *mode,
+                    period_ns: *period_ns,
+                };
+                AnyScheduler::Boxed(Box::new(params.build(then.build()?)?))
             }
         })
     }
@@ -111,6 +211,11 @@ mod tests {
             (r#"{"kind":"wf2q"}"#, "wf2q+"),
             (r#"{"kind":"wf2q","weights":[2,1],"by":"class","cost":"bytes"}"#, "wf2q+"),
             (r#"{"kind":"sfq","weights":[2.5,1],"depth":4,"by":"tenant","cost":"iops"}"#, "sfq(d=4)"),
+            (r#"{"kind":"miser","capacity_iops":500,"deadline_ns":10000000}"#, "miser(500 IOPS, 10000000 ns)"),
+            (
+                r#"{"kind":"rtt","capacity_iops":500,"deadline_ns":10000000,"then":{"kind":"wf2q","weights":[5,1],"by":"class"}}"#,
+                "rtt(500 IOPS, 10000000 ns) > wf2q+",
+            ),
         ];
         for (json, name) in cases {
             let spec = parse(json).unwrap_or_else(|e| panic!("{json}: {e}"));
@@ -141,6 +246,10 @@ mod tests {
             (r#"{"kind":"edf","default_deadline_ns":0}"#, "edf: default_deadline_ns must be > 0"),
             (r#"{"kind":"edf","deadlines_ns":[5]}"#, "missing field `default_deadline_ns`"),
             (r#"{"kind":"edf","deadlines_ns":[-5],"default_deadline_ns":9}"#, "invalid value: integer `-5`"),
+            (r#"{"kind":"miser","capacity_iops":0,"deadline_ns":5}"#, "capacity must be"),
+            (r#"{"kind":"miser","capacity_iops":10,"deadline_ns":0}"#, "rtt: deadline must be > 0"),
+            (r#"{"kind":"rtt","capacity_iops":10,"deadline_ns":5}"#, "missing field `then`"),
+            (r#"{"kind":"rtt","capacity_iops":10,"deadline_ns":5,"then":{"kind":"nope"}}"#, "unknown variant `nope`"),
         ];
         for (json, want) in cases {
             let e = err(json);

@@ -1,0 +1,514 @@
+//! [`Fclb`]: the feedback-controlled leaky bucket as a [`Scheduler`] wrapping a back end
+//! (seed 003 §3.1, Fig. 2): per workload a [`TokenBucket`] and a [`Monitor`], one
+//! [`IntegralController`], and behind them a proportional-share back end (YFQ,
+//! [`crate::schedulers::yfq::Yfq`]) that receives a request only once its workload has a
+//! token.
+//!
+//! Driving (time is always injected):
+//! - `enqueue`: the request joins its workload's FIFO at the bucket and passes at once if
+//!   a whole token is there;
+//! - `dispatch` / `on_timer`: requests whose tokens have arrived pass to the back end
+//!   (workloads in index order at one instant), then the back end chooses;
+//! - `complete`: the monitor records the response time since the request passed its
+//!   bucket, then the back end is told;
+//! - `next_timer`: the next control period boundary, the next token of every workload
+//!   with requests waiting (lazy refill: no 1 ms timer otherwise), and the back end's.
+//!
+//! Modes ([`Mode`]): `feedback` (the paper's FCLB), `fixed` (the same buckets with the
+//! rates frozen at the demanded IOPS: a plain leaky bucket) and `off` (no bucket: the
+//! back end alone, still monitored), so the three compare in identical runs.
+//!
+//! **Anti-windup** (ours, not in the paper): a rate is only raised in a period in which
+//! the bucket actually held the workload back. A workload that sends less than its rate
+//! would otherwise see low response times and integrate its rate up without bound; the
+//! paper's closed-loop workloads are always throttled, so this never changes its cases.
+//! Rates are held (not changed) in a period without completions (an idle workload keeps
+//! its rate, and its bucket fills to `b_i`).
+//!
+//! Tenants without a configured workload pass straight to the back end, unmonitored.
+
+use std::collections::{HashMap, VecDeque};
+
+use serde::Deserialize;
+
+use crate::device::DeviceState;
+use crate::error::{config, Result};
+use crate::fclb::bucket::TokenBucket;
+use crate::fclb::controller::{check_gain, IntegralController, RateLimits, CONTROL_PERIOD};
+use crate::fclb::monitor::Monitor;
+use crate::fclb::tuning::{pole_placement, DEFAULT_POLE, PAPER_PLANT_GAIN_MS_PER_IOPS};
+use crate::request::{Completion, Request};
+use crate::scheduler::Scheduler;
+use crate::time::{Nanos, NS_PER_MS};
+
+/// Default bucket size `b_i` (tokens) when a workload does not give one: the larger of
+/// seed 003's Table 1 sizes (8 for W1, 4 for W2).
+pub const DEFAULT_BUCKET_TOKENS: f64 = 8.0;
+
+/// How the buckets' rates are set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// FCLB: rates follow the integral controller (seed 003).
+    #[default]
+    Feedback,
+    /// A fixed leaky bucket: rates stay at the demanded IOPS (no feedback).
+    Fixed,
+    /// No bucket: requests go straight to the back end (plain YFQ).
+    Off,
+}
+
+impl Mode {
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Feedback => "feedback",
+            Mode::Fixed => "fixed",
+            Mode::Off => "off",
+        }
+    }
+}
+
+/// One workload's demanded performance `(size_i, IOPS_i, RT_i)` and bucket (seed 003
+/// §2, Tables 1–2). Tenant `i` is workload `i`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    /// Demanded IOPS_i: the initial replenish rate and its floor (> 0).
+    pub iops: f64,
+    /// Demanded response time RT_i (ns, > 0): completions above it are violations.
+    pub rt_ns: Nanos,
+    /// Controller reference RT_ref,i (ns); default `rt_ns`. Admission control's RT″
+    /// (seed 003 §4.3: "RT″ is internally used for the feedback control as a
+    /// reference value").
+    #[serde(default)]
+    pub ref_ns: Option<Nanos>,
+    /// Bucket size b_i (tokens, ≥ 1); default [`DEFAULT_BUCKET_TOKENS`].
+    #[serde(default)]
+    pub bucket: Option<f64>,
+    /// Optional ceiling on the replenish rate (IOPS, ≥ `iops`).
+    #[serde(default)]
+    pub ceiling_iops: Option<f64>,
+}
+
+impl WorkloadSpec {
+    /// A workload demanding `iops` within `rt_ns`, default bucket, reference = demand.
+    pub fn new(iops: f64, rt_ns: Nanos) -> Self {
+        WorkloadSpec { iops, rt_ns, ref_ns: None, bucket: None, ceiling_iops: None }
+    }
+}
+
+/// FCLB parameters (the JSON spec's fields besides the back end).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FclbParams {
+    /// Workload i = tenant i.
+    pub workloads: Vec<WorkloadSpec>,
+    /// Controller gain K (IOPS per ms of error).
+    pub gain_iops_per_ms: Option<f64>,
+    /// Plant gain G (ms per IOPS): with `gain` it is checked for stability, with `pole`
+    /// it gives K = (1 − p)/G.
+    pub plant_gain_ms_per_iops: Option<f64>,
+    /// Desired closed-loop pole p (−1 < p < 1).
+    pub pole: Option<f64>,
+    /// Feedback, fixed or off.
+    pub mode: Mode,
+    /// Control period (ns); default [`CONTROL_PERIOD`].
+    pub period_ns: Option<Nanos>,
+}
+
+impl FclbParams {
+    /// The controller gain K: given (checked against `0 < K < 2/G` when G is given), or
+    /// from the pole (K = (1 − p)/G), or from [`DEFAULT_POLE`] and the paper's G = 0.3
+    /// ms/IOPS when neither is given.
+    pub fn resolve_gain(&self) -> Result<f64> {
+        match (self.gain_iops_per_ms, self.pole, self.plant_gain_ms_per_iops) {
+            (Some(_), Some(_), _) => config("fclb: give either gain_iops_per_ms or pole, not both"),
+            (Some(k), None, Some(g)) => check_gain(k, g).map(|_| k),
+            (Some(k), None, None) => {
+                IntegralController::new(k)?;
+                if k <= 0.0 {
+                    return config(format!("fclb: controller gain K must be > 0 IOPS/ms, got {k}"));
+                }
+                Ok(k)
+            }
+            (None, Some(p), g) => Ok(pole_placement(g.unwrap_or(PAPER_PLANT_GAIN_MS_PER_IOPS), p)?.gain_iops_per_ms),
+            (None, None, g) => Ok(pole_placement(g.unwrap_or(PAPER_PLANT_GAIN_MS_PER_IOPS), DEFAULT_POLE)?.gain_iops_per_ms),
+        }
+    }
+
+    /// Build the policy in front of `inner`.
+    pub fn build<S: Scheduler>(&self, inner: S) -> Result<Fclb<S>> {
+        let k = self.resolve_gain()?;
+        let mut f = Fclb::new(inner, &self.workloads, k, self.mode)?;
+        if let Some(p) = self.period_ns {
+            f = f.with_period(p)?;
+        }
+        Ok(f)
+    }
+}
+
+/// One workload's state.
+#[derive(Clone, Debug)]
+struct Workload {
+    limits: RateLimits,
+    reference: Nanos,
+    bucket: TokenBucket,
+    waiting: VecDeque<Request>,
+    monitor: Monitor,
+    /// The bucket held a request back during the current period.
+    throttled: bool,
+}
+
+/// The feedback-controlled leaky bucket in front of a back-end scheduler.
+#[derive(Clone, Debug)]
+pub struct Fclb<S> {
+    inner: S,
+    mode: Mode,
+    controller: IntegralController,
+    period: Nanos,
+    anti_windup: bool,
+    workloads: Vec<Workload>,
+    /// Release time of every request passed to the back end and not yet completed.
+    released: HashMap<u64, Nanos>,
+    held: usize,
+    next_control: Nanos,
+    /// The latest time any call brought (for gauges and timers).
+    now: Nanos,
+    periods: u64,
+}
+
+impl<S: Scheduler> Fclb<S> {
+    /// FCLB with `workloads` (workload i = tenant i), controller gain `K` (IOPS/ms) and
+    /// `mode`, in front of `inner`.
+    pub fn new(inner: S, workloads: &[WorkloadSpec], gain_iops_per_ms: f64, mode: Mode) -> Result<Self> {
+        let controller = IntegralController::new(gain_iops_per_ms)?;
+        let mut ws = Vec::with_capacity(workloads.len());
+        for (i, w) in workloads.iter().enumerate() {
+            let what = format!("fclb: workload {i}");
+            if !(w.iops > 0.0 && w.iops.is_finite()) {
+                return config(format!("{what}: demanded IOPS must be > 0, got {}", w.iops));
+            }
+            if w.rt_ns == 0 || w.ref_ns == Some(0) {
+                return config(format!("{what}: response times must be > 0 ns"));
+            }
+            if let Some(c) = w.ceiling_iops {
+                if !(c >= w.iops && c.is_finite()) {
+                    return config(format!("{what}: ceiling {c} IOPS must be >= the demanded {} IOPS", w.iops));
+                }
+            }
+            ws.push(Workload {
+                limits: RateLimits { floor_iops: w.iops, ceiling_iops: w.ceiling_iops },
+                reference: w.ref_ns.unwrap_or(w.rt_ns),
+                bucket: TokenBucket::new(&what, w.iops, w.bucket.unwrap_or(DEFAULT_BUCKET_TOKENS))?,
+                waiting: VecDeque::new(),
+                monitor: Monitor::new(w.rt_ns),
+                throttled: false,
+            });
+        }
+        Ok(Fclb {
+            inner,
+            mode,
+            controller,
+            period: CONTROL_PERIOD,
+            anti_windup: true,
+            workloads: ws,
+            released: HashMap::new(),
+            held: 0,
+            next_control: CONTROL_PERIOD,
+            now: 0,
+            periods: 0,
+        })
+    }
+
+    /// Use another control period (ns, > 0). Set before use.
+    pub fn with_period(mut self, period: Nanos) -> Result<Self> {
+        if period == 0 {
+            return config("fclb: control period must be > 0 ns");
+        }
+        self.period = period;
+        self.next_control = period;
+        Ok(self)
+    }
+
+    /// Turn the anti-windup rule off (raise rates even when the bucket held nothing back).
+    pub fn without_anti_windup(mut self) -> Self {
+        self.anti_windup = false;
+        self
+    }
+
+    /// The back end.
+    pub fn inner(&self) -> &S {
+        &self.inner
+    }
+
+    /// The mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// The controller gain K (IOPS/ms).
+    pub fn gain(&self) -> f64 {
+        self.controller.gain_iops_per_ms
+    }
+
+    /// Number of configured workloads.
+    pub fn workloads(&self) -> usize {
+        self.workloads.len()
+    }
+
+    /// Current replenish rate of workload `i` (IOPS).
+    pub fn rate_iops(&self, i: usize) -> f64 {
+        self.workloads[i].bucket.rate_iops()
+    }
+
+    /// The monitor of workload `i`.
+    pub fn monitor(&self, i: usize) -> &Monitor {
+        &self.workloads[i].monitor
+    }
+
+    /// Control periods completed.
+    pub fn periods(&self) -> u64 {
+        self.periods
+    }
+
+    /// Pass every request whose token has arrived to the back end.
+    fn release(&mut self, now: Nanos) {
+        for w in &mut self.workloads {
+            while let Some(req) = w.waiting.front().copied() {
+                if !w.bucket.try_take(now) {
+                    w.throttled = true;
+                    break;
+                }
+                w.waiting.pop_front();
+                self.held -= 1;
+                self.released.insert(req.id, now);
+                self.inner.enqueue(req, now);
+            }
+        }
+    }
+
+    /// End of a control period: Eqs. 1–2 per workload.
+    fn control(&mut self, now: Nanos) {
+        self.periods += 1;
+        for w in &mut self.workloads {
+            let measured = w.monitor.close_period();
+            if self.mode == Mode::Feedback {
+                if let Some(rt) = measured {
+                    let r = w.bucket.rate_iops();
+                    let mut next = self.controller.step(r, w.reference, rt, &w.limits);
+                    if self.anti_windup && next > r && !w.throttled {
+                        next = r;
+                    }
+                    w.bucket.set_rate(now, next);
+                }
+            }
+            w.throttled = !w.waiting.is_empty();
+        }
+    }
+
+    #[inline]
+    fn touch(&mut self, now: Nanos) {
+        debug_assert!(now >= self.now, "time went backwards: {now} < {}", self.now);
+        self.now = now;
+    }
+}
+
+impl<S: Scheduler> Scheduler for Fclb<S> {
+    fn name(&self) -> String {
+        match self.mode {
+            Mode::Feedback => format!("fclb(K={:.3} IOPS/ms) > {}", self.controller.gain_iops_per_ms, self.inner.name()),
+            Mode::Fixed => format!("leaky-bucket(fixed) > {}", self.inner.name()),
+            Mode::Off => self.inner.name(),
+        }
+    }
+
+    fn enqueue(&mut self, req: Request, now: Nanos) {
+        self.touch(now);
+        let i = req.tenant as usize;
+        if i < self.workloads.len() && self.mode != Mode::Off {
+            self.workloads[i].waiting.push_back(req);
+            self.held += 1;
+            self.release(now);
+        } else {
+            if i < self.workloads.len() {
+                self.released.insert(req.id, now);
+            }
+            self.inner.enqueue(req, now);
+        }
+    }
+
+    fn dispatch(&mut self, now: Nanos, dev: &DeviceState) -> Option<Request> {
+        self.touch(now);
+        self.release(now);
+        self.inner.dispatch(now, dev)
+    }
+
+    fn complete(&mut self, done: &Completion, now: Nanos) {
+        self.touch(now);
+        if let Some(rel) = self.released.remove(&done.req.id) {
+            self.workloads[done.req.tenant as usize].monitor.record(done, rel);
+        }
+        self.inner.complete(done, now);
+    }
+
+    fn next_timer(&self) -> Option<Nanos> {
+        let mut t = self.inner.next_timer();
+        let mut earliest = |x: Nanos| t = Some(t.map_or(x, |y: Nanos| y.min(x)));
+        if !self.workloads.is_empty() {
+            earliest(self.next_control);
+        }
+        for w in &self.workloads {
+            if !w.waiting.is_empty() {
+                earliest(w.bucket.next_token_at(self.now));
+            }
+        }
+        t
+    }
+
+    fn on_timer(&mut self, now: Nanos) {
+        self.touch(now);
+        if now >= self.next_control && !self.workloads.is_empty() {
+            self.control(now);
+            while self.next_control <= now {
+                self.next_control += self.period;
+            }
+        }
+        self.release(now);
+        if self.inner.next_timer().is_some_and(|t| t <= now) {
+            self.inner.on_timer(now);
+        }
+    }
+
+    #[inline]
+    fn queued(&self) -> usize {
+        self.held + self.inner.queued()
+    }
+
+    fn gauges(&self, sink: &mut dyn FnMut(&str, f64)) {
+        for (i, w) in self.workloads.iter().enumerate() {
+            sink(&format!("fclb_rate_iops.{i}"), w.bucket.rate_iops());
+            sink(&format!("fclb_tokens.{i}"), w.bucket.tokens_at(self.now));
+            sink(&format!("fclb_waiting.{i}"), w.waiting.len() as f64);
+            let p95 = w.monitor.current_p95().map_or(f64::NAN, |ns| ns as f64 / NS_PER_MS as f64);
+            sink(&format!("fclb_rt_p95_ms.{i}"), p95);
+            sink(&format!("fclb_completed.{i}"), w.monitor.completed() as f64);
+            sink(&format!("fclb_violations.{i}"), w.monitor.violations() as f64);
+        }
+        self.inner.gauges(sink);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedulers::Fcfs;
+    use crate::time::NS_PER_SEC;
+
+    const FREE: DeviceState = DeviceState { outstanding: 0, free_slots: 64 };
+
+    fn two(mode: Mode) -> Fclb<Fcfs> {
+        let mut w0 = WorkloadSpec::new(100.0, 10 * NS_PER_MS);
+        w0.bucket = Some(2.0);
+        let mut w1 = WorkloadSpec::new(50.0, 20 * NS_PER_MS);
+        w1.bucket = Some(1.0);
+        Fclb::new(Fcfs::new(), &[w0, w1], 1.0, mode).unwrap()
+    }
+
+    fn done(req: Request, at: Nanos) -> Completion {
+        Completion { req, dispatch: at, finish: at }
+    }
+
+    #[test]
+    fn bucket_holds_requests_until_tokens_arrive() {
+        let mut f = two(Mode::Fixed);
+        for i in 0..4 {
+            f.enqueue(Request::new(i, 0, 0, 4096), 0);
+        }
+        // Bucket of 2: two pass at once, two wait; the next token in 10 ms (100 IOPS).
+        let out: Vec<u64> = std::iter::from_fn(|| f.dispatch(0, &FREE)).map(|r| r.id).collect();
+        assert_eq!(out, vec![0, 1]);
+        assert_eq!(f.queued(), 2);
+        assert_eq!(f.next_timer(), Some(10 * NS_PER_MS));
+        f.on_timer(10 * NS_PER_MS);
+        assert_eq!(f.dispatch(10 * NS_PER_MS, &FREE).map(|r| r.id), Some(2));
+        assert_eq!(f.next_timer(), Some(20 * NS_PER_MS));
+        // Tenants beyond the workloads pass unthrottled.
+        f.enqueue(Request::new(9, 5, 10 * NS_PER_MS, 4096), 10 * NS_PER_MS);
+        assert_eq!(f.dispatch(10 * NS_PER_MS, &FREE).map(|r| r.id), Some(9));
+    }
+
+    #[test]
+    fn controller_raises_and_lowers_the_rate_with_floor() {
+        let mut f = two(Mode::Feedback);
+        // Workload 0 throttled all period, fast completions (2 ms < 10 ms reference).
+        let mut id = 0;
+        let mut t = 0;
+        while t < NS_PER_SEC {
+            f.enqueue(Request::new(id, 0, t, 4096), t);
+            f.enqueue(Request::new(id + 1, 0, t, 4096), t);
+            f.enqueue(Request::new(id + 2, 0, t, 4096), t);
+            while let Some(r) = f.dispatch(t, &FREE) {
+                f.complete(&done(r, t + 2 * NS_PER_MS), t + 2 * NS_PER_MS);
+            }
+            id += 3;
+            t += 5 * NS_PER_MS;
+        }
+        f.on_timer(NS_PER_SEC);
+        // e = 10 − 2 = 8 ms, K = 1 IOPS/ms: 100 → 108 IOPS.
+        assert!((f.rate_iops(0) - 108.0).abs() < 1e-9, "{}", f.rate_iops(0));
+        // Workload 1 had nothing: rate held.
+        assert_eq!(f.rate_iops(1), 50.0);
+        // A slow period pushes the rate down, but never below the demanded 100 IOPS.
+        let r = Request::new(1_000_000, 0, NS_PER_SEC, 4096);
+        f.enqueue(r, NS_PER_SEC);
+        while let Some(r) = f.dispatch(NS_PER_SEC + 5 * NS_PER_MS, &FREE) {
+            f.complete(&done(r, NS_PER_SEC + 900 * NS_PER_MS), NS_PER_SEC + 900 * NS_PER_MS);
+        }
+        f.on_timer(2 * NS_PER_SEC);
+        assert_eq!(f.rate_iops(0), 100.0);
+        assert!(f.monitor(0).violations() > 0);
+        let mut g = Vec::new();
+        f.gauges(&mut |n, v| g.push((n.to_string(), v)));
+        assert!(g.iter().any(|(n, v)| n == "fclb_rate_iops.0" && *v == 100.0));
+        assert!(g.iter().any(|(n, _)| n == "fclb_tokens.1"));
+    }
+
+    #[test]
+    fn anti_windup_holds_an_unthrottled_rate() {
+        let mut f = two(Mode::Feedback);
+        // One request, never waiting for a token, completing fast.
+        f.enqueue(Request::new(0, 0, 0, 4096), 0);
+        let r = f.dispatch(0, &FREE).unwrap();
+        f.complete(&done(r, NS_PER_MS), NS_PER_MS);
+        f.on_timer(NS_PER_SEC);
+        assert_eq!(f.rate_iops(0), 100.0);
+    }
+
+    #[test]
+    fn off_mode_is_the_back_end_monitored() {
+        let mut f = two(Mode::Off);
+        for i in 0..4 {
+            f.enqueue(Request::new(i, 0, 0, 4096), 0);
+        }
+        let out: Vec<Request> = std::iter::from_fn(|| f.dispatch(0, &FREE)).collect();
+        assert_eq!(out.len(), 4);
+        for r in out {
+            f.complete(&done(r, 30 * NS_PER_MS), 30 * NS_PER_MS);
+        }
+        assert_eq!(f.monitor(0).violations(), 4);
+        assert_eq!(f.name(), "fcfs");
+    }
+
+    #[test]
+    fn bad_parameters_are_named() {
+        let e = Fclb::new(Fcfs::new(), &[WorkloadSpec::new(0.0, 1)], 1.0, Mode::Feedback).unwrap_err().to_string();
+        assert!(e.contains("fclb: workload 0: demanded IOPS must be > 0"), "{e}");
+        let mut w = WorkloadSpec::new(10.0, 1);
+        w.ceiling_iops = Some(5.0);
+        let e = Fclb::new(Fcfs::new(), &[w], 1.0, Mode::Feedback).unwrap_err().to_string();
+        assert!(e.contains("ceiling 5 IOPS must be >= the demanded 10 IOPS"), "{e}");
+        let p = FclbParams { gain_iops_per_ms: Some(10.0), plant_gain_ms_per_iops: Some(0.3), ..Default::default() };
+        let e = p.resolve_gain().unwrap_err().to_string();
+        assert!(e.contains("outside the stable range 0 < K < 2/G = 6.6667 IOPS/ms"), "{e}");
+    }
+}

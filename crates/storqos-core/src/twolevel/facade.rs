@@ -1,0 +1,201 @@
+//! Facade, the low-level baseline of seed 001 (`001_f68b1e7da7bb5f73.txt`, §2 and §4.1
+//! experiment E1; Lumb, Merchant & Alvarez, "Façade: virtual storage devices with
+//! performance guarantees", FAST'03): an EDF queue plus a feedback controller of the
+//! device queue depth.
+//!
+//! **Our reading** (the spec's "Algorithm notes → Facade"; seed 001 describes Facade only
+//! through its behaviour in E1):
+//! - Requests enter an EDF queue with deadline = low-level arrival + `D_i`, exactly as
+//!   in [`crate::twolevel::Avatar`], and leave it in deadline order while fewer than
+//!   `depth` are outstanding at the device. Late requests are *not* special: Facade has
+//!   no bypass.
+//! - At the end of each window (1 s, like AVATAR's), the *device latency target* counts
+//!   as missed when some class's percentile (95th) low-level response time in the window
+//!   exceeds its `D_i`; then the depth is halved (at least 1). Otherwise it grows by one.
+//! - Overload is detected only from the arrival rate: when more than `Σ R_i · window`
+//!   requests entered the low level in the window, the workload is outside its contract,
+//!   the latency target is not enforced and the depth grows by one. Behind SARC, which
+//!   holds each class to its rate, this almost never fires (§4.1: "Because SARC regulates
+//!   the rate of requests dispatched to the low level, Facade does not consider the
+//!   system to be overloaded").
+//! - Spareness for SARC is judged as for AVATAR ([`crate::twolevel::avatar::SPARE_MARGIN`]
+//!   of the depth, after the dispatcher's top-up), so that SARC+Facade and SARC+AVATAR
+//!   differ only in the low-level controller.
+//!
+//! What this reproduces (§4.1): once a transient overload starts missing deadlines, the
+//! depth collapses towards 1 and stays low, starving the array of the concurrency it
+//! needs to catch up, so deadlines keep being missed long after the burst.
+
+use crate::device::DeviceState;
+use crate::error::{config, Result};
+use crate::request::{Completion, Request};
+use crate::scheduler::Scheduler;
+use crate::schedulers::EdfQueue;
+use crate::time::{Nanos, NS_PER_SEC};
+use crate::twolevel::avatar::{INITIAL_THRESHOLD, SPARE_MARGIN};
+use crate::twolevel::monitor::{Monitor, WindowStats};
+use crate::twolevel::slo::SloSet;
+use crate::twolevel::LowLevel;
+
+/// Multiplicative decrease when the latency target is missed (halve the depth: the
+/// spec's reading of Facade's controller).
+pub const DEPTH_DECREASE_FACTOR: usize = 2;
+/// Additive increase when the target is met (one more outstanding request per window).
+pub const DEPTH_INCREASE: usize = 1;
+/// Smallest depth: one outstanding request.
+pub const MIN_DEPTH: usize = 1;
+
+/// Facade: EDF + an additive-increase / multiplicative-decrease device depth.
+#[derive(Clone, Debug)]
+pub struct Facade {
+    window: Nanos,
+    edf: EdfQueue,
+    monitor: Monitor,
+    depth: usize,
+    last: Option<(WindowStats, bool)>,
+}
+
+impl Facade {
+    /// Facade for `slos` with control windows of `window` ns (> 0), starting at depth
+    /// [`INITIAL_THRESHOLD`] like AVATAR.
+    pub fn new(slos: SloSet, window: Nanos) -> Result<Self> {
+        if window == 0 {
+            return config("facade: window_ns must be > 0");
+        }
+        Ok(Facade { window, edf: EdfQueue::new(), monitor: Monitor::new(slos, window), depth: INITIAL_THRESHOLD as usize, last: None })
+    }
+
+    /// The device depth.
+    pub fn depth(&self) -> usize {
+        self.depth
+    }
+
+    /// The last closed window's statistics and whether Facade saw it as overloaded.
+    pub fn last_window(&self) -> Option<&(WindowStats, bool)> {
+        self.last.as_ref()
+    }
+
+    fn close_window(&mut self, now: Nanos) {
+        let next_end = (now / self.window + 1) * self.window;
+        let stats = self.monitor.close_window(next_end);
+        let slos = self.monitor.slos();
+        let contract = slos.total_rate() * self.window as f64 / NS_PER_SEC as f64;
+        let overload = stats.arrivals as f64 > contract;
+        let missed = stats
+            .classes
+            .iter()
+            .zip(slos.classes())
+            .any(|(c, s)| c.low_percentile.is_some_and(|p| p > s.latency));
+        self.depth = if missed && !overload {
+            (self.depth / DEPTH_DECREASE_FACTOR).max(MIN_DEPTH)
+        } else {
+            self.depth + DEPTH_INCREASE
+        };
+        self.last = Some((stats, overload));
+    }
+}
+
+impl LowLevel for Facade {
+    #[inline]
+    fn spare(&self) -> bool {
+        let cur = self.monitor.outstanding();
+        let room = self.depth.saturating_sub(cur);
+        let after = cur + room.min(self.edf.len());
+        (after as f64) < SPARE_MARGIN * self.depth as f64
+    }
+
+    fn class_latency(&self, class: usize) -> Option<Nanos> {
+        self.last.as_ref().and_then(|(s, _)| s.classes.get(class).and_then(|c| c.low_percentile))
+    }
+
+    fn threshold(&self) -> f64 {
+        self.depth as f64
+    }
+
+    fn monitor(&self) -> &Monitor {
+        &self.monitor
+    }
+}
+
+impl Scheduler for Facade {
+    fn name(&self) -> String {
+        "facade".into()
+    }
+
+    #[inline]
+    fn enqueue(&mut self, req: Request, now: Nanos) {
+        let d = self.monitor.deadline(&req, now);
+        self.monitor.arrive(d);
+        self.edf.push(req, d);
+    }
+
+    #[inline]
+    fn dispatch(&mut self, now: Nanos, dev: &DeviceState) -> Option<Request> {
+        if self.edf.is_empty() || dev.outstanding >= self.depth {
+            return None;
+        }
+        let (req, deadline) = self.edf.pop().expect("non-empty");
+        self.monitor.dispatched(&req, deadline, now);
+        Some(req)
+    }
+
+    #[inline]
+    fn complete(&mut self, done: &Completion, _now: Nanos) {
+        self.monitor.completed(done);
+    }
+
+    #[inline]
+    fn next_timer(&self) -> Option<Nanos> {
+        Some(self.monitor.window_end())
+    }
+
+    fn on_timer(&mut self, now: Nanos) {
+        if now >= self.monitor.window_end() {
+            self.close_window(now);
+        }
+    }
+
+    #[inline]
+    fn queued(&self) -> usize {
+        self.edf.len()
+    }
+
+    fn gauges(&self, sink: &mut dyn FnMut(&str, f64)) {
+        sink("lo", self.depth as f64);
+        sink("lo_max", self.monitor.max_outstanding() as f64);
+        sink("overload", self.last.as_ref().is_some_and(|l| l.1) as u8 as f64);
+        sink("spare", self.spare() as u8 as f64);
+        sink("edf_queued", self.edf.len() as f64);
+        self.monitor.gauges(sink);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::NS_PER_MS;
+    use crate::twolevel::slo::Slo;
+
+    #[test]
+    fn halves_on_missed_deadlines_and_adds_one_otherwise() {
+        let slos = SloSet::new(vec![Slo::new(1_000.0, 10 * NS_PER_MS)], 0.95).unwrap();
+        let mut f = Facade::new(slos, NS_PER_SEC).unwrap();
+        assert_eq!(f.depth(), 8);
+        // One request served in 20 ms > D = 10 ms: missed → 4.
+        let r = Request::new(0, 0, 0, 4096);
+        f.enqueue(r, 0);
+        let r = f.dispatch(0, &DeviceState { outstanding: 0, free_slots: 9 }).unwrap();
+        f.complete(&Completion { req: r, dispatch: 0, finish: 20 * NS_PER_MS }, 20 * NS_PER_MS);
+        f.on_timer(NS_PER_SEC);
+        assert_eq!(f.depth(), 4);
+        // An idle window meets the target: + 1.
+        f.on_timer(2 * NS_PER_SEC);
+        assert_eq!(f.depth(), 5);
+        // Depth bounds dispatch.
+        for i in 1..10 {
+            f.enqueue(Request::new(i, 0, 2 * NS_PER_SEC, 4096), 2 * NS_PER_SEC);
+        }
+        assert!(f.dispatch(2 * NS_PER_SEC, &DeviceState { outstanding: 5, free_slots: 9 }).is_none());
+        assert!(f.dispatch(2 * NS_PER_SEC, &DeviceState { outstanding: 4, free_slots: 9 }).is_some());
+    }
+}

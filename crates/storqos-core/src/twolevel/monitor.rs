@@ -1,0 +1,309 @@
+//! AVATAR's Monitor (seed 001, `001_f68b1e7da7bb5f73.txt`, §3.4.1): the statistics the
+//! low level collects in each time window `k`, shared by [`crate::twolevel::Avatar`] and
+//! the [`crate::twolevel::Facade`] baseline so that both are measured the same way.
+//!
+//! Per window (counted from the request's entry into the low level's EDF queue, its
+//! *low-level arrival*, which is when SARC released it):
+//! - `L^E_new(k)`: arrivals at the EDF queue; `L^E_new-deadline(k)`: those of them whose
+//!   deadline lies in the same window;
+//! - `X(k)`: completions at the storage utility;
+//! - `MT^E_i(k)`: mean EDF waiting time of class `i` (over requests dispatched in `k`);
+//! - `T^O_i(k)`: the SLO percentile (95th) of class `i`'s response time *at the storage
+//!   utility* (finish − dispatch), exact by nearest rank;
+//! - `L^O_max(k)`: the largest number of outstanding requests at the utility.
+//!
+//! It also keeps what the paper's evaluation reports (§4.1, Fig. 5 (c)–(d)): the
+//! percentile of the *low-level* response time (finish − low-level arrival) per class and
+//! window, and the cumulative count of requests that missed their low-level deadline
+//! (low-level arrival + D_i), from which the miss ratio follows.
+//!
+//! Cost: `O(1)` per request (one small hash-map insert at dispatch and removal at
+//! completion for the deadline of each outstanding request; the map holds at most the
+//! outstanding requests), plus a linear-time selection per class at each window end.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::request::{Completion, Request};
+use crate::sim::summary::exact_quantile;
+use crate::time::Nanos;
+use crate::twolevel::slo::SloSet;
+
+/// Hasher for request ids (already unique integers): one folded 64×64→128-bit multiply by
+/// the golden-ratio constant, so low and high bits are both mixed.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IdHasher(u64);
+
+/// 2^64 / φ, the Fibonacci hashing multiplier (Knuth, TAOCP vol. 3 §6.4).
+const FIBONACCI_MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
+
+impl Hasher for IdHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(self.0 ^ b as u64);
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, x: u64) {
+        let p = (x as u128) * (FIBONACCI_MULTIPLIER as u128);
+        self.0 = (p as u64) ^ ((p >> 64) as u64);
+    }
+}
+
+/// One class's statistics in one closed window.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ClassWindow {
+    /// Requests of the class completed in the window.
+    pub completed: u64,
+    /// Requests of the class dispatched in the window.
+    pub dispatched: u64,
+    /// `MT^E_i(k)`: mean EDF waiting time of those dispatched (ns; 0 when none).
+    pub mean_edf_wait: f64,
+    /// `T^O_i(k)`: the SLO percentile of the storage utility's response time (ns).
+    pub device_percentile: Option<Nanos>,
+    /// The SLO percentile of the low-level response time (EDF wait + utility, ns).
+    pub low_percentile: Option<Nanos>,
+    /// Completions in the window that missed their low-level deadline.
+    pub missed: u64,
+}
+
+/// The monitor's statistics for one closed window `k`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WindowStats {
+    /// `L^E_new(k)`: arrivals at the EDF queue.
+    pub arrivals: u64,
+    /// `L^E_new-deadline(k)`: arrivals whose deadline lies in the window.
+    pub arrivals_due: u64,
+    /// `X(k)`: completions at the storage utility.
+    pub completed: u64,
+    /// `L^O_max(k)`: most outstanding requests at the utility.
+    pub max_outstanding: usize,
+    /// `L^O_exist(k)`: outstanding at the window's end.
+    pub outstanding: usize,
+    /// Per class (index = class).
+    pub classes: Vec<ClassWindow>,
+}
+
+/// Per-class accumulators of the open window.
+#[derive(Clone, Debug, Default)]
+struct ClassAcc {
+    dispatched: u64,
+    wait_sum: u128,
+    device: Vec<Nanos>,
+    low: Vec<Nanos>,
+    missed: u64,
+    total_done: u64,
+    total_missed: u64,
+}
+
+/// The Monitor: feed it low-level arrivals, dispatches and completions; close a window
+/// to get its [`WindowStats`].
+#[derive(Clone, Debug)]
+pub struct Monitor {
+    slos: SloSet,
+    window_end: Nanos,
+    arrivals: u64,
+    arrivals_due: u64,
+    completed: u64,
+    outstanding: usize,
+    max_outstanding: usize,
+    classes: Vec<ClassAcc>,
+    /// Deadline of every outstanding request, by request id.
+    deadlines: HashMap<u64, Nanos, BuildHasherDefault<IdHasher>>,
+}
+
+impl Monitor {
+    /// A monitor for `slos` whose first window ends at `first_window_end`.
+    pub fn new(slos: SloSet, first_window_end: Nanos) -> Self {
+        let n = slos.len();
+        Monitor {
+            slos,
+            window_end: first_window_end,
+            arrivals: 0,
+            arrivals_due: 0,
+            completed: 0,
+            outstanding: 0,
+            max_outstanding: 0,
+            classes: vec![ClassAcc::default(); n],
+            deadlines: HashMap::default(),
+        }
+    }
+
+    /// The SLOs (deadlines D_i, percentile).
+    #[inline]
+    pub fn slos(&self) -> &SloSet {
+        &self.slos
+    }
+
+    /// Requests outstanding at the storage utility (`L_curr`).
+    #[inline]
+    pub fn outstanding(&self) -> usize {
+        self.outstanding
+    }
+
+    /// Most outstanding so far in the open window (`L^O_max`).
+    #[inline]
+    pub fn max_outstanding(&self) -> usize {
+        self.max_outstanding
+    }
+
+    /// End of the open window.
+    #[inline]
+    pub fn window_end(&self) -> Nanos {
+        self.window_end
+    }
+
+    /// The low-level deadline of `req` entering the EDF queue at `now`: `now + D_i`
+    /// (§3.4: "the sum of the request arrival time to the EDF queue and its class latency
+    /// requirement").
+    #[inline]
+    pub fn deadline(&self, req: &Request, now: Nanos) -> Nanos {
+        now.saturating_add(self.slos.get(req.class).latency)
+    }
+
+    /// A request entered the EDF queue at `now` with `deadline`.
+    #[inline]
+    pub fn arrive(&mut self, deadline: Nanos) {
+        self.arrivals += 1;
+        if deadline < self.window_end {
+            self.arrivals_due += 1;
+        }
+    }
+
+    /// `req` (with `deadline`) left the EDF queue for the utility at `now`.
+    #[inline]
+    pub fn dispatched(&mut self, req: &Request, deadline: Nanos, now: Nanos) {
+        let i = self.slos.index(req.class);
+        let entered = deadline - self.slos.classes()[i].latency;
+        let acc = &mut self.classes[i];
+        acc.dispatched += 1;
+        acc.wait_sum += now.saturating_sub(entered) as u128;
+        self.deadlines.insert(req.id, deadline);
+        self.outstanding += 1;
+        self.max_outstanding = self.max_outstanding.max(self.outstanding);
+    }
+
+    /// The utility completed `c`. Completions of requests this monitor never saw
+    /// dispatched are ignored (they are not the low level's).
+    #[inline]
+    pub fn completed(&mut self, c: &Completion) {
+        let Some(deadline) = self.deadlines.remove(&c.req.id) else {
+            return;
+        };
+        debug_assert!(self.outstanding > 0, "completion with nothing outstanding");
+        self.outstanding -= 1;
+        self.completed += 1;
+        let i = self.slos.index(c.req.class);
+        let entered = deadline - self.slos.classes()[i].latency;
+        let acc = &mut self.classes[i];
+        acc.device.push(c.device_time());
+        acc.low.push(c.finish.saturating_sub(entered));
+        acc.total_done += 1;
+        if c.finish > deadline {
+            acc.missed += 1;
+            acc.total_missed += 1;
+        }
+    }
+
+    /// Close the open window: its statistics, and a new window ending at `next_end`.
+    pub fn close_window(&mut self, next_end: Nanos) -> WindowStats {
+        let q = self.slos.percentile();
+        let classes = self
+            .classes
+            .iter_mut()
+            .map(|a| {
+                let pct = |v: &mut Vec<Nanos>| (!v.is_empty()).then(|| exact_quantile(v, q));
+                let w = ClassWindow {
+                    completed: a.device.len() as u64,
+                    dispatched: a.dispatched,
+                    mean_edf_wait: if a.dispatched == 0 { 0.0 } else { a.wait_sum as f64 / a.dispatched as f64 },
+                    device_percentile: pct(&mut a.device),
+                    low_percentile: pct(&mut a.low),
+                    missed: a.missed,
+                };
+                a.dispatched = 0;
+                a.wait_sum = 0;
+                a.device.clear();
+                a.low.clear();
+                a.missed = 0;
+                w
+            })
+            .collect();
+        let stats = WindowStats {
+            arrivals: self.arrivals,
+            arrivals_due: self.arrivals_due,
+            completed: self.completed,
+            max_outstanding: self.max_outstanding,
+            outstanding: self.outstanding,
+            classes,
+        };
+        self.arrivals = 0;
+        self.arrivals_due = 0;
+        self.completed = 0;
+        self.max_outstanding = self.outstanding;
+        self.window_end = next_end;
+        stats
+    }
+
+    /// Report per-class gauges: the open window's low-level percentile (ms) and the
+    /// cumulative low-level completions and deadline misses.
+    pub fn gauges(&self, sink: &mut dyn FnMut(&str, f64)) {
+        let q = self.slos.percentile();
+        for (i, a) in self.classes.iter().enumerate() {
+            if !a.low.is_empty() {
+                let mut v = a.low.clone();
+                sink(&format!("low_p_ms.{i}"), exact_quantile(&mut v, q) as f64 / 1e6);
+            }
+            sink(&format!("low_done.{i}"), a.total_done as f64);
+            sink(&format!("low_missed.{i}"), a.total_missed as f64);
+        }
+    }
+
+    /// Cumulative (completions, deadline misses) of class `i` at the low level.
+    pub fn totals(&self, i: usize) -> (u64, u64) {
+        self.classes.get(i).map_or((0, 0), |a| (a.total_done, a.total_missed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::twolevel::slo::Slo;
+
+    #[test]
+    fn counts_one_window() {
+        let slos = SloSet::new(vec![Slo::new(10.0, 100), Slo::new(10.0, 1_000)], 0.95).unwrap();
+        let mut m = Monitor::new(slos, 1_000);
+        let mut r0 = Request::new(0, 0, 0, 4096);
+        r0.class = 0;
+        let mut r1 = Request::new(1, 1, 0, 4096);
+        r1.class = 1;
+        let (d0, d1) = (m.deadline(&r0, 10), m.deadline(&r1, 20));
+        assert_eq!((d0, d1), (110, 1_020));
+        m.arrive(d0);
+        m.arrive(d1);
+        m.dispatched(&r0, d0, 30); // waited 20
+        m.dispatched(&r1, d1, 60); // waited 40
+        assert_eq!((m.outstanding(), m.max_outstanding()), (2, 2));
+        m.completed(&Completion { req: r0, dispatch: 30, finish: 150 }); // late: 150 > 110
+        let s = m.close_window(2_000);
+        assert_eq!((s.arrivals, s.arrivals_due, s.completed, s.max_outstanding, s.outstanding), (2, 1, 1, 2, 1));
+        assert_eq!(s.classes[0].mean_edf_wait, 20.0);
+        assert_eq!(s.classes[0].device_percentile, Some(120));
+        assert_eq!(s.classes[0].low_percentile, Some(140));
+        assert_eq!(s.classes[0].missed, 1);
+        assert_eq!(s.classes[1].mean_edf_wait, 40.0);
+        assert_eq!(s.classes[1].device_percentile, None);
+        m.completed(&Completion { req: r1, dispatch: 60, finish: 1_010 });
+        assert_eq!(m.totals(0), (1, 1));
+        assert_eq!(m.totals(1), (1, 0));
+        // An unknown completion is ignored.
+        m.completed(&Completion { req: Request::new(9, 0, 0, 1), dispatch: 0, finish: 1 });
+        assert_eq!(m.outstanding(), 0);
+    }
+}

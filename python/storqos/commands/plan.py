@@ -1,0 +1,144 @@
+"""``storqos plan``: capacity planning by workload shaping (seed 000).
+
+Default: the Table 4.1-style capacity table Cmin(f, δ). With ``--consolidate`` /
+``--shift``: consolidation estimates (Figs. 4.5–4.6). With ``--rtd``: an n-tier
+response-time distribution. With ``--power``: ON pools and power (Fig. 4.1, Table 4.2).
+With ``--recombine``: FCFS / Split / FQ / Miser at Cmin + ΔC (Fig. 4.4).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import polars as pl
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import InputError
+from ..units import fmt_duration, fmt_rate
+
+out = Console()
+
+
+def _emit_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, default=float) + "\n")
+
+
+def _write(df: pl.DataFrame, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        df.write_csv(path)
+    elif suffix == ".json":
+        path.write_text(json.dumps(df.to_dicts(), indent=2, default=float) + "\n")
+    elif suffix == ".parquet":
+        df.write_parquet(path)
+    else:
+        raise InputError(f"unknown output type {suffix or path.name!r} (use .csv, .json or .parquet)", "--out")
+
+
+def _print_df(title: str, df: pl.DataFrame) -> None:
+    t = Table(title=title)
+    for c in df.columns:
+        t.add_column(c, justify="left" if df[c].dtype == pl.String else "right")
+    for row in df.iter_rows():
+        t.add_row(*[f"{v:,.4g}" if isinstance(v, float) else str(v) for v in row])
+    out.print(t)
+
+
+def plan_cmd(
+    trace: Annotated[Path, typer.Argument(help="Trace file (any supported format).", show_default=False)],
+    deadline: Annotated[str, typer.Option("--deadline", "-D", help="Response-time bounds δ (bare numbers are ms).")] = "5ms,10ms,20ms,50ms",
+    fraction: Annotated[str, typer.Option("--fraction", "-F", help="Fractions of requests to meet δ, in percent.")] = "90,95,99,99.5,99.9,100",
+    consolidate: Annotated[
+        Optional[list[Path]], typer.Option("--consolidate", help="Merge with these traces: sum of individual Cmin vs Cmin of the merged workload (repeat).")
+    ] = None,
+    shift: Annotated[
+        Optional[str], typer.Option("--shift", help="Consolidate each trace with a copy of itself shifted by these amounts, e.g. 1s,100s.")
+    ] = None,
+    rtd: Annotated[
+        Optional[str], typer.Option("--rtd", help="n-tier response-time distribution, e.g. 90%@20ms,99%@50ms,100%@500ms.")
+    ] = None,
+    power: Annotated[bool, typer.Option("--power", help="Pools, power and response-time breakdown: 100 %% vs the first --fraction at the first --deadline.")] = False,
+    pool_iops: Annotated[str, typer.Option("--pool-iops", help="Capacity of one storage pool (IOPS) for --power.")] = "200",
+    disks_per_pool: Annotated[int, typer.Option("--disks-per-pool", help="Disks per pool for --power.")] = 4,
+    recombine: Annotated[
+        bool, typer.Option("--recombine", help="Simulate FCFS, Split, FQ and Miser at Cmin + ΔC (first --fraction / --deadline).")
+    ] = False,
+    delta_c: Annotated[Optional[str], typer.Option("--delta-c", help="ΔC for --recombine in IOPS (default Cmin/5).")] = None,
+    method: Annotated[str, typer.Option("--method", help="fast (planner search) or bisect (per-cell bisection, for comparison).")] = "fast",
+    format: Annotated[Optional[str], typer.Option("--format", "-f", help="Trace format; detected when omitted.")] = None,
+    time_unit: Annotated[Optional[str], typer.Option("--time-unit", help="Time unit of the trace's timestamps where the format leaves it open.")] = None,
+    sort: Annotated[bool, typer.Option("--sort", help="Sort requests by time instead of rejecting a trace whose timestamps go backwards.")] = False,
+    out_file: Annotated[Optional[Path], typer.Option("--out", "-o", help="Also write the table to this .csv, .json or .parquet file.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON (for scripts) instead of tables.")] = False,
+) -> None:
+    """Capacity planning by workload shaping: the capacity Cmin (IOPS) at which RTT lets each fraction of the requests meet each response-time bound (seed 000, Table 4.1); consolidation, RTD tiers, power pools and recombiners on request.
+
+    Example: [bold]storqos plan wsrch-small.trace --deadline 5ms,10ms,20ms,50ms --fraction 90,95,99,99.5,99.9,100 --out table.csv[/bold]
+    """
+    from .. import plan
+    from ..traces import read_trace
+
+    if method not in ("fast", "bisect"):
+        raise InputError(f"unknown method {method!r} (fast or bisect)", "--method")
+    df = read_trace(trace, format=format, time_unit=time_unit, sort=sort)
+    deadlines = plan.parse_deadlines(deadline)
+    fractions = plan.parse_fractions(fraction)
+    title: str
+    result: pl.DataFrame
+    extra: dict[str, Any] = {}
+    if consolidate or shift:
+        traces = [df] + [read_trace(p, format=None, sort=sort) for p in consolidate or []]
+        names = [trace.name] + [p.name for p in consolidate or []]
+        result = plan.consolidate(
+            traces, names=names, shifts=plan._list(shift) if shift else (), deadline=f"{deadlines[0]}ns", fractions=[100 * f for f in fractions]
+        )
+        title = f"consolidation at {fmt_duration(deadlines[0])}: sum of individual Cmin vs Cmin of the merged workload (IOPS)"
+    elif rtd:
+        r = plan.rtd(df, rtd)
+        result = r.tiers
+        extra = {"total_iops": r.total_iops, "all_at_first_deadline_iops": r.all_at_first_deadline_iops}
+        title = (f"RTD {rtd}: {fmt_rate(r.total_iops)} in total "
+                 f"(100 % within {fmt_duration(plan.parse_rtd(rtd)[0][1])} would need {fmt_rate(r.all_at_first_deadline_iops)})")
+    elif power:
+        result = plan.power(df, 100 * fractions[0], f"{deadlines[-1] if len(deadlines) == 1 else deadlines[0]}ns",
+                            pool_iops=pool_iops, disks_per_pool=disks_per_pool)
+        title = f"power: 100 % vs {100 * fractions[0]:g} % within {fmt_duration(deadlines[0])} (pools of {pool_iops} IOPS, {disks_per_pool} disks)"
+    elif recombine:
+        r = plan.recombine(df, 100 * fractions[0], f"{deadlines[0]}ns", delta_c=delta_c)
+        result = r.summary
+        extra = {"cmin_iops": r.cmin_iops, "delta_c_iops": r.delta_c_iops}
+        title = (f"recombiners at Cmin {fmt_rate(r.cmin_iops)} + ΔC {fmt_rate(r.delta_c_iops)}, "
+                 f"δ = {fmt_duration(r.deadline_ns)} (times in ns)")
+    else:
+        result = plan.capacity_table(df, [f"{d}ns" for d in deadlines], [100 * f for f in fractions], method=method)
+        title = f"{trace.name}: {df.height:,} requests — capacity (IOPS) for a fraction of requests to meet a response time"
+    if out_file is not None:
+        _write(result, out_file)
+    if json_out:
+        _emit_json({"trace": str(trace), "requests": df.height, **extra, "rows": result.to_dicts(),
+                    **({"out": str(out_file)} if out_file else {})})
+        return
+    if not (consolidate or shift or rtd or power or recombine):
+        t = Table(title=title)
+        t.add_column("response time", justify="left")
+        for c in result.columns[1:]:
+            t.add_column(c.removeprefix("cmin_iops_").replace("%", " %"), justify="right")
+        for row in result.iter_rows():
+            t.add_row(fmt_duration(row[0] * 1e6), *[f"{v:,.0f}" for v in row[1:]])
+        out.print(t)
+        out.print("values: Cmin in IOPS (within 0.1 % of the true minimum)")
+    else:
+        _print_df(title, result)
+    if out_file is not None:
+        out.print(f"written: {out_file}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``storqos plan`` to the app."""
+    app.command("plan")(plan_cmd)

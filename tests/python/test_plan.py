@@ -1,0 +1,221 @@
+"""Capacity planning by workload shaping (seed 000): capacity table, recombiners, RTD,
+consolidation, power, and the ``storqos plan`` CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+from conftest import shared_traces
+
+import storqos
+from storqos import _core, plan
+from storqos.errors import InputError
+
+SHARED = shared_traces()
+needs_shared = pytest.mark.skipif(SHARED is None, reason="../shared/traces is absent")
+WEBSEARCH = "umass-websearch-excerpt/wsrch-small.trace"
+BURSTY = {
+    "websearch": WEBSEARCH,
+    "fiu-mail": "fiu-mail-excerpt/smalltrace.csv",
+    "msr-hm_0": "msr-cambridge/hm_0_excerpt.csv",
+}
+
+
+def _trace(rel: str) -> pl.DataFrame:
+    assert SHARED is not None
+    return storqos.read_trace(SHARED / rel)
+
+
+def _rtt_admitted(a: np.ndarray, iops: float, d_ns: int) -> int:
+    return int(_core.rtt_classify(a, iops, d_ns).sum())
+
+
+def test_bundled_table_is_monotone_and_minimal() -> None:
+    t = storqos.read_trace(storqos.bundled_trace())
+    df = plan.capacity_table(t, "5ms,10ms,20ms,50ms", "90,95,99,99.5,99.9,100")
+    assert df.columns == ["deadline_ms", *[f"cmin_iops_{p}%" for p in ("90", "95", "99", "99.5", "99.9", "100")]]
+    m = df.drop("deadline_ms").to_numpy()
+    assert (np.diff(m, axis=1) >= 0).all(), "Cmin grows with the fraction"
+    assert (np.diff(m, axis=0) <= 0).all(), "Cmin shrinks as the deadline grows"
+    a = plan.arrivals(t)
+    n = a.size
+    for i, d in enumerate((5, 10, 20, 50)):
+        for j, f in enumerate((0.9, 0.95, 0.99, 0.995, 0.999, 1.0)):
+            c = m[i, j]
+            need = int(np.ceil(f * n - 1e-9))
+            assert _rtt_admitted(a, c, d * 1_000_000) >= need
+            assert _rtt_admitted(a, c * 0.995, d * 1_000_000) < need, "within 0.5 % of the true minimum"
+
+
+def test_fast_search_equals_bisection() -> None:
+    t = storqos.read_trace(storqos.bundled_trace())
+    fast = plan.capacity_table(t).drop("deadline_ms").to_numpy()
+    slow = plan.capacity_table(t, method="bisect").drop("deadline_ms").to_numpy()
+    assert np.allclose(fast, slow, rtol=2e-3)
+    a, b = plan.table_info(t), plan.table_info(t, method="bisect")
+    assert a["passes"] * 3 < b["passes"]
+
+
+def test_admitted_fraction_is_monotone_in_capacity_and_deadline() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        a = np.sort(rng.integers(0, 50_000_000, size=int(rng.integers(2, 80)))).astype(np.uint64)
+        c = float(rng.uniform(50, 5000))
+        d = int(rng.integers(1, 20_000_000))
+        base = _rtt_admitted(a, c, d)
+        assert _rtt_admitted(a, c * float(rng.uniform(1, 1.5)), d) >= base
+        assert _rtt_admitted(a, c, d + int(rng.integers(1, 5_000_000))) >= base
+
+
+def test_bad_input_is_an_input_error() -> None:
+    with pytest.raises(InputError, match="sort the trace"):
+        plan.capacity_table(np.array([5, 3], dtype=np.uint64), ["10ms"], [90])
+    with pytest.raises(InputError, match="no requests"):
+        plan.capacity_table(np.array([], dtype=np.uint64), ["10ms"], [90])
+    with pytest.raises(InputError, match="--fraction"):
+        plan.capacity_table(np.array([1, 2], dtype=np.uint64), ["10ms"], [0])
+    with pytest.raises(InputError, match="--deadline"):
+        plan.capacity_table(np.array([1, 2], dtype=np.uint64), ["-1ms"], [90])
+    with pytest.raises(InputError, match="FRACTION@DEADLINE"):
+        plan.parse_rtd("90%20ms")
+    with pytest.raises(InputError, match="tier 2"):
+        plan.rtd(pl.DataFrame({"arrival_ns": [0, 1], "size": [4096, 4096]}), "99%@20ms,90%@50ms")
+
+
+@needs_shared
+@pytest.mark.parametrize("name", list(BURSTY))
+def test_bursty_traces_need_over_twice_the_capacity_for_100_percent(name: str) -> None:
+    # §4.2: exempting 10 % of the requests at 10 ms cuts the capacity by a factor > 2.
+    df = plan.capacity_table(_trace(BURSTY[name]), ["10ms"], [90, 100])
+    c90, c100 = df["cmin_iops_90%"].item(), df["cmin_iops_100%"].item()
+    assert c100 / c90 > 2, f"{name}: {c100:.0f} / {c90:.0f}"
+
+
+@needs_shared
+def test_websearch_table_matches_the_thesis_shape() -> None:
+    t = plan.capacity_table(_trace(WEBSEARCH))
+    m = t.drop("deadline_ms").to_numpy()
+    # Table 4.1 (WebSearch): 100 % at 5 ms ≈ 2325 IOPS, at 10 ms ≈ 1538; 90 % far lower.
+    assert abs(m[0, -1] - 2325) / 2325 < 0.05
+    assert abs(m[1, -1] - 1538) / 1538 < 0.05
+    assert (m[:, -1] / m[:, 0] > 1.3).all()
+    assert m[0, -1] / m[0, 0] > 3  # "almost 4 times (from 590 to 2325 IOPS)" at 5 ms
+
+
+@needs_shared
+def test_recombiners_on_websearch() -> None:
+    # §4.4.2 / Fig. 4.4(a): WebSearch, (90 %, 50 ms), total capacity Cmin + ΔC.
+    r = plan.recombine(_trace(WEBSEARCH), 90, "50ms")
+    s = r.summary
+
+    def get(pol: str, cls: str, col: str) -> float:
+        return float(s.filter((pl.col("policy") == pol) & (pl.col("class") == cls))[col].item())
+
+    fcfs = get("fcfs", "all", "within_deadline")
+    assert get("miser", "all", "within_deadline") > fcfs
+    assert get("fq", "all", "within_deadline") > fcfs
+    # Split and FQ keep RTT's guarantee: ≥ 90 % within 50 ms, the primary class entirely.
+    for pol in ("split", "fq"):
+        assert get(pol, "all", "within_deadline") >= 0.9
+        assert get(pol, "primary", "within_deadline") == 1.0
+    # Miser "may incur some additional misses, but is still very close to the 90 % target".
+    assert get("miser", "all", "within_deadline") >= 0.9
+    # Split wastes the idle capacity: its overflow class is much slower than FQ's / Miser's.
+    assert get("split", "secondary", "mean_ns") > get("fq", "secondary", "mean_ns")
+    assert get("split", "secondary", "mean_ns") > get("miser", "secondary", "mean_ns")
+    # The thesis reports Miser's mean overflow response at 85-90 % of FQ's; on this excerpt
+    # our Algorithm 2 lands within a few percent of FQ (see docs/results/shaping.md).
+    assert get("miser", "secondary", "mean_ns") <= 1.05 * get("fq", "secondary", "mean_ns")
+    cdf = r.cdf
+    assert set(cdf["policy"].unique()) == {"fcfs", "split", "fq", "miser"}
+    assert (cdf.group_by("policy", "class").agg(pl.col("response_ns").diff().min())["response_ns"] >= 0).all()
+
+
+@needs_shared
+def test_fcfs_compliance_at_cmin90() -> None:
+    # Fig. 4.2: FCFS on the undecomposed trace at Cmin(90 %) meets δ for far fewer than 90 %.
+    t = _trace(WEBSEARCH)
+    for d in ("20ms", "50ms"):
+        c = plan.cmin(t, 90, d)
+        res = storqos.simulate(t, "fcfs", "constant", capacity=c, keep_requests=True)
+        assert res.requests is not None
+        within = float((res.requests["response_ns"] <= plan.parse_deadlines([d])[0]).mean())
+        assert within < 0.85, f"{d}: {within}"
+
+
+@needs_shared
+def test_rtd_tiers_are_met_in_simulation() -> None:
+    r = plan.rtd(_trace(WEBSEARCH), "90%@20ms,99%@50ms,100%@500ms")
+    tiers = r.tiers
+    assert (tiers["achieved_fraction"] >= tiers["fraction"]).all()
+    assert (tiers["tier_max_response_ms"] <= tiers["deadline_ms"] + 1e-3).all()
+    assert tiers["admitted"].sum() == _trace(WEBSEARCH).height
+    assert r.total_iops < r.all_at_first_deadline_iops
+
+
+@needs_shared
+def test_consolidation_decomposed_estimates_err_less() -> None:
+    # §4.5 / Fig. 4.5: two shifted copies; the sum of individual capacities overestimates
+    # the merged need a lot at 100 %, much less after 90 % / 95 % decomposition.
+    df = plan.consolidate([_trace(WEBSEARCH)], names=["websearch"], shifts=["1s", "100s"], deadline="10ms")
+    for shift in ("1s", "100s"):
+        rows = df.filter(pl.col("workload").str.ends_with(f"shift {shift}"))
+        err = {round(f, 3): e for f, e in zip(rows["fraction"], rows["error_pct"])}
+        assert err[1.0] > 20, err
+        assert abs(err[0.9]) < err[1.0] and abs(err[0.95]) < err[1.0], err
+        assert (rows["merged_iops"] <= rows["sum_of_individual_iops"] * 1.001).all()
+    # Different workloads merged as they are (Fig. 4.6): peaks do not line up, so the
+    # merged workload needs less than the sum at 100 %.
+    two = plan.consolidate([_trace(WEBSEARCH), _trace(BURSTY["fiu-mail"])], names=["ws", "fiu"], deadline="10ms")
+    full = two.filter(pl.col("fraction") == 1.0).row(0, named=True)
+    assert full["merged_iops"] < full["sum_of_individual_iops"]
+
+
+@needs_shared
+def test_power_decomposition_needs_fewer_pools() -> None:
+    df = plan.power(_trace(WEBSEARCH), 99, "20ms")
+    base = df.filter(pl.col("provisioning") == "base").row(0, named=True)
+    dec = df.filter(pl.col("provisioning") == "decomposed").row(0, named=True)
+    assert base["on_pools"] > dec["on_pools"]
+    assert base["power_w"] / dec["power_w"] > 1.4  # Fig. 4.1: 1.90x for WebSearch
+    assert base["within_20ms"] == 1.0
+    assert dec["within_20ms"] >= 0.99  # Table 4.2: 99.0 %
+
+
+def test_cli_plan_table_csv_and_json(cli, tmp_path) -> None:
+    trace = storqos.bundled_trace()
+    out = tmp_path / "table.csv"
+    r = cli("plan", str(trace), "--deadline", "5ms,10ms,20ms,50ms", "--fraction", "90,95,99,99.5,99.9,100", "--out", str(out))
+    assert r.code == 0, r.err
+    assert "IOPS" in r.out and "10 ms" in r.out and "99.9 %" in r.out
+    df = pl.read_csv(out)
+    assert df.height == 4 and df.columns[0] == "deadline_ms" and "cmin_iops_100%" in df.columns
+    r = cli("plan", str(trace), "--deadline", "10ms", "--fraction", "90,100", "--json")
+    assert r.code == 0, r.err
+    rows = json.loads(r.out)["rows"]
+    assert rows[0]["deadline_ms"] == 10.0 and rows[0]["cmin_iops_90%"] < rows[0]["cmin_iops_100%"]
+    r = cli("plan", str(trace), "--shift", "1s", "--deadline", "10ms", "--fraction", "90,100", "--json")
+    assert r.code == 0, r.err
+    assert {row["fraction"] for row in json.loads(r.out)["rows"]} == {0.9, 1.0}
+    r = cli("plan", str(trace), "--rtd", "90%@20ms,100%@500ms", "--json")
+    assert r.code == 0, r.err
+    assert json.loads(r.out)["total_iops"] > 0
+
+
+def test_cli_plan_errors_are_one_line(cli, tmp_path) -> None:
+    trace = str(storqos.bundled_trace())
+    for args, want in (
+        (("--fraction", "120"), "--fraction"),
+        (("--deadline", "soon"), "--deadline"),
+        (("--rtd", "90%"), "--rtd"),
+        (("--out", str(tmp_path / "t.xlsx")), "--out"),
+        (("--method", "guess"), "--method"),
+    ):
+        r = cli("plan", trace, *args)
+        assert r.code == 2, (args, r.out, r.err)
+        assert want in r.err and len(r.err.strip().splitlines()) == 1, r.err
+    r = cli("plan", "--help")
+    assert "Example:" in r.out
