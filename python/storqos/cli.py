@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .errors import InputError
+from .specs import POLICIES
 from .progress import run_with_progress
 from .units import fmt_duration, fmt_rate, fmt_size
 
@@ -98,7 +99,7 @@ def trace_info(
     out.print(h)
 
 
-PolicyOpt = Annotated[str, typer.Option("--policy", "-p", help="fcfs | edf | wf2q (alias wfq) | sfq.")]
+PolicyOpt = Annotated[str, typer.Option("--policy", "-p", help="Scheduling policy: " + " | ".join(POLICIES) + ".")]
 DeviceOpt = Annotated[str, typer.Option("--device", "-d", help="constant | exponential | array | disk | tiered.")]
 CapacityOpt = Annotated[
     Optional[str], typer.Option("--capacity", "-c", help="Device capacity in IOPS (500, 1.5k); tiered: FAST,SLOW.")
@@ -140,7 +141,10 @@ def simulate(
     capacity: CapacityOpt = None,
     weights: Annotated[Optional[str], typer.Option(help="Per-tenant weights for wf2q/sfq, e.g. 2,1.")] = None,
     depth: Annotated[Optional[int], typer.Option(help="SFQ(D) dispatch depth D.")] = None,
-    deadline: Annotated[Optional[str], typer.Option(help="EDF per-class relative deadlines, e.g. 10ms,50ms.")] = None,
+    deadline: Annotated[
+        Optional[str], typer.Option(help="EDF per-class relative deadlines (10ms,50ms); RTT policies: the deadline δ.")
+    ] = None,
+    cmin: Annotated[Optional[str], typer.Option(help="miser / rtt-fq: primary-class capacity Cmin (IOPS).")] = None,
     servers: Annotated[Optional[int], typer.Option(help="Array device: number of servers.")] = None,
     hit_ratio: Annotated[Optional[float], typer.Option(help="Tiered device: probability a request hits the fast tier.")] = None,
     split_by: Annotated[
@@ -178,6 +182,7 @@ def simulate(
             weights=weights,
             depth=depth,
             deadlines=deadline,
+            cmin=cmin,
             servers=servers,
             hit_ratio=hit_ratio,
             seed=seed,
@@ -200,6 +205,8 @@ def simulate(
     out.print(f"[bold]{res.policy}[/bold] on [bold]{res.device}[/bold]: {res.arrived:,} requests, "
               f"{res.end_ns / 1e9:.3f} s simulated in {res.wall_s:.3f} s wall ({fmt_rate(res.sim_rate)} simulated)")
     out.print(_summary_table("response time per tenant", res.tenants.to_dicts(), "tenant", names))
+    if not res.classes.equals(res.tenants.rename({"tenant": "class"})):
+        out.print(_summary_table("response time per class (assigned by the policy)", res.classes.to_dicts(), "class"))
     out.print(_summary_table("all requests", res.total.to_dicts(), "all"))
     if res.unfinished:
         out.print(f"[yellow]{res.unfinished:,} requests had not completed when the run ended[/yellow]")

@@ -7,6 +7,7 @@ columns in and DataFrames out. Every column name carries its unit.
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from dataclasses import dataclass, field
@@ -108,6 +109,7 @@ class SimResult:
             "wall_s": self.wall_s,
             "total": self.total.to_dicts()[0] if self.total.height else {},
             "tenants": self.tenants.to_dicts(),
+            "classes": self.classes.to_dicts(),
         }
 
 
@@ -155,17 +157,21 @@ def simulate(
     """Simulate ``trace`` through ``policy`` in front of ``device``.
 
     ``policy``/``device`` are names (see ``storqos.specs.POLICIES``/``DEVICES``) with
-    parameters passed as keywords (``weights=[2, 1]``, ``depth=4``, ``deadlines=["10ms"]``,
+    parameters passed as keywords (any parameter of ``storqos.specs.policy_spec``:
+    ``weights=[2, 1]``, ``depth=4``, ``deadlines=["10ms"]``, ``cmin="400"``...; device:
     ``servers=4``, ``hit_ratio=0.9``...), or ready spec dicts. ``capacity`` accepts units
     (``"1.5k"``). ``generators`` streams synthetic arrivals (``storqos.synth`` specs)
     without materialising them. Returns a :class:`SimResult`.
     """
-    pkeys = {"weights", "depth", "deadlines", "by", "cost"}
+    pkeys = set(inspect.signature(policy_spec).parameters) - {"name"}
     dkeys = {"servers", "profile", "queue", "hit_ratio", "bandwidth", "device_depth"}
     unknown = set(params) - pkeys - dkeys
     if unknown:
         raise InputError(f"unknown parameter(s): {', '.join(sorted(unknown))}")
-    pspec = policy_spec(policy, **{k: v for k, v in params.items() if k in pkeys})
+    pparams = {k: v for k, v in params.items() if k in pkeys and v is not None}
+    if "total_capacity" in pkeys and capacity is not None:
+        pparams.setdefault("total_capacity", capacity)
+    pspec = policy_spec(policy, **pparams)
     dparams = {k: v for k, v in params.items() if k in dkeys and k != "device_depth"}
     if "device_depth" in params:
         dparams["depth"] = params["device_depth"]

@@ -24,9 +24,13 @@ POLICIES: dict[str, str] = {
     "edf": "earliest deadline first, per-class relative deadlines (--deadline)",
     "wf2q": "WF2Q+ weighted fair queuing between tenants (--weights)",
     "sfq": "SFQ(D) start-time fair queuing with dispatch depth D (--weights, --depth)",
+    "miser": "RTT decomposition + Miser recombination at Cmin for deadline δ (--cmin, --deadline)",
+    "rtt-fq": "RTT decomposition + WF2Q+ between the classes, weights Cmin : ΔC (--cmin, --deadline, --capacity)",
 }
 #: Other accepted spellings.
-POLICY_ALIASES: dict[str, str] = {"wfq": "wf2q", "wf2q+": "wf2q", "sfq(d)": "sfq", "fifo": "fcfs"}
+POLICY_ALIASES: dict[str, str] = {
+    "wfq": "wf2q", "wf2q+": "wf2q", "sfq(d)": "sfq", "fifo": "fcfs", "rtt+miser": "miser", "rtt+fq": "rtt-fq",
+}
 
 #: Device names and what they model (``storqos simulate --device``).
 DEVICES: dict[str, str] = {
@@ -69,8 +73,14 @@ def policy_spec(
     deadlines: Sequence[str | float] | str | None = None,
     by: str | None = None,
     cost: str | None = None,
+    cmin: str | float | None = None,
+    total_capacity: str | float | None = None,
 ) -> dict[str, Any]:
-    """Build a policy spec from a name and its parameters (a dict is passed through)."""
+    """Build a policy spec from a name and its parameters (a dict is passed through).
+
+    ``cmin`` is the primary-class capacity of the RTT policies; ``total_capacity`` the
+    device's Cmin + ΔC (rtt-fq derives the class weights from both).
+    """
     if isinstance(name, dict):
         return name
     kind = canonical_policy(name)
@@ -88,6 +98,23 @@ def policy_spec(
         if d < 1:
             raise InputError(f"dispatch depth must be >= 1, got {depth}", "--depth")
         spec["depth"] = d
+    if kind in ("miser", "rtt-fq"):
+        if cmin is None or deadlines is None:
+            raise InputError(f"{kind} needs --cmin (the primary-class capacity, IOPS) and --deadline (δ)", "--cmin")
+        c = parse_rate(cmin, "--cmin")
+        d = deadlines if isinstance(deadlines, str) else ",".join(str(x) for x in deadlines)
+        delta = parse_duration(d.split(",")[0], "--deadline", default_unit="ms")
+        if delta <= 0:
+            raise InputError("the deadline must be > 0", "--deadline")
+        if kind == "miser":
+            return {"kind": "miser", "capacity_iops": c, "deadline_ns": delta}
+        if total_capacity is None:
+            raise InputError("rtt-fq needs the total capacity Cmin + ΔC (--capacity)", "--capacity")
+        total = parse_rate(total_capacity, "--capacity")
+        if total <= c:
+            raise InputError(f"--capacity ({total:g}) must exceed --cmin ({c:g}): ΔC = capacity − Cmin > 0", "--capacity")
+        return {"kind": "rtt", "capacity_iops": c, "deadline_ns": delta,
+                "then": {"kind": "wf2q", "weights": [c, total - c], "by": "class"}}
     if kind == "edf":
         if deadlines is None:
             raise InputError("edf needs per-class deadlines, e.g. --deadline 10ms,50ms", "--deadline")

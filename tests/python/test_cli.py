@@ -172,3 +172,24 @@ def test_trace_info_on_a_real_trace() -> None:
     j = json.loads(r.out)
     assert j["format"] == "msr" and j["count"] == 7016
     assert j["peak_iops_100ms"] == pytest.approx(4660)
+
+
+def test_simulate_miser_keeps_the_primary_class_within_the_deadline(tmp_path: Path) -> None:
+    # RTT at Cmin for δ = 10 ms admits requests that meet δ at rate Cmin; Miser at
+    # Cmin + ΔC serves the overflow from their slack and keeps them (all but a few, the
+    # thesis says) within δ (thesis §4, Algorithm 2).
+    tr = tmp_path / "b.trace"
+    import storqos
+    from storqos import plan
+
+    df = storqos.synth.onoff(3000, 100, "50ms", "450ms", count=6000, seed=5)
+    storqos.traces.write_disksim(df, tr)
+    cmin = plan.cmin(df, 90, "10ms")
+    r = run_cli("simulate", str(tr), "--policy", "miser", "--cmin", f"{cmin}", "--deadline", "10ms",
+                "--capacity", f"{1.2 * cmin}", "--json")
+    assert r.code == 0, r.err
+    classes = {c["class"]: c for c in json.loads(r.out)["classes"]}
+    assert classes[0]["p99_ns"] <= 10_000_000
+    assert classes[1]["completed"] > 0
+    assert classes[1]["mean_ns"] > classes[0]["mean_ns"]
+    _one_line_error(run_cli("simulate", str(tr), "--policy", "miser", "--capacity", "600"), "--cmin")

@@ -236,6 +236,9 @@ fn simulate<'py>(
     }
     let cfg = SimConfig { seed, window: window_ns, keep_requests, until: until_ns };
     let res = py.detach(move || {
+        // Lengths were checked above; re-slicing to `n` lets the compiler drop the
+        // per-element bounds checks.
+        let (a, o, s, t, r) = (&a[..n], &o[..n], &s[..n], &t[..n], &r[..n]);
         let trace = (0..n).map(move |i| Request {
             id: i as u64,
             arrival: a[i],
