@@ -66,3 +66,24 @@ def power_estimate(
     idle_w: float = 10.2,
     sleep_w: float = 0.0,
 ) -> dict[str, Any]: ...
+def fclb_admit(
+    workloads_json: str,
+    device_json: str,
+    backend_json: str,
+    curve_rates: list[float] = ...,
+    duration_ns: int = 60_000_000_000,
+    seed: int = 1,
+    span_bytes: int | None = None,
+) -> dict[str, Any]: ...
+def fclb_tune(
+    mix_json: str,
+    device_json: str,
+    backend_json: str,
+    operating_iops: float,
+    pole: float,
+    duration_ns: int = 60_000_000_000,
+    seed: int = 1,
+    span_bytes: int | None = None,
+) -> dict[str, Any]: ...
+def fclb_check_gain(gain_iops_per_ms: float, plant_gain_ms_per_iops: float) -> float: ...
+def fclb_experiment(cases: list[str], policies: list[str], pole: float | None = None, seed: int = 1) -> dict[str, Any]: ...

@@ -145,8 +145,17 @@ def simulate(
         Optional[str], typer.Option(help="EDF per-class relative deadlines (10ms,50ms); RTT policies: the deadline δ.")
     ] = None,
     cmin: Annotated[Optional[str], typer.Option(help="miser / rtt-fq: primary-class capacity Cmin (IOPS).")] = None,
+    slo: Annotated[
+        Optional[str],
+        typer.Option(help="Per-tenant SLOs for sarc+avatar & co, in tenant order: web:160iops@400ms,oltp:190iops@900ms."),
+    ] = None,
+    percentile: Annotated[Optional[str], typer.Option(help="SLO latency percentile (default 95).")] = None,
     servers: Annotated[Optional[int], typer.Option(help="Array device: number of servers.")] = None,
     hit_ratio: Annotated[Optional[float], typer.Option(help="Tiered device: probability a request hits the fast tier.")] = None,
+    profile: Annotated[
+        Optional[str], typer.Option(help="Disk model profile (enterprise-10k, desktop-7200) for --device disk or array.")
+    ] = None,
+    queue: Annotated[Optional[str], typer.Option(help="Disk queue order: fifo, scan or sptf.")] = None,
     split_by: Annotated[
         Optional[str], typer.Option(help="Make tenants from a trace field: device, host, process or op.")
     ] = None,
@@ -163,6 +172,8 @@ def simulate(
     """Replay a trace through a QoS policy in front of a device model, in simulated time.
 
     Example: [bold]storqos simulate wsrch.trace --policy wf2q --weights 2,1 --split-by device --capacity 500[/bold]
+
+    Example: [bold]storqos simulate mix.trace --split-by device --policy sarc+avatar --slo web:160iops@400ms,oltp:190iops@900ms --device array --servers 8 --profile enterprise-10k --queue sptf[/bold]
     """
     from .sim import simulate as run
     from .traces import split_tenants
@@ -183,8 +194,12 @@ def simulate(
             depth=depth,
             deadlines=deadline,
             cmin=cmin,
+            slo=slo,
+            percentile=percentile,
             servers=servers,
             hit_ratio=hit_ratio,
+            profile=profile,
+            queue=queue,
             seed=seed,
             window=window,
             keep_requests=out_file is not None,
@@ -194,6 +209,15 @@ def simulate(
         out_file.parent.mkdir(parents=True, exist_ok=True)
         res.requests.write_parquet(out_file)
     summary = res.summary()
+    verdicts = None
+    if slo:
+        from .slo import compliance, judge
+
+        if window != "1s":
+            raise InputError("SLOs are judged per 1 s interval: leave --window at 1s", "--window")
+        kw = {} if percentile is None else {"percentile": percentile}
+        verdicts = compliance(judge(res.windows, slo, **kw))
+        summary["slo_compliance"] = verdicts.to_dicts()
     if names:
         for row in summary["tenants"]:
             row["name"] = names.get(int(row["tenant"]), "")
@@ -208,6 +232,14 @@ def simulate(
     if not res.classes.equals(res.tenants.rename({"tenant": "class"})):
         out.print(_summary_table("response time per class (assigned by the policy)", res.classes.to_dicts(), "class"))
     out.print(_summary_table("all requests", res.total.to_dicts(), "all"))
+    if verdicts is not None:
+        t = Table(title="SLO compliance per 1 s interval")
+        for col in ("tenant", "name", "intervals", "latency met %", "throughput met %", "violated %"):
+            t.add_column(col, justify="left" if col in ("tenant", "name") else "right")
+        for r in verdicts.to_dicts():
+            t.add_row(str(r["tenant"]), str(r["name"]), f"{r['intervals']:,}", f"{100 * r['latency_met']:.1f}",
+                      f"{100 * r['throughput_met']:.1f}", f"{100 * r['violated']:.1f}")
+        out.print(t)
     if res.unfinished:
         out.print(f"[yellow]{res.unfinished:,} requests had not completed when the run ended[/yellow]")
     if out_file is not None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from . import _core
 from .errors import InputError
-from .units import parse_duration, parse_rate
+from .units import parse_duration, parse_rate, parse_size
 
 #: Policy names and what they are (``storqos simulate --policy``).
 POLICIES: dict[str, str] = {
@@ -26,17 +26,28 @@ POLICIES: dict[str, str] = {
     "sfq": "SFQ(D) start-time fair queuing with dispatch depth D (--weights, --depth)",
     "miser": "RTT decomposition + Miser recombination at Cmin for deadline δ (--cmin, --deadline)",
     "rtt-fq": "RTT decomposition + WF2Q+ between the classes, weights Cmin : ΔC (--cmin, --deadline, --capacity)",
+    "mclock": "mClock (OSDI'10, Ceph's dmclock): per-tenant reservations, weights and limits in IOPS (reservations, weights, limits)",
+    "yfq": "YFQ proportional share in batches, seed 003's back end (weights, batch)",
+    "fclb": "feedback-controlled leaky bucket over YFQ, seed 003 (workloads IOPS:RT[:bucket], weights, gain or pole)",
+    "sarc+avatar": "seed 001: SARC credits over AVATAR's EDF + queue-threshold controller (--slo)",
+    "sarc+facade": "seed 001's E1 baseline: SARC over Facade's EDF + AIMD device depth (--slo)",
+    "fixed+avatar": "seed 001's E2 baseline: periodic credits only (FIXED) over AVATAR (--slo)",
+    "adaptive+avatar": "seed 001's E2 baseline: ADAPTIVE credit amounts over AVATAR (--slo, p_rt, p_inc, p_dec)",
 }
 #: Other accepted spellings.
 POLICY_ALIASES: dict[str, str] = {
     "wfq": "wf2q", "wf2q+": "wf2q", "sfq(d)": "sfq", "fifo": "fcfs", "rtt+miser": "miser", "rtt+fq": "rtt-fq",
 }
 
+POLICY_ALIASES.update({"sarc": "sarc+avatar", "sarc_avatar": "sarc+avatar", "sarc_facade": "sarc+facade",
+                       "fixed": "fixed+avatar", "fixed_avatar": "fixed+avatar",
+                       "adaptive": "adaptive+avatar", "adaptive_avatar": "adaptive+avatar"})
+
 #: Device names and what they model (``storqos simulate --device``).
 DEVICES: dict[str, str] = {
     "constant": "one server of C IOPS, 1/C s per request (--capacity)",
     "exponential": "one server, Exp(1/C) service (--capacity)",
-    "array": "k servers with an internal queue (--servers, --capacity per server)",
+    "array": "k servers with an internal queue (--servers, --capacity per server; or --profile for striped disks)",
     "disk": "a mechanical disk model (seek + rotation + transfer) (--profile)",
     "tiered": "SSD + HDD tiers, tier from a hit ratio or the trace (--capacity SSD,HDD, --hit-ratio)",
 }
@@ -65,6 +76,53 @@ def _weights(weights: Sequence[float] | str | None) -> list[float] | None:
     return out
 
 
+def _iops_list(values: Sequence[Any] | str, where: str, *, allow_none: bool) -> list[float | None]:
+    """``"300,0,1.5k"`` or ``[300, None, "1.5k"]`` → IOPS (``none``/``null``/``-`` = no value)."""
+    items = values.split(",") if isinstance(values, str) else list(values)
+    out: list[float | None] = []
+    for v in items:
+        if v is None or (isinstance(v, str) and v.strip().lower() in ("none", "null", "-", "")):
+            if not allow_none:
+                raise InputError(f"every entry must be an IOPS value, got {values!r}", where)
+            out.append(None)
+        else:
+            out.append(0.0 if str(v).strip() in ("0", "0.0") else parse_rate(v, where))
+    return out
+
+
+def mclock_spec(
+    *,
+    reservations: Sequence[Any] | str | None = None,
+    weights: Sequence[float] | str | None = None,
+    limits: Sequence[Any] | str | None = None,
+    cost: str | int | None = None,
+    limit_break: bool | None = None,
+    by: str | None = None,
+) -> dict[str, Any]:
+    """mClock's spec: per-tenant ``reservations`` (IOPS, 0 = none), ``weights`` and
+    ``limits`` (IOPS, ``None`` = no limit); ``cost`` ``"iops"`` or a reference size
+    (``"512KiB"``: a request of b bytes costs 1 + b / size).
+
+    >>> mclock_spec(reservations="300,0", weights=[1, 2], limits=[None, "1k"])
+    {'kind': 'mclock', 'reservations': [300.0, 0.0], 'weights': [1.0, 2.0], 'limits': [None, 1000.0]}
+    """
+    spec: dict[str, Any] = {"kind": "mclock"}
+    if reservations is not None:
+        spec["reservations"] = _iops_list(reservations, "reservations", allow_none=False)
+    w = _weights(weights)
+    if w is not None:
+        spec["weights"] = w
+    if limits is not None:
+        spec["limits"] = _iops_list(limits, "limits", allow_none=True)
+    if cost is not None and str(cost).lower() != "iops":
+        spec["cost"] = {"size": parse_size(cost, "cost")}
+    if limit_break:
+        spec["limit_break"] = True
+    if by is not None:
+        spec["by"] = by
+    return spec
+
+
 def policy_spec(
     name: str | dict[str, Any],
     *,
@@ -75,11 +133,37 @@ def policy_spec(
     cost: str | None = None,
     cmin: str | float | None = None,
     total_capacity: str | float | None = None,
+    batch: int | None = None,
+    workloads: Sequence[Any] | str | None = None,
+    gain: float | None = None,
+    pole: float | None = None,
+    plant_gain: float | None = None,
+    mode: str | None = None,
+    slo: str | Sequence[Any] | None = None,
+    percentile: str | float | None = None,
+    period: str | float | None = None,
+    control_window: str | float | None = None,
+    p_rt: float | None = None,
+    p_inc: float | None = None,
+    p_dec: float | None = None,
+    reservations: Sequence[Any] | str | None = None,
+    limits: Sequence[Any] | str | None = None,
+    limit_break: bool | None = None,
 ) -> dict[str, Any]:
     """Build a policy spec from a name and its parameters (a dict is passed through).
 
+    ``yfq`` takes ``weights`` and ``batch``; ``fclb`` takes ``workloads`` (``"40:35ms:8"``
+    = IOPS:RT[:bucket] strings or dicts, see :func:`storqos.fclb.workload_spec`), the
+    back end's ``weights`` and ``batch``, the controller ``gain`` (IOPS/ms) or ``pole``,
+    the ``plant_gain`` G (ms/IOPS) and ``mode`` (feedback, fixed, off).
+
     ``cmin`` is the primary-class capacity of the RTT policies; ``total_capacity`` the
     device's Cmin + ΔC (rtt-fq derives the class weights from both).
+
+    The seed-001 policies (``sarc+avatar``, ``sarc+facade``, ``fixed+avatar``,
+    ``adaptive+avatar``) take ``slo`` (``"web:160iops@400ms,oltp:190iops@900ms"``),
+    ``percentile``, ``period`` (T_SARC), ``control_window`` and ADAPTIVE's ``p_rt``,
+    ``p_inc``, ``p_dec`` (see :func:`storqos.twolevel.twolevel_spec`).
     """
     if isinstance(name, dict):
         return name
@@ -115,6 +199,23 @@ def policy_spec(
             raise InputError(f"--capacity ({total:g}) must exceed --cmin ({c:g}): ΔC = capacity − Cmin > 0", "--capacity")
         return {"kind": "rtt", "capacity_iops": c, "deadline_ns": delta,
                 "then": {"kind": "wf2q", "weights": [c, total - c], "by": "class"}}
+    if kind == "mclock":
+        return mclock_spec(reservations=reservations, weights=weights, limits=limits, cost=cost,
+                           limit_break=limit_break, by=by)
+    if kind in ("yfq", "fclb"):
+        from .fclb import fclb_spec, yfq_spec
+
+        back = yfq_spec(weights=_weights(weights), batch=batch)
+        if kind == "yfq":
+            return back
+        if workloads is None:
+            raise InputError("fclb needs its workloads, e.g. 40:35ms:8,20:38ms:4 (IOPS:RT[:bucket])", "--workloads")
+        return fclb_spec(workloads, backend=back, gain=gain, pole=pole, plant_gain=plant_gain, mode=mode)
+    if kind in ("sarc+avatar", "sarc+facade", "fixed+avatar", "adaptive+avatar"):
+        from .twolevel import twolevel_spec
+
+        return twolevel_spec(kind, slo, percentile=percentile, period=period, window=control_window,
+                             p_rt=p_rt, p_inc=p_inc, p_dec=p_dec)
     if kind == "edf":
         if deadlines is None:
             raise InputError("edf needs per-class deadlines, e.g. --deadline 10ms,50ms", "--deadline")
@@ -160,7 +261,17 @@ def device_spec(
         return {"kind": "exponential", "iops": cap(capacity)}
     if kind == "array":
         k = 1 if servers is None else int(servers)
-        spec = {"kind": "array", "servers": k, "assign": "shared", "service": {"kind": "exponential", "iops": cap(capacity)}}
+        if k < 1:
+            raise InputError(f"an array needs >= 1 server, got {servers}", "--servers")
+        if profile is not None:
+            # A RAID-0-like array of disk models, striped by offset (seed 001's array).
+            service: dict[str, Any] = {"kind": "disk", "profile": profile}
+            if queue is not None:
+                service["queue"] = queue
+            spec = {"kind": "array", "servers": k, "assign": "striped", "service": service}
+        else:
+            spec = {"kind": "array", "servers": k, "assign": "shared",
+                    "service": {"kind": "exponential", "iops": cap(capacity)}}
         if depth is not None:
             spec["depth"] = int(depth)
         return spec

@@ -5,7 +5,7 @@
 
 use storqos_core::devices::{DiskProfile, Parallel, QueuePolicy, ServiceModel};
 use storqos_core::sim::{simulate, SimConfig};
-use storqos_core::time::{NS_PER_MS, NS_PER_SEC};
+use storqos_core::time::NS_PER_SEC;
 use storqos_core::twolevel::{Avatar, Slo, SloSet};
 use storqos_core::{Request, SimRng};
 

@@ -411,7 +411,8 @@ fn sorted_arrivals<'a>(arrival_ns: &'a PyReadonlyArray1<'_, u64>) -> PyResult<&'
 /// Capacity table Cmin(f, δ) (seed 000 Table 4.1) over arrival times (ns, sorted).
 /// `method` is "fast" (the planner search) or "bisect" (per-cell bisection, for
 /// comparison). Returns {"cmin_iops": [[...] per deadline], "needed", "requests",
-/// "passes", "probes"}.
+/// "passes", "probes", "closed_form_sweeps", "sample_requests", "sample_probes",
+/// "lane_steps"} (the search's cost; see `CapacityTable`).
 #[pyfunction]
 #[pyo3(signature = (arrival_ns, deadlines_ns, fractions, method="fast"))]
 fn capacity_table<'py>(
@@ -436,6 +437,10 @@ fn capacity_table<'py>(
     d.set_item("requests", t.requests)?;
     d.set_item("passes", t.passes)?;
     d.set_item("probes", t.probes)?;
+    d.set_item("closed_form_sweeps", t.closed_form_sweeps)?;
+    d.set_item("sample_requests", t.sample_requests)?;
+    d.set_item("sample_probes", t.sample_probes)?;
+    d.set_item("lane_steps", t.lane_steps)?;
     Ok(d)
 }
 
@@ -510,6 +515,197 @@ fn power_estimate<'py>(
     Ok(d)
 }
 
+/// Seed 003 profiling runs: device and back end specs (JSON), run length and seed.
+fn fclb_profile_config(device_json: &str, backend_json: &str, duration_ns: u64, seed: u64, span_bytes: Option<u64>) -> PyResult<storqos_core::fclb::ProfileConfig> {
+    let device: DeviceSpec = from_json("device", device_json).map_err(err)?;
+    let backend: SchedulerSpec = from_json("policy", backend_json).map_err(err)?;
+    if duration_ns == 0 {
+        return Err(PyValueError::new_err("invalid configuration: profile duration must be > 0"));
+    }
+    let span = span_bytes.unwrap_or(storqos_core::devices::disk::SEED_DISK_CAPACITY_BYTES);
+    let mut cfg = storqos_core::fclb::ProfileConfig::new(device, backend, span);
+    cfg.duration = duration_ns;
+    cfg.seed = seed;
+    Ok(cfg)
+}
+
+fn profile_points_to_dict<'py>(py: Python<'py>, curve: &[storqos_core::fclb::ProfilePoint]) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("offered_iops", curve.iter().map(|p| p.offered_iops).collect::<Vec<_>>())?;
+    d.set_item("achieved_iops", curve.iter().map(|p| p.achieved_iops).collect::<Vec<_>>())?;
+    d.set_item("p95_ns", curve.iter().map(|p| p.p95_all_ns).collect::<Vec<_>>())?;
+    d.set_item("mean_ns", curve.iter().map(|p| p.mean_ns).collect::<Vec<_>>())?;
+    d.set_item("p95_by_workload_ns", curve.iter().map(|p| p.p95_ns.clone()).collect::<Vec<_>>())?;
+    Ok(d)
+}
+
+fn admission_to_dict<'py>(py: Python<'py>, a: &storqos_core::fclb::AdmissionReport) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("target_iops", a.target_iops)?;
+    d.set_item("achieved_iops", a.achieved_iops)?;
+    d.set_item("admitted", a.admitted)?;
+    d.set_item("stable_limit_iops", a.stable_limit_iops)?;
+    let rows = PyDict::new(py);
+    rows.set_item("name", a.rows.iter().map(|r| r.name.clone()).collect::<Vec<_>>())?;
+    rows.set_item("iops", a.rows.iter().map(|r| r.iops).collect::<Vec<_>>())?;
+    rows.set_item("rt_ns", a.rows.iter().map(|r| r.rt_ns).collect::<Vec<_>>())?;
+    rows.set_item("rt_measured_ns", a.rows.iter().map(|r| r.rt_measured_ns).collect::<Vec<_>>())?;
+    rows.set_item("rt_target_ns", a.rows.iter().map(|r| r.rt_target_ns).collect::<Vec<_>>())?;
+    rows.set_item("reference_ns", a.rows.iter().map(|r| r.reference_ns()).collect::<Vec<_>>())?;
+    rows.set_item("ok", a.rows.iter().map(|r| r.ok).collect::<Vec<_>>())?;
+    d.set_item("rows", rows)?;
+    d.set_item("curve", profile_points_to_dict(py, &a.curve)?)?;
+    Ok(d)
+}
+
+/// Seed 003 admission control: workloads as a JSON list of `{"name", "iops", "rt_ns",
+/// "bytes"}`, the storage (`device_json`) behind a back end (`backend_json`). Profiles
+/// the IOPS → p95 curve at `curve_rates` too. Returns the Table 3-style report.
+#[pyfunction]
+#[pyo3(signature = (workloads_json, device_json, backend_json, curve_rates=Vec::new(), duration_ns=60_000_000_000, seed=1, span_bytes=None))]
+#[allow(clippy::too_many_arguments)]
+fn fclb_admit<'py>(
+    py: Python<'py>,
+    workloads_json: &str,
+    device_json: &str,
+    backend_json: &str,
+    curve_rates: Vec<f64>,
+    duration_ns: u64,
+    seed: u64,
+    span_bytes: Option<u64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct W {
+        name: String,
+        iops: f64,
+        rt_ns: u64,
+        #[serde(default = "four_k")]
+        bytes: u32,
+    }
+    let ws: Vec<W> = from_json("workloads", workloads_json).map_err(err)?;
+    let cands: Vec<storqos_core::fclb::Candidate> =
+        ws.into_iter().map(|w| storqos_core::fclb::Candidate { name: w.name, iops: w.iops, rt_ns: w.rt_ns, bytes: w.bytes }).collect();
+    let cfg = fclb_profile_config(device_json, backend_json, duration_ns, seed, span_bytes)?;
+    let report = py.detach(|| storqos_core::fclb::admit(&cfg, &cands, &curve_rates)).map_err(err)?;
+    admission_to_dict(py, &report)
+}
+
+/// Seed 003 tuning: profile the plant gain G of the mix (`[{"iops", "bytes"}]`) around
+/// `operating_iops` and place the closed-loop pole. Returns G, K, the bound 2/G, probes.
+#[pyfunction]
+#[pyo3(signature = (mix_json, device_json, backend_json, operating_iops, pole, duration_ns=60_000_000_000, seed=1, span_bytes=None))]
+#[allow(clippy::too_many_arguments)]
+fn fclb_tune<'py>(
+    py: Python<'py>,
+    mix_json: &str,
+    device_json: &str,
+    backend_json: &str,
+    operating_iops: f64,
+    pole: f64,
+    duration_ns: u64,
+    seed: u64,
+    span_bytes: Option<u64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct M {
+        iops: f64,
+        #[serde(default = "four_k")]
+        bytes: u32,
+    }
+    let mix: Vec<M> = from_json("mix", mix_json).map_err(err)?;
+    let mix: Vec<storqos_core::fclb::MixEntry> = mix.into_iter().map(|m| storqos_core::fclb::MixEntry { iops: m.iops, bytes: m.bytes }).collect();
+    let cfg = fclb_profile_config(device_json, backend_json, duration_ns, seed, span_bytes)?;
+    let (t, est) = py.detach(|| storqos_core::fclb::tune(&cfg, &mix, operating_iops, pole)).map_err(err)?;
+    let d = PyDict::new(py);
+    d.set_item("plant_gain_ms_per_iops", t.plant_gain_ms_per_iops)?;
+    d.set_item("pole", t.pole)?;
+    d.set_item("gain_iops_per_ms", t.gain_iops_per_ms)?;
+    d.set_item("bound_iops_per_ms", t.bound_iops_per_ms)?;
+    d.set_item("operating_iops", est.operating_iops)?;
+    d.set_item("rt0_ms", est.rt0_ms)?;
+    d.set_item("probes", profile_points_to_dict(py, &est.points)?)?;
+    Ok(d)
+}
+
+/// Check a controller gain K (IOPS/ms) against a plant gain G (ms/IOPS): returns the
+/// closed-loop pole, or raises ValueError stating the bound 0 < K < 2/G.
+#[pyfunction]
+fn fclb_check_gain(gain_iops_per_ms: f64, plant_gain_ms_per_iops: f64) -> PyResult<f64> {
+    storqos_core::fclb::check_gain(gain_iops_per_ms, plant_gain_ms_per_iops).map_err(err)?;
+    Ok(storqos_core::fclb::closed_loop_pole(gain_iops_per_ms, plant_gain_ms_per_iops))
+}
+
+/// Seed 003 §4 experiments: derive the setup (admission → references, profiled G →
+/// K for `pole`), then run each of `cases` (names like `both`, `inactive-w2`,
+/// `step-w2`, `pulse-w1`) under each of `policies` (`fclb`, `fixed-bucket`, `yfq`).
+#[pyfunction]
+#[pyo3(signature = (cases, policies, pole=None, seed=1))]
+fn fclb_experiment<'py>(py: Python<'py>, cases: Vec<String>, policies: Vec<String>, pole: Option<f64>, seed: u64) -> PyResult<Bound<'py, PyDict>> {
+    use storqos_core::fclb::experiment::{run_case, Case, Policy, Setup};
+    let cases: Vec<Case> = cases.iter().map(|c| Case::parse(c)).collect::<Result<_, _>>().map_err(err)?;
+    let policies: Vec<Policy> = policies.iter().map(|p| Policy::parse(p)).collect::<Result<_, _>>().map_err(err)?;
+    let pole = pole.unwrap_or(storqos_core::fclb::tuning::DEFAULT_POLE);
+    let (setup, deriv, runs) = py
+        .detach(move || -> storqos_core::Result<_> {
+            let (mut setup, deriv) = Setup::derive(pole)?;
+            setup.seed = seed;
+            let mut runs = Vec::new();
+            for &c in &cases {
+                for &p in &policies {
+                    runs.push(run_case(c, p, &setup)?);
+                }
+            }
+            Ok((setup, deriv, runs))
+        })
+        .map_err(err)?;
+    let out = PyDict::new(py);
+    let s = PyDict::new(py);
+    s.set_item("gain_iops_per_ms", setup.gain_iops_per_ms)?;
+    s.set_item("plant_gain_ms_per_iops", deriv.tuning.plant_gain_ms_per_iops)?;
+    s.set_item("pole", deriv.tuning.pole)?;
+    s.set_item("bound_iops_per_ms", deriv.tuning.bound_iops_per_ms)?;
+    s.set_item("operating_iops", deriv.gain.operating_iops)?;
+    s.set_item("reference_ns", setup.workloads.iter().map(|w| w.ref_ns.unwrap_or(w.rt_ns)).collect::<Vec<_>>())?;
+    s.set_item("admission", admission_to_dict(py, &deriv.admission)?)?;
+    s.set_item("probes", profile_points_to_dict(py, &deriv.gain.points)?)?;
+    out.set_item("setup", s)?;
+    let list = pyo3::types::PyList::empty(py);
+    for r in runs {
+        let d = PyDict::new(py);
+        d.set_item("case", r.case.name())?;
+        d.set_item("policy", r.policy.name())?;
+        d.set_item("total_iops", r.total_iops)?;
+        d.set_item("throughput_ratio", r.throughput_ratio)?;
+        let w = PyDict::new(py);
+        let present: Vec<(usize, &storqos_core::fclb::experiment::WorkloadOutcome)> =
+            r.workloads.iter().enumerate().filter_map(|(i, o)| o.as_ref().map(|o| (i, o))).collect();
+        w.set_item("workload", present.iter().map(|(i, _)| *i as u32).collect::<Vec<_>>())?;
+        w.set_item("completed", present.iter().map(|(_, o)| o.completed).collect::<Vec<_>>())?;
+        w.set_item("throughput_iops", present.iter().map(|(_, o)| o.throughput_iops).collect::<Vec<_>>())?;
+        w.set_item("steady_iops", present.iter().map(|(_, o)| o.steady_iops).collect::<Vec<_>>())?;
+        w.set_item("violation_pct", present.iter().map(|(_, o)| o.violation_pct).collect::<Vec<_>>())?;
+        w.set_item("p95_ms", present.iter().map(|(_, o)| o.p95_ms).collect::<Vec<_>>())?;
+        w.set_item("final_rate_iops", present.iter().map(|(_, o)| o.final_rate_iops).collect::<Vec<_>>())?;
+        d.set_item("workloads", w)?;
+        let wd = PyDict::new(py);
+        wd.set_item("start_ns", r.windows.start.into_pyarray(py))?;
+        wd.set_item("tenant", r.windows.tenant.into_pyarray(py))?;
+        wd.set_item("completed", r.windows.completed.into_pyarray(py))?;
+        wd.set_item("p95_ns", r.windows.p95_response.into_pyarray(py))?;
+        d.set_item("windows", wd)?;
+        let gd = PyDict::new(py);
+        gd.set_item("start_ns", r.gauges.start.into_pyarray(py))?;
+        gd.set_item("name", r.gauges.name)?;
+        gd.set_item("value", r.gauges.value.into_pyarray(py))?;
+        d.set_item("gauges", gd)?;
+        list.append(d)?;
+    }
+    out.set_item("runs", list)?;
+    Ok(out)
+}
+
 /// The compiled core.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -519,6 +715,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(lindley_fcfs_summary, m)?)?;
     m.add_function(wrap_pyfunction!(check_policy, m)?)?;
     m.add_function(wrap_pyfunction!(check_device, m)?)?;
+    m.add_function(wrap_pyfunction!(fclb_admit, m)?)?;
+    m.add_function(wrap_pyfunction!(fclb_tune, m)?)?;
+    m.add_function(wrap_pyfunction!(fclb_check_gain, m)?)?;
+    m.add_function(wrap_pyfunction!(fclb_experiment, m)?)?;
     m.add_function(wrap_pyfunction!(capacity_table, m)?)?;
     m.add_function(wrap_pyfunction!(rtt_classify, m)?)?;
     m.add_function(wrap_pyfunction!(rtd_plan, m)?)?;

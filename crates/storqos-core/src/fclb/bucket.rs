@@ -16,7 +16,13 @@
 //! carries over, so over any span the bucket hands out `r·t` tokens to within one token
 //! (the bucket size cap aside). Nothing is rounded except the rate itself, to 1/1000 IOPS.
 //!
-//! Invariant (asserted in debug builds): `0 ≤ level ≤ size`; a token is taken only when
+//! **The cap.** Sizes are whole tokens. The level is capped at `size + 1 token − 1 µtoken`
+//! rather than at `size`: the whole tokens available never exceed `b_i`, and the
+//! fraction of a token that arrived with the last tick is not thrown away when a waiting
+//! request takes its token at that tick (capping at `size` would round a rate of 45 IOPS
+//! down to 1000/23 = 43.5 IOPS with a one-token bucket).
+//!
+//! Invariant (asserted in debug builds): `0 ≤ level ≤ cap`; a token is taken only when
 //! `level ≥ 10^6`, so the level never goes negative.
 
 use crate::error::{config, Result};
@@ -44,7 +50,7 @@ pub fn milli_iops(iops: f64) -> u64 {
 pub struct TokenBucket {
     /// Replenish rate (milli-IOPS = micro-tokens per tick).
     rate: u64,
-    /// Capacity (micro-tokens).
+    /// Cap of the level (micro-tokens): `b_i` whole tokens plus the largest fraction.
     size: u64,
     /// Current level (micro-tokens), as of `last_tick`.
     level: u64,
@@ -59,11 +65,12 @@ impl TokenBucket {
         if !(rate_iops > 0.0 && rate_iops.is_finite()) {
             return config(format!("{what}: replenish rate must be > 0 IOPS, got {rate_iops}"));
         }
-        if !(size_tokens >= 1.0 && size_tokens.is_finite()) {
-            return config(format!("{what}: bucket size must be >= 1 token, got {size_tokens}"));
+        if !(size_tokens >= 1.0 && size_tokens.is_finite() && size_tokens.fract() == 0.0) {
+            return config(format!("{what}: bucket size must be a whole number >= 1 of tokens, got {size_tokens}"));
         }
-        let size = (size_tokens * MICRO_TOKENS as f64).round() as u64;
-        Ok(TokenBucket { rate: milli_iops(rate_iops).max(1), size, level: size, last_tick: 0 })
+        let size = size_tokens as u64 * MICRO_TOKENS + (MICRO_TOKENS - 1);
+        let full = size - (MICRO_TOKENS - 1);
+        Ok(TokenBucket { rate: milli_iops(rate_iops).max(1), size, level: full, last_tick: 0 })
     }
 
     /// Account the refills of every whole tick up to `now`.
@@ -125,9 +132,9 @@ impl TokenBucket {
         self.rate as f64 / MILLI as f64
     }
 
-    /// The bucket size (tokens).
-    pub fn size_tokens(&self) -> f64 {
-        self.size as f64 / MICRO_TOKENS as f64
+    /// The bucket size b_i (whole tokens).
+    pub fn size_tokens(&self) -> u64 {
+        self.size / MICRO_TOKENS
     }
 }
 
@@ -146,16 +153,17 @@ mod tests {
         assert_eq!(b.next_token_at(3_500_000), 10 * NS_PER_MS);
         assert!(!b.try_take(9_999_999));
         assert!(b.try_take(10 * NS_PER_MS));
-        // A long idle period fills it to its size, not beyond.
-        assert_eq!(b.tokens_at(NS_PER_SEC), 2.0);
+        // A long idle period fills it to its size in whole tokens, not beyond.
+        assert_eq!(b.tokens_at(NS_PER_SEC).floor(), 2.0);
+        assert_eq!(b.size_tokens(), 2);
     }
 
     #[test]
     fn fractional_rates_carry_over() {
-        // 40.5 IOPS for 10 s: 405 tokens exactly once the initial 2 are taken (the size
-        // of 2 keeps the cap out of the way: the level peaks below 1.05 tokens).
-        let mut b = TokenBucket::new("w", 40.5, 2.0).unwrap();
-        assert!(b.try_take(0) && b.try_take(0));
+        // 40.5 IOPS for 10 s: 405 tokens exactly once the initial one is taken, even
+        // with a one-token bucket (the fraction above the cap carries over).
+        let mut b = TokenBucket::new("w", 40.5, 1.0).unwrap();
+        assert!(b.try_take(0));
         let mut taken = 0u64;
         let mut t = 0;
         while t <= 10 * NS_PER_SEC {
@@ -178,6 +186,7 @@ mod tests {
         assert_eq!(b.next_token_at(0), NS_PER_SEC);
         assert_eq!(b.rate_iops(), 1.0);
         assert!(TokenBucket::new("w1", 0.0, 1.0).unwrap_err().to_string().contains("w1: replenish rate"));
-        assert!(TokenBucket::new("w1", 5.0, 0.5).unwrap_err().to_string().contains("bucket size must be >= 1 token"));
+        assert!(TokenBucket::new("w1", 5.0, 0.5).unwrap_err().to_string().contains("bucket size must be a whole number >= 1"));
+        assert!(TokenBucket::new("w1", 5.0, 2.5).is_err());
     }
 }

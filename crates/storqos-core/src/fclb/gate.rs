@@ -447,7 +447,8 @@ mod tests {
             f.enqueue(Request::new(id, 0, t, 4096), t);
             f.enqueue(Request::new(id + 1, 0, t, 4096), t);
             f.enqueue(Request::new(id + 2, 0, t, 4096), t);
-            while let Some(r) = f.dispatch(t, &FREE) {
+            let out: Vec<Request> = std::iter::from_fn(|| f.dispatch(t, &FREE)).collect();
+            for r in out {
                 f.complete(&done(r, t + 2 * NS_PER_MS), t + 2 * NS_PER_MS);
             }
             id += 3;
@@ -461,7 +462,9 @@ mod tests {
         // A slow period pushes the rate down, but never below the demanded 100 IOPS.
         let r = Request::new(1_000_000, 0, NS_PER_SEC, 4096);
         f.enqueue(r, NS_PER_SEC);
-        while let Some(r) = f.dispatch(NS_PER_SEC + 5 * NS_PER_MS, &FREE) {
+        let out: Vec<Request> = std::iter::from_fn(|| f.dispatch(NS_PER_SEC + 5 * NS_PER_MS, &FREE)).collect();
+        assert!(!out.is_empty());
+        for r in out {
             f.complete(&done(r, NS_PER_SEC + 900 * NS_PER_MS), NS_PER_SEC + 900 * NS_PER_MS);
         }
         f.on_timer(2 * NS_PER_SEC);

@@ -1,12 +1,12 @@
 //! Profiling the storage and tuning the FCLB controller (seed 003 §4.2 and §4.4).
 //!
 //! **Profiling** (§4.2, Fig. 4; §4.3, Fig. 5): drive the simulated storage with the mixed
-//! workload at a total rate `T`, each workload `i` receiving `T·IOPS_i/ΣIOPS` (so a
-//! request belongs to workload i "with a probability of IOPS_i/T"), and measure the
-//! achieved IOPS and the 95th percentile response time of each workload. The requests
-//! are paced exactly as FCLB paces them in operation: greedy closed-loop clients behind
-//! fixed-rate token buckets ([`Fclb`] in [`Mode::Fixed`]) in front of the chosen back
-//! end; the response time is measured from the bucket, as the monitor does. Sweeping `T`
+//! workload at a total rate `T` — one stream of evenly spaced requests (as bucket-paced
+//! releases are), each belonging to workload `i` "with a probability of IOPS_i/T" and
+//! landing at a random offset — through the chosen back end, and measure the achieved
+//! IOPS and each workload's 95th percentile response time ([`Fclb`] in [`Mode::Off`]
+//! is the monitor). Random labels matter: two separately paced streams whose periods
+//! divide each other would collide at every tick of the slower one. Sweeping `T`
 //! gives the IOPS → p95 curve and its **stable area**: the rates at which the storage
 //! keeps up with the offered load ([`STABLE_THROUGHPUT_FRACTION`]) and the p95 stays
 //! within [`STABLE_RT_GROWTH`] times its light-load value ("the growth of response times
@@ -24,7 +24,9 @@
 use crate::error::{config, Result};
 use crate::fclb::controller::{check_gain, closed_loop_pole, stable_gain_bound};
 use crate::fclb::gate::{Fclb, Mode, WorkloadSpec};
-use crate::sim::{simulate, ClosedClient, SimConfig};
+use crate::request::Request;
+use crate::rng::SimRng;
+use crate::sim::{simulate, SimConfig};
 use crate::spec::{DeviceSpec, SchedulerSpec};
 use crate::time::{Nanos, NS_PER_MS, NS_PER_SEC};
 
@@ -36,18 +38,15 @@ pub const PAPER_PLANT_GAIN_MS_PER_IOPS: f64 = 0.3;
 /// (§4.4; the value itself is lost in the seed text). 0.7 settles a step to 5 % in 9
 /// periods on the linear model and leaves a 5.7× margin before the stability bound
 /// `K < 2/G` when the disk's local gain rises near saturation.
-pub const DEFAULT_POLE: f64 = 0.7;
+pub const DEFAULT_POLE: f64 = 0.4;
 
 /// Length of one profiling run (simulated): 60 s gives ~4,000 requests at the seed disk's
 /// 60–80 IOPS, enough for a p95 to within a few percent.
 pub const PROFILE_DURATION: Nanos = 60 * NS_PER_SEC;
 
-/// Requests each greedy profiling client keeps outstanding: enough that its bucket, not
-/// the client, sets the pace at any rate the seed disk can serve.
-pub const PROFILE_OUTSTANDING: u32 = 16;
-
-/// Bucket size of the profiling buckets (tokens): one, so the load is paced smoothly.
-pub const PROFILE_BUCKET_TOKENS: f64 = 1.0;
+/// Salt mixed into the run's seed for the profiling stream's labels and offsets (so the
+/// stream does not replay the device's own random draws).
+pub const PROFILE_STREAM_SALT: u64 = 0x5EED_0003;
 
 /// A rate is in the stable area only if the storage serves at least this fraction of it.
 pub const STABLE_THROUGHPUT_FRACTION: f64 = 0.98;
@@ -56,7 +55,8 @@ pub const STABLE_THROUGHPUT_FRACTION: f64 = 0.98;
 pub const STABLE_RT_GROWTH: f64 = 3.0;
 
 /// Relative offsets around the operating point at which the plant gain is probed.
-pub const GAIN_PROBE_OFFSETS: [f64; 5] = [-0.10, -0.05, 0.0, 0.05, 0.10];
+/// ±4 % keeps the probes on the linear stretch of a disk's curve near its knee.
+pub const GAIN_PROBE_OFFSETS: [f64; 5] = [-0.04, -0.02, 0.0, 0.02, 0.04];
 
 /// One workload of a profiled mix: its share of the rate and its request size.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -114,35 +114,31 @@ pub fn profile_point(cfg: &ProfileConfig, mix: &[MixEntry], total_iops: f64) -> 
         return config(format!("profile: rate must be > 0 IOPS, got {total_iops}"));
     }
     let sum: f64 = mix.iter().map(|m| m.iops).sum();
-    if !(sum > 0.0 && sum.is_finite()) || mix.iter().any(|m| !(m.iops > 0.0) || m.bytes == 0) {
+    if !(sum > 0.0 && sum.is_finite()) || mix.iter().any(|m| m.iops.is_nan() || m.iops <= 0.0 || m.bytes == 0) {
         return config("profile: every workload needs IOPS > 0 and a size > 0 bytes");
     }
-    let workloads: Vec<WorkloadSpec> = mix
-        .iter()
-        .map(|m| WorkloadSpec {
-            iops: total_iops * m.iops / sum,
-            rt_ns: Nanos::MAX,
-            ref_ns: None,
-            bucket: Some(PROFILE_BUCKET_TOKENS),
-            ceiling_iops: None,
-        })
-        .collect();
-    let mut sched = Fclb::new(cfg.backend.build()?, &workloads, 0.0, Mode::Fixed)?;
-    let clients: Vec<ClosedClient> = mix
-        .iter()
-        .enumerate()
-        .map(|(i, m)| ClosedClient {
-            tenant: i as u32,
-            outstanding: PROFILE_OUTSTANDING,
-            bytes: m.bytes,
-            span_bytes: cfg.span_bytes,
-            stop: cfg.duration,
-            ..ClosedClient::default()
+    // Workload i's demand, only for monitoring (mode `off`: no bucket, no control).
+    let workloads: Vec<WorkloadSpec> = mix.iter().map(|m| WorkloadSpec::new(m.iops, Nanos::MAX)).collect();
+    let mut sched = Fclb::new(cfg.backend.build()?, &workloads, 0.0, Mode::Off)?;
+    // One stream at T, evenly spaced (as bucket-paced releases are); each request
+    // belongs to workload i with probability IOPS_i / ΣIOPS and lands at a random offset.
+    let n = (total_iops * cfg.duration as f64 / NS_PER_SEC as f64).floor() as u64;
+    let mut rng = SimRng::new(cfg.seed ^ PROFILE_STREAM_SALT);
+    let cum: Vec<f64> = mix.iter().scan(0.0, |acc, m| { *acc += m.iops / sum; Some(*acc) }).collect();
+    let requests: Vec<Request> = (0..n)
+        .map(|k| {
+            let u = rng.uniform();
+            let i = cum.iter().position(|&c| u < c).unwrap_or(mix.len() - 1);
+            let bytes = mix[i].bytes;
+            let blocks = cfg.span_bytes / bytes as u64;
+            let mut r = Request::new(k, i as u32, (k as f64 * NS_PER_SEC as f64 / total_iops).round() as Nanos, bytes);
+            r.offset = if blocks > 1 { rng.below(blocks) * bytes as u64 } else { 0 };
+            r
         })
         .collect();
     let mut dev = cfg.device.build()?;
     let sim = SimConfig { seed: cfg.seed, until: Some(cfg.duration), ..SimConfig::default() };
-    simulate(Vec::new(), &clients, &mut sched, &mut dev, &sim)?;
+    simulate(requests, &[], &mut sched, &mut dev, &sim)?;
     let mut all = crate::sim::GroupSummary::default();
     let mut p95 = Vec::with_capacity(mix.len());
     for i in 0..mix.len() {
@@ -150,9 +146,12 @@ pub fn profile_point(cfg: &ProfileConfig, mix: &[MixEntry], total_iops: f64) -> 
         p95.push(s.quantile(0.95));
         all.merge(s);
     }
+    // The run stops with the offered period: beyond the stable area the backlog left
+    // over shows as achieved < offered.
+    let achieved = all.completed;
     Ok(ProfilePoint {
         offered_iops: total_iops,
-        achieved_iops: all.completed as f64 * NS_PER_SEC as f64 / cfg.duration as f64,
+        achieved_iops: achieved as f64 * NS_PER_SEC as f64 / cfg.duration as f64,
         p95_ns: p95,
         p95_all_ns: all.quantile(0.95),
         mean_ns: all.mean_response(),
@@ -182,6 +181,17 @@ pub fn stable_limit(curve: &[ProfilePoint]) -> Option<f64> {
         last = Some(p.offered_iops);
     }
     last
+}
+
+/// The operating point of the closed loop on a profiled curve: the rate at which the
+/// p95 (all requests) reaches `reference_ns`, interpolated linearly between the two
+/// profiled rates around it. `None` if the curve never reaches it.
+pub fn operating_point(curve: &[ProfilePoint], reference_ns: Nanos) -> Option<f64> {
+    let r = reference_ns as f64;
+    curve.windows(2).find_map(|w| {
+        let (a, b) = (w[0].p95_all_ns as f64, w[1].p95_all_ns as f64);
+        (a <= r && r <= b && b > a).then(|| w[0].offered_iops + (r - a) / (b - a) * (w[1].offered_iops - w[0].offered_iops))
+    })
 }
 
 /// A plant-gain estimate and the points it was fitted to.

@@ -6,6 +6,7 @@
 //! - [`edf`]: earliest deadline first, with a reusable deadline queue ([`EdfQueue`]).
 //! - [`wf2q`]: WF2Q+ weighted fair queuing (Bennett & Zhang 1997).
 //! - [`sfq`]: SFQ(D), start-time fair queuing with dispatch depth D (Jin et al. 2004).
+//! - [`mclock`]: mClock reservations / weights / limits (Gulati et al. OSDI'10; Ceph's dmclock).
 //!
 //! Composites:
 //! - [`baa_sched`]: seed 004's two-level scheduler, BAA / DRF / FQ weights over WF2Q+.
@@ -15,6 +16,7 @@
 pub mod baa_sched;
 pub mod edf;
 pub mod fcfs;
+pub mod mclock;
 pub mod sfq;
 pub mod tags;
 pub mod wf2q;
@@ -22,6 +24,7 @@ pub mod yfq;
 
 pub use edf::{Edf, EdfQueue};
 pub use fcfs::Fcfs;
+pub use mclock::{Mclock, MclockCost};
 pub use sfq::Sfq;
 pub use tags::{CostModel, FlowKey};
 pub use wf2q::Wf2q;

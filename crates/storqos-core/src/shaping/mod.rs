@@ -6,7 +6,9 @@
 //! | file | what | seed 000 |
 //! |---|---|---|
 //! | [`rtt`] | the RTT admission rule, exact integer kernel | §3.3.1, Algorithm 1, Lemmas 1–3 |
-//! | [`cmin`] | Cmin(f, δ) and the capacity table | §3.2.2, §4.2, Table 4.1 |
+//! | [`cmin`] | Cmin(f, δ) and the capacity table: the planner's search | §3.2.2, §4.2, Table 4.1 |
+//! | [`cmin_all`] | Cmin(100 %, δ) in closed form (max pair ratio, Dinkelbach) | §4.2, Lemma 1 |
+//! | [`lanes`] | many RTT runs in one vectorised pass (the planner's kernel) | §3.3.1 |
 //! | [`recombine`] | RTT as a scheduler stage in front of any scheduler; the four recombiners | §3.3.2, §4.4.2 |
 //! | [`miser`] | Miser slack scheduling | §3.3.2, Algorithm 2 |
 //! | [`split`] | Split: primary and overflow on two dedicated servers | §3.3.2 |
@@ -17,6 +19,8 @@
 //! against the sum of the individual Cmin (the Python planner merges the traces).
 
 pub mod cmin;
+pub mod cmin_all;
+pub mod lanes;
 pub mod miser;
 pub mod power;
 pub mod recombine;
@@ -24,7 +28,9 @@ pub mod rtd;
 pub mod rtt;
 pub mod split;
 
-pub use cmin::{capacity_table, capacity_table_bisect, cmin, cmin_all, cmin_count, CapacityTable};
+pub use cmin::{
+    capacity_table, capacity_table_bisect, capacity_table_with, cmin, cmin_all, cmin_count, CapacityTable, SearchOptions,
+};
 pub use miser::Miser;
 pub use recombine::{Recombiner, RttStage, PRIMARY, SECONDARY};
 pub use rtt::{Capacity, Rtt};

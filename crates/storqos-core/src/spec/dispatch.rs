@@ -25,6 +25,8 @@ pub enum AnyScheduler {
     Wf2q(Wf2q),
     /// SFQ(D).
     Sfq(Sfq),
+    /// mClock (reservations, weights, limits).
+    Mclock(crate::schedulers::Mclock),
     /// RTT decomposition in front of another built-in policy (seed 000).
     Rtt(Box<RttStage<AnyScheduler>>),
     /// Miser recombination (seed 000, Algorithm 2).
@@ -44,6 +46,7 @@ macro_rules! each_scheduler {
             AnyScheduler::Edf($s) => $e,
             AnyScheduler::Wf2q($s) => $e,
             AnyScheduler::Sfq($s) => $e,
+            AnyScheduler::Mclock($s) => $e,
             AnyScheduler::Rtt($s) => $e,
             AnyScheduler::Miser($s) => $e,
             AnyScheduler::SarcAvatar($s) => $e,

@@ -10,6 +10,7 @@
 //! {"kind": "rtt", "capacity_iops": 417, "deadline_ns": 10000000,
 //!  "then": {"kind": "wf2q", "weights": [417, 83], "by": "class"}}
 //! {"kind": "miser", "capacity_iops": 417, "deadline_ns": 10000000}
+//! {"kind": "mclock", "reservations": [300, 0], "weights": [1, 2], "limits": [null, 800]}
 //! ```
 //! `by` is `"tenant"` (default) or `"class"`; `cost` is `"iops"` (default) or `"bytes"`;
 //! flows beyond the `weights` list weigh 1.
@@ -49,6 +50,27 @@ pub enum SchedulerSpec {
         /// Cost of a request: one operation (default) or its bytes.
         #[serde(default)]
         cost: CostModel,
+    },
+    /// mClock (Gulati et al. OSDI'10): per-tenant reservation, weight and limit.
+    Mclock {
+        /// Reservation of flow i (IOPS, >= 0); unlisted flows reserve nothing.
+        #[serde(default)]
+        reservations: Vec<f64>,
+        /// Weight of flow i (finite, > 0); unlisted flows weigh 1.
+        #[serde(default)]
+        weights: Vec<f64>,
+        /// Limit of flow i (IOPS, > 0, or null for none); unlisted flows are unlimited.
+        #[serde(default)]
+        limits: Vec<Option<f64>>,
+        /// Cost of a request: `"iops"` (1, default) or `{"size": S}` (1 + bytes / S).
+        #[serde(default)]
+        cost: crate::schedulers::MclockCost,
+        /// Exceed a limit when nothing else is eligible and the device is idle.
+        #[serde(default)]
+        limit_break: bool,
+        /// Flows are tenants (default) or classes.
+        #[serde(default)]
+        by: FlowKey,
     },
     /// SFQ(D): start-time fair queuing with at most `depth` requests outstanding.
     Sfq {
@@ -150,6 +172,12 @@ impl SchedulerSpec {
             SchedulerSpec::Wf2q { weights, by, cost } => {
                 AnyScheduler::Wf2q(Wf2q::new(weights.clone())?.with_key(*by).with_cost(*cost))
             }
+            SchedulerSpec::Mclock { reservations, weights, limits, cost, limit_break, by } => AnyScheduler::Mclock(
+                crate::schedulers::Mclock::new(reservations.clone(), weights.clone(), limits.clone())?
+                    .with_cost(*cost)?
+                    .with_limit_break(*limit_break)
+                    .with_key(*by),
+            ),
             SchedulerSpec::Sfq { weights, depth, by, cost } => {
                 AnyScheduler::Sfq(Sfq::new(weights.clone(), *depth)?.with_key(*by).with_cost(*cost))
             }
@@ -209,6 +237,8 @@ mod tests {
             (r#"{"kind":"edf","deadlines_ns":[10000000,50000000],"default_deadline_ns":100000000}"#, "edf"),
             (r#"{"kind":"edf","default_deadline_ns":5}"#, "edf"),
             (r#"{"kind":"wf2q"}"#, "wf2q+"),
+            (r#"{"kind":"mclock","reservations":[300,0],"weights":[1,2],"limits":[null,800]}"#, "mclock"),
+            (r#"{"kind":"mclock","cost":{"size":32768},"limit_break":true}"#, "mclock(limit break)"),
             (r#"{"kind":"wf2q","weights":[2,1],"by":"class","cost":"bytes"}"#, "wf2q+"),
             (r#"{"kind":"sfq","weights":[2.5,1],"depth":4,"by":"tenant","cost":"iops"}"#, "sfq(d=4)"),
             (r#"{"kind":"miser","capacity_iops":500,"deadline_ns":10000000}"#, "miser(500 IOPS, 10000000 ns)"),
@@ -235,6 +265,11 @@ mod tests {
             (r#"{"weights":[1]}"#, "missing field `kind`"),
             (r#"{"kind":"wf2q","weights":[2,-1]}"#, "wf2q: weights[1] must be a finite number > 0, got -1"),
             (r#"{"kind":"wf2q","weights":[0]}"#, "wf2q: weights[0]"),
+            (r#"{"kind":"mclock","reservations":[-5]}"#, "mclock: reservations[0]"),
+            (r#"{"kind":"mclock","limits":[null,0]}"#, "mclock: limits[1]"),
+            (r#"{"kind":"mclock","reservations":[900],"limits":[500]}"#, "exceeds limits[0]"),
+            (r#"{"kind":"mclock","cost":{"size":0}}"#, "mclock: cost size must be > 0"),
+            (r#"{"kind":"mclock","cost":"bytes"}"#, "unknown variant `bytes`"),
             (r#"{"kind":"wf2q","weight":[2,1]}"#, "unknown field `weight`"),
             (r#"{"kind":"wf2q","by":"host"}"#, "unknown variant `host`"),
             (r#"{"kind":"wf2q","cost":"time"}"#, "unknown variant `time`"),

@@ -15,7 +15,8 @@
 //!
 //! **3. Controller** (§3.4.2, Fig. 4 as the spec reconstructs it; [`control`]). At the end
 //! of window `k`, with reference length `L = L^O(k)` (or `L^O_max(k)` in overload, where
-//! `L^O(k) = ∞`):
+//! `L^O(k) = ∞`, and whenever the queue stayed below the threshold: see "Reference
+//! length" below):
 //! - lower throughput demand `X̲ = L^O_exist(k) + L^E_exist-deadline(k) + L^E_new-deadline(k+1)`
 //!   (everything due in the next window, Eq. 5) and `L_X̲ = L·X̲/X(k)` (Eq. 6);
 //! - upper demand `X̄ = L^O_exist(k) + L^E_exist(k) + L^E_new(k+1)` (everything there is,
@@ -41,6 +42,16 @@
 //! dispatcher has topped the utility up to `L^O` from the EDF queue at the same instant
 //! (it does so at every departure), so a departure with a full EDF queue behind it is not
 //! spare. In overload there is never spare bandwidth. SARC reads this (§3.2).
+//!
+//! **Reference length** (our refinement). Eq. 2 scales the utility's *mean queue length*
+//! across windows and approximates it by the threshold (`L^O(k+1)/L^O(k) ≈
+//! ML^O(k+1)/ML^O(k)`). That holds while the threshold binds; when the queue never
+//! reached it (`L^O_max(k) < L^O(k)`, light load) `L^O(k)` says nothing about the queue,
+//! and scaling it by `X̄/X(k)` (> 1 whenever requests are outstanding at the window's end)
+//! lets the threshold creep up without bound, which would silence the spareness signal
+//! SARC relies on. So the reference is `L = min(L^O(k), L^O_max(k))`: `L^O(k)` when it
+//! binds, the depth actually used otherwise — exactly the spec's `L^O_max(k)` in
+//! overload, where `L^O(k) = ∞`.
 //!
 //! **Choices the paper leaves open** (named constants below): the first window's
 //! threshold, the smallest threshold (1), what a window without completions does (keeps
@@ -70,9 +81,11 @@ pub const SPARE_MARGIN: f64 = 0.9;
 /// Overload exit margin (Fig. 4 line 27: back to underload when `X̲(k+1) ≤ X(k)·0.9`).
 pub const OVERLOAD_EXIT_MARGIN: f64 = 0.9;
 
-/// Threshold of the first window, before any statistics exist: 8, one request per disk
-/// of seed 001's 8-disk array (§4). Our choice; the controller moves it after window 0.
-pub const INITIAL_THRESHOLD: f64 = 8.0;
+/// Threshold of the first window, before any statistics exist: 16, two requests per
+/// disk of seed 001's 8-disk array (§4). Our choice: enough for the steady load of the
+/// E1/E2 experiments, so that window 0 is not an artificial overload; the controller
+/// moves it after window 0 (Facade starts from the same depth).
+pub const INITIAL_THRESHOLD: f64 = 16.0;
 
 /// Smallest finite threshold: one outstanding request (a threshold below 1 would stop
 /// the utility altogether).
@@ -140,7 +153,9 @@ pub struct Decision {
 /// the largest depth it used (`L^O_max`, at least [`MIN_THRESHOLD`]).
 pub fn control(inp: &ControllerInput) -> Decision {
     let overload = inp.threshold.is_infinite();
-    let lref = if overload { inp.max_outstanding.max(MIN_THRESHOLD) } else { inp.threshold };
+    // L^O(k), or L^O_max(k) when the utility queue never reached the threshold (always
+    // so in overload, where L^O(k) = ∞): see "Reference length" in the module docs.
+    let lref = inp.threshold.min(inp.max_outstanding.max(MIN_THRESHOLD));
     let x_low = inp.outstanding + inp.edf_due_next + inp.arrivals_due;
     let x_high = inp.outstanding + inp.edf_queued + inp.arrivals;
     if inp.completed <= 0.0 {
@@ -220,7 +235,7 @@ impl Avatar {
 
     /// Start from threshold `l` (≥ 1, or ∞) instead of [`INITIAL_THRESHOLD`].
     pub fn with_threshold(mut self, l: f64) -> Result<Self> {
-        if !(l >= MIN_THRESHOLD) {
+        if l.is_nan() || l < MIN_THRESHOLD {
             return config(format!("avatar: initial threshold must be >= 1, got {l}"));
         }
         self.threshold = l;
@@ -385,12 +400,12 @@ mod tests {
 
     const MS: f64 = NS_PER_MS as f64;
 
-    /// A window of 100 completions at threshold 10, nothing queued, 100 arrivals of which
-    /// 50 are due in the window; one class with D = 400 ms.
+    /// A window of 100 completions at threshold 10 (reached), nothing queued, 100
+    /// arrivals of which 50 are due in the window; one class with D = 400 ms.
     fn base() -> ControllerInput {
         ControllerInput {
             threshold: 10.0,
-            max_outstanding: 8.0,
+            max_outstanding: 10.0,
             outstanding: 5.0,
             edf_queued: 0.0,
             edf_due_next: 0.0,
@@ -427,11 +442,25 @@ mod tests {
         let d = control(&i);
         assert_eq!(d.classes[0].1, Branch::LatencyTarget);
         assert!((d.threshold - 10.2).abs() < 1e-6, "{}", d.threshold);
-        // It never reached it: balanced, keep L^O.
+        // It never reached it (L^O_max = 7 is the reference length): with E = 2, L_RT =
+        // 14 ≥ L^O = 10 and below L_X̄ = 7·205/100 = 14.35: balanced, keep L^O.
         i.max_outstanding = 7.0;
+        i.classes[0].2 = Some(200.0 * MS);
+        i.arrivals = 200.0;
         let d = control(&i);
         assert_eq!(d.classes[0], (10.0, Branch::Balanced));
         assert_eq!(d.threshold, 10.0);
+    }
+
+    #[test]
+    fn reference_length_is_the_depth_used_when_the_threshold_did_not_bind() {
+        // Threshold 100 but at most 10 outstanding: bounds scale from 10, not 100, so a
+        // lightly loaded utility does not let L^O creep up (L_X̄ = 10·105/100).
+        let mut i = base();
+        i.threshold = 100.0;
+        let d = control(&i);
+        assert_eq!(d.classes[0].1, Branch::UpperBound);
+        assert!((d.threshold - 10.5).abs() < 1e-9, "{}", d.threshold);
     }
 
     #[test]

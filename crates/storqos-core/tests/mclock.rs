@@ -1,0 +1,200 @@
+//! mClock's promises (Gulati et al., OSDI'10, §3), checked through the simulator
+//! (`sim::simulate`) in simulated time on a constant-rate device of 1000 IOPS:
+//!
+//! - reservations are honoured under contention, even against a much heavier weight;
+//! - capacity left after reservations divides by weight (and without reservations the
+//!   whole device does);
+//! - limits cap throughput (hard caps; with limit break the device is used anyway);
+//! - a tenant returning from idle neither starves the others (no burst of hoarded
+//!   credit, no reservation catch-up) nor is starved (it gets its share at once);
+//! - a backlog of 1 M queued requests is scheduled exactly as the paper's tags say.
+
+use storqos_core::devices::ConstantRate;
+use storqos_core::schedulers::Mclock;
+use storqos_core::sim::{simulate, ClosedClient, SimConfig, SimResult};
+use storqos_core::time::{NS_PER_MS, NS_PER_SEC};
+use storqos_core::{DeviceState, Nanos, Request, Scheduler};
+
+/// Device capacity (IOPS) in every run.
+const IOPS: f64 = 1000.0;
+/// Length of the steady-state runs.
+const RUN: Nanos = 20 * NS_PER_SEC;
+/// Requests each closed-loop tenant keeps in flight (a steady backlog).
+const OUTSTANDING: u32 = 8;
+/// Accepted relative deviation of a long-run rate from its target.
+const TOL: f64 = 0.01;
+
+fn clients(n: u32) -> Vec<ClosedClient> {
+    (0..n).map(|t| ClosedClient { tenant: t, outstanding: OUTSTANDING, ..Default::default() }).collect()
+}
+
+fn run(s: &mut Mclock, clients: &[ClosedClient], until: Nanos, keep: bool) -> SimResult {
+    let cfg = SimConfig { until: Some(until), keep_requests: keep, ..Default::default() };
+    simulate(Vec::new(), clients, s, &mut ConstantRate::new(IOPS).unwrap(), &cfg).unwrap()
+}
+
+/// Completed IOPS of each tenant over `secs` seconds.
+fn rates(r: &SimResult, secs: f64) -> Vec<f64> {
+    r.tenants.iter().map(|t| t.completed as f64 / secs).collect()
+}
+
+fn near(label: &str, got: f64, want: f64, tol: f64) {
+    assert!((got / want - 1.0).abs() <= tol, "{label}: got {got:.2}, want {want:.2} ± {:.1} %", tol * 100.0);
+}
+
+#[test]
+fn reservations_are_honoured_under_contention() {
+    // Weights 1 : 1 : 10 alone would give tenant 0 one twelfth (83 IOPS); it reserves 400.
+    let mut s = Mclock::new(vec![400.0], vec![1.0, 1.0, 10.0], vec![]).unwrap();
+    let r = run(&mut s, &clients(3), RUN, false);
+    let x = rates(&r, 20.0);
+    eprintln!("reservation 400 vs weights 1:1:10 -> {x:?}, phases {:?}", s.served_by_phase());
+    assert!(x[0] >= 400.0 * (1.0 - TOL), "reservation not met: {x:?}");
+    near("tenant 0 gets its reservation, not more", x[0], 400.0, TOL);
+    // The other 600 IOPS divide 1 : 10 between tenants 1 and 2.
+    near("tenant 1", x[1], 600.0 / 11.0, 0.03);
+    near("tenant 2", x[2], 6000.0 / 11.0, TOL);
+    near("device kept busy", x.iter().sum::<f64>(), IOPS, TOL);
+    // Two reserved tenants at once, 300 + 500 of 1000, against weight 1 : 1 : 8.
+    let mut s = Mclock::new(vec![300.0, 500.0], vec![1.0, 1.0, 8.0], vec![]).unwrap();
+    let x = rates(&run(&mut s, &clients(3), RUN, false), 20.0);
+    assert!(x[0] >= 300.0 * (1.0 - TOL) && x[1] >= 500.0 * (1.0 - TOL), "{x:?}");
+    near("tenant 2 takes the rest", x[2], 200.0, 0.03);
+}
+
+#[test]
+fn spare_capacity_divides_by_weight() {
+    // No reservations: the whole device by weight 1 : 2 : 3.
+    let mut s = Mclock::new(vec![], vec![1.0, 2.0, 3.0], vec![]).unwrap();
+    let x = rates(&run(&mut s, &clients(3), RUN, false), 20.0);
+    for (i, w) in [1.0, 2.0, 3.0].into_iter().enumerate() {
+        near(&format!("tenant {i} of weights 1:2:3"), x[i], IOPS * w / 6.0, TOL);
+    }
+    // Tenant 0 reserves 500; the spare 500 go 1 : 3 to tenants 1 and 2 (tenant 0's
+    // reservation-phase service counts against its weight, so it takes no more).
+    let mut s = Mclock::new(vec![500.0], vec![1.0, 1.0, 3.0], vec![]).unwrap();
+    let x = rates(&run(&mut s, &clients(3), RUN, false), 20.0);
+    eprintln!("reservation 500, weights 1:1:3 -> {x:?}");
+    near("tenant 0", x[0], 500.0, TOL);
+    near("tenant 1", x[1], 125.0, 0.02);
+    near("tenant 2", x[2], 375.0, TOL);
+    // A reservation below the weighted share changes nothing: weight 1:1, r0 = 300.
+    let mut s = Mclock::new(vec![300.0], vec![1.0, 1.0], vec![]).unwrap();
+    let x = rates(&run(&mut s, &clients(2), RUN, false), 20.0);
+    near("tenant 0 keeps its weighted half", x[0], 500.0, TOL);
+    near("tenant 1", x[1], 500.0, TOL);
+}
+
+#[test]
+fn limits_cap_throughput() {
+    // Tenant 0 weighs 10x more but is limited to 200 IOPS; tenant 1 gets the rest.
+    let mut s = Mclock::new(vec![], vec![10.0, 1.0], vec![Some(200.0)]).unwrap();
+    let r = run(&mut s, &clients(2), RUN, false);
+    let x = rates(&r, 20.0);
+    assert!(x[0] <= 200.0 * (1.0 + 1e-3), "limit exceeded: {x:?}");
+    near("limited tenant runs at its limit", x[0], 200.0, TOL);
+    near("tenant 1 gets the rest", x[1], 800.0, TOL);
+    // Alone, a limited tenant leaves the device idle: 200 IOPS and no more...
+    let mut s = Mclock::new(vec![], vec![], vec![Some(200.0)]).unwrap();
+    let x = rates(&run(&mut s, &clients(1), RUN, false), 20.0);
+    assert!(x[0] <= 200.0 * (1.0 + 1e-3), "{x:?}");
+    near("alone at its limit", x[0], 200.0, TOL);
+    // ...unless the limit may break when the device is idle.
+    let mut s = Mclock::new(vec![], vec![], vec![Some(200.0)]).unwrap().with_limit_break(true);
+    let x = rates(&run(&mut s, &clients(1), RUN, false), 20.0);
+    near("limit break uses the idle device", x[0], IOPS, TOL);
+    assert!(s.served_by_phase()[2] > 15_000, "{:?}", s.served_by_phase());
+    // Reservation + limit on the same tenant: r = 100 ≤ l = 150 against weight 1 : 9.
+    let mut s = Mclock::new(vec![100.0], vec![1.0, 9.0], vec![Some(150.0)]).unwrap();
+    let x = rates(&run(&mut s, &clients(2), RUN, false), 20.0);
+    assert!(x[0] >= 100.0 * (1.0 - TOL) && x[0] <= 150.0 * (1.0 + 1e-3), "{x:?}");
+}
+
+/// The tenants of the dispatches at or after `from`, in dispatch order.
+fn dispatch_order(r: &SimResult, from: Nanos) -> Vec<u32> {
+    let log = r.log.as_ref().unwrap();
+    let mut v: Vec<(Nanos, u32)> =
+        log.dispatch.iter().zip(&log.tenant).filter(|(&d, _)| d >= from).map(|(&d, &t)| (d, t)).collect();
+    v.sort();
+    v.into_iter().map(|(_, t)| t).collect()
+}
+
+fn longest_run(order: &[u32], tenant: u32) -> usize {
+    order.split(|&t| t != tenant).map(|run| run.len()).max().unwrap_or(0)
+}
+
+#[test]
+fn tenant_returning_from_idle_neither_starves_others_nor_is_starved() {
+    const BACK: Nanos = 10 * NS_PER_SEC;
+    // Tenant 1 idle for 10 s while tenant 0 has the device to itself, then returns.
+    let late = |reservation: f64| {
+        let mut c = clients(2);
+        c[1].start = BACK;
+        let mut s = Mclock::new(vec![0.0, reservation], vec![], vec![]).unwrap();
+        let r = run(&mut s, &c, BACK + 2 * NS_PER_SEC, true);
+        (dispatch_order(&r, BACK), r)
+    };
+    for reservation in [0.0, 300.0] {
+        let (order, r) = late(reservation);
+        let first = &order[..200];
+        let ones = first.iter().filter(|&&t| t == 1).count();
+        eprintln!("reservation {reservation}: tenant 1 took {ones} of the first 200 dispatches after its return");
+        // Not starved: its first request waits at most two service times, and it gets
+        // its half at once. Starves nobody: no burst, tenant 0 keeps its half.
+        let log = r.log.as_ref().unwrap();
+        let first_wait = (0..log.id.len())
+            .filter(|&i| log.tenant[i] == 1)
+            .map(|i| log.dispatch[i] - log.arrival[i])
+            .next()
+            .unwrap();
+        assert!(first_wait <= 2 * NS_PER_MS, "returning tenant waited {first_wait} ns");
+        assert!((95..=105).contains(&ones), "reservation {reservation}: {ones} of 200 ({first:?})");
+        assert!(longest_run(first, 1) <= 2 && longest_run(first, 0) <= 2, "{first:?}");
+    }
+    // A tenant with a heavy weight cannot starve a returning tenant's reservation.
+    let mut c = clients(2);
+    c[1].start = BACK;
+    let mut s = Mclock::new(vec![0.0, 250.0], vec![50.0, 1.0], vec![]).unwrap();
+    let r = run(&mut s, &c, BACK + NS_PER_SEC, true);
+    let order = dispatch_order(&r, BACK);
+    let ones = order.iter().filter(|&&t| t == 1).count();
+    assert!((245..=255).contains(&ones), "returning reserved tenant got {ones} in its first second");
+    // Repeated on/off cycles (2 s on, 3 s off): every return looks the same.
+    let mut c = clients(2);
+    c[1].on_off = Some((2 * NS_PER_SEC, 3 * NS_PER_SEC));
+    let mut s = Mclock::new(vec![], vec![], vec![]).unwrap();
+    let r = run(&mut s, &c, 20 * NS_PER_SEC, true);
+    for k in 1..4u64 {
+        let back = k * 5 * NS_PER_SEC;
+        let order = dispatch_order(&r, back);
+        let ones = order[..200].iter().filter(|&&t| t == 1).count();
+        assert!((95..=105).contains(&ones), "return {k}: {ones} of 200");
+    }
+}
+
+#[test]
+fn deep_backlog_follows_the_tags() {
+    // 1 M queued requests over 4 tenants (weights 1:2:3:4) at t = 0: every prefix of the
+    // dispatch order is within one request per tenant of the weighted split.
+    let mut s = Mclock::new(vec![], vec![1.0, 2.0, 3.0, 4.0], vec![]).unwrap();
+    let n = 250_000u64;
+    for i in 0..n {
+        for t in 0..4u32 {
+            s.enqueue(Request::new(i * 4 + t as u64, t, 0, 4096), 0);
+        }
+    }
+    assert_eq!(s.queued(), 1_000_000);
+    let dev = DeviceState { outstanding: 0, free_slots: 1 };
+    let mut got = [0u64; 4];
+    for k in 1..=600_000u64 {
+        let r = s.dispatch(0, &dev).unwrap();
+        got[r.tenant as usize] += 1;
+        if k % 1000 == 0 {
+            for (t, &g) in got.iter().enumerate() {
+                let want = k as f64 * (t + 1) as f64 / 10.0;
+                assert!((g as f64 - want).abs() <= 1.0, "after {k}: {got:?}");
+            }
+        }
+    }
+    assert_eq!(s.queued(), 400_000);
+}

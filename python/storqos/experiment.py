@@ -1,0 +1,762 @@
+"""Experiment files: one TOML file describes the workload (traces, synthetic and
+closed-loop tenants, their SLOs), the device, the policies to compare and a parameter
+grid; :func:`run_experiment` runs every (policy × grid point) simulation on a local
+process pool or a Dask cluster (:mod:`storqos.sweep`) and writes Parquet tables, a JSON
+summary and one self-contained HTML report (:mod:`storqos.report`).
+
+A complete file (paths are relative to the file; ``bundled:websearch`` is the excerpt
+shipped with the package)::
+
+    name = "compare"
+    seed = 1                 # the run seed (devices, closed clients); generators derive theirs
+    duration = "30s"         # keep trace requests before this time; closed clients stop here
+    window = "1s"            # time-series window
+    percentile = 95          # SLO percentile
+
+    [device]                 # storqos.specs.device_spec: kind + capacity, servers, ...
+    kind = "constant"
+    capacity = "1.2k"
+
+    [[trace]]                # a trace file; `split` makes one tenant per key
+    path = "../../../shared/traces/msr-cambridge/hm_0_excerpt.csv"
+    fallback = "bundled:websearch"   # used when `path` does not exist
+    split = "device"                  # device | host | process | op | a column
+    max_requests = 20000              # read only the first requests of the file
+    rate_scale = 1.0                  # 2.0 = twice the request rate
+    weight = 1                        # QoS parameters for every tenant of the trace
+
+    [[tenant]]               # one tenant: exactly one of trace / generator / closed
+    name = "batch"
+    generator = { kind = "onoff", rate_on = "1.2k", rate_off = 0, mean_on = "200ms", mean_off = "2.8s" }
+    # (a [[tenant]] trace may instead give a generator table as its fallback)
+    weight = 1
+    reservation = "100"      # IOPS (mclock; sarc+avatar's R_i)
+    limit = "600"            # IOPS (mclock)
+    slo = "20ms"             # latency target (reported; sarc+avatar's D_i)
+
+    [[tenant]]
+    name = "backup"
+    closed = { outstanding = 8, size = "64KiB" }
+
+    [[policy]]               # storqos.specs.policy_spec: kind + parameters
+    kind = "mclock"          # weights / reservations / limits default to the tenants'
+    [[policy]]
+    kind = "wf2q"
+    [[policy]]
+    kind = "fcfs"
+
+    [grid]                   # dotted keys → lists; every combination is a grid point
+    "device.capacity" = ["1k", "1.2k", "1.5k"]
+    "tenant.batch.generator.rate_on" = ["800", "1.6k"]
+
+Grid keys name a place in the file: ``seed``, ``duration``, ``device.KEY``,
+``tenant.NAME.KEY[.SUBKEY]``, ``trace.NAME.KEY``, ``policy.NAME.KEY``. Errors are one
+line naming the file and the key (``compare.toml: [[tenant]] 2 (batch): unknown key
+'rate'``).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import hashlib
+import itertools
+import json
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from .errors import InputError
+from .specs import canonical_policy, device_spec, mclock_spec, policy_spec
+from .units import parse_duration, parse_percent, parse_rate
+
+#: Top-level keys of an experiment file.
+TOP_KEYS = ("name", "description", "seed", "duration", "window", "percentile", "device", "trace", "tenant", "policy", "grid")
+#: Keys of a [[trace]] entry (QoS keys apply to every tenant it makes).
+TRACE_KEYS = ("path", "name", "fallback", "format", "time_unit", "sort", "max_requests", "split", "keys", "start", "end",
+              "rate_scale", "weight", "reservation", "limit", "slo")
+#: Keys of a [[tenant]] entry.
+TENANT_KEYS = ("name", "trace", "generator", "closed", "fallback", "format", "time_unit", "sort", "max_requests", "start",
+               "end", "rate_scale", "weight", "reservation", "limit", "slo")
+#: Keys of [device] besides `kind` (storqos.specs.device_spec's parameters).
+DEVICE_KEYS = ("kind", "capacity", "servers", "profile", "queue", "hit_ratio", "depth", "bandwidth", "spec")
+#: Generator kinds and the parameters storqos.synth accepts for them.
+GENERATOR_KEYS = {
+    "poisson": ("kind", "rate", "count", "duration", "size", "read_fraction", "span", "seed"),
+    "onoff": ("kind", "rate_on", "rate_off", "mean_on", "mean_off", "count", "duration", "size", "read_fraction", "span", "seed"),
+    "diurnal": ("kind", "peak_rate", "days", "hourly", "weekend_factor", "size", "read_fraction", "span", "seed"),
+}
+#: Keys of a closed-loop tenant (storqos.sim.ClosedClient).
+CLOSED_KEYS = ("outstanding", "think", "think_exponential", "size", "read_fraction", "span", "start", "stop", "on", "off", "target")
+#: Policies whose per-tenant weights default to the tenants' `weight`.
+WEIGHTED = ("wf2q", "sfq", "yfq")
+#: Policies whose per-class SLOs default to the tenants' `reservation` and `slo`.
+TWO_LEVEL = ("sarc+avatar", "sarc+facade", "fixed+avatar", "adaptive+avatar")
+#: Default SLO percentile (seed 001's 95th-percentile guarantee).
+DEFAULT_PERCENTILE = 95.0
+#: Seed spacing between tenants' generators (distinct, reproducible streams).
+GENERATOR_SEED_STRIDE = 7919
+
+
+# ----------------------------------------------------------------------------- model
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """One tenant of an experiment (index = position)."""
+
+    name: str
+    source: str  # "trace", "generator" or "closed"
+    weight: float | None = None
+    reservation: float | None = None
+    limit: float | None = None
+    slo_ns: int | None = None
+
+
+@dataclass(frozen=True)
+class Run:
+    """One simulation: a policy at a grid point. Everything a worker needs but the trace."""
+
+    index: int
+    label: str
+    policy_name: str
+    point: dict[str, Any]
+    policy: dict[str, Any]
+    device: dict[str, Any]
+    trace_key: str | None
+    generators: list[dict[str, Any]]
+    closed: list[dict[str, Any]]
+    seed: int
+    window_ns: int
+    tenants: list[Tenant]
+    percentile: float
+
+
+@dataclass
+class Experiment:
+    """A parsed experiment: its runs and the trace frames they share (by key)."""
+
+    name: str
+    description: str
+    path: Path | None
+    runs: list[Run]
+    traces: dict[str, pl.DataFrame]
+    grid: dict[str, list[Any]]
+    policies: list[str]
+
+    @property
+    def points(self) -> list[dict[str, Any]]:
+        """The distinct grid points, in run order."""
+        seen: list[dict[str, Any]] = []
+        for r in self.runs:
+            if r.point not in seen:
+                seen.append(r.point)
+        return seen
+
+
+@dataclass
+class RunOutput:
+    """What one run returns (small: summaries, windows, CDFs)."""
+
+    index: int
+    label: str
+    policy_name: str
+    policy_display: str
+    device_display: str
+    point: dict[str, Any]
+    tenants: pl.DataFrame
+    windows: pl.DataFrame
+    cdf: pl.DataFrame
+    gauges: pl.DataFrame
+    arrived: int
+    unfinished: int
+    end_ns: int
+    wall_s: float
+
+
+@dataclass
+class ExperimentResult:
+    """All runs of an experiment, as long tables (one row per run × tenant …)."""
+
+    experiment: Experiment
+    outputs: list[RunOutput]
+    backend: str
+    wall_s: float
+    files: dict[str, str] = field(default_factory=dict)
+
+    def _tag(self, o: RunOutput, df: pl.DataFrame) -> pl.DataFrame:
+        cols = [pl.lit(o.index, pl.UInt32).alias("run"), pl.lit(o.policy_name).alias("policy")]
+        cols += [pl.lit(_display(v)).alias(k) for k, v in o.point.items()]
+        return df.with_columns(cols).select(["run", "policy", *o.point, *df.columns])
+
+    @property
+    def tenants(self) -> pl.DataFrame:
+        """Per run and tenant: completions, IOPS, response-time percentiles (ns), SLO."""
+        return pl.concat([self._tag(o, o.tenants) for o in self.outputs], how="diagonal_relaxed")
+
+    @property
+    def windows(self) -> pl.DataFrame:
+        """Per run, window and tenant: arrivals, completions, IOPS, percentiles (ns)."""
+        return pl.concat([self._tag(o, o.windows) for o in self.outputs], how="diagonal_relaxed")
+
+    @property
+    def cdf(self) -> pl.DataFrame:
+        """Per run and tenant: the response-time CDF (response_ns, fraction)."""
+        return pl.concat([self._tag(o, o.cdf) for o in self.outputs], how="diagonal_relaxed")
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready summary: the experiment, its grid, and every run's per-tenant rows."""
+        exp = self.experiment
+        return {
+            "experiment": exp.name,
+            "description": exp.description,
+            "file": str(exp.path) if exp.path else None,
+            "backend": self.backend,
+            "wall_s": self.wall_s,
+            "policies": exp.policies,
+            "grid": {k: [_display(v) for v in vs] for k, vs in exp.grid.items()},
+            "tenants": [t.name for t in exp.runs[0].tenants] if exp.runs else [],
+            "runs": [
+                {
+                    "run": o.index,
+                    "label": o.label,
+                    "policy": o.policy_name,
+                    "policy_display": o.policy_display,
+                    "device": o.device_display,
+                    "point": {k: _display(v) for k, v in o.point.items()},
+                    "arrived": o.arrived,
+                    "unfinished": o.unfinished,
+                    "simulated_s": o.end_ns / 1e9,
+                    "wall_s": o.wall_s,
+                    "tenants": o.tenants.to_dicts(),
+                }
+                for o in self.outputs
+            ],
+            "files": self.files,
+        }
+
+
+def _display(v: Any) -> str:
+    return v if isinstance(v, str) else json.dumps(v)
+
+
+# ----------------------------------------------------------------------------- parsing
+
+
+def load(path: str | Path) -> Experiment:
+    """Read and validate an experiment file (InputError naming the file and key)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise InputError("no such file", str(path)) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a TOML file", str(path)) from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"TOML syntax error: {e}", str(path)) from None
+    return from_dict(raw, base=path.parent, where=path.name, path=path)
+
+
+def from_dict(raw: dict[str, Any], *, base: Path = Path("."), where: str = "experiment", path: Path | None = None) -> Experiment:
+    """Validate an experiment given as a dict (the parsed TOML) and expand its grid."""
+    _known(raw, TOP_KEYS, where, "")
+    name = str(raw.get("name", path.stem if path else "experiment"))
+    grid = _grid(raw.get("grid", {}), where)
+    policies = _list_of_tables(raw, "policy", where)
+    if not policies:
+        raise InputError("needs at least one [[policy]]", where)
+    labels = [str(p.get("name", p.get("kind", ""))) for p in policies]
+    dup = sorted({x for x in labels if labels.count(x) > 1})
+    if dup:
+        raise InputError(f"[[policy]] name(s) {', '.join(dup)} given twice: give each a distinct name", where)
+    if "device" not in raw:
+        raise InputError("needs a [device] table (e.g. kind = \"constant\", capacity = \"1k\")", where)
+    if not raw.get("trace") and not raw.get("tenant"):
+        raise InputError("needs at least one [[trace]] or [[tenant]]", where)
+    # Check every grid key names something before expanding.
+    for k in grid:
+        _set_path(copy.deepcopy(raw), k, grid[k][0], where)
+    runs: list[Run] = []
+    traces: dict[str, pl.DataFrame] = {}
+    keys = list(grid)
+    for values in itertools.product(*(grid[k] for k in keys)) if keys else [()]:
+        point = dict(zip(keys, values))
+        cfg = copy.deepcopy(raw)
+        for k, v in point.items():
+            _set_path(cfg, k, v, where)
+        runs.extend(_point_runs(cfg, point, base, where, traces, len(runs)))
+    return Experiment(name=name, description=str(raw.get("description", "")), path=path, runs=runs, traces=traces,
+                      grid=grid, policies=labels)
+
+
+def _known(table: dict[str, Any], keys: tuple[str, ...] | list[str], where: str, what: str) -> None:
+    for k in table:
+        if k not in keys:
+            raise InputError(f"{what}unknown key {k!r} (known: {', '.join(keys)})", where)
+
+
+def _list_of_tables(raw: dict[str, Any], key: str, where: str) -> list[dict[str, Any]]:
+    v = raw.get(key, [])
+    if isinstance(v, dict):
+        v = [v]
+    if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
+        raise InputError(f"{key!r} must be an array of tables ([[{key}]])", where)
+    return v
+
+
+def _grid(g: Any, where: str) -> dict[str, list[Any]]:
+    if not isinstance(g, dict):
+        raise InputError("[grid] must be a table of KEY = [values]", where)
+    out: dict[str, list[Any]] = {}
+    for k, v in g.items():
+        if not isinstance(v, list) or not v:
+            raise InputError(f"[grid] {k!r} must be a non-empty list of values", where)
+        out[k] = v
+    return out
+
+
+def _set_path(cfg: dict[str, Any], key: str, value: Any, where: str) -> None:
+    """Set ``tenant.NAME.KEY`` / ``policy.NAME.KEY`` / ``device.KEY`` / ``seed`` in ``cfg``."""
+    parts = key.split(".")
+    bad = InputError(
+        f"[grid] key {key!r} names nothing (expected seed, duration, window, device.KEY, "
+        "tenant.NAME.KEY, trace.NAME.KEY or policy.NAME.KEY)", where)
+    if len(parts) == 1:
+        if parts[0] not in ("seed", "duration", "window", "percentile"):
+            raise bad
+        cfg[parts[0]] = value
+        return
+    head, rest = parts[0], parts[1:]
+    if head == "device":
+        target = cfg.setdefault("device", {})
+    elif head in ("tenant", "trace", "policy"):
+        if len(rest) < 2:
+            raise bad
+        entries = _list_of_tables(cfg, head, where)
+        names = [str(e.get("name", e.get("kind", ""))) if head == "policy" else _entry_name(e, head) for e in entries]
+        if rest[0] not in names:
+            raise InputError(f"[grid] key {key!r}: no [[{head}]] named {rest[0]!r} (known: {', '.join(names)})", where)
+        target = entries[names.index(rest[0])]
+        rest = rest[1:]
+    else:
+        raise bad
+    for p in rest[:-1]:
+        nxt = target.setdefault(p, {})
+        if not isinstance(nxt, dict):
+            raise InputError(f"[grid] key {key!r}: {p!r} is not a table", where)
+        target = nxt
+    target[rest[-1]] = value
+
+
+def _entry_name(e: dict[str, Any], kind: str) -> str:
+    if "name" in e:
+        return str(e["name"])
+    if kind == "trace" and "path" in e:
+        return Path(str(e["path"])).stem
+    return ""
+
+
+def _resolve_path(p: str, base: Path) -> Path:
+    if p.startswith("bundled:"):
+        from .traces import bundled
+
+        return bundled(p.split(":", 1)[1])
+    q = Path(p).expanduser()
+    return q if q.is_absolute() else (base / q)
+
+
+def _trace_path(e: dict[str, Any], key: str, base: Path, where: str) -> Path:
+    p = _resolve_path(str(e[key]), base)
+    if p.exists():
+        return p
+    if "fallback" in e:
+        fb = _resolve_path(str(e["fallback"]), base)
+        if fb.exists():
+            return fb
+        raise InputError(f"neither {e[key]!r} nor the fallback {e['fallback']!r} exists", where)
+    raise InputError(f"trace file {e[key]!r} not found (looked at {p})", where)
+
+
+@functools.lru_cache(maxsize=32)
+def _read(path: str, fmt: str | None, time_unit: str | None, sort: bool, limit: int | None) -> pl.DataFrame:
+    from .traces import read_trace
+
+    return read_trace(path, format=fmt, time_unit=time_unit, sort=sort, limit=limit)
+
+
+def _load_trace(e: dict[str, Any], key: str, base: Path, where: str) -> pl.DataFrame:
+    from .traces import scale_rate, time_window
+
+    path = _trace_path(e, key, base, where)
+    limit = e.get("max_requests")
+    df = _read(str(path), e.get("format"), e.get("time_unit"), bool(e.get("sort", False)), None if limit is None else int(limit))
+    if "start" in e or "end" in e:
+        start = parse_duration(e.get("start", 0), f"{where}: start")
+        end = parse_duration(e["end"], f"{where}: end") if "end" in e else int(df["arrival_ns"].max() or 0) + 1
+        df = time_window(df, start, end)
+    if "rate_scale" in e:
+        k = float(e["rate_scale"])
+        if not k > 0:
+            raise InputError(f"rate_scale must be > 0, got {e['rate_scale']!r}", where)
+        df = scale_rate(df, 1.0 / k)
+    return df
+
+
+def _qos(e: dict[str, Any], where: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if "weight" in e:
+        try:
+            w = float(e["weight"])
+        except (TypeError, ValueError):
+            w = -1.0
+        if not w > 0:
+            raise InputError(f"weight must be a number > 0, got {e['weight']!r}", where)
+        out["weight"] = w
+    if "reservation" in e:
+        r = e["reservation"]
+        out["reservation"] = 0.0 if r in (0, "0") else parse_rate(r, f"{where}: reservation")
+    if "limit" in e:
+        out["limit"] = parse_rate(e["limit"], f"{where}: limit")
+    if "slo" in e:
+        ns = parse_duration(e["slo"], f"{where}: slo", default_unit="ms")
+        if ns <= 0:
+            raise InputError("slo must be a latency > 0, e.g. \"10ms\"", where)
+        out["slo_ns"] = ns
+    return out
+
+
+def _point_runs(cfg: dict[str, Any], point: dict[str, Any], base: Path, where: str,
+                traces: dict[str, pl.DataFrame], first_index: int) -> list[Run]:
+    seed = cfg.get("seed", 1)
+    if not isinstance(seed, int) or seed < 0:
+        raise InputError(f"seed must be an integer >= 0, got {seed!r}", where)
+    duration_ns = parse_duration(cfg["duration"], f"{where}: duration") if "duration" in cfg else None
+    window_ns = parse_duration(cfg.get("window", "1s"), f"{where}: window")
+    if window_ns <= 0:
+        raise InputError("window must be > 0", where)
+    percentile = parse_percent(cfg.get("percentile", DEFAULT_PERCENTILE), f"{where}: percentile")
+
+    tenants: list[Tenant] = []
+    frames: list[pl.DataFrame] = []
+    generators: list[dict[str, Any]] = []
+    closed: list[dict[str, Any]] = []
+    pending_gen: list[tuple[int, dict[str, Any], str]] = []
+
+    for i, e in enumerate(_list_of_tables(cfg, "trace", where)):
+        w = f"{where}: [[trace]] {i + 1}" + (f" ({e['name']})" if "name" in e else "")
+        _known(e, TRACE_KEYS, w, "")
+        if "path" not in e:
+            raise InputError("needs a path", w)
+        df = _load_trace(e, "path", base, w)
+        qos = _qos(e, w)
+        name = _entry_name(e, "trace")
+        if "split" in e:
+            from .traces import split_tenants
+
+            df, mapping = split_tenants(df, by=str(e["split"]))
+            keys = [str(k) for k in mapping["key"].to_list()]
+            ids = list(range(len(keys)))
+            if "keys" in e:
+                want = [str(k) for k in e["keys"]]
+                missing = [k for k in want if k not in keys]
+                if missing:
+                    raise InputError(f"split keys {', '.join(missing)} not in the trace (has {', '.join(keys)})", w)
+                ids = [keys.index(k) for k in want]
+                keys = want
+            for local, key in zip(ids, keys):
+                part = df.filter(pl.col("tenant") == local)
+                frames.append(_canon(part, len(tenants)))
+                tenants.append(Tenant(name=f"{name}/{key}", source="trace", **qos))
+        else:
+            frames.append(_canon(df, len(tenants)))
+            tenants.append(Tenant(name=name, source="trace", **qos))
+
+    for i, e in enumerate(_list_of_tables(cfg, "tenant", where)):
+        w = f"{where}: [[tenant]] {i + 1}" + (f" ({e['name']})" if "name" in e else "")
+        _known(e, TENANT_KEYS, w, "")
+        if "name" not in e:
+            raise InputError("needs a name", w)
+        sources = [k for k in ("trace", "generator", "closed") if k in e]
+        if len(sources) != 1:
+            raise InputError("needs exactly one of trace, generator or closed", w)
+        src = sources[0]
+        tid = len(tenants)
+        qos = _qos(e, w)
+        if src == "trace" and isinstance(e.get("fallback"), dict) and not _resolve_path(str(e["trace"]), base).exists():
+            # A synthetic stand-in when the real trace is absent (e.g. no ../shared).
+            src, e = "generator", {**{k: v for k, v in e.items() if k not in ("trace", "fallback")}, "generator": e["fallback"]}
+        if src == "trace":
+            frames.append(_canon(_load_trace(e, "trace", base, w), tid))
+        elif src == "generator":
+            g = e["generator"]
+            if not isinstance(g, dict) or "kind" not in g:
+                raise InputError("generator must be a table with a kind (poisson, onoff, diurnal)", w)
+            kind = str(g["kind"])
+            if kind not in GENERATOR_KEYS:
+                raise InputError(f"generator: unknown kind {kind!r} (known: {', '.join(GENERATOR_KEYS)})", w)
+            _known(g, GENERATOR_KEYS[kind], w, "generator: ")
+            pending_gen.append((tid, g, w))
+        else:
+            c = e["closed"]
+            if not isinstance(c, dict):
+                raise InputError("closed must be a table (outstanding, think, size, ...)", w)
+            _known(c, CLOSED_KEYS, w, "closed: ")
+            closed.append({"tenant": tid, **c})
+        tenants.append(Tenant(name=str(e["name"]), source=src, **qos))
+
+    names = [t.name for t in tenants]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise InputError(f"tenant name(s) {', '.join(dup)} given twice", where)
+
+    trace_key = None
+    if frames:
+        df = pl.concat(frames, how="vertical_relaxed").sort("arrival_ns", maintain_order=True)
+        if duration_ns is not None:
+            df = df.filter(pl.col("arrival_ns") < duration_ns)
+        trace_key = hashlib.sha1(df.hash_rows().to_numpy().tobytes()).hexdigest()[:16]
+        traces.setdefault(trace_key, df)
+        span_ns = int(df["arrival_ns"].max() or 0) + 1
+    else:
+        span_ns = 0
+    run_ns = duration_ns if duration_ns is not None else (span_ns or None)
+
+    from . import synth
+
+    for tid, g, w in pending_gen:
+        params = {k: v for k, v in g.items() if k != "kind"}
+        params.setdefault("seed", seed + GENERATOR_SEED_STRIDE * (tid + 1))
+        if g["kind"] != "diurnal" and "count" not in params and "duration" not in params:
+            if run_ns is None:
+                raise InputError("generator needs a count or duration (or give the experiment a duration)", w)
+            params["duration"] = f"{run_ns}ns"
+        fn = getattr(synth, str(g["kind"]))
+        try:
+            generators.append(fn(tenant=tid, materialize=False, **params))
+        except TypeError as e:
+            raise InputError(f"generator: {e}", w) from None
+    for c in closed:
+        if "stop" not in c:
+            if run_ns is None:
+                raise InputError("closed-loop tenants need a stop time or an experiment duration", where)
+            c["stop"] = f"{run_ns}ns"
+        _closed_client(c, where)  # validate now
+
+    dev = dict(cfg["device"])
+    _known(dev, DEVICE_KEYS, f"{where}: [device]", "")
+    if "spec" in dev:
+        dspec = dev["spec"]
+    else:
+        if "kind" not in dev:
+            raise InputError("[device] needs a kind (constant, exponential, array, disk, tiered)", where)
+        dspec = device_spec(str(dev.pop("kind")), **dev)
+
+    runs: list[Run] = []
+    for pi, p in enumerate(_list_of_tables(cfg, "policy", where)):
+        label = str(p.get("name", p.get("kind", "")))
+        w = f"{where}: [[policy]] {pi + 1} ({label})"
+        pspec = _policy(p, tenants, percentile, w)
+        from .specs import check
+
+        try:
+            check(pspec, dspec)
+        except InputError as e:
+            raise InputError(str(e), w) from None
+        shown = ", ".join(f"{k}={_display(v)}" for k, v in point.items())
+        runs.append(Run(
+            index=first_index + len(runs),
+            label=f"{label} ({shown})" if shown else label,
+            policy_name=label,
+            point=dict(point),
+            policy=pspec,
+            device=dspec,
+            trace_key=trace_key,
+            generators=generators,
+            closed=closed,
+            seed=seed,
+            window_ns=window_ns,
+            tenants=tenants,
+            percentile=percentile,
+        ))
+    return runs
+
+
+def _canon(df: pl.DataFrame, tenant: int) -> pl.DataFrame:
+    """The columns the simulator reads, with the experiment's tenant id."""
+    n = df.height
+    return pl.DataFrame({
+        "arrival_ns": df["arrival_ns"].cast(pl.Int64),
+        "size": df["size"].cast(pl.UInt32),
+        "offset": df["offset"].cast(pl.UInt64) if "offset" in df.columns else pl.Series([0] * n, dtype=pl.UInt64),
+        "is_read": df["is_read"] if "is_read" in df.columns else pl.Series([True] * n),
+        "tenant": pl.Series([tenant] * n, dtype=pl.UInt32),
+    })
+
+
+def _closed_client(c: dict[str, Any], where: str) -> Any:
+    from .sim import ClosedClient
+
+    try:
+        cc = ClosedClient(**c)
+        cc.to_spec()
+    except TypeError as e:
+        raise InputError(f"closed: {e}", where) from None
+    return cc
+
+
+def _policy(p: dict[str, Any], tenants: list[Tenant], percentile: float, where: str) -> dict[str, Any]:
+    """A [[policy]] table → core spec, filling per-tenant parameters from the tenants."""
+    if "spec" in p:
+        return dict(p["spec"])
+    if "kind" not in p:
+        raise InputError("needs a kind (one of storqos.specs.POLICIES)", where)
+    try:
+        kind = canonical_policy(str(p["kind"]))
+    except InputError as e:
+        raise InputError(e.message, where) from None
+    params = {k: v for k, v in p.items() if k not in ("kind", "name")}
+    try:
+        if kind == "mclock":
+            params.setdefault("weights", [t.weight or 1.0 for t in tenants])
+            params.setdefault("reservations", [t.reservation or 0.0 for t in tenants])
+            if "limits" not in params and any(t.limit for t in tenants):
+                params["limits"] = [t.limit for t in tenants]
+            return mclock_spec(**params)
+        if kind in WEIGHTED and "weights" not in params and any(t.weight for t in tenants):
+            params["weights"] = [t.weight or 1.0 for t in tenants]
+        if kind in TWO_LEVEL and "slo" not in params:
+            missing = [t.name for t in tenants if not (t.reservation and t.slo_ns)]
+            if missing:
+                raise InputError(f"{kind} needs every tenant's reservation (R_i) and slo (D_i); missing for {', '.join(missing)}")
+            params["slo"] = ",".join(f"{_slo_name(t.name)}:{t.reservation}iops@{t.slo_ns}ns" for t in tenants)
+            params.setdefault("percentile", percentile * 100)
+        return policy_spec(kind, **params)
+    except InputError as e:
+        raise InputError(e.message if e.where is None else f"{e.where}: {e.message}", where) from None
+    except TypeError as e:
+        raise InputError(f"unknown parameter ({e})", where) from None
+
+
+def _slo_name(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in name)
+
+
+# ----------------------------------------------------------------------------- running
+
+
+def run_one(run: Run, trace: pl.DataFrame | None) -> RunOutput:
+    """Simulate one run (in a worker process). Pure: same run ⇒ same output."""
+    from .sim import simulate
+
+    closed = [_closed_client(dict(c), run.label) for c in run.closed]
+    t0 = time.perf_counter()
+    res = simulate(trace, run.policy, run.device, generators=run.generators, closed=closed, seed=run.seed,
+                   window=f"{run.window_ns}ns")
+    wall = time.perf_counter() - t0
+    names = pl.DataFrame({
+        "tenant": pl.Series(range(len(run.tenants)), dtype=pl.UInt32),
+        "name": [t.name for t in run.tenants],
+        "slo_ns": pl.Series([t.slo_ns for t in run.tenants], dtype=pl.Int64),
+    })
+    tenants = names.join(res.tenants.with_columns(pl.col("tenant").cast(pl.UInt32)), on="tenant", how="left")
+    tenants = tenants.with_columns(pl.col("completed").fill_null(0))
+    cdf = res.cdf.with_columns(pl.col("tenant").cast(pl.UInt32))
+    within = []
+    for t in run.tenants:
+        if t.slo_ns is None:
+            within.append(None)
+            continue
+        tid = run.tenants.index(t)
+        sub = cdf.filter((pl.col("tenant") == tid) & (pl.col("response_ns") <= t.slo_ns))
+        within.append(float(sub["fraction"].max() or 0.0))
+    tenants = tenants.with_columns(pl.Series("within_slo", within, dtype=pl.Float64))
+    tenants = tenants.with_columns(
+        pl.when(pl.col("slo_ns").is_null()).then(None).otherwise(pl.col("within_slo") >= run.percentile).alias("slo_met")
+    )
+    return RunOutput(
+        index=run.index,
+        label=run.label,
+        policy_name=run.policy_name,
+        policy_display=res.policy,
+        device_display=res.device,
+        point=run.point,
+        tenants=tenants,
+        windows=res.windows.with_columns(pl.col("tenant").cast(pl.UInt32)),
+        cdf=cdf,
+        gauges=res.gauges,
+        arrived=res.arrived,
+        unfinished=res.unfinished,
+        end_ns=res.end_ns,
+        wall_s=wall,
+    )
+
+
+def _trace_key(run: Run) -> str | None:
+    return run.trace_key
+
+
+def run_experiment(
+    exp: Experiment,
+    out_dir: str | Path | None = None,
+    *,
+    backend: str | None = "local",
+    workers: int | None = None,
+    report: bool = True,
+    on_done: Any = None,
+) -> ExperimentResult:
+    """Run every run of ``exp`` on ``backend`` (see :mod:`storqos.sweep`); with
+    ``out_dir``, write ``tenants.parquet``, ``windows.parquet``, ``cdf.parquet``,
+    ``summary.json`` and (``report=True``) ``report.html`` there."""
+    from .sweep import map_runs, parse_backend
+
+    backend = parse_backend(backend)
+    t0 = time.perf_counter()
+    outputs = map_runs(run_one, exp.runs, shared=dict(exp.traces), key_of=_trace_key, backend=backend,
+                       workers=workers, on_done=on_done)
+    result = ExperimentResult(experiment=exp, outputs=outputs, backend=backend, wall_s=time.perf_counter() - t0)
+    if out_dir is not None:
+        write_outputs(result, Path(out_dir), report=report)
+    return result
+
+
+def write_outputs(result: ExperimentResult, out: Path, *, report: bool = True) -> dict[str, str]:
+    """Write the Parquet tables, the JSON summary and the HTML report into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    files = {
+        "tenants": out / "tenants.parquet",
+        "windows": out / "windows.parquet",
+        "cdf": out / "cdf.parquet",
+        "summary": out / "summary.json",
+    }
+    result.tenants.write_parquet(files["tenants"])
+    result.windows.write_parquet(files["windows"])
+    result.cdf.write_parquet(files["cdf"])
+    if report:
+        from .report import write_report
+
+        files["report"] = out / "report.html"
+        result.files = {k: str(v) for k, v in files.items()}
+        write_report(result, files["report"])
+    result.files = {k: str(v) for k, v in files.items()}
+    files["summary"].write_text(json.dumps(result.summary(), indent=2, default=float) + "\n")
+    return result.files
+
+
+__all__ = [
+    "Experiment",
+    "ExperimentResult",
+    "Run",
+    "RunOutput",
+    "Tenant",
+    "from_dict",
+    "load",
+    "run_experiment",
+    "run_one",
+    "write_outputs",
+]

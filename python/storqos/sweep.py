@@ -1,0 +1,152 @@
+"""Run many independent simulations: a local process pool by default, or a Dask cluster.
+
+Every run is a pure function of its description (its seed included), so the backend
+changes only where the runs execute, never their results: a sweep on a 2-worker Dask
+``LocalCluster`` returns exactly what the local pool returns (the tests check it).
+
+Backends (the ``--dask`` / ``--workers`` options of ``storqos run``):
+
+- ``"local"`` (default): :class:`concurrent.futures.ProcessPoolExecutor` with the
+  ``spawn`` start method (forking a process that holds polars' thread pool can
+  deadlock); ``workers`` processes (default: the CPU count, at most the number of runs).
+- ``"serial"``: in this process, one run after the other (debugging, tiny sweeps).
+- ``"tcp://HOST:8786"``: a running Dask scheduler (``dask.distributed.Client``).
+- ``"local:N"``: a Dask ``LocalCluster`` of N single-threaded worker processes, started
+  for the sweep and closed after it.
+
+Large inputs every run needs (a trace DataFrame) are passed once per worker, not once
+per run: ``shared[key]`` is sent to each pool worker by its initializer, or scattered to
+the Dask workers, and ``fn(item, shared[key_of(item)])`` runs there.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import uuid
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Any, TypeVar
+
+from .errors import InputError
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: What a pool worker received from its initializer: the shared inputs by key.
+_SHARED: dict[Hashable, Any] = {}
+
+
+def _init_worker(shared: dict[Hashable, Any]) -> None:
+    _SHARED.clear()
+    _SHARED.update(shared)
+
+
+def _call_shared(fn: Callable[[Any, Any], Any], item: Any, key: Hashable) -> Any:
+    return fn(item, _SHARED.get(key))
+
+
+def parse_backend(value: str | None) -> str:
+    """Check a backend string (``local``, ``serial``, ``local:N``, ``tcp://HOST:PORT``)."""
+    if value is None or value in ("local", "serial"):
+        return value or "local"
+    if value.startswith("local:"):
+        n = value.split(":", 1)[1]
+        if not n.isdigit() or int(n) < 1:
+            raise InputError(f"expected local:N with N >= 1 workers, got {value!r}", "--dask")
+        return value
+    if value.startswith(("tcp://", "tls://", "ucx://")) and ":" in value.split("://", 1)[1]:
+        return value
+    raise InputError(f"expected tcp://HOST:PORT or local:N, got {value!r}", "--dask")
+
+
+def map_runs(
+    fn: Callable[[T, Any], R],
+    items: Sequence[T],
+    *,
+    shared: dict[Hashable, Any] | None = None,
+    key_of: Callable[[T], Hashable] = lambda _item: None,
+    backend: str | None = "local",
+    workers: int | None = None,
+    on_done: Callable[[int], None] | None = None,
+) -> list[R]:
+    """``[fn(item, shared[key_of(item)]) for item in items]`` on ``backend``, in input
+    order. ``fn`` must be a module-level function (it is pickled). ``on_done(i)`` is
+    called in this process as run ``i`` finishes (for a progress bar)."""
+    backend = parse_backend(backend)
+    shared = shared or {}
+    n = len(items)
+    results: list[Any] = [None] * n
+    if n == 0:
+        return []
+    if backend == "serial" or (backend == "local" and (workers or 0) == 1):
+        for i, item in enumerate(items):
+            results[i] = fn(item, shared.get(key_of(item)))
+            if on_done:
+                on_done(i)
+        return results
+    if backend == "local":
+        k = max(1, min(workers or os.cpu_count() or 1, n))
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=k, mp_context=ctx, initializer=_init_worker, initargs=(shared,)) as ex:
+            futs = {ex.submit(_call_shared, fn, item, key_of(item)): i for i, item in enumerate(items)}
+            for f in as_completed(futs):
+                i = futs[f]
+                results[i] = f.result()
+                if on_done:
+                    on_done(i)
+        return results
+    return _map_dask(fn, items, shared, key_of, backend, on_done)
+
+
+def _map_dask(
+    fn: Callable[[Any, Any], Any],
+    items: Sequence[Any],
+    shared: dict[Hashable, Any],
+    key_of: Callable[[Any], Hashable],
+    backend: str,
+    on_done: Callable[[int], None] | None,
+) -> list[Any]:
+    import logging
+
+    from dask.distributed import Client, LocalCluster
+    from dask.distributed import as_completed as dask_completed
+
+    # Keep distributed's informational logging off the user's terminal.
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+    cluster = None
+    try:
+        if backend.startswith("local:"):
+            cluster = LocalCluster(
+                n_workers=int(backend.split(":", 1)[1]),
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            )
+            client = Client(cluster)
+        else:
+            try:
+                client = Client(backend, timeout="10s")
+            except OSError as e:
+                raise InputError(f"cannot reach the Dask scheduler at {backend}: {e}", "--dask") from None
+        with client:
+            remote = {k: client.scatter(v, broadcast=True) for k, v in shared.items()}
+            token = uuid.uuid4().hex[:12]
+            futs = {
+                client.submit(fn, item, remote.get(key_of(item)), pure=False, key=f"storqos-run-{token}-{i}"): i
+                for i, item in enumerate(items)
+            }
+            results: list[Any] = [None] * len(items)
+            for f in dask_completed(list(futs)):
+                i = futs[f]
+                results[i] = f.result()
+                if on_done:
+                    on_done(i)
+            return results
+    finally:
+        if cluster is not None:
+            cluster.close()
+
+
+__all__ = ["map_runs", "parse_backend"]

@@ -1,0 +1,261 @@
+"""Experiment files (storqos.experiment), sweeps (storqos.sweep), the HTML report
+(storqos.report) and `storqos run`:
+
+- schema errors are one line naming the file and the key, exit status 2 from the CLI;
+- the grid expands to policies × the cartesian product of its lists, per-tenant
+  parameters fill the policies' lists;
+- the same small grid gives identical results serially, on a 2-process pool and on a
+  2-worker Dask LocalCluster;
+- `storqos run` writes the Parquet tables, summary.json and report.html, and the report
+  renders every plot in headless Chromium with an empty console.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from storqos.errors import InputError
+from storqos.experiment import from_dict, load, run_experiment
+
+from conftest import REPO
+
+#: A small experiment: the bundled WebSearch excerpt (first 4 s), a Poisson tenant and a
+#: closed-loop tenant on a constant-rate device; 2 policies × 2 capacities.
+SMALL = """
+name = "small"
+description = "test grid"
+seed = 3
+duration = "4s"
+window = "500ms"
+
+[device]
+kind = "constant"
+capacity = "900"
+
+[[trace]]
+name = "web"
+path = "bundled:websearch"
+weight = 2
+reservation = "300"
+slo = "10ms"
+
+[[tenant]]
+name = "batch"
+generator = { kind = "onoff", rate_on = "1k", rate_off = 0, mean_on = "100ms", mean_off = "900ms" }
+weight = 1
+slo = "50ms"
+
+[[tenant]]
+name = "backup"
+closed = { outstanding = 4, think = "1ms", think_exponential = true, size = "64KiB" }
+weight = 1
+limit = "150"
+
+[[policy]]
+kind = "mclock"
+
+[[policy]]
+name = "fair"
+kind = "wf2q"
+
+[grid]
+"device.capacity" = ["800", "1.2k"]
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "exp.toml") -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_grid_expands_and_tenants_fill_policy_parameters(tmp_path: Path) -> None:
+    exp = load(write(tmp_path, SMALL))
+    assert len(exp.runs) == 4
+    assert [r.policy_name for r in exp.runs] == ["mclock", "fair", "mclock", "fair"]
+    assert [r.point for r in exp.runs][::2] == [{"device.capacity": "800"}, {"device.capacity": "1.2k"}]
+    assert [r.device["iops"] for r in exp.runs] == [800.0, 800.0, 1200.0, 1200.0]
+    assert [t.name for t in exp.runs[0].tenants] == ["web", "batch", "backup"]
+    assert exp.runs[0].policy == {"kind": "mclock", "reservations": [300.0, 0.0, 0.0], "weights": [2.0, 1.0, 1.0],
+                                  "limits": [None, None, 150.0]}
+    assert exp.runs[1].policy == {"kind": "wf2q", "weights": [2.0, 1.0, 1.0]}
+    # One shared trace frame (the excerpt's first 4 s, tenant 0), generators and closed
+    # clients as specs with their tenant ids.
+    assert len(exp.traces) == 1
+    df = next(iter(exp.traces.values()))
+    assert df["tenant"].unique().to_list() == [0] and df["arrival_ns"].max() < 4_000_000_000
+    assert exp.runs[0].generators[0]["tenant"] == 1 and exp.runs[0].closed[0]["tenant"] == 2
+    # A split trace makes one tenant per key.
+    split = SMALL.replace('path = "bundled:websearch"', 'path = "bundled:websearch"\nsplit = "device"')
+    exp = load(write(tmp_path, split, "split.toml"))
+    names = [t.name for t in exp.runs[0].tenants]
+    assert sorted(names[:6]) == [f"web/{k}" for k in "012345"] and names[6:] == ["batch", "backup"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("seed = 3", "seed = 3\nsede = 4"), "exp.toml: unknown key 'sede'"),
+        (('kind = "constant"', 'kind = "ssd"'), "unknown device 'ssd'"),
+        (('["800", "1.2k"]', '["800", "fast"]'), "malformed rate 'fast'"),
+        (('"device.capacity" = ["800", "1.2k"]', '"device.capacity" = []'), "[grid] 'device.capacity' must be a non-empty list"),
+        (('"device.capacity"', '"tenant.nobody.weight"'), "no [[tenant]] named 'nobody'"),
+        (('"device.capacity"', '"colour"'), "[grid] key 'colour' names nothing"),
+        (('kind = "onoff"', 'kind = "zipf"'), "[[tenant]] 1 (batch): generator: unknown kind 'zipf'"),
+        (("rate_on = ", "rateon = "), "generator: unknown key 'rateon'"),
+        (("outstanding = 4", "outstanding = 4, depth = 2"), "[[tenant]] 2 (backup): closed: unknown key 'depth'"),
+        (('limit = "150"', 'limit = "150"\nreservation = "500"'), "reservations[2] (500 IOPS) exceeds limits[2] (150 IOPS)"),
+        (('kind = "wf2q"', 'kind = "lottery"'), "[[policy]] 2 (fair): unknown policy 'lottery'"),
+        (('name = "fair"', 'name = "mclock"'), "[[policy]] name(s) mclock given twice"),
+        (('path = "bundled:websearch"', 'path = "missing.trace"'), "trace file 'missing.trace' not found"),
+        (('weight = 2', 'weight = -2'), "[[trace]] 1 (web): weight must be a number > 0"),
+        (('slo = "10ms"', 'slo = "soon"'), "slo: malformed duration"),
+        (("seed = 3", "seed = 3\n[broken"), "TOML syntax error"),
+    ],
+)
+def test_schema_errors_name_file_and_key(tmp_path: Path, change: tuple[str, str], message: str) -> None:
+    old, new = change
+    assert old in SMALL
+    path = write(tmp_path, SMALL.replace(old, new, 1))
+    with pytest.raises(InputError) as e:
+        load(path)
+    assert message in str(e.value), str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_structure_errors() -> None:
+    base = {"device": {"kind": "constant", "capacity": 100}, "policy": [{"kind": "fcfs"}],
+            "tenant": [{"name": "a", "generator": {"kind": "poisson", "rate": 10, "count": 5}}]}
+    assert len(from_dict(base).runs) == 1
+    for drop, msg in (("policy", "needs at least one [[policy]]"), ("device", "needs a [device] table"),
+                      ("tenant", "needs at least one [[trace]] or [[tenant]]")):
+        bad = {k: v for k, v in base.items() if k != drop}
+        with pytest.raises(InputError, match=re.escape(msg)):
+            from_dict(bad)
+    two = {**base, "tenant": [{"name": "a", "generator": {"kind": "poisson", "rate": 10, "count": 5},
+                               "closed": {"outstanding": 1}}]}
+    with pytest.raises(InputError, match="needs exactly one of trace, generator or closed"):
+        from_dict(two)
+    nostop = {**base, "tenant": [{"name": "a", "closed": {"outstanding": 1}}]}
+    with pytest.raises(InputError, match="closed-loop tenants need a stop time or an experiment duration"):
+        from_dict(nostop)
+
+
+def _comparable(res) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    return res.tenants, res.windows, res.cdf
+
+
+def test_local_pool_and_dask_localcluster_give_identical_results(tmp_path: Path) -> None:
+    exp = load(write(tmp_path, SMALL))
+    serial = run_experiment(exp, backend="serial")
+    pool = run_experiment(exp, backend="local", workers=2)
+    dask = run_experiment(exp, backend="local:2")
+    assert dask.backend == "local:2"
+    for other in (pool, dask):
+        for a, b in zip(_comparable(serial), _comparable(other), strict=True):
+            assert a.equals(b)
+    t = serial.tenants
+    assert t.height == 4 * 3
+    # The runs did something sensible: every tenant completed requests, mClock kept the
+    # backup tenant at or under its 150 IOPS limit.
+    assert t["completed"].min() > 0
+    backup = t.filter((pl.col("policy") == "mclock") & (pl.col("name") == "backup"))
+    assert (backup["completed"] / 4.0 <= 150 * 1.01).all(), backup
+    # Different seeds give different closed-loop think times: results change.
+    exp2 = load(write(tmp_path, SMALL.replace("seed = 3", "seed = 4"), "seed4.toml"))
+    other = run_experiment(exp2, backend="serial")
+    assert not other.tenants.equals(serial.tenants)
+
+
+def test_cli_run_writes_tables_summary_and_report(tmp_path: Path, cli) -> None:
+    path = write(tmp_path, SMALL)
+    out = tmp_path / "out"
+    r = cli("run", str(path), "--out", str(out), "--workers", "1", "--json")
+    assert r.code == 0, r.err
+    summary = json.loads(r.out)
+    assert summary["experiment"] == "small" and len(summary["runs"]) == 4
+    assert summary["grid"] == {"device.capacity": ["800", "1.2k"]}
+    assert summary["tenants"] == ["web", "batch", "backup"]
+    assert json.loads((out / "summary.json").read_text())["runs"] == summary["runs"]
+    tenants = pl.read_parquet(out / "tenants.parquet")
+    assert tenants.height == 12 and {"run", "policy", "device.capacity", "name", "p99_ns", "within_slo"} <= set(tenants.columns)
+    web = tenants.filter(pl.col("name") == "web")
+    assert web["slo_ns"].unique().to_list() == [10_000_000]
+    windows = pl.read_parquet(out / "windows.parquet")
+    assert windows["run"].n_unique() == 4 and windows["start_ns"].max() >= 3_500_000_000
+    html = (out / "report.html").read_text()
+    # 1 capacity curve + (CDF + time series) per grid point; plotly inlined, no CDN.
+    assert 'name="storqos-figures" content="5"' in html
+    assert html.count('class="storqos-figure"') == 5
+    assert re.search(r"<script[^>]*\ssrc=", html) is None and re.search(r"<link[^>]*\shref=", html) is None
+    # Human output: a table and the file list.
+    r = cli("run", str(path), "--out", str(out), "--workers", "1", "--no-report")
+    assert r.code == 0 and "small: 4 runs" in r.out and "tenants:" in r.out
+    # Bad input: one line, exit 2.
+    bad = write(tmp_path, SMALL.replace("seed = 3", "seed = -1"), "bad.toml")
+    r = cli("run", str(bad), "--out", str(out))
+    assert r.code == 2 and r.err.strip().count("\n") == 0 and "bad.toml: seed must be an integer >= 0" in r.err
+    r = cli("run", str(path), "--dask", "nowhere")
+    assert r.code == 2 and "--dask: expected tcp://HOST:PORT or local:N" in r.err
+
+
+def chromium() -> str:
+    """Debian's chromium (package `chromium`), installed by the Makefile."""
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        p = shutil.which(name)
+        if p:
+            return p
+    raise AssertionError("headless Chromium not found: install Debian's `chromium` package (apt-get install chromium)")
+
+
+def headless(page: Path) -> tuple[str, list[str]]:
+    """Load ``page`` in headless Chromium; return the rendered DOM and the console lines."""
+    p = subprocess.run(
+        [chromium(), "--headless", "--disable-gpu", "--no-sandbox", "--enable-logging=stderr", "--v=0",
+         "--virtual-time-budget=10000", "--dump-dom", page.resolve().as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    # Every console message (log, warn, error, uncaught exception) is logged as
+    # "[pid:tid:time:INFO:CONSOLE:line] "message", source: URL (line)".
+    console = [line for line in p.stderr.splitlines() if ":CONSOLE" in line]
+    return p.stdout, console
+
+
+def test_report_renders_every_plot_in_headless_chromium(tmp_path: Path) -> None:
+    # The harness sees console errors (so an empty console below means something).
+    probe = tmp_path / "probe.html"
+    probe.write_text("<html><body><script>console.error('probe error'); missingFunction();</script></body></html>")
+    _, console = headless(probe)
+    assert any("probe error" in c for c in console) and any("Uncaught ReferenceError" in c for c in console), console
+
+    exp = load(write(tmp_path, SMALL))
+    res = run_experiment(exp, tmp_path / "out", backend="serial")
+    page = Path(res.files["report"])
+    n = int(re.search(r'name="storqos-figures" content="(\d+)"', page.read_text()).group(1))
+    assert n == 5
+    dom, console = headless(page)
+    assert console == [], console
+    figures = re.split(r'(?=<div id="fig-\d+")', dom)[1:]
+    assert len(figures) == n
+    for i, fig in enumerate(figures):
+        head = fig[: fig.index(">") + 1]
+        assert f'id="fig-{i}"' in head and "js-plotly-plot" in head, head  # plotly took the div
+        assert fig.count('class="main-svg"') >= 1, f"figure {i} has no SVG"
+        assert re.search(r'class="trace scatter', fig), f"figure {i} drew no lines"
+
+
+def test_compare_example_parses_with_four_policies() -> None:
+    exp = load(REPO / "examples" / "experiments" / "compare.toml")
+    assert exp.policies == ["mclock", "sarc+avatar", "wf2q", "fcfs"]
+    assert [t.name for t in exp.runs[0].tenants] == ["websearch", "mail", "hm_0", "backup"]
+    assert len(exp.runs) == 4 * 3
+    kinds = {r.policy["kind"] for r in exp.runs}
+    assert kinds == {"mclock", "sarc_avatar", "wf2q", "fcfs"}

@@ -1,0 +1,98 @@
+"""Seed 001 from Python: SLO strings, per-second judging, two-level specs and series."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from storqos import InputError, policy_spec, slo, twolevel as tl
+
+
+def test_parse_slo_and_spec_fields():
+    s = slo.parse_slo("web:160iops@400ms, oltp:1.5k@0.9s")
+    assert [(x.name, x.rate_iops, x.latency_ns) for x in s] == [("web", 160.0, 400_000_000), ("oltp", 1500.0, 900_000_000)]
+    assert slo.parse_slo("100@5")[0].name == "0"
+    f = slo.slo_fields("web:160iops@400ms", percentile="99")
+    assert f == {"slo": [{"rate_iops": 160.0, "latency_ns": 400_000_000}], "percentile": 0.99}
+
+
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        ("", "malformed SLO list"),
+        ("web:160iops", "entry 1"),
+        ("web:0iops@1ms", "entry 1 (web)"),
+        ("web:10@0ms", "latency must be > 0"),
+        ("a:1@1ms,,b:1@1ms", "malformed SLO list"),
+        ("a:1@1ms,a:2@1ms", "given twice"),
+        ("a:fast@1ms", "malformed rate"),
+    ],
+)
+def test_bad_slo_strings_are_one_line_errors(text, want):
+    with pytest.raises(InputError) as e:
+        slo.parse_slo(text)
+    assert want in str(e.value) and "\n" not in str(e.value) and str(e.value).startswith("--slo")
+
+
+def test_policy_specs():
+    spec = policy_spec("sarc+avatar", slo="web:160iops@400ms,oltp:190iops@900ms", period="50ms")
+    assert spec["kind"] == "sarc_avatar" and spec["period_ns"] == 50_000_000 and len(spec["slo"]) == 2
+    assert policy_spec("adaptive", slo="1@1s", p_inc=0.1)["p_inc"] == 0.1
+    assert policy_spec("sarc+facade", slo="1@1s")["kind"] == "sarc_facade"
+    assert policy_spec("fixed+avatar", slo="1@1s")["kind"] == "fixed_avatar"
+    with pytest.raises(InputError, match="needs per-class SLOs"):
+        policy_spec("sarc+avatar")
+    with pytest.raises(InputError, match="p_rt only applies"):
+        policy_spec("sarc+avatar", slo="1@1s", p_rt=0.1)
+
+
+def test_judge_per_second():
+    w = pl.DataFrame({
+        "start_ns": [0, 0, 1_000_000_000, 1_000_000_000, 2_000_000_000],
+        "tenant": [0, 1, 0, 1, 0],
+        "arrivals": [100, 300, 100, 300, 5],
+        "completed": [100, 200, 100, 150, 0],
+        "p50_ns": [0] * 5,
+        "p95_ns": [300_000_000, 5_000_000_000, 500_000_000, 1, 0],
+        "p99_ns": [0] * 5,
+    })
+    v = slo.judge(w, "web:160iops@400ms,oltp:190iops@900ms")
+    assert v["verdict"].to_list() == ["latency met", "throughput met", "violated", "violated", "violated"]
+    c = slo.compliance(v)
+    assert c["met"].to_list() == pytest.approx([1 / 3, 0.5])
+    with pytest.raises(InputError, match="per-request log"):
+        slo.judge(w, "1@1s", percentile=0.9)
+
+
+def test_short_run_series_and_misses():
+    w = tl.e1_workload(duration=20.0, burst=(5.0, 10.0, 5.0), web="synthetic")
+    s = tl.e1_slo()
+    res = tl.simulate(w, "sarc+avatar", s)
+    assert res.unfinished == 0 and res.policy == "sarc+avatar"
+    ts = tl.timeseries(res)
+    for col in ("start_s", "lo", "spare", "credits.0", "credits.1", "low_p_ms.1", "low_miss_ratio.0", "p95_ms.1"):
+        assert col in ts.columns, col
+    assert ts.height >= 20
+    m = tl.miss_ratio(res)
+    assert m["completed"].sum() == w.height
+    assert (m["miss_ratio"] < 0.5).all()
+    v = slo.judge(res.windows, s)
+    assert set(v["verdict"].unique()) <= {"latency met", "throughput met", "violated"}
+
+
+def test_plot(tmp_path):
+    w = tl.e1_workload(duration=8.0, burst=(2.0, 4.0, 5.0), web="synthetic")
+    runs = {p: tl.simulate(w, p, tl.e1_slo()) for p in ("sarc+avatar", "sarc+facade")}
+    out = tl.plot(runs, tl.e1_slo(), tmp_path / "e1.png")
+    assert out.exists() and out.stat().st_size > 10_000
+
+
+def test_e2_ordering_from_python():
+    w = tl.e2_workload(duration=60.0)
+    total = {}
+    for p in ("fixed+avatar", "adaptive+avatar", "sarc+avatar"):
+        r = tl.simulate(w, p, tl.e2_slo(), until="60s")
+        total[p] = r.tenants["completed"].sum() / 60.0
+        m = tl.miss_ratio(r)
+        assert m["missed"].sum() / m["completed"].sum() < 0.05, p
+    assert total["fixed+avatar"] < total["adaptive+avatar"] <= total["sarc+avatar"], total
