@@ -3,6 +3,7 @@
 #   make demo       build everything and run `storqos demo` on the bundled WebSearch excerpt
 #   make test       build everything and run all Rust and Python tests
 #   make bench      run the benchmarks (slow; results go to BENCHMARKS.md by hand)
+#   make reproduce  regenerate every examples/ experiment and docs/results/
 #
 # Everything Python lives in .venv (created here); Rust builds into target/.
 
@@ -15,7 +16,7 @@ CARGO  ?= cargo
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: demo test test-rust test-python build setup bench clean
+.PHONY: demo test test-rust test-python build setup system-deps bench reproduce clean
 
 demo: build
 	$(VENV)/bin/storqos demo --out out/demo
@@ -32,8 +33,14 @@ test-rust: setup
 test-python: build
 	$(VPY) -m pytest
 
-# System packages (Debian): only what pip/cargo cannot provide.
-setup: $(DEPS)
+setup: $(DEPS) system-deps
+
+# System packages (Debian): only what pip/cargo cannot provide. Chromium renders the
+# HTML report in the report test (headless).
+system-deps:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  echo "installing chromium with apt-get (headless report test)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
 $(VPY):
 	@command -v $(CARGO) >/dev/null || { echo "error: cargo (Rust) is required: https://rustup.rs" >&2; exit 2; }
@@ -57,6 +64,15 @@ build: setup
 
 bench: build
 	$(VPY) benches/event_loop.py
+	$(VPY) benches/trace_read.py
+	$(VPY) benches/capacity_table.py
+	$(VPY) benches/twolevel.py
+	$(VPY) benches/sweep.py
+	$(CARGO) run --release -q -p storqos-core --example mclock_rate
+
+# Regenerate every examples/ experiment and docs/results/*.md with numbers and plots.
+reproduce: build
+	scripts/reproduce.sh
 
 clean:
 	rm -rf $(VENV) target out python/storqos/*.so

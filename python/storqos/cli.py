@@ -34,6 +34,8 @@ trace_app = typer.Typer(help="Inspect and convert block traces.", no_args_is_hel
 app.add_typer(trace_app, name="trace")
 
 out = Console()
+if not out.is_terminal:  # piped or captured: no terminal width to honour, keep tables unwrapped
+    out = Console(width=max(out.width, 120))
 err = Console(stderr=True)
 
 FormatOpt = Annotated[
@@ -106,19 +108,23 @@ CapacityOpt = Annotated[
 ]
 
 
-def _ms(ns: float) -> str:
-    """Milliseconds, 3 significant digits below 100 (the column header carries the unit)."""
-    v = ns / 1e6
+def _fmt_in(ns: float, scale: float) -> str:
+    """A time in the table's unit, 3 significant digits below 100 (the header has the unit)."""
+    v = ns / scale
     return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
 
 
 def _summary_table(title: str, res_rows: list[dict[str, Any]], key: str, names: dict[int, str] | None = None) -> Table:
-    """Per-group response times: units in the headers, so the table fits 80 columns."""
+    """Per-group response times, units in the headers."""
+    cols = ("mean_ns", "p50_ns", "p95_ns", "p99_ns", "max_ns")
+    unit, scale = "ms", 1e6
     t = Table(title=title)
     t.add_column(key)
+    if names and all(names.get(int(r.get(key, -1)), "") == str(r.get(key)) for r in res_rows):
+        names = None  # the names are just the ids
     if names:
         t.add_column("name")
-    for col in ("requests", "IOPS", "mean ms", "p50 ms", "p95 ms", "p99 ms", "max ms"):
+    for col in ("requests", "IOPS", f"mean {unit}", f"p50 {unit}", f"p95 {unit}", f"p99 {unit}", f"max {unit}"):
         t.add_column(col, justify="right")
     for r in res_rows:
         label = [str(r.get(key, "all"))]
@@ -128,7 +134,7 @@ def _summary_table(title: str, res_rows: list[dict[str, Any]], key: str, names: 
             *label,
             f"{r['completed']:,}",
             f"{r.get('iops', 0.0):.4g}",
-            *(_ms(r[c]) for c in ("mean_ns", "p50_ns", "p95_ns", "p99_ns", "max_ns")),
+            *(_fmt_in(r[c], scale) for c in cols),
         )
     return t
 
@@ -150,6 +156,10 @@ def simulate(
         typer.Option(help="Per-tenant SLOs for sarc+avatar & co, in tenant order: web:160iops@400ms,oltp:190iops@900ms."),
     ] = None,
     percentile: Annotated[Optional[str], typer.Option(help="SLO latency percentile (default 95).")] = None,
+    reservations: Annotated[
+        Optional[str], typer.Option(help="mclock: per-tenant reservations in IOPS, e.g. 300,0,100.")
+    ] = None,
+    limits: Annotated[Optional[str], typer.Option(help="mclock: per-tenant limits in IOPS (none = no limit), e.g. none,1k.")] = None,
     servers: Annotated[Optional[int], typer.Option(help="Array device: number of servers.")] = None,
     hit_ratio: Annotated[Optional[float], typer.Option(help="Tiered device: probability a request hits the fast tier.")] = None,
     profile: Annotated[
@@ -172,6 +182,8 @@ def simulate(
     """Replay a trace through a QoS policy in front of a device model, in simulated time.
 
     Example: [bold]storqos simulate wsrch.trace --policy wf2q --weights 2,1 --split-by device --capacity 500[/bold]
+
+    Example: [bold]storqos simulate wsrch.trace --split-by device --policy mclock --reservations 200,100,0 --limits none,none,50 --capacity 500[/bold]
 
     Example: [bold]storqos simulate mix.trace --split-by device --policy sarc+avatar --slo web:160iops@400ms,oltp:190iops@900ms --device array --servers 8 --profile enterprise-10k --queue sptf[/bold]
     """
@@ -196,6 +208,8 @@ def simulate(
             cmin=cmin,
             slo=slo,
             percentile=percentile,
+            reservations=reservations,
+            limits=limits,
             servers=servers,
             hit_ratio=hit_ratio,
             profile=profile,
