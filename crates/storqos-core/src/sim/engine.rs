@@ -235,7 +235,8 @@ where
                 sched.enqueue(req, now);
             }
         }
-        pending_dispatch = true;
+        // Offering slots is only useful when the device has one free.
+        pending_dispatch = dev.state().free_slots > 0;
     }
     // Flush the last window.
     win.advance(Nanos::MAX, &mut |sink| sched.gauges(sink));
