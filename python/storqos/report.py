@@ -240,6 +240,37 @@ def render(result: ExperimentResult) -> tuple[str, int]:
     return page, figures
 
 
+def markdown(result: ExperimentResult, report_path: str | None = None) -> str:
+    """The results as markdown: one table per grid point (docs/results/<experiment>.md)."""
+    exp = result.experiment
+    lines = [f"# Experiment `{exp.name}`", "", exp.description, ""]
+    if exp.path is not None:
+        lines += [f"Regenerate: `storqos run {exp.path} --out out/experiments/{exp.name}"
+                  f" --markdown docs/results/{exp.name}.md` (or `make reproduce`).", ""]
+    if report_path:
+        lines += [f"Interactive report (CDFs, time series, capacity curves): `{report_path}`.", ""]
+    tenants = exp.runs[0].tenants if exp.runs else []
+    slo = [f"{t.name} {t.slo_ns / 1e6:g} ms" for t in tenants if t.slo_ns]
+    if slo:
+        pct = exp.runs[0].percentile * 100
+        lines += [f"SLO latencies: {', '.join(slo)}; \"≤ SLO\" is the fraction of the tenant's requests within it"
+                  f" (met when ≥ {pct:g} %).", ""]
+    for point in exp.points:
+        lines += [f"## {_point_label(point)}", "",
+                  "| policy | tenant | requests | IOPS | p50 ms | p95 ms | p99 ms | ≤ SLO |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|"]
+        for o in (o for o in result.outputs if o.point == point):
+            for r in o.tenants.to_dicts():
+                def ms(k: str) -> str:
+                    v = r.get(k)
+                    return "–" if v is None else f"{v / 1e6:.3g}"
+                w = r.get("within_slo")
+                lines.append(f"| {o.policy_name} | {r['name']} | {r['completed']:,} | {(r.get('iops') or 0):.4g} | "
+                             f"{ms('p50_ns')} | {ms('p95_ns')} | {ms('p99_ns')} | {'–' if w is None else f'{100 * w:.1f} %'} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def write_report(result: ExperimentResult, path: str | Path) -> int:
     """Write the report to ``path``; return the number of figures."""
     page, n = render(result)
@@ -247,4 +278,4 @@ def write_report(result: ExperimentResult, path: str | Path) -> int:
     return n
 
 
-__all__ = ["cdf_figure", "curve_figure", "render", "timeseries_figure", "write_report"]
+__all__ = ["cdf_figure", "curve_figure", "markdown", "render", "timeseries_figure", "write_report"]

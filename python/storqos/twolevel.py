@@ -50,6 +50,7 @@ __all__ = [
     "E2_SCALE",
     "KINDS",
     "e1_slo",
+    "e1_timing",
     "e1_workload",
     "e2_slo",
     "e2_workload",
@@ -71,13 +72,15 @@ def twolevel_spec(
     p_rt: float | None = None,
     p_inc: float | None = None,
     p_dec: float | None = None,
+    facade_overload: str | None = None,
 ) -> dict[str, Any]:
     """The core spec of a two-level policy (``sarc+avatar``, ``sarc+facade``,
     ``fixed+avatar``, ``adaptive+avatar``) with SLOs ``"web:160iops@400ms,..."``.
 
     ``period`` is T_SARC (default 100 ms), ``window`` AVATAR's / Facade's control window
     (default 1 s); ``p_rt``, ``p_inc``, ``p_dec`` are ADAPTIVE's (defaults 0.2, 0.025,
-    0.05, the paper's E2 values).
+    0.05, the paper's E2 values). ``facade_overload`` (sarc+facade only) is Facade's
+    overload test: ``"per_class"`` (default) or ``"total"`` (arrival rate > Σ R_i).
     """
     key = policy.strip().lower()
     if key not in KINDS:
@@ -96,6 +99,12 @@ def twolevel_spec(
         if key != "adaptive+avatar":
             raise InputError(f"{name} only applies to adaptive+avatar", f"--{name.replace('_', '-')}")
         spec[name] = float(v)
+    if facade_overload is not None:
+        if key != "sarc+facade":
+            raise InputError("facade_overload only applies to sarc+facade", "--facade-overload")
+        if facade_overload not in ("per_class", "total"):
+            raise InputError(f"must be per_class or total, got {facade_overload!r}", "--facade-overload")
+        spec["facade_overload"] = facade_overload
     return spec
 
 
@@ -118,13 +127,15 @@ def simulate(
     p_rt: float | None = None,
     p_inc: float | None = None,
     p_dec: float | None = None,
+    facade_overload: str | None = None,
     **kwargs: Any,
 ) -> SimResult:
     """Simulate ``trace`` (tenant i = class i) through a two-level policy on ``device``
     (default: seed 001's 8-disk array). Other keywords go to :func:`storqos.simulate`
     (``seed``, ``window`` — keep the 1 s default to judge SLOs —, ``until``...)."""
     spec = twolevel_spec(
-        policy, slo, percentile=percentile, period=period, window=control_window, p_rt=p_rt, p_inc=p_inc, p_dec=p_dec
+        policy, slo, percentile=percentile, period=period, window=control_window, p_rt=p_rt, p_inc=p_inc, p_dec=p_dec,
+        facade_overload=facade_overload,
     )
     res = _simulate(trace, spec, device, **kwargs)
     res.params["slo"] = [s.__dict__ for s in parse_slo(slo)] if slo is not None else None
@@ -265,6 +276,19 @@ SHARED_TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 #: IOPS, Table 1); rates × 4 and latencies ÷ 4 keep R_i·D_i as in the paper and put Σ R_i
 #: at ≈ 75 % of the array's capacity.
 E1_SCALE = 4.0
+#: E1's controller time constants at scale E1_SCALE. Dividing the latencies by the scale
+#: makes time run E1_SCALE× faster, so the control window (the paper's 1 s) and T_SARC
+#: (our 100 ms) shrink by the same factor: otherwise a 1 s window holds 10 deadlines of the
+#: 100 ms class instead of 2.5 of the paper's 400 ms, nearly every arrival is "due in the
+#: next window", AVATAR's lower bound L_X̲ sits at ≈ 0.85·L^O and any small latency miss
+#: throws it into overload (L^O = ∞), while Facade adapts its depth 4× too slowly to
+#: collapse. See docs/results/twolevel.md, "E1 on the WebSearch trace".
+def e1_timing(scale: float = E1_SCALE) -> dict[str, str]:
+    """``control_window`` and ``period`` for :func:`simulate` at E1's ``scale``: the
+    paper's 1 s window and our 100 ms T_SARC divided by ``scale``."""
+    return {"control_window": f"{1000 / scale:g}ms", "period": f"{100 / scale:g}ms"}
+
+
 #: E2's scale (§4.2): rates × 3.3 put Σ R_i at ≈ 80 % of the capacity as in the paper
 #: (450 of ≈ 560 IOPS); the "loose" latencies stay the paper's.
 E2_SCALE = 3.3

@@ -121,17 +121,34 @@ def test_recombiners_on_websearch() -> None:
     for pol in ("split", "fq"):
         assert get(pol, "all", "within_deadline") >= 0.9
         assert get(pol, "primary", "within_deadline") == 1.0
-    # Miser "may incur some additional misses, but is still very close to the 90 % target".
+    # Miser with deadline slack at the full rate (miser.rs) keeps every primary deadline.
+    assert get("miser", "primary", "within_deadline") == 1.0
     assert get("miser", "all", "within_deadline") >= 0.9
     # Split wastes the idle capacity: its overflow class is much slower than FQ's / Miser's.
     assert get("split", "secondary", "mean_ns") > get("fq", "secondary", "mean_ns")
     assert get("split", "secondary", "mean_ns") > get("miser", "secondary", "mean_ns")
-    # The thesis reports Miser's mean overflow response at 85-90 % of FQ's; on this excerpt
-    # our Algorithm 2 lands within a few percent of FQ (see docs/results/shaping.md).
-    assert get("miser", "secondary", "mean_ns") <= 1.05 * get("fq", "secondary", "mean_ns")
+    # Fig. 4.4(c): Miser's mean overflow response is 85-90 % of FQ's in the thesis; 73 % here.
+    assert get("miser", "secondary", "mean_ns") <= 0.9 * get("fq", "secondary", "mean_ns")
     cdf = r.cdf
     assert set(cdf["policy"].unique()) == {"fcfs", "split", "fq", "miser"}
     assert (cdf.group_by("policy", "class").agg(pl.col("response_ns").diff().min())["response_ns"] >= 0).all()
+
+
+@needs_shared
+@pytest.mark.parametrize("name", list(BURSTY))
+@pytest.mark.parametrize(("fraction", "deadline"), [(90, "50ms"), (95, "50ms"), (90, "10ms")])
+def test_miser_serves_the_overflow_no_later_than_fq(name: str, fraction: int, deadline: str) -> None:
+    # §4.4.2: at Cmin(f) + ΔC Miser's mean secondary response is ≤ FQ's, and (our reading of
+    # Algorithm 2, miser.rs) every primary request still meets δ.
+    r = plan.recombine(_trace(BURSTY[name]), fraction, deadline, policies=("fq", "miser"))
+    s = r.summary
+
+    def get(pol: str, cls: str, col: str) -> float:
+        return float(s.filter((pl.col("policy") == pol) & (pl.col("class") == cls))[col].item())
+
+    assert get("miser", "primary", "within_deadline") == 1.0
+    assert get("miser", "primary", "max_ns") <= r.deadline_ns
+    assert get("miser", "secondary", "mean_ns") <= get("fq", "secondary", "mean_ns")
 
 
 @needs_shared

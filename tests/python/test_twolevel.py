@@ -44,6 +44,9 @@ def test_policy_specs():
         policy_spec("sarc+avatar")
     with pytest.raises(InputError, match="p_rt only applies"):
         policy_spec("sarc+avatar", slo="1@1s", p_rt=0.1)
+    assert tl.twolevel_spec("sarc+facade", "1@1s", facade_overload="total")["facade_overload"] == "total"
+    with pytest.raises(InputError, match="only applies to sarc\\+facade"):
+        tl.twolevel_spec("sarc+avatar", "1@1s", facade_overload="total")
 
 
 def test_judge_per_second():
@@ -96,3 +99,35 @@ def test_e2_ordering_from_python():
         m = tl.miss_ratio(r)
         assert m["missed"].sum() / m["completed"].sum() < 0.05, p
     assert total["fixed+avatar"] < total["adaptive+avatar"] <= total["sarc+avatar"], total
+
+
+@pytest.mark.skipif(
+    not (tl.SHARED_TRACES / "umass-websearch-excerpt" / "wsrch-small.trace").exists(),
+    reason="needs ../shared/traces (the UMass WebSearch excerpt)",
+)
+def test_e1_on_the_websearch_trace():
+    # Seed 001 E1 (§4.1) with class 0 = the UMass WebSearch excerpt, at E1's scale with
+    # time-consistent controller constants (window 250 ms, T_SARC 25 ms).
+    w = tl.e1_workload(web="trace")
+    s = tl.e1_slo()
+    runs = {p: tl.simulate(w, p, s, window="250ms", **tl.e1_timing()) for p in ("sarc+avatar", "sarc+facade")}
+    miss = {p: tl.miss_ratio(r) for p, r in runs.items()}
+    total = {p: m["missed"].sum() / m["completed"].sum() for p, m in miss.items()}
+    # "the miss ratio for SARC+AVATAR is less than 5%", "for SARC+Facade is above 50%".
+    assert total["sarc+avatar"] < 0.05 and total["sarc+facade"] > 0.5, total
+    for c in (0, 1):
+        a, f = miss["sarc+avatar"]["miss_ratio"][c], miss["sarc+facade"]["miss_ratio"][c]
+        assert a < f / 5, (c, a, f)
+    assert all(r.unfinished == 0 for r in runs.values())
+
+    def lo(p: str, a: float, b: float) -> pl.Series:
+        ts = tl.timeseries(runs[p])
+        return ts.filter(pl.col("start_s").is_between(a, b, closed="left"))["lo"].clip(upper_bound=1e6)
+
+    # AVATAR raises L^O during the overload (Fig. 5(f)) ...
+    assert lo("sarc+avatar", 60, 100).mean() > 1.5 * lo("sarc+avatar", 20, 60).mean()
+    # ... while Facade's depth collapses to 1 after the burst starts and stays there.
+    f = tl.timeseries(runs["sarc+facade"]).filter(pl.col("start_s") < 240)
+    first_one = f.filter(pl.col("lo") <= 1)["start_s"].min()
+    assert first_one is not None and first_one > 60, first_one
+    assert f.filter(pl.col("start_s") >= first_one)["lo"].max() <= 2

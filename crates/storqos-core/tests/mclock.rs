@@ -7,6 +7,8 @@
 //! - limits cap throughput (hard caps; with limit break the device is used anyway);
 //! - a tenant returning from idle neither starves the others (no burst of hoarded
 //!   credit, no reservation catch-up) nor is starved (it gets its share at once);
+//! - service by weight above a reservation leaves no reservation debt (the paper's
+//!   reservation-tag adjustment);
 //! - a backlog of 1 M queued requests is scheduled exactly as the paper's tags say.
 
 use storqos_core::devices::ConstantRate;
@@ -43,7 +45,7 @@ fn near(label: &str, got: f64, want: f64, tol: f64) {
 }
 
 #[test]
-fn reservations_are_honoured_under_contention() {
+fn mclock_reservations_are_honoured_under_contention() {
     // Weights 1 : 1 : 10 alone would give tenant 0 one twelfth (83 IOPS); it reserves 400.
     let mut s = Mclock::new(vec![400.0], vec![1.0, 1.0, 10.0], vec![]).unwrap();
     let r = run(&mut s, &clients(3), RUN, false);
@@ -63,7 +65,7 @@ fn reservations_are_honoured_under_contention() {
 }
 
 #[test]
-fn spare_capacity_divides_by_weight() {
+fn mclock_spare_capacity_divides_by_weight() {
     // No reservations: the whole device by weight 1 : 2 : 3.
     let mut s = Mclock::new(vec![], vec![1.0, 2.0, 3.0], vec![]).unwrap();
     let x = rates(&run(&mut s, &clients(3), RUN, false), 20.0);
@@ -86,7 +88,7 @@ fn spare_capacity_divides_by_weight() {
 }
 
 #[test]
-fn limits_cap_throughput() {
+fn mclock_limits_cap_throughput() {
     // Tenant 0 weighs 10x more but is limited to 200 IOPS; tenant 1 gets the rest.
     let mut s = Mclock::new(vec![], vec![10.0, 1.0], vec![Some(200.0)]).unwrap();
     let r = run(&mut s, &clients(2), RUN, false);
@@ -124,7 +126,7 @@ fn longest_run(order: &[u32], tenant: u32) -> usize {
 }
 
 #[test]
-fn tenant_returning_from_idle_neither_starves_others_nor_is_starved() {
+fn mclock_tenant_returning_from_idle_neither_starves_others_nor_is_starved() {
     const BACK: Nanos = 10 * NS_PER_SEC;
     // Tenant 1 idle for 10 s while tenant 0 has the device to itself, then returns.
     let late = |reservation: f64| {
@@ -173,7 +175,7 @@ fn tenant_returning_from_idle_neither_starves_others_nor_is_starved() {
 }
 
 #[test]
-fn deep_backlog_follows_the_tags() {
+fn mclock_deep_backlog_follows_the_tags() {
     // 1 M queued requests over 4 tenants (weights 1:2:3:4) at t = 0: every prefix of the
     // dispatch order is within one request per tenant of the weighted split.
     let mut s = Mclock::new(vec![], vec![1.0, 2.0, 3.0, 4.0], vec![]).unwrap();
@@ -197,4 +199,22 @@ fn deep_backlog_follows_the_tags() {
         }
     }
     assert_eq!(s.queued(), 400_000);
+}
+
+#[test]
+fn mclock_service_above_the_reservation_leaves_no_reservation_debt() {
+    // Tenant 0 (reservation 300) has the device alone for 10 s and runs at 1000 IOPS by
+    // weight; then tenant 1, ten times heavier, arrives. Tenant 0 must keep its 300 IOPS
+    // at once: weight-phase service is subtracted from its reservation tags (the paper's
+    // adjustment), so its R tags did not run 10 s × 1000 / 300 ≈ 33 s ahead of real time.
+    const BACK: Nanos = 10 * NS_PER_SEC;
+    let mut c = clients(2);
+    c[1].start = BACK;
+    let mut s = Mclock::new(vec![300.0], vec![1.0, 10.0], vec![]).unwrap();
+    let r = run(&mut s, &c, BACK + 2 * NS_PER_SEC, true);
+    let log = r.log.as_ref().unwrap();
+    let alone = (0..log.id.len()).filter(|&i| log.tenant[i] == 0 && log.dispatch[i] < BACK).count();
+    assert!(alone >= 9_900, "tenant 0 alone: {alone} in 10 s");
+    let after = (0..log.id.len()).filter(|&i| log.tenant[i] == 0 && log.dispatch[i] >= BACK).count();
+    near("tenant 0 keeps its reservation once contention starts", after as f64 / 2.0, 300.0, 0.02);
 }

@@ -27,6 +27,9 @@ def run_cmd(
     ] = None,
     workers: Annotated[Optional[int], typer.Option("--workers", "-w", help="Local process-pool size (default: CPU count; 1 = in this process).")] = None,
     report: Annotated[bool, typer.Option("--report/--no-report", help="Write report.html.")] = True,
+    markdown: Annotated[
+        Optional[Path], typer.Option("--markdown", help="Also write the result tables as markdown here (docs/results/NAME.md).")
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON (for scripts) instead of tables.")] = False,
 ) -> None:
     """Run every policy at every grid point of an experiment file; write tenants/windows/cdf Parquet, summary.json and report.html.
@@ -53,6 +56,12 @@ def run_cmd(
         task = progress.add_task(f"{exp.name}: runs on {backend}", total=len(exp.runs))
         result = run_experiment(exp, out_dir, backend=backend, workers=workers, report=report,
                                 on_done=lambda _i: progress.advance(task))
+    if markdown is not None:
+        from ..report import markdown as to_markdown
+
+        markdown.parent.mkdir(parents=True, exist_ok=True)
+        markdown.write_text(to_markdown(result, result.files.get("report")) + "\n")
+        result.files["markdown"] = str(markdown)
     summary = result.summary()
     if json_out:
         sys.stdout.write(json.dumps(summary, indent=2, default=float) + "\n")

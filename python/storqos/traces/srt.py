@@ -27,6 +27,7 @@ Errors name the byte offset of the bad record: ``"ajw.srt: byte 2260"``.
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -207,3 +208,22 @@ def write_srt(df: pl.DataFrame, path: str | Path, *, system: str = "storqos") ->
         'description = "written by storqos.traces.srt.write_srt";\n'
     ).encode("ascii")
     Path(path).write_bytes(header + _FF + w.tobytes())
+
+
+def trace_origin(path: str | Path) -> datetime | None:
+    """Wall-clock time (trace-local) of the trace's time 0: the header's ``tracedate``
+    (``"Sat May 30 00:03:06 1992"``), or None when the header has none. Used to place
+    days in the week (``storqos warm``); :func:`read_srt` rebases times to start at 0."""
+    import re
+
+    p = source_file(path)
+    with open(p, "rb") as f:
+        head = f.read(1 << 16)
+    ff = head.find(_FF)
+    m = re.search(rb'tracedate\s*=\s*"([^"]+)"', head[: ff if ff >= 0 else len(head)])
+    if not m:
+        return None
+    try:
+        return datetime.strptime(" ".join(m.group(1).decode("ascii", "replace").split()), "%a %b %d %H:%M:%S %Y")
+    except ValueError:
+        return None

@@ -37,7 +37,7 @@
 //! [`Disk`] is a single disk as a [`Device`]: a [`Parallel`] array with one server, so
 //! it has its own queue of up to `depth` requests.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use crate::device::{Device, DeviceState};
 use crate::devices::array::{Assign, Parallel};
@@ -235,7 +235,20 @@ impl DiskProfile {
         };
         head.pos = (pos + bytes as u64) % self.capacity_bytes;
         let t = self.overhead as f64 + positioning + self.transfer_time(bytes);
-        (t.round() as Nanos).max(1)
+        round_ns(t).max(1)
+    }
+}
+
+/// `t.round() as Nanos` for `t ≥ 0` (half away from zero) without the `round` library
+/// call baseline x86-64 makes: `t − ⌊t⌋` is exact below 2^53, and above it every `f64`
+/// is a whole number; values past `u64::MAX` saturate, NaN gives 0, as the cast does.
+#[inline]
+pub(crate) fn round_ns(t: f64) -> Nanos {
+    let whole = t as Nanos;
+    if t - whole as f64 >= 0.5 {
+        whole.saturating_add(1)
+    } else {
+        whole
     }
 }
 
@@ -287,18 +300,22 @@ pub(crate) struct Waiting {
 }
 
 /// A queue of waiting requests served in a [`QueuePolicy`] order. Positional policies
-/// keep requests ordered by (position, seq), so picking the next one is O(log n).
+/// keep requests in a vector sorted by (position, seq): finding the next one is a binary
+/// search and its neighbours, insertion and removal shift the tail. Per-disk queues are
+/// short (a few to a few hundred requests), where this costs a fraction of a B-tree's
+/// node walks (it replaced a `BTreeMap<(pos, seq), Waiting>`, ≈ 60 % of the disk
+/// array's per-request instructions, with the same order).
 #[derive(Clone, Debug)]
 pub(crate) enum WaitQueue {
     Fifo(VecDeque<Waiting>),
-    Positional { policy: QueuePolicy, by_pos: BTreeMap<(u64, u64), Waiting> },
+    Positional { policy: QueuePolicy, by_pos: Vec<Waiting> },
 }
 
 impl WaitQueue {
     pub fn new(policy: QueuePolicy) -> Self {
         match policy {
             QueuePolicy::Fifo => WaitQueue::Fifo(VecDeque::new()),
-            p => WaitQueue::Positional { policy: p, by_pos: BTreeMap::new() },
+            p => WaitQueue::Positional { policy: p, by_pos: Vec::new() },
         }
     }
 
@@ -315,7 +332,8 @@ impl WaitQueue {
         match self {
             WaitQueue::Fifo(q) => q.push_back(w),
             WaitQueue::Positional { by_pos, .. } => {
-                by_pos.insert((w.pos, w.seq), w);
+                let at = by_pos.partition_point(|x| (x.pos, x.seq) < (w.pos, w.seq));
+                by_pos.insert(at, w);
             }
         }
     }
@@ -327,10 +345,15 @@ impl WaitQueue {
             WaitQueue::Fifo(q) => return q.pop_front(),
             WaitQueue::Positional { policy, by_pos } => (*policy, by_pos),
         };
+        if by_pos.is_empty() {
+            return None;
+        }
         let pos = head.pos;
-        // Nearest waiting position at or above the head, and strictly below it.
-        let above = by_pos.range((pos, 0)..).next().map(|(k, _)| k.0);
-        let below = by_pos.range(..(pos, 0)).next_back().map(|(k, _)| k.0);
+        // First waiting request at or above the head; the one before it is the nearest
+        // strictly below.
+        let i = by_pos.partition_point(|x| x.pos < pos);
+        let above = by_pos.get(i).map(|w| w.pos);
+        let below = i.checked_sub(1).map(|j| by_pos[j].pos);
         let target = match policy {
             QueuePolicy::Sptf => match (above, below) {
                 (Some(a), Some(b)) => {
@@ -354,9 +377,9 @@ impl WaitQueue {
             }
             QueuePolicy::Fifo => unreachable!("FIFO queues are not positional"),
         };
-        // Oldest request at that position.
-        let key = *by_pos.range((target, 0)..).next().expect("position present").0;
-        by_pos.remove(&key)
+        // Oldest request at that position: the first of its run.
+        let k = if Some(target) == above { i } else { by_pos[..i].partition_point(|x| x.pos < target) };
+        Some(by_pos.remove(k))
     }
 }
 
@@ -435,6 +458,18 @@ mod tests {
     }
 
     #[test]
+    fn round_ns_is_round() {
+        let mut rng = SimRng::new(2);
+        for _ in 0..100_000 {
+            let t = rng.uniform() * 2e7;
+            assert_eq!(round_ns(t), t.round() as Nanos, "{t}");
+        }
+        for t in [0.0, 0.5, 1.5, 2.4999999999999996, 4503599627370495.5, 9.3e15, 1e30, f64::NAN] {
+            assert_eq!(round_ns(t), t.round() as Nanos, "{t}");
+        }
+    }
+
+    #[test]
     fn queue_orders() {
         let p = [52, 10, 90, 40, 70];
         assert_eq!(order(QueuePolicy::Fifo, 45, &p), vec![52, 10, 90, 40, 70]);
@@ -444,6 +479,35 @@ mod tests {
         assert_eq!(order(QueuePolicy::Sptf, 45, &p), vec![40, 52, 70, 90, 10]);
         // A tie (5 above, 5 below) goes up.
         assert_eq!(order(QueuePolicy::Sptf, 45, &[40, 50]), vec![50, 40]);
+    }
+
+    #[test]
+    fn sptf_matches_brute_force() {
+        // Random pushes and pops over few distinct positions (many ties): the sorted
+        // queue serves the nearest position (ties upwards), oldest first, like a scan.
+        let mut rng = SimRng::new(11);
+        let mut q = WaitQueue::new(QueuePolicy::Sptf);
+        let mut all: Vec<Waiting> = Vec::new();
+        let mut head = Head { pos: 50, down: false };
+        for seq in 0..20_000u64 {
+            let w = waiting(rng.below(100), seq);
+            q.push(w);
+            all.push(w);
+            while !all.is_empty() && rng.bernoulli(0.5) {
+                let p = head.pos;
+                let best = all
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|(_, w)| (w.pos.abs_diff(p), w.pos < p, w.seq))
+                    .map(|(i, _)| i)
+                    .unwrap();
+                let want = all.remove(best);
+                let got = q.pop_next(&mut head).unwrap();
+                assert_eq!((got.pos, got.seq), (want.pos, want.seq));
+                head.pos = got.pos;
+            }
+            assert_eq!(q.len(), all.len());
+        }
     }
 
     #[test]

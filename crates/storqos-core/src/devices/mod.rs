@@ -8,10 +8,12 @@
 //! - [`disk`]: the mechanical disk model (seek, rotation, transfer; FIFO / SCAN / SPTF
 //!   queue), its named profiles, and a single disk as a device (seeds 001, 003).
 //! - [`service`]: the per-server service-time models an array is built from.
+//! - [`cache`]: an LRU cache tier over blocks with explicit warm-up (seed 002).
 //! - [`tiered`]: a fast and a slow device with per-request targets or hit ratios
 //!   (seeds 002, 004).
 
 pub mod array;
+pub mod cache;
 pub mod constant;
 pub mod disk;
 pub mod exponential;
@@ -19,6 +21,7 @@ pub mod service;
 pub mod tiered;
 
 pub use array::{Assign, Parallel};
+pub use cache::CacheTier;
 pub use constant::ConstantRate;
 pub use disk::{Disk, DiskProfile, QueuePolicy};
 pub use exponential::Exponential;

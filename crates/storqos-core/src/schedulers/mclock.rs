@@ -450,7 +450,7 @@ impl Mclock {
         } else {
             self.tag_head(k, now);
         }
-        debug_assert_eq!(self.prop.len() <= self.queued, true);
+        debug_assert!(self.prop.len() <= self.queued, "every backlogged tenant has a queued request");
         req
     }
 }

@@ -12,9 +12,12 @@
 //!
 //! ## How the table is computed fast
 //! The straightforward method ([`capacity_table_bisect`]) bisects each of the 24 cells
-//! on its own and re-runs RTT over the whole trace for every probe: about 32 full
+//! on its own and re-runs RTT over the whole trace for every probe: about 28 full
 //! scalar passes per cell. [`capacity_table`] gets the same answer (to [`TOLERANCE`])
-//! with about three full-trace probes per cell, each several times cheaper:
+//! with four full-trace probes per cell, 24 to a pass, each pass costing about three
+//! scalar probes. Measured on the 10 M-request benchmark trace
+//! (`benches/capacity_table.py`): 4 passes, 96 probes, 0.31–0.41 s against 19 s, and
+//! callgrind counts in `docs/results/shaping.md`:
 //!
 //! 1. **f = 100 % in closed form** ([`super::cmin_all`]): the largest
 //!    `(j − i + 1)/(a_j − a_i + δ)` over pairs, by Dinkelbach's iteration from a
@@ -26,14 +29,18 @@
 //!    [`SearchOptions::sample_block`] consecutive requests (about
 //!    [`SearchOptions::sample_target`] requests in all) is searched for the same
 //!    fractions. Blocks keep the bursts and the rates intact, so the subsample's Cmin
-//!    estimates the trace's to about a percent (measured: ≤ 1.5 % on the benchmark trace).
+//!    estimates the trace's to within a percent (measured: ≤ 0.85 % on the benchmark
+//!    trace). The subsample costs about 0.4 full-trace probes per cell.
 //! 3. **Two full-trace probes around each estimate** (± [`GUESS_MARGIN`]) bracket the cell.
 //! 4. **Regula falsi on the drop count.** Inside a narrow bracket d(C) is close to linear
-//!    (on a wide one, log d against log C is), so the interpolated capacity is within a
-//!    few hundredths of a percent of Cmin; the next two probes go just below and just
-//!    above it, [`TOLERANCE`] apart, and usually close the cell. A cell that misses keeps
-//!    the probe nearest to the crossing as one end, so the next interpolation is sharper
-//!    still (the Illinois failure mode, an end that never moves, cannot arise).
+//!    (on a wide one, log d against log C is); we interpolate inversely-quadratically
+//!    through the bracket ends and the nearest third probe at the same deadline (d(C)
+//!    is convex, so the chord alone overshoots). The next probes go just below and just
+//!    above the estimate, [`TOLERANCE`] apart, and usually close the cell. A pass's
+//!    spare lanes extend that ladder outwards (± 3, 5, … half-tolerances) for the cells
+//!    with the widest brackets first. A cell that misses keeps the probe nearest to the
+//!    crossing as one end, so the next interpolation is sharper still (the Illinois
+//!    failure mode, an end that never moves, cannot arise).
 //! 5. **Many probes per pass** ([`super::lanes`]): up to [`MAX_LANES`] RTT instances at
 //!    different (C, δ) run side by side in one pass, vectorised (structure of arrays,
 //!    f64, exact), so a pass of 24 probes costs about as much as 3 scalar ones.
@@ -59,9 +66,9 @@ use crate::time::Nanos;
 pub const TOLERANCE: f64 = 1e-3;
 
 /// Relative margin of the first full-trace probes around the subsample's estimate: the
-/// estimates of the benchmark trace and the real excerpts are within about 1.5 % of the
-/// truth; a miss costs one more round, not a wrong answer.
-pub const GUESS_MARGIN: f64 = 0.02;
+/// benchmark trace's 20 estimates are within 0.85 % of the truth; a miss costs one more
+/// round, not a wrong answer.
+pub const GUESS_MARGIN: f64 = 0.01;
 
 /// Brackets narrower than this (relative) are interpolated linearly and probed
 /// [`TOLERANCE`] apart around the estimate; wider ones log-log, with a margin of 1/8 of
@@ -190,6 +197,7 @@ struct Stats {
 
 #[derive(Clone, Debug)]
 struct Cell {
+    di: usize,
     deadline: Nanos,
     budget: u64,
     /// Largest capacity known infeasible (0: none), with its drops at this deadline when
@@ -221,22 +229,14 @@ impl Cell {
         self.hi <= self.lo + 1 || (self.hi - self.lo) as f64 <= self.lo as f64 * TOLERANCE
     }
 
-    /// The next capacities to probe for this cell (inside (lo, hi)).
-    fn next_probes(&mut self, out: &mut Vec<u64>) {
+    /// Where this cell wants its next probes: around `est`, a ladder of points
+    /// `est · (1 ± (2k + 1)·margin)`, k = 0, 1, … (the first two always, more when a
+    /// pass has lanes to spare). `points`: exact (capacity, drops) at this deadline.
+    fn propose(&mut self, points: &[(u64, u64)]) -> (f64, f64) {
         self.rounds += 1;
-        let (lo_c, hi_c) = (self.lo, self.hi);
-        let push = |out: &mut Vec<u64>, c: f64| {
-            let c = (c.round() as u64).clamp(lo_c + 1, hi_c - 1);
-            if !out.contains(&c) {
-                out.push(c);
-            }
-        };
         let (lo, hi) = (self.lo.max(1) as f64, self.hi as f64);
         if let Some(g) = self.guess.take() {
-            let g = g as f64;
-            push(out, g * (1.0 - GUESS_MARGIN));
-            push(out, g * (1.0 + GUESS_MARGIN));
-            return;
+            return (g as f64, GUESS_MARGIN);
         }
         let width = (hi - lo) / lo;
         let geometric = |t: f64| (lo.ln() + t * (hi.ln() - lo.ln())).exp();
@@ -244,22 +244,52 @@ impl Cell {
             (Some(dl), Some(dh)) if dl > dh && self.rounds <= MAX_INTERPOLATION_ROUNDS => {
                 // The crossing of d(C) with the budget: between budget and budget + 1.
                 let target = self.budget as f64 + 0.5;
-                let (est, margin) = if width > NARROW {
+                if width > NARROW {
                     let (ya, yb, yt) = ((dl as f64 + 1.0).ln(), (dh as f64 + 1.0).ln(), (target + 1.0).ln());
-                    (geometric(((ya - yt) / (ya - yb)).clamp(0.0, 1.0)), width / 8.0)
-                } else {
-                    let t = ((dl as f64 - target) / (dl - dh) as f64).clamp(0.0, 1.0);
-                    (lo + t * (hi - lo), 0.45 * TOLERANCE)
-                };
-                push(out, est * (1.0 - margin));
-                push(out, est * (1.0 + margin));
+                    return (geometric(((ya - yt) / (ya - yb)).clamp(0.0, 1.0)), width / 8.0);
+                }
+                let t = ((dl as f64 - target) / (dl - dh) as f64).clamp(0.0, 1.0);
+                let mut est = lo + t * (hi - lo);
+                // Inverse quadratic interpolation through the nearest third point at
+                // this deadline, when it lands inside the bracket (d(C) is convex, so
+                // the chord alone overshoots).
+                let third = points
+                    .iter()
+                    .filter(|p| p.0 < self.lo || p.0 > self.hi)
+                    .min_by_key(|p| if p.0 < self.lo { self.lo - p.0 } else { p.0 - self.hi });
+                if let Some(&(c3, d3)) = third {
+                    let q = [(dl as f64, lo), (dh as f64, hi), (d3 as f64, c3 as f64)];
+                    let distinct = q[0].0 != q[2].0 && q[1].0 != q[2].0;
+                    if distinct {
+                        let mut c = 0.0;
+                        for (k, &(dk, ck)) in q.iter().enumerate() {
+                            let mut w = ck;
+                            for (m, &(dm, _)) in q.iter().enumerate() {
+                                if m != k {
+                                    w *= (target - dm) / (dk - dm);
+                                }
+                            }
+                            c += w;
+                        }
+                        if c > lo && c < hi {
+                            est = c;
+                        }
+                    }
+                }
+                (est, 0.45 * TOLERANCE)
             }
-            (Some(_), Some(_)) => push(out, geometric(0.5)),
-            _ => {
-                push(out, geometric(1.0 / 3.0));
-                push(out, geometric(2.0 / 3.0));
-            }
+            (Some(_), Some(_)) => (geometric(0.5), 0.0),
+            _ => (geometric(0.5), width / 6.0),
         }
+    }
+
+    /// The k-th rung of the ladder around `est` (k = 0, 1 the first two), if it lies
+    /// strictly inside the bracket.
+    fn rung(&self, est: f64, margin: f64, k: usize) -> Option<u64> {
+        let off = (2 * (k / 2) + 1) as f64 * margin;
+        let c = (if k.is_multiple_of(2) { est * (1.0 - off) } else { est * (1.0 + off) }).round() as u64;
+        let c = if margin == 0.0 { c.clamp(self.lo + 1, self.hi - 1) } else { c };
+        (c > self.lo && c < self.hi).then_some(c)
     }
 
     fn learn(&mut self, o: &Outcome) {
@@ -349,6 +379,7 @@ fn search(arrivals: &[Nanos], deadlines: &[Nanos], needs: &[u64], opts: &SearchO
             // At most milli·(span + δ)/S requests can finish by a_n + δ.
             let lo = (num.div_ceil((span + d) as u128) as u64).saturating_sub(1).min(all[di] - 1);
             let mut c = Cell {
+                di,
                 deadline: d,
                 budget,
                 lo,
@@ -387,6 +418,7 @@ fn search(arrivals: &[Nanos], deadlines: &[Nanos], needs: &[u64], opts: &SearchO
         }
     }
     // 4.–6. Rounds of probes, all cells' probes of a round sharing passes.
+    let mut points: Vec<Vec<(u64, u64)>> = vec![Vec::new(); deadlines.len()];
     let mut round = 0u32;
     loop {
         let mut wanted: Vec<Want> = Vec::new();
@@ -423,20 +455,44 @@ fn search(arrivals: &[Nanos], deadlines: &[Nanos], needs: &[u64], opts: &SearchO
             }
         }
         if round > 0 || sampled {
-            let mut caps = Vec::new();
-            for i in 0..cells.len() {
-                if cells[i].resolved() {
-                    continue;
+            // Each open cell's ladder; the first two rungs always, then further rungs
+            // round-robin while the passes this round needs have lanes to spare.
+            let mut ladders: Vec<(usize, f64, f64)> = Vec::new();
+            for (i, c) in cells.iter_mut().enumerate() {
+                if !c.resolved() {
+                    let (est, margin) = c.propose(&points[c.di]);
+                    ladders.push((i, est, margin));
                 }
-                caps.clear();
-                cells[i].next_probes(&mut caps);
+            }
+            let add = |wanted: &mut Vec<Want>, cells: &[Cell], i: usize, est: f64, margin: f64, k: usize| {
+                let Some(cap) = cells[i].rung(est, margin, k) else { return false };
                 let d = cells[i].deadline;
-                let (above, within) = exits(&cells, d);
-                for &cap in &caps {
-                    if !wanted.iter().any(|w| w.0 == cap && w.1 == d) {
-                        wanted.push((cap, d, above, within));
+                if wanted.iter().any(|w| w.0 == cap && w.1 == d) {
+                    return false;
+                }
+                let (above, within) = exits(cells, d);
+                wanted.push((cap, d, above, within));
+                true
+            };
+            for &(i, est, margin) in &ladders {
+                for k in 0..2 {
+                    add(&mut wanted, &cells, i, est, margin, k);
+                }
+            }
+            // Spare rungs go first to the least certain estimates (widest brackets).
+            ladders.sort_by(|x, y| {
+                let w = |i: usize| (cells[i].hi - cells[i].lo) as f64 / cells[i].lo.max(1) as f64;
+                w(y.0).total_cmp(&w(x.0))
+            });
+            let room = wanted.len().div_ceil(MAX_LANES) * MAX_LANES;
+            let mut k = 2;
+            while wanted.len() < room && k < 2 * MAX_LANES {
+                for &(i, est, margin) in &ladders {
+                    if wanted.len() < room && margin > 0.0 {
+                        add(&mut wanted, &cells, i, est, margin, k);
                     }
                 }
+                k += 1;
             }
         }
         if wanted.is_empty() {
@@ -458,6 +514,10 @@ fn search(arrivals: &[Nanos], deadlines: &[Nanos], needs: &[u64], opts: &SearchO
             }
         }
         for o in &outcomes {
+            if o.drops_min == o.drops_max {
+                let di = deadlines.iter().position(|&d| d == o.deadline).expect("probes use the table's deadlines");
+                points[di].push((o.milli, o.drops_min));
+            }
             for c in cells.iter_mut() {
                 c.learn(o);
             }

@@ -32,6 +32,7 @@
 //! a near-tie, pick a pair a hair below the true maximum; the planner therefore checks
 //! the result with one RTT probe ([`super::cmin`]).
 
+use crate::shaping::lanes::has_avx2;
 use crate::shaping::rtt::{Capacity, SERVICE_UNITS};
 use crate::time::Nanos;
 
@@ -54,11 +55,29 @@ fn beats(a: Pair, b: Pair) -> bool {
     a.0 as u128 * b.1 as u128 > b.0 as u128 * a.1 as u128
 }
 
+/// `min_j (a_j − a_{j−w})` over one block, as i64 (the compiler vectorises an i64 min;
+/// spans are < 2^63).
+#[inline(always)]
+fn block_min(hi: &[Nanos], lo: &[Nanos]) -> i64 {
+    let mut m = i64::MAX;
+    for (&a, &b) in hi.iter().zip(lo) {
+        let d = (a - b) as i64;
+        m = if d < m { d } else { m };
+    }
+    m
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn block_min_avx2(hi: &[Nanos], lo: &[Nanos]) -> i64 {
+    block_min(hi, lo)
+}
+
 /// `(w, min_j (a_j − a_{j−w}))` for w = 1, 2, 4, … < n (at most 2^MAX_WINDOW_LOG2).
-fn min_spans(arrivals: &[Nanos]) -> Vec<(u64, u64)> {
+fn min_spans(arrivals: &[Nanos], simd: bool) -> Vec<(u64, u64)> {
     let n = arrivals.len();
     let ws: Vec<usize> = (0..=MAX_WINDOW_LOG2).map(|k| 1usize << k).take_while(|&w| w < n).collect();
-    let mut best = vec![u64::MAX; ws.len()];
+    let mut best = vec![i64::MAX; ws.len()];
     let mut start = 0;
     while start < n {
         let end = (start + WINDOW_BLOCK).min(n);
@@ -67,48 +86,114 @@ fn min_spans(arrivals: &[Nanos]) -> Vec<(u64, u64)> {
             if from >= end {
                 continue;
             }
-            let m = arrivals[from..end].iter().zip(&arrivals[from - w..end - w]).map(|(&a, &b)| a - b).min();
-            best[k] = best[k].min(m.unwrap_or(u64::MAX));
+            let (hi, lo) = (&arrivals[from..end], &arrivals[from - w..end - w]);
+            #[cfg(target_arch = "x86_64")]
+            let m = if simd {
+                // SAFETY: `simd` is true only when `has_avx2()` found AVX2 on this CPU.
+                unsafe { block_min_avx2(hi, lo) }
+            } else {
+                block_min(hi, lo)
+            };
+            #[cfg(not(target_arch = "x86_64"))]
+            let m = block_min(hi, lo);
+            best[k] = best[k].min(m);
         }
         start = end;
     }
-    ws.iter().map(|&w| w as u64).zip(best).collect()
+    ws.iter().map(|&w| w as u64).zip(best.into_iter().map(|m| m as u64)).collect()
 }
 
-/// One Dinkelbach pass for up to [`DEADLINES_PER_SWEEP`] ratios at once: the argmax
-/// pair (i, j) of g(r) for each.
-fn dinkelbach_pass<const K: usize>(arrivals: &[Nanos], r: &[f64; K]) -> [(usize, usize); K] {
+/// One Dinkelbach pass for [`DEADLINES_PER_SWEEP`] ratios at once: the argmax pair
+/// (i, j) of g(r) for each. Branch-free (indices carried as exact f64) so that the four
+/// ratios share vector instructions.
+#[inline(always)]
+fn dinkelbach_pass_generic(arrivals: &[Nanos], r: &[f64; DEADLINES_PER_SWEEP]) -> [(usize, usize); DEADLINES_PER_SWEEP] {
+    const K: usize = DEADLINES_PER_SWEEP;
     let a0 = arrivals[0];
     let mut head = [f64::NEG_INFINITY; K];
-    let mut head_i = [0usize; K];
+    let mut head_i = [0f64; K];
     let mut best = [f64::NEG_INFINITY; K];
-    let mut pair = [(0usize, 0usize); K];
-    for (j, &a) in arrivals.iter().enumerate() {
+    let mut pi = [0f64; K];
+    let mut pj = [0f64; K];
+    let mut jf = 0f64;
+    for &a in arrivals {
         let x = (a - a0) as f64;
-        let jf = j as f64;
         for l in 0..K {
             let v = r[l] * x - jf;
-            if v > head[l] {
-                head[l] = v;
-                head_i[l] = j;
-            }
+            let up = v > head[l];
+            head[l] = if up { v } else { head[l] };
+            head_i[l] = if up { jf } else { head_i[l] };
             // g = (head − v) + 1 − r·δ: the constant does not move the argmax.
             let g = head[l] - v;
-            if g > best[l] {
-                best[l] = g;
-                pair[l] = (head_i[l], j);
-            }
+            let better = g > best[l];
+            best[l] = if better { g } else { best[l] };
+            pi[l] = if better { head_i[l] } else { pi[l] };
+            pj[l] = if better { jf } else { pj[l] };
         }
+        jf += 1.0;
     }
-    pair
+    std::array::from_fn(|l| (pi[l] as usize, pj[l] as usize))
+}
+
+/// [`dinkelbach_pass_generic`] with the four ratios in one AVX2 register (the compiler
+/// does not vectorise the argmax bookkeeping on its own). Same arithmetic except the
+/// fused `r·x − j`, which can only move a near-tie (the planner checks the result).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn dinkelbach_pass_avx2(arrivals: &[Nanos], r: &[f64; DEADLINES_PER_SWEEP]) -> [(usize, usize); DEADLINES_PER_SWEEP] {
+    use std::arch::x86_64::*;
+    const _: () = assert!(DEADLINES_PER_SWEEP == 4, "one __m256d holds four ratios");
+    let a0 = arrivals[0];
+    let rv = _mm256_setr_pd(r[0], r[1], r[2], r[3]);
+    let mut head = _mm256_set1_pd(f64::NEG_INFINITY);
+    let mut best = _mm256_set1_pd(f64::NEG_INFINITY);
+    let (mut head_i, mut pi, mut pj) = (_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd());
+    let mut jf = 0f64;
+    for &a in arrivals {
+        let x = _mm256_set1_pd((a - a0) as f64);
+        let j = _mm256_set1_pd(jf);
+        let v = _mm256_fmsub_pd(rv, x, j);
+        let up = _mm256_cmp_pd::<_CMP_GT_OQ>(v, head);
+        head = _mm256_blendv_pd(head, v, up);
+        head_i = _mm256_blendv_pd(head_i, j, up);
+        let g = _mm256_sub_pd(head, v);
+        let better = _mm256_cmp_pd::<_CMP_GT_OQ>(g, best);
+        best = _mm256_blendv_pd(best, g, better);
+        pi = _mm256_blendv_pd(pi, head_i, better);
+        pj = _mm256_blendv_pd(pj, j, better);
+        jf += 1.0;
+    }
+    let (mut i4, mut j4) = ([0f64; 4], [0f64; 4]);
+    // SAFETY: each array holds exactly the four f64 of one __m256d.
+    unsafe {
+        _mm256_storeu_pd(i4.as_mut_ptr(), pi);
+        _mm256_storeu_pd(j4.as_mut_ptr(), pj);
+    }
+    std::array::from_fn(|l| (i4[l] as usize, j4[l] as usize))
+}
+
+fn dinkelbach_pass(arrivals: &[Nanos], r: &[f64; DEADLINES_PER_SWEEP], simd: bool) -> [(usize, usize); DEADLINES_PER_SWEEP] {
+    #[cfg(target_arch = "x86_64")]
+    if simd {
+        // SAFETY: `simd` is true only when `has_avx2()` found AVX2 and FMA on this CPU.
+        return unsafe { dinkelbach_pass_avx2(arrivals, r) };
+    }
+    let _ = simd;
+    dinkelbach_pass_generic(arrivals, r)
 }
 
 /// Cmin(100 %, δ) for every deadline (arrivals non-empty and non-decreasing), with the
 /// number of sweeps over the arrivals it took (the window sweep included).
 pub fn cmin_all_many(arrivals: &[Nanos], deadlines: &[Nanos]) -> (Vec<Capacity>, u64) {
+    cmin_all_with(arrivals, deadlines, has_avx2())
+}
+
+/// [`cmin_all_many`]; `simd`: use the AVX2 kernels (only when [`has_avx2()`]).
+pub fn cmin_all_with(arrivals: &[Nanos], deadlines: &[Nanos], simd: bool) -> (Vec<Capacity>, u64) {
+    let simd = simd && has_avx2();
     let n = arrivals.len();
     let span = arrivals[n - 1] - arrivals[0];
-    let spans = min_spans(arrivals);
+    let spans = min_spans(arrivals, simd);
     let mut sweeps = 1u64;
     // Starting pairs: the whole trace, one request, the best window.
     let mut best: Vec<Pair> = deadlines
@@ -133,7 +218,7 @@ pub fn cmin_all_many(arrivals: &[Nanos], deadlines: &[Nanos]) -> (Vec<Capacity>,
                 let b = best[group[l.min(group.len() - 1)]];
                 r[l] = b.0 as f64 / b.1 as f64;
             }
-            let pairs = dinkelbach_pass::<DEADLINES_PER_SWEEP>(arrivals, &r);
+            let pairs = dinkelbach_pass(arrivals, &r, simd);
             for (&k, &(i, j)) in group.iter().zip(&pairs) {
                 let cand = ((j - i + 1) as u64, arrivals[j] - arrivals[i] + deadlines[k]);
                 if beats(cand, best[k]) {
@@ -190,7 +275,8 @@ mod tests {
                 })
                 .collect();
             let ds: Vec<Nanos> = (0..1 + rng.below(6)).map(|_| 1 + rng.below(20 * NS_PER_MS)).collect();
-            let (caps, _) = cmin_all_many(&arr, &ds);
+            let (caps, _) = cmin_all_with(&arr, &ds, false);
+            assert_eq!(caps, cmin_all_many(&arr, &ds).0);
             for (&d, &c) in ds.iter().zip(&caps) {
                 assert_eq!(c, brute(&arr, d), "{arr:?} δ={d}");
                 assert_eq!(admitted_count(&arr, c, d).unwrap(), n as u64, "{arr:?} δ={d}");

@@ -109,7 +109,7 @@ fn chunk_f64<const K: usize, const FMA: bool>(
     cap: &[f64; K],
     thr: &[f64; K],
     backlog: &mut [f64; K],
-    drops: &mut [f64; K],
+    drops: &mut [u64; K],
 ) {
     let mut b = *backlog;
     let mut d = *drops;
@@ -122,7 +122,8 @@ fn chunk_f64<const K: usize, const FMA: bool>(
             let drained = if t > 0.0 { t } else { 0.0 };
             let admit = drained <= thr[l];
             b[l] = drained + if admit { SERVICE } else { 0.0 };
-            d[l] += if admit { 0.0 } else { 1.0 };
+            // An integer count: the compiler subtracts the compare mask (one instruction).
+            d[l] += (!admit) as u64;
         }
     }
     *prev = p;
@@ -138,7 +139,7 @@ fn chunk_portable<const K: usize>(
     cap: &[f64; K],
     thr: &[f64; K],
     backlog: &mut [f64; K],
-    drops: &mut [f64; K],
+    drops: &mut [u64; K],
 ) {
     chunk_f64::<K, false>(arr, prev, cap, thr, backlog, drops)
 }
@@ -152,7 +153,7 @@ fn chunk_avx2<const K: usize>(
     cap: &[f64; K],
     thr: &[f64; K],
     backlog: &mut [f64; K],
-    drops: &mut [f64; K],
+    drops: &mut [u64; K],
 ) {
     chunk_f64::<K, true>(arr, prev, cap, thr, backlog, drops)
 }
@@ -175,14 +176,14 @@ struct F64Lanes {
     cap: [f64; MAX_LANES],
     thr: [f64; MAX_LANES],
     backlog: [f64; MAX_LANES],
-    drops: [f64; MAX_LANES],
+    drops: [u64; MAX_LANES],
 }
 
 fn run_chunk_f64<const K: usize>(arr: &[Nanos], prev: &mut Nanos, s: &mut F64Lanes, simd: bool) {
     let cap: &[f64; K] = s.cap[..K].try_into().expect("K ≤ MAX_LANES");
     let thr: &[f64; K] = s.thr[..K].try_into().expect("K ≤ MAX_LANES");
     let mut b: [f64; K] = s.backlog[..K].try_into().expect("K ≤ MAX_LANES");
-    let mut d: [f64; K] = s.drops[..K].try_into().expect("K ≤ MAX_LANES");
+    let mut d: [u64; K] = s.drops[..K].try_into().expect("K ≤ MAX_LANES");
     #[cfg(target_arch = "x86_64")]
     if simd {
         // SAFETY: `simd` is true only when `has_avx2()` found AVX2 and FMA on this CPU.
@@ -241,7 +242,7 @@ pub fn run_lanes(arr: &[Nanos], lanes: &[Lane], simd: bool) -> Vec<LaneResult> {
         cap: [0.0; MAX_LANES],
         thr: [0.0; MAX_LANES],
         backlog: [0.0; MAX_LANES],
-        drops: [0.0; MAX_LANES],
+        drops: [0; MAX_LANES],
     };
     let mut ub = vec![0u64; lanes.len()];
     let mut ud = vec![0u64; lanes.len()];
@@ -278,7 +279,7 @@ pub fn run_lanes(arr: &[Nanos], lanes: &[Lane], simd: bool) -> Vec<LaneResult> {
         let mut k = 0;
         for i in 0..active.len() {
             let j = active[i];
-            let d = if exact { s.drops[i] as u64 } else { ud[i] };
+            let d = if exact { s.drops[i] } else { ud[i] };
             let (lane, more) = (&lanes[j], remaining > 0);
             let settled = if more && lane.stop_above.is_some_and(|b| d > b) {
                 Some(LaneResult { drops_min: d, drops_max: u64::MAX, estimate: extrapolate(d).max(d), steps: done })
@@ -315,7 +316,7 @@ pub fn run_lanes(arr: &[Nanos], lanes: &[Lane], simd: bool) -> Vec<LaneResult> {
         }
     }
     for (i, &j) in active.iter().enumerate() {
-        let d = if exact { s.drops[i] as u64 } else { ud[i] };
+        let d = if exact { s.drops[i] } else { ud[i] };
         result[j] = LaneResult { drops_min: d, drops_max: d, estimate: d, steps: n };
     }
     result

@@ -9,6 +9,9 @@
 //! {"kind": "disk", "profile": "desktop-7200", "queue": "fifo"}
 //! {"kind": "tiered", "fast": {"kind": "constant", "iops": 20000},
 //!  "slow": {"kind": "disk", "profile": "enterprise-10k"}, "hit_ratio": 0.8}
+//! {"kind": "cache", "fast": {"kind": "exponential", "iops": 10000},
+//!  "slow": {"kind": "exponential", "iops": 200}, "capacity_bytes": 67108864,
+//!  "block_bytes": 4096, "warm_tenants": [2]}
 //! ```
 //!
 //! Every parameter is checked when the device is built; an error is one line naming the
@@ -85,6 +88,24 @@ pub enum DeviceSpec {
         /// Per-tenant hit ratios overriding `hit_ratio` for tenants 0, 1, ...
         #[serde(default)]
         tenant_hit_ratios: Option<Vec<f64>>,
+        /// Bound on outstanding requests of both tiers (default: the tiers' slots).
+        #[serde(default)]
+        depth: Option<usize>,
+    },
+    /// An LRU cache tier with explicit warm-up (see [`crate::devices::cache`]).
+    Cache {
+        /// Device serving hits.
+        fast: Box<DeviceSpec>,
+        /// Device serving misses and warm-up reads.
+        slow: Box<DeviceSpec>,
+        /// Cache capacity in bytes (≥ one block).
+        capacity_bytes: u64,
+        /// Block size in bytes (default [`crate::devices::cache::DEFAULT_BLOCK_BYTES`]).
+        #[serde(default)]
+        block_bytes: Option<u64>,
+        /// Tenants whose requests are explicit warm-up reads.
+        #[serde(default)]
+        warm_tenants: Vec<u32>,
         /// Bound on outstanding requests of both tiers (default: the tiers' slots).
         #[serde(default)]
         depth: Option<usize>,
@@ -208,6 +229,17 @@ impl DeviceSpec {
                     t = t.with_depth(*d)?;
                 }
                 AnyDevice::Tiered(Box::new(t))
+            }
+            DeviceSpec::Cache { fast, slow, capacity_bytes, block_bytes, warm_tenants, depth } => {
+                let f: Box<dyn Device + Send> = Box::new(within("cache.fast", fast.build())?);
+                let s: Box<dyn Device + Send> = Box::new(within("cache.slow", slow.build())?);
+                let block = block_bytes.unwrap_or(crate::devices::cache::DEFAULT_BLOCK_BYTES);
+                let mut c = crate::devices::CacheTier::new(f, s, *capacity_bytes, block)?
+                    .with_warm_tenants(warm_tenants.clone());
+                if let Some(d) = depth {
+                    c = c.with_depth(*d)?;
+                }
+                AnyDevice::Boxed(Box::new(c))
             }
         })
     }

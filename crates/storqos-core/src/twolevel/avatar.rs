@@ -57,14 +57,14 @@
 //! threshold, the smallest threshold (1), what a window without completions does (keeps
 //! `L^O`), classes without completions in a window give no guideline.
 //!
-//! Cost: `O(log n)` per request (the EDF heap), `O(n)` per window (counting EDF requests
-//! due in the next window; percentile selection).
+//! Cost: `O(m)` per request for `m` classes (the per-class EDF queue of
+//! [`crate::twolevel::edf`]), `O(n)` per window (percentile selection).
 
 use crate::device::DeviceState;
 use crate::error::{config, Result};
 use crate::request::{Completion, Request};
 use crate::scheduler::Scheduler;
-use crate::schedulers::EdfQueue;
+use crate::twolevel::edf::ClassEdf;
 use crate::time::{Nanos, NS_PER_SEC};
 use crate::twolevel::monitor::{Monitor, WindowStats};
 use crate::twolevel::slo::SloSet;
@@ -205,13 +205,28 @@ pub fn control(inp: &ControllerInput) -> Decision {
     Decision { threshold: threshold.max(MIN_THRESHOLD), bounds: (l_low, l_high), classes }
 }
 
+/// `⌈l⌉` as a request count; ∞ → `usize::MAX`.
+#[inline]
+fn limit_of(l: f64) -> usize {
+    if l.is_finite() {
+        l.ceil() as usize
+    } else {
+        usize::MAX
+    }
+}
+
 /// AVATAR: EDF queue + Monitor + Controller + Dispatcher + spareness.
 #[derive(Clone, Debug)]
 pub struct Avatar {
     window: Nanos,
-    edf: EdfQueue,
+    edf: ClassEdf,
     monitor: Monitor,
     threshold: f64,
+    /// `⌈L^O⌉` as a count (`usize::MAX` for ∞): outstanding < `limit` ⇔ outstanding < `L^O`
+    /// for whole numbers of requests; the dispatcher and spareness compare integers.
+    limit: usize,
+    /// `⌈0.9·L^O⌉` as a count: `L_curr < 0.9·L^O` ⇔ `L_curr < spare_limit` (§3.4.4).
+    spare_limit: usize,
     last: Option<(WindowStats, Decision)>,
     /// Latest `now` seen (timers are never armed in the past).
     now: Nanos,
@@ -225,9 +240,11 @@ impl Avatar {
         }
         Ok(Avatar {
             window,
-            edf: EdfQueue::new(),
+            edf: ClassEdf::new(slos.len()),
             monitor: Monitor::new(slos, window),
             threshold: INITIAL_THRESHOLD,
+            limit: limit_of(INITIAL_THRESHOLD),
+            spare_limit: limit_of(SPARE_MARGIN * INITIAL_THRESHOLD),
             last: None,
             now: 0,
         })
@@ -239,6 +256,8 @@ impl Avatar {
             return config(format!("avatar: initial threshold must be >= 1, got {l}"));
         }
         self.threshold = l;
+        self.limit = limit_of(l);
+        self.spare_limit = limit_of(SPARE_MARGIN * l);
         Ok(self)
     }
 
@@ -293,6 +312,8 @@ impl Avatar {
         };
         let d = control(&inp);
         self.threshold = d.threshold;
+        self.limit = limit_of(d.threshold);
+        self.spare_limit = limit_of(SPARE_MARGIN * d.threshold);
         debug_assert!(self.threshold >= MIN_THRESHOLD);
         self.last = Some((stats, d));
     }
@@ -307,9 +328,9 @@ impl LowLevel for Avatar {
             return false;
         }
         let cur = self.monitor.outstanding();
-        let room = (self.threshold.ceil() as usize).saturating_sub(cur);
+        let room = self.limit.saturating_sub(cur);
         let after = cur + room.min(self.edf.len());
-        (after as f64) < SPARE_MARGIN * self.threshold
+        after < self.spare_limit
     }
 
     fn class_latency(&self, class: usize) -> Option<Nanos> {
@@ -335,7 +356,7 @@ impl Scheduler for Avatar {
         self.now = self.now.max(now);
         let d = self.monitor.deadline(&req, now);
         self.monitor.arrive(d);
-        self.edf.push(req, d);
+        self.edf.push(self.monitor.slos().index(req.class), req, d);
     }
 
     #[inline]
@@ -343,7 +364,7 @@ impl Scheduler for Avatar {
         self.now = self.now.max(now);
         let deadline = self.edf.earliest_deadline()?;
         let late = deadline < now;
-        if !late && dev.outstanding as f64 >= self.threshold {
+        if !late && dev.outstanding >= self.limit {
             return None;
         }
         let (req, deadline) = self.edf.pop().expect("peeked");
@@ -363,7 +384,7 @@ impl Scheduler for Avatar {
         // The EDF head becomes late while the threshold holds it back: dispatch it then.
         if let Some(d) = self.edf.earliest_deadline() {
             let t = d.saturating_add(1);
-            if t < end && t > self.now && self.monitor.outstanding() as f64 >= self.threshold {
+            if t < end && t > self.now && self.monitor.outstanding() >= self.limit {
                 return Some(t);
             }
         }

@@ -6,6 +6,7 @@
 //! {"kind": "sarc_avatar",
 //!  "slo": [{"rate_iops": 160, "latency_ns": 400000000}, {"rate_iops": 190, "latency_ns": 900000000}],
 //!  "percentile": 0.95, "window_ns": 1000000000, "period_ns": 100000000}
+//! {"kind": "sarc_facade", "slo": [...], "facade_overload": "total"}
 //! {"kind": "adaptive_avatar", "slo": [...], "p_rt": 0.2, "p_inc": 0.025, "p_dec": 0.05}
 //! ```
 //! Class `i` (the request's `class`, which defaults to its tenant) has `slo[i]`; classes
@@ -17,7 +18,7 @@ use crate::error::{config, Result};
 use crate::time::Nanos;
 use crate::twolevel::adaptive::{Adaptive, DEFAULT_P_DEC, DEFAULT_P_INC, DEFAULT_P_RT};
 use crate::twolevel::avatar::{Avatar, DEFAULT_WINDOW};
-use crate::twolevel::facade::Facade;
+use crate::twolevel::facade::{Facade, OverloadTest};
 use crate::twolevel::sarc::{Replenishment, Sarc, DEFAULT_PERIOD};
 use crate::twolevel::slo::{Slo, SloSet, DEFAULT_PERCENTILE};
 
@@ -49,6 +50,10 @@ pub struct TwoLevelSpec {
     /// AVATAR's threshold in the first window (default 8).
     #[serde(default)]
     pub initial_threshold: Option<f64>,
+    /// Facade's overload test (`sarc_facade` only): `"per_class"` (default) or `"total"`
+    /// (the spec's literal "arrival rate > Σ R_i"), see [`OverloadTest`].
+    #[serde(default)]
+    pub facade_overload: Option<OverloadTest>,
     /// ADAPTIVE's latency margin P_rt (adaptive only; default 0.2).
     #[serde(default)]
     pub p_rt: Option<f64>,
@@ -98,6 +103,9 @@ impl TwoLevelSpec {
 
     /// `upper` over AVATAR.
     pub fn build_avatar(&self, upper: Upper) -> Result<Sarc<Avatar>> {
+        if self.facade_overload.is_some() {
+            return config("facade_overload only applies to sarc_facade");
+        }
         let slos = self.slos()?;
         let mut avatar = Avatar::new(slos.clone(), self.window_ns.unwrap_or(DEFAULT_WINDOW))?;
         if let Some(l) = self.initial_threshold {
@@ -112,7 +120,8 @@ impl TwoLevelSpec {
             return config("initial_threshold only applies to AVATAR policies");
         }
         let slos = self.slos()?;
-        let facade = Facade::new(slos.clone(), self.window_ns.unwrap_or(DEFAULT_WINDOW))?;
+        let facade = Facade::new(slos.clone(), self.window_ns.unwrap_or(DEFAULT_WINDOW))?
+            .with_overload_test(self.facade_overload.unwrap_or_default());
         Sarc::with_rule(slos, self.period_ns.unwrap_or(DEFAULT_PERIOD), facade, self.rule(Upper::Sarc)?)
     }
 }

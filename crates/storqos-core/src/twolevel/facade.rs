@@ -41,7 +41,7 @@ use crate::device::DeviceState;
 use crate::error::{config, Result};
 use crate::request::{Completion, Request};
 use crate::scheduler::Scheduler;
-use crate::schedulers::EdfQueue;
+use crate::twolevel::edf::ClassEdf;
 use crate::time::{Nanos, NS_PER_SEC};
 use crate::twolevel::avatar::{INITIAL_THRESHOLD, SPARE_MARGIN};
 use crate::twolevel::monitor::{Monitor, WindowStats};
@@ -57,7 +57,8 @@ pub const DEPTH_INCREASE: usize = 1;
 pub const MIN_DEPTH: usize = 1;
 
 /// How Facade decides a window was overloaded (from arrival rates only).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum OverloadTest {
     /// A class sending more than `R_i · window` is outside its contract; misses of such
     /// classes do not count (default).
@@ -72,7 +73,7 @@ pub enum OverloadTest {
 #[derive(Clone, Debug)]
 pub struct Facade {
     window: Nanos,
-    edf: EdfQueue,
+    edf: ClassEdf,
     monitor: Monitor,
     depth: usize,
     test: OverloadTest,
@@ -91,7 +92,7 @@ impl Facade {
         let m = slos.len();
         Ok(Facade {
             window,
-            edf: EdfQueue::new(),
+            edf: ClassEdf::new(m),
             monitor: Monitor::new(slos, window),
             depth: INITIAL_THRESHOLD as usize,
             test: OverloadTest::default(),
@@ -180,8 +181,9 @@ impl Scheduler for Facade {
     fn enqueue(&mut self, req: Request, now: Nanos) {
         let d = self.monitor.deadline(&req, now);
         self.monitor.arrive(d);
-        self.arrivals[self.monitor.slos().index(req.class)] += 1;
-        self.edf.push(req, d);
+        let i = self.monitor.slos().index(req.class);
+        self.arrivals[i] += 1;
+        self.edf.push(i, req, d);
     }
 
     #[inline]

@@ -22,6 +22,7 @@
 //! One concept per file:
 //! - [`slo`]: ⟨R_i, D_i⟩ with the percentile guarantee (§3.1) and the per-second verdict;
 //! - [`monitor`]: AVATAR's Monitor (§3.4.1), shared with Facade;
+//! - [`edf`]: the low level's EDF queue, one deadline-sorted FIFO per class;
 //! - [`avatar`]: AVATAR's Controller (Fig. 4), Dispatcher (§3.4.3), spareness (§3.4.4);
 //! - [`facade`]: the Facade baseline (E1), as the spec reads it;
 //! - [`sarc`]: SARC's credits and three replenishment triggers (§3.3);
@@ -31,6 +32,7 @@
 pub mod adaptive;
 pub mod avatar;
 pub mod config;
+pub mod edf;
 pub mod facade;
 pub mod fixed;
 pub mod monitor;

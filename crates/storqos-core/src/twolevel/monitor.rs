@@ -17,41 +17,128 @@
 //! window, and the cumulative count of requests that missed their low-level deadline
 //! (low-level arrival + D_i), from which the miss ratio follows.
 //!
-//! Cost: `O(1)` per request (one small hash-map insert at dispatch and removal at
-//! completion for the deadline of each outstanding request; the map holds at most the
+//! Cost: `O(1)` per request (the deadline of each outstanding request goes into a small
+//! open-addressing table at dispatch and out at completion; it holds at most the
 //! outstanding requests), plus a linear-time selection per class at each window end.
-
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::request::{Completion, Request};
 use crate::sim::summary::exact_quantile;
 use crate::time::Nanos;
 use crate::twolevel::slo::SloSet;
 
-/// Hasher for request ids (already unique integers): one folded 64×64→128-bit multiply by
-/// the golden-ratio constant, so low and high bits are both mixed.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct IdHasher(u64);
-
-/// 2^64 / φ, the Fibonacci hashing multiplier (Knuth, TAOCP vol. 3 §6.4).
+/// 2^64 / φ, the Fibonacci hashing multiplier (Knuth, TAOCP vol. 3 §6.4): consecutive
+/// request ids land in well-spread slots.
 const FIBONACCI_MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
 
-impl Hasher for IdHasher {
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
+/// Marks a free slot of [`Deadlines`] (no request has this id: the simulator's ids stay
+/// below 2^63).
+const FREE: u64 = u64::MAX;
+
+/// The deadline of every request outstanding at the utility, by request id: an
+/// open-addressing table (Fibonacci hash, linear probing, backward-shift deletion, at
+/// most half full). It holds at most the outstanding requests (≤ the device's depth), so
+/// it stays small and in cache; insert and remove are a multiply and a probe or two, no
+/// general-purpose hashing (this replaced a `HashMap`, a fifth of AVATAR's per-request
+/// instructions).
+#[derive(Clone, Debug)]
+struct Deadlines {
+    keys: Vec<u64>,
+    values: Vec<Nanos>,
+    len: usize,
+    /// log2 of the capacity.
+    bits: u32,
+}
+
+impl Deadlines {
+    const INITIAL_BITS: u32 = 6;
+
+    fn new() -> Self {
+        let cap = 1usize << Self::INITIAL_BITS;
+        Deadlines { keys: vec![FREE; cap], values: vec![0; cap], len: 0, bits: Self::INITIAL_BITS }
     }
+
     #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(self.0 ^ b as u64);
+    fn mask(&self) -> usize {
+        (1usize << self.bits) - 1
+    }
+
+    #[inline]
+    fn slot(&self, id: u64) -> usize {
+        (id.wrapping_mul(FIBONACCI_MULTIPLIER) >> (64 - self.bits)) as usize
+    }
+
+    fn grow(&mut self) {
+        let keys = std::mem::take(&mut self.keys);
+        let values = std::mem::take(&mut self.values);
+        self.bits += 1;
+        self.keys = vec![FREE; 1 << self.bits];
+        self.values = vec![0; 1 << self.bits];
+        self.len = 0;
+        for (k, v) in keys.into_iter().zip(values) {
+            if k != FREE {
+                self.insert(k, v);
+            }
         }
     }
+
     #[inline]
-    fn write_u64(&mut self, x: u64) {
-        let p = (x as u128) * (FIBONACCI_MULTIPLIER as u128);
-        self.0 = (p as u64) ^ ((p >> 64) as u64);
+    fn insert(&mut self, id: u64, deadline: Nanos) {
+        debug_assert!(id != FREE, "request id {id} is reserved");
+        if 2 * (self.len + 1) > self.keys.len() {
+            self.grow();
+        }
+        let mask = self.mask();
+        let mut i = self.slot(id);
+        loop {
+            let k = self.keys[i];
+            if k == FREE || k == id {
+                if k == FREE {
+                    self.len += 1;
+                }
+                self.keys[i] = id;
+                self.values[i] = deadline;
+                return;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    #[inline]
+    fn remove(&mut self, id: u64) -> Option<Nanos> {
+        let mask = self.mask();
+        let mut i = self.slot(id);
+        loop {
+            let k = self.keys[i];
+            if k == FREE {
+                return None;
+            }
+            if k == id {
+                break;
+            }
+            i = (i + 1) & mask;
+        }
+        let v = self.values[i];
+        self.len -= 1;
+        // Backward-shift deletion: pull later members of the probe run into the hole so
+        // that every key stays reachable from its home slot without tombstones.
+        let mut hole = i;
+        let mut j = (i + 1) & mask;
+        loop {
+            let k = self.keys[j];
+            if k == FREE {
+                break;
+            }
+            let home = self.slot(k);
+            // `k` may move to `hole` iff its home is not cyclically in (hole, j].
+            if (j.wrapping_sub(home) & mask) >= (j.wrapping_sub(hole) & mask) {
+                self.keys[hole] = k;
+                self.values[hole] = self.values[j];
+                hole = j;
+            }
+            j = (j + 1) & mask;
+        }
+        self.keys[hole] = FREE;
+        Some(v)
     }
 }
 
@@ -114,7 +201,7 @@ pub struct Monitor {
     max_outstanding: usize,
     classes: Vec<ClassAcc>,
     /// Deadline of every outstanding request, by request id.
-    deadlines: HashMap<u64, Nanos, BuildHasherDefault<IdHasher>>,
+    deadlines: Deadlines,
 }
 
 impl Monitor {
@@ -130,7 +217,7 @@ impl Monitor {
             outstanding: 0,
             max_outstanding: 0,
             classes: vec![ClassAcc::default(); n],
-            deadlines: HashMap::default(),
+            deadlines: Deadlines::new(),
         }
     }
 
@@ -192,7 +279,7 @@ impl Monitor {
     /// dispatched are ignored (they are not the low level's).
     #[inline]
     pub fn completed(&mut self, c: &Completion) {
-        let Some(deadline) = self.deadlines.remove(&c.req.id) else {
+        let Some(deadline) = self.deadlines.remove(c.req.id) else {
             return;
         };
         debug_assert!(self.outstanding > 0, "completion with nothing outstanding");
@@ -274,6 +361,34 @@ impl Monitor {
 mod tests {
     use super::*;
     use crate::twolevel::slo::Slo;
+
+    #[test]
+    fn deadline_table_matches_a_hash_map() {
+        // Random inserts/removes with clustered and strided ids, through several growths.
+        use std::collections::HashMap;
+        let mut rng = crate::rng::SimRng::new(5);
+        let mut t = Deadlines::new();
+        let mut m: HashMap<u64, Nanos> = HashMap::new();
+        let mut live: Vec<u64> = Vec::new();
+        for step in 0..50_000u64 {
+            if live.is_empty() || (rng.bernoulli(0.55) && live.len() < 3_000) {
+                let id = if rng.bernoulli(0.5) { step } else { step << 20 };
+                t.insert(id, step * 3);
+                if m.insert(id, step * 3).is_none() {
+                    live.push(id);
+                }
+            } else {
+                let k = live.swap_remove(rng.below(live.len() as u64) as usize);
+                assert_eq!(t.remove(k), m.remove(&k));
+                assert_eq!(t.remove(k), None);
+            }
+            assert_eq!(t.len, m.len());
+        }
+        for k in live {
+            assert_eq!(t.remove(k), m.remove(&k));
+        }
+        assert_eq!(t.len, 0);
+    }
 
     #[test]
     fn counts_one_window() {

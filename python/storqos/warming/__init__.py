@@ -1,0 +1,39 @@
+"""Predictive tier warming (seed 002, Xue et al., ICAC'14): learn when user intensity is
+High or Low, predict the next change, and schedule bulky system work so that the fast
+tier is warmed with the user working set *before* High arrives.
+
+* :mod:`~storqos.warming.intensity` — per-minute intensity, High/Low threshold;
+* :mod:`~storqos.warming.daymodel` — day classes (K-means + silhouette) and the
+  hierarchical Markov model of state durations, online update;
+* :mod:`~storqos.warming.predict` — next change / residual Low time, held-out error;
+* :mod:`~storqos.warming.fasttier` — hit rate and slowdown (Eqs. 1–14), T_fast = C/F;
+* :mod:`~storqos.warming.policies` — user-only, feedback, prediction, oracle (Fig. 8);
+* :mod:`~storqos.warming.reqlevel` — request-level LRU check on the core's cache device;
+* :mod:`~storqos.warming.workload` — the 35-day bi-modal synthetic workload;
+* :func:`warm` — all of it on one trace (what ``storqos warm`` runs).
+"""
+
+from __future__ import annotations
+
+from storqos.warming.analysis import WarmReport, warm
+from storqos.warming.daymodel import DayModel
+from storqos.warming.fasttier import FastTier
+from storqos.warming.intensity import Intensity, per_minute
+from storqos.warming.policies import POLICIES, Knobs, compare, evaluate
+from storqos.warming.predict import Predictor, change_time_errors, error_summary
+
+__all__ = [
+    "POLICIES",
+    "DayModel",
+    "FastTier",
+    "Intensity",
+    "Knobs",
+    "Predictor",
+    "WarmReport",
+    "change_time_errors",
+    "compare",
+    "error_summary",
+    "evaluate",
+    "per_minute",
+    "warm",
+]
