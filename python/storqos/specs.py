@@ -146,6 +146,7 @@ def policy_spec(
     p_rt: float | None = None,
     p_inc: float | None = None,
     p_dec: float | None = None,
+    facade_overload: str | None = None,
     reservations: Sequence[Any] | str | None = None,
     limits: Sequence[Any] | str | None = None,
     limit_break: bool | None = None,
@@ -215,7 +216,7 @@ def policy_spec(
         from .twolevel import twolevel_spec
 
         return twolevel_spec(kind, slo, percentile=percentile, period=period, window=control_window,
-                             p_rt=p_rt, p_inc=p_inc, p_dec=p_dec)
+                             p_rt=p_rt, p_inc=p_inc, p_dec=p_dec, facade_overload=facade_overload)
     if kind == "edf":
         if deadlines is None:
             raise InputError("edf needs per-class deadlines, e.g. --deadline 10ms,50ms", "--deadline")

@@ -193,3 +193,27 @@ def test_simulate_miser_keeps_the_primary_class_within_the_deadline(tmp_path: Pa
     assert classes[1]["completed"] > 0
     assert classes[1]["mean_ns"] > classes[0]["mean_ns"]
     _one_line_error(run_cli("simulate", str(tr), "--policy", "miser", "--capacity", "600"), "--cmin")
+
+
+def test_simulate_sarc_avatar_reports_slo_compliance_and_misses(tmp_path: Path) -> None:
+    import storqos
+
+    tr = tmp_path / "two.trace"
+    df = storqos.synth.to_frame([
+        storqos.synth.poisson(150, duration="20s", tenant=0, seed=1, span="8GiB", materialize=False),
+        storqos.synth.poisson(100, duration="20s", tenant=1, seed=2, span="8GiB", materialize=False),
+    ])
+    storqos.traces.write_disksim(df, tr)
+    args = ["simulate", str(tr), "--split-by", "device", "--policy", "sarc+avatar",
+            "--slo", "a:160iops@400ms,b:190iops@900ms", "--device", "array", "--servers", "4",
+            "--profile", "enterprise-10k", "--queue", "sptf"]
+    r = run_cli(*args, "--json")
+    assert r.code == 0, r.err
+    j = json.loads(r.out)
+    # Light load on 4 disks (~650 IOPS capacity): every class meets its SLO nearly always.
+    assert {c["name"] for c in j["slo_compliance"]} == {"a", "b"}
+    assert all(c["met"] > 0.9 for c in j["slo_compliance"])
+    assert all(m["miss_ratio"] < 0.05 for m in j["miss_ratio"])
+    r = run_cli(*args)
+    assert "SLO compliance" in r.out and "miss ratio" in r.out
+    _one_line_error(run_cli(*args[:-10], "--slo", "a:160iops", "--capacity", "500"), "--slo")
