@@ -45,8 +45,9 @@ def run_demo(out_dir: Path, trace_path: Path | None = None) -> dict[str, Any]:
 
     path = trace_path or bundled("websearch")
     web = read_trace(path)
-    span_ns = int(web["arrival_ns"].max())
+    span_ns = int(web["arrival_ns"].to_numpy().max())
     burst = synth.onoff(**BURST, duration=f"{span_ns}ns", size=8192)  # type: ignore[arg-type]
+    assert isinstance(burst, pl.DataFrame)
     df = merge([web, burst])
     mean_iops = stats(df)["mean_iops"]
     rows: list[dict[str, Any]] = []
@@ -67,7 +68,7 @@ def run_demo(out_dir: Path, trace_path: Path | None = None) -> dict[str, Any]:
                     "web_p99_ns": _q(resp[0], 0.99),
                     "web_within_10ms": float((resp[0] <= DEADLINE_NS).mean()),
                     "burst_p99_ns": _q(resp[1], 0.99),
-                    "all_mean_ns": float(res.requests["response_ns"].mean() or 0.0),
+                    "all_mean_ns": float(res.requests["response_ns"].cast(pl.Float64).mean() or 0.0),  # type: ignore[arg-type]
                 }
             )
             for t, style in ((0, "-"), (1, ":")):

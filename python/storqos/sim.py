@@ -116,7 +116,11 @@ class SimResult:
 _EMPTY_U64 = np.zeros(0, dtype=np.uint64)
 
 
-def _columns(trace: pl.DataFrame | None) -> tuple[np.ndarray, ...]:
+#: The trace columns the core takes: arrival_ns, tenant, size, offset, is_read, target.
+_Columns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, "np.ndarray | None"]
+
+
+def _columns(trace: pl.DataFrame | None) -> _Columns:
     if trace is None or trace.height == 0:
         return (_EMPTY_U64, np.zeros(0, np.uint32), np.zeros(0, np.uint32), _EMPTY_U64, np.zeros(0, bool), None)
     missing = [c for c in ("arrival_ns", "size") if c not in trace.columns]
@@ -184,8 +188,9 @@ def simulate(
     cols = _columns(trace)
     t0 = time.perf_counter()
     try:
+        arrival, tenant, size, offset, is_read, target = cols
         out = _core.simulate(
-            *cols,
+            arrival, tenant, size, offset, is_read, target,
             json.dumps(pspec),
             json.dumps(dspec),
             closed_json=json.dumps([c.to_spec() for c in closed or []]),

@@ -187,8 +187,8 @@ def policy_spec(
         if cmin is None or deadlines is None:
             raise InputError(f"{kind} needs --cmin (the primary-class capacity, IOPS) and --deadline (δ)", "--cmin")
         c = parse_rate(cmin, "--cmin")
-        d = deadlines if isinstance(deadlines, str) else ",".join(str(x) for x in deadlines)
-        delta = parse_duration(d.split(",")[0], "--deadline", default_unit="ms")
+        first = deadlines.split(",")[0] if isinstance(deadlines, str) else list(deadlines)[0]
+        delta = parse_duration(first, "--deadline", default_unit="ms")
         if delta <= 0:
             raise InputError("the deadline must be > 0", "--deadline")
         if kind == "miser":
