@@ -9,6 +9,8 @@ tier is warmed with the user working set *before* High arrives.
 * :mod:`~storqos.warming.fasttier` — hit rate and slowdown (Eqs. 1–14), T_fast = C/F;
 * :mod:`~storqos.warming.policies` — user-only, feedback, prediction, oracle (Fig. 8);
 * :mod:`~storqos.warming.reqlevel` — request-level LRU check on the core's cache device;
+* :mod:`~storqos.warming.multiday` — request-level Figs. 14–15: every evaluated day of
+  every policy's schedule replayed through the simulator with the cache device;
 * :mod:`~storqos.warming.workload` — the 35-day bi-modal synthetic workload;
 * :func:`warm` — all of it on one trace (what ``storqos warm`` runs).
 """
@@ -19,6 +21,7 @@ from storqos.warming.analysis import WarmReport, warm
 from storqos.warming.daymodel import DayModel
 from storqos.warming.fasttier import FastTier
 from storqos.warming.intensity import Intensity, per_minute
+from storqos.warming.multiday import RequestResult, evaluate_requests
 from storqos.warming.policies import POLICIES, Knobs, compare, evaluate
 from storqos.warming.predict import Predictor, change_time_errors, error_summary
 
@@ -29,11 +32,13 @@ __all__ = [
     "Intensity",
     "Knobs",
     "Predictor",
+    "RequestResult",
     "WarmReport",
     "change_time_errors",
     "compare",
     "error_summary",
     "evaluate",
+    "evaluate_requests",
     "per_minute",
     "warm",
 ]

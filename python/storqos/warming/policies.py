@@ -28,8 +28,8 @@ user requests of minute t see hit rate H(t), total utilisation ρ = ρ_user + ρ
 and R_slow/(1 − ρ) on a miss (an M/M/1-style stretch; the paper's simulation assumes
 exponential service, §4.2). The user response-time CDF is the request-weighted mixture
 over minutes, computed exactly on a log grid. Completed system work = device time it
-received (hours). The request-level check of the same schedules is in
-:mod:`storqos.warming.reqlevel`.
+received (hours). This is the *planner*: the reported Figs. 14–15 replay these
+schedules request by request over all evaluated days (:mod:`storqos.warming.multiday`).
 """
 
 from __future__ import annotations
