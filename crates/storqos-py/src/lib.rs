@@ -12,7 +12,8 @@ use pyo3::types::PyDict;
 
 use storqos_core::request::{Op, Request, TARGET_ANY};
 use storqos_core::sim::summary::GroupSummary;
-use storqos_core::sim::{simulate as core_simulate, ClosedClient, SimConfig, SimResult};
+use storqos_core::sim::{simulate_spec, ClosedClient, SimConfig, SimResult};
+use storqos_core::spec::generator::Generator;
 use storqos_core::spec::{from_json, merge_streams, DeviceSpec, GeneratorSpec, SchedulerSpec};
 use storqos_core::time::Nanos;
 use storqos_core::{Device, Error, Scheduler};
@@ -250,14 +251,13 @@ fn simulate<'py>(
             target: tg.map_or(TARGET_ANY, |x| x[i]),
         });
         if streams.is_empty() {
-            core_simulate(trace, &closed, &mut sched, &mut dev, &cfg)
+            simulate_spec(trace, &closed, &mut sched, &mut dev, &cfg)
         } else if n == 0 {
-            core_simulate(merge_streams(streams), &closed, &mut sched, &mut dev, &cfg)
+            simulate_spec(merge_streams(streams), &closed, &mut sched, &mut dev, &cfg)
         } else {
             // Trace and generators together: the trace is one more stream.
-            let boxed: Box<dyn Iterator<Item = Request> + Send> = Box::new(trace.collect::<Vec<_>>().into_iter());
-            streams.insert(0, boxed);
-            core_simulate(merge_streams(streams), &closed, &mut sched, &mut dev, &cfg)
+            streams.insert(0, Generator::Boxed(Box::new(trace.collect::<Vec<_>>().into_iter())));
+            simulate_spec(merge_streams(streams), &closed, &mut sched, &mut dev, &cfg)
         }
     });
     let res = res.map_err(err)?;

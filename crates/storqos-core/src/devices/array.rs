@@ -27,10 +27,12 @@
 //! Latency rises too: each request waits behind the others on its disk (Little's law:
 //! response = depth / throughput grows as long as throughput grows slower than depth).
 //!
-//! **Events.** Completions leave in time order from a min-heap keyed by (finish time,
-//! submission sequence number), so equal finish times are broken by submission order and
-//! runs are deterministic. When a server frees, it starts its next queued request at
-//! that same instant, drawing its service time from the RNG passed to
+//! **Events.** Completions leave in time order, keyed by (finish time, submission
+//! sequence number), so equal finish times are broken by submission order and runs are
+//! deterministic. Each server has at most one request in service, so the keys sit in one
+//! slot per server with the smallest one cached: a start compares once, a completion
+//! rescans the k slots (see `Completions`). When a server frees, it starts its next
+//! queued request at that same instant, drawing its service time from the RNG passed to
 //! [`Device::pop_completion`].
 
 use std::cmp::Reverse;
@@ -86,14 +88,95 @@ pub struct Parallel {
     shared: WaitQueue,
     /// Idle servers, lowest index first (shared mode only).
     idle: BinaryHeap<Reverse<usize>>,
-    /// In-service completions: (finish, submission seq, server).
-    events: BinaryHeap<Reverse<(Nanos, u64, usize)>>,
+    /// In-service completions (see [`Completions`]).
+    events: Completions,
+    /// Striping by shifts and masks when the stripe unit and the server count are both
+    /// powers of two: (log₂ stripe, log₂ k).
+    pow2: Option<(u32, u32)>,
     outstanding: usize,
     /// Requests in internal queues (shared or per server), not in service.
     queued: usize,
     next_seq: u64,
     /// Latest time seen (debug check that time never goes backwards).
     now: Nanos,
+}
+
+/// Key of an idle server: after every real key.
+const IDLE: u128 = u128::MAX;
+
+/// (finish, submission seq) as one integer with the same order.
+#[inline(always)]
+fn completion_key(finish: Nanos, seq: u64) -> u128 {
+    (finish as u128) << 64 | seq as u128
+}
+
+/// The in-service completions, at most one per server: each server's (finish, seq) key
+/// ([`IDLE`] when it serves nothing) and the smallest key with its server, kept up to
+/// date. Keys are distinct (seq is unique), so the order is the (finish, seq) order of
+/// a min-heap. A start only compares its key with the cached first one; a finish (always
+/// the first server's) rescans the k keys once: for the arrays of a few to a few dozen
+/// servers that the models use, one short branch-free scan per completion is cheaper
+/// than sifting a heap.
+#[derive(Clone, Debug)]
+struct Completions {
+    key: Vec<u128>,
+    /// (server, key) of the smallest key; key [`IDLE`] when every server is idle.
+    first: (usize, u128),
+    busy: usize,
+}
+
+impl Completions {
+    fn new(servers: usize) -> Self {
+        Completions { key: vec![IDLE; servers], first: (0, IDLE), busy: 0 }
+    }
+    #[inline]
+    fn rescan(&mut self) {
+        let mut first = (0, IDLE);
+        for (s, &k) in self.key.iter().enumerate() {
+            if k < first.1 {
+                first = (s, k);
+            }
+        }
+        self.first = first;
+    }
+    /// Server `s` (idle) starts a request finishing at `finish`.
+    #[inline]
+    fn set(&mut self, s: usize, finish: Nanos, seq: u64) {
+        debug_assert_eq!(self.key[s], IDLE);
+        let k = completion_key(finish, seq);
+        self.key[s] = k;
+        self.busy += 1;
+        if k < self.first.1 {
+            self.first = (s, k);
+        } else if self.first.0 == s {
+            // `s` was first and was vacated for this start.
+            self.rescan();
+        }
+    }
+    /// Server `s` finished and starts another request right away: the
+    /// [`Completions::set`] that follows rescans.
+    #[inline]
+    fn vacate(&mut self, s: usize) {
+        self.key[s] = IDLE;
+        self.busy -= 1;
+    }
+    /// Server `s` finished.
+    #[inline]
+    fn clear(&mut self, s: usize) {
+        self.key[s] = IDLE;
+        self.busy -= 1;
+        if self.first.0 == s {
+            self.rescan();
+        }
+    }
+    /// The server finishing first and its finish time.
+    #[inline]
+    fn first(&self) -> Option<(usize, Nanos)> {
+        (self.busy > 0).then_some((self.first.0, (self.first.1 >> 64) as Nanos))
+    }
+    fn len(&self) -> usize {
+        self.busy
+    }
 }
 
 impl Parallel {
@@ -116,7 +199,13 @@ impl Parallel {
                 .collect(),
             shared: WaitQueue::new(policy),
             idle: (0..servers).map(Reverse).collect(),
-            events: BinaryHeap::with_capacity(servers),
+            events: Completions::new(servers),
+            pow2: match assign {
+                Assign::Striped { stripe_bytes } if stripe_bytes.is_power_of_two() && servers.is_power_of_two() => {
+                    Some((stripe_bytes.trailing_zeros(), servers.trailing_zeros()))
+                }
+                _ => None,
+            },
             outstanding: 0,
             queued: 0,
             next_seq: 0,
@@ -170,6 +259,12 @@ impl Parallel {
         match self.assign {
             Assign::Shared => (usize::MAX, offset),
             Assign::Striped { stripe_bytes } => {
+                if let Some((sb, kb)) = self.pow2 {
+                    // The same arithmetic with shifts and masks (divisions are slow).
+                    let unit = offset >> sb;
+                    let k_mask = (1u64 << kb) - 1;
+                    return ((unit & k_mask) as usize, ((unit >> kb) << sb) | (offset & (stripe_bytes - 1)));
+                }
                 let k = self.servers.len() as u64;
                 let unit = offset / stripe_bytes;
                 ((unit % k) as usize, (unit / k) * stripe_bytes + offset % stripe_bytes)
@@ -184,7 +279,7 @@ impl Parallel {
         let service = self.service.serve(&mut server.head, w.pos, w.req.bytes, rng);
         let finish = now + service;
         server.busy = Some(Completion { req: w.req, dispatch: w.dispatch, finish });
-        self.events.push(Reverse((finish, w.seq, s)));
+        self.events.set(s, finish, w.seq);
     }
 }
 
@@ -241,11 +336,11 @@ impl Device for Parallel {
 
     #[inline]
     fn next_completion(&self) -> Option<Nanos> {
-        self.events.peek().map(|Reverse((t, _, _))| *t)
+        self.events.first().map(|(_, t)| t)
     }
 
     fn pop_completion(&mut self, rng: &mut SimRng) -> Option<Completion> {
-        let Reverse((finish, _, s)) = self.events.pop()?;
+        let (s, finish) = self.events.first()?;
         debug_assert!(finish >= self.now, "completion at {finish} before {}", self.now);
         self.now = finish;
         let done = self.servers[s].busy.take().expect("event for an idle server");
@@ -258,9 +353,12 @@ impl Device for Parallel {
         match next {
             Some(w) => {
                 self.queued -= 1;
+                // The server's next request replaces its key: one replay of its path.
+                self.events.vacate(s);
                 self.start(s, w, finish, rng)
             }
             None => {
+                self.events.clear(s);
                 if self.assign == Assign::Shared {
                     self.idle.push(Reverse(s));
                 }

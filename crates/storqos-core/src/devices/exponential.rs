@@ -8,6 +8,7 @@ use crate::device::{Device, DeviceState};
 use crate::error::{config, Result};
 use crate::request::{Completion, Request};
 use crate::rng::SimRng;
+use crate::sim::generate::round_ns;
 use crate::time::{Nanos, NS_PER_SEC};
 
 /// One server with exponentially distributed service of mean 1/`iops`.
@@ -46,7 +47,7 @@ impl Device for Exponential {
     fn submit(&mut self, req: Request, now: Nanos, rng: &mut SimRng) {
         debug_assert!(self.busy.is_none(), "exponential device accepts one request at a time");
         // At least 1 ns so that time always advances (bias ≤ 1 ns on a mean of ~1 ms).
-        let service = (rng.exp(self.mean_ns).round() as Nanos).max(1);
+        let service = round_ns(rng.exp(self.mean_ns)).max(1);
         self.busy = Some(Completion { req, dispatch: now, finish: now + service });
     }
     #[inline]

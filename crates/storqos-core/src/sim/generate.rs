@@ -47,13 +47,43 @@ impl Shape {
         Ok(())
     }
 
+}
+
+/// A [`Shape`] with its number of request-sized blocks worked out once (a division per
+/// request otherwise).
+#[derive(Clone, Debug)]
+struct Maker {
+    shape: Shape,
+    blocks: u64,
+}
+
+impl Maker {
+    fn new(shape: Shape) -> Self {
+        let blocks = shape.span_bytes / shape.bytes as u64;
+        Maker { shape, blocks }
+    }
+
     #[inline]
     fn make(&self, id: u64, at: Nanos, rng: &mut SimRng) -> Request {
-        let op = if self.read_fraction >= 1.0 || rng.bernoulli(self.read_fraction) { Op::Read } else { Op::Write };
-        let blocks = self.span_bytes / self.bytes as u64;
-        let offset = if blocks > 1 { rng.below(blocks) * self.bytes as u64 } else { 0 };
-        Request { id, arrival: at, offset, bytes: self.bytes, tenant: self.tenant, class: self.tenant, op, target: TARGET_ANY }
+        let s = &self.shape;
+        let op = if s.read_fraction >= 1.0 || rng.bernoulli(s.read_fraction) { Op::Read } else { Op::Write };
+        let offset = if self.blocks > 1 { rng.below(self.blocks) * s.bytes as u64 } else { 0 };
+        Request { id, arrival: at, offset, bytes: s.bytes, tenant: s.tenant, class: s.tenant, op, target: TARGET_ANY }
     }
+}
+
+/// `t.round() as Nanos` (round half away from zero, saturating), without the call to
+/// the `round` routine that `f64::round` compiles to on baseline x86-64: below 2⁵³ the
+/// truncation `t as u64` and the fraction `t − trunc(t)` are exact, so adding one when
+/// the fraction is ≥ ½ is exactly `round`; from 2⁵³ on every float is an integer.
+#[inline(always)]
+pub(crate) fn round_ns(t: f64) -> Nanos {
+    const EXACT: f64 = (1u64 << 53) as f64;
+    if t >= EXACT || t.is_nan() {
+        return t as Nanos;
+    }
+    let i = t as Nanos;
+    i + (t - i as f64 >= 0.5) as Nanos
 }
 
 fn check_rate(name: &str, rate: f64) -> Result<()> {
@@ -66,7 +96,7 @@ fn check_rate(name: &str, rate: f64) -> Result<()> {
 /// Homogeneous Poisson arrivals.
 #[derive(Clone, Debug)]
 pub struct Poisson {
-    shape: Shape,
+    shape: Maker,
     mean_gap_ns: f64,
     t: f64,
     emitted: u64,
@@ -83,7 +113,7 @@ impl Poisson {
             return config("poisson: rate must be > 0 IOPS");
         }
         shape.validate()?;
-        Ok(Poisson { shape, mean_gap_ns: NS_PER_SEC as f64 / rate, t: 0.0, emitted: 0, count, until, rng: SimRng::new(seed) })
+        Ok(Poisson { shape: Maker::new(shape), mean_gap_ns: NS_PER_SEC as f64 / rate, t: 0.0, emitted: 0, count, until, rng: SimRng::new(seed) })
     }
 }
 
@@ -95,7 +125,7 @@ impl Iterator for Poisson {
             return None;
         }
         self.t += self.rng.exp(self.mean_gap_ns);
-        let at = self.t.round() as Nanos;
+        let at = round_ns(self.t);
         if at > self.until {
             self.count = 0;
             return None;
@@ -109,7 +139,7 @@ impl Iterator for Poisson {
 /// Two-state MMPP (on/off bursts).
 #[derive(Clone, Debug)]
 pub struct OnOff {
-    shape: Shape,
+    shape: Maker,
     rate: [f64; 2],
     mean_sojourn: [f64; 2],
     state: usize,
@@ -147,7 +177,7 @@ impl OnOff {
         let mut rng = SimRng::new(seed);
         let state_end = rng.exp(mean_on as f64);
         Ok(OnOff {
-            shape,
+            shape: Maker::new(shape),
             rate: [rate_on, rate_off],
             mean_sojourn: [mean_on as f64, mean_off as f64],
             state: 0,
@@ -183,7 +213,7 @@ impl Iterator for OnOff {
                 return None;
             }
         }
-        let at = self.t.round() as Nanos;
+        let at = round_ns(self.t);
         if at > self.until {
             self.count = 0;
             return None;
@@ -204,7 +234,7 @@ pub const DEFAULT_HOURLY_PROFILE: [f64; 24] = [
 /// Non-homogeneous Poisson arrivals with a daily and weekly cycle.
 #[derive(Clone, Debug)]
 pub struct Diurnal {
-    shape: Shape,
+    shape: Maker,
     peak_rate: f64,
     profile: [f64; 24],
     weekend_factor: f64,
@@ -233,7 +263,7 @@ impl Diurnal {
         }
         shape.validate()?;
         Ok(Diurnal {
-            shape,
+            shape: Maker::new(shape),
             peak_rate,
             profile,
             weekend_factor,
@@ -267,7 +297,7 @@ impl Iterator for Diurnal {
                 break;
             }
         }
-        let r = self.shape.make(self.emitted, self.t.round() as Nanos, &mut self.rng);
+        let r = self.shape.make(self.emitted, round_ns(self.t), &mut self.rng);
         self.emitted += 1;
         Some(r)
     }
@@ -276,6 +306,23 @@ impl Iterator for Diurnal {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn round_ns_is_round() {
+        let mut rng = SimRng::new(1);
+        let mut xs = vec![0.0, -0.0, 0.5, 1.5, 2.5, -0.4, -0.5, -3.7, 0.49999999999999994, 4503599627370495.5,
+            4503599627370496.5, 9007199254740991.0, 9007199254740992.0, 1.8446744073709552e19, 1e30, f64::INFINITY,
+            f64::NEG_INFINITY, f64::NAN, f64::MAX, f64::MIN_POSITIVE];
+        for k in 0..64 {
+            let p = (1u64 << k) as f64;
+            xs.extend([p, p - 0.5, p + 0.5, p * 1.5 + 0.5, p.next_down(), p.next_up()]);
+        }
+        xs.extend((0..200_000).map(|_| rng.exp(1e6) * 1e3));
+        xs.extend((0..200_000).map(|i| (i as f64) * 0.25 + rng.uniform()));
+        for x in xs {
+            assert_eq!(round_ns(x), x.round() as Nanos, "{x:e}");
+        }
+    }
 
     #[test]
     fn poisson_rate_and_order() {

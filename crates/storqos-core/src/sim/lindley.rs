@@ -6,7 +6,7 @@
 //! it) and as the building block of fast capacity planning.
 
 use crate::request::{Completion, Request};
-use crate::sim::summary::{GroupSummary, WindowAccumulator, WindowSeries};
+use crate::sim::summary::{FastSummary, GroupSummary, WindowAccumulator, WindowSeries};
 use crate::time::Nanos;
 
 /// Completion times of FCFS at one server with a fixed `service` time per request.
@@ -37,7 +37,7 @@ pub fn fcfs_constant_mean_response(arrivals: &[Nanos], service: Nanos) -> f64 {
 /// keeps for one tenant (HDR histogram of response times, per-window series with exact
 /// window percentiles): the like-for-like reference for the simulator benchmark.
 pub fn fcfs_constant_summary(arrivals: &[Nanos], service: Nanos, window: Nanos) -> (GroupSummary, WindowSeries) {
-    let mut g = GroupSummary::default();
+    let mut g = FastSummary::default();
     let mut win = WindowAccumulator::new(window);
     let mut last: Nanos = 0;
     for (i, &a) in arrivals.iter().enumerate() {
@@ -52,7 +52,7 @@ pub fn fcfs_constant_summary(arrivals: &[Nanos], service: Nanos, window: Nanos) 
         g.record(&c);
     }
     win.advance(Nanos::MAX, &mut |_| {});
-    (g, win.series)
+    (g.finish(), win.series)
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! - [`workload`]: open-loop sources (trace replay, generators) and closed-loop clients.
 //! - [`generate`]: synthetic arrival processes (Poisson, on/off MMPP, diurnal).
 //! - [`summary`]: streaming per-tenant / per-class latency summaries and per-window series.
-//! - [`engine`]: the event loop, [`simulate`].
+//! - [`engine`]: the event loop, [`simulate`] (and [`simulate_spec`] over the spec enums).
 
 pub mod engine;
 pub mod generate;
@@ -11,6 +11,6 @@ pub mod lindley;
 pub mod summary;
 pub mod workload;
 
-pub use engine::{simulate, SimConfig, SimResult};
+pub use engine::{simulate, simulate_spec, SimConfig, SimResult};
 pub use summary::{GroupSummary, RequestLog, WindowSeries};
 pub use workload::ClosedClient;

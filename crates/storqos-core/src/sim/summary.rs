@@ -97,36 +97,185 @@ impl GroupSummary {
     }
 }
 
+/// Bucket layout of the HDR histograms of [`GroupSummary`] (lowest discernible value 1,
+/// [`HIST_SIGFIGS`] = 3 significant digits): 2,048 sub-buckets (the smallest power of two
+/// ≥ 2·10³), of which buckets above the first use the upper half. These are the values
+/// `hdrhistogram` derives from the same bounds; `fast_index_matches_hdr` checks them.
+const HDR_SUB_BUCKET_HALF_MAGNITUDE: u32 = 10;
+/// 2,047: values below 2,048 all land in bucket 0.
+const HDR_SUB_BUCKET_MASK: u64 = (2 << HDR_SUB_BUCKET_HALF_MAGNITUDE) - 1;
+/// 64 − unit magnitude (0) − half-count magnitude (10) − 1.
+const HDR_LEADING_ZERO_BASE: u32 = 64 - HDR_SUB_BUCKET_HALF_MAGNITUDE - 1;
+
+/// Index in the HDR counts array of `v` (1 ≤ v ≤ [`HIST_MAX_NS`]): the same index
+/// `hdrhistogram` computes, without its generality (unit magnitude, resizing, clamping).
+#[inline(always)]
+fn hdr_index(v: u64) -> usize {
+    let bucket = HDR_LEADING_ZERO_BASE - (v | HDR_SUB_BUCKET_MASK).leading_zeros();
+    let sub = (v >> bucket) as usize;
+    ((bucket as usize + 1) << HDR_SUB_BUCKET_HALF_MAGNITUDE) + sub - (1 << HDR_SUB_BUCKET_HALF_MAGNITUDE)
+}
+
+/// Lowest value of HDR counts index `i` (the inverse of [`hdr_index`]).
+fn hdr_lowest_value(i: usize) -> u64 {
+    let half = 1usize << HDR_SUB_BUCKET_HALF_MAGNITUDE;
+    let bucket = (i >> HDR_SUB_BUCKET_HALF_MAGNITUDE) as i64 - 1;
+    let sub = (i & (half - 1)) + half;
+    if bucket < 0 { (sub - half) as u64 } else { (sub as u64) << bucket }
+}
+
+/// A [`GroupSummary`] under construction, for the simulator's hot loops: the same sums,
+/// and response times counted in a plain array with the exact bucket layout of the HDR
+/// histogram (one shift, one add), folded into a real histogram by
+/// [`FastSummary::finish`]. The result is identical, bucket for bucket and in its
+/// min / max / total, to recording every response into the histogram one by one.
+#[derive(Clone, Debug)]
+pub(crate) struct FastSummary {
+    completed: u64,
+    bytes: u64,
+    sum_response: u128,
+    sum_wait: u128,
+    min_response: Nanos,
+    max_response: Nanos,
+    first_arrival: Nanos,
+    last_finish: Nanos,
+    /// HDR counts, grown on demand up to the highest index seen.
+    counts: Vec<u64>,
+}
+
+impl Default for FastSummary {
+    fn default() -> Self {
+        FastSummary {
+            completed: 0,
+            bytes: 0,
+            sum_response: 0,
+            sum_wait: 0,
+            min_response: Nanos::MAX,
+            max_response: 0,
+            first_arrival: Nanos::MAX,
+            last_finish: 0,
+            counts: Vec::new(),
+        }
+    }
+}
+
+impl FastSummary {
+    /// Account one completion (as [`GroupSummary::record`]).
+    #[inline]
+    pub fn record(&mut self, c: &Completion) {
+        let r = c.response();
+        self.completed += 1;
+        self.bytes += c.req.bytes as u64;
+        self.sum_response += r as u128;
+        self.sum_wait += c.wait() as u128;
+        self.min_response = self.min_response.min(r);
+        self.max_response = self.max_response.max(r);
+        self.first_arrival = self.first_arrival.min(c.req.arrival);
+        self.last_finish = self.last_finish.max(c.finish);
+        let i = hdr_index(r.clamp(1, HIST_MAX_NS));
+        match self.counts.get_mut(i) {
+            Some(n) => *n += 1,
+            None => self.grow(i),
+        }
+    }
+
+    #[cold]
+    fn grow(&mut self, i: usize) {
+        let len = (i + 1).max(2 * self.counts.len()).max(1 << 12);
+        self.counts.resize(len, 0);
+        self.counts[i] += 1;
+    }
+
+    /// The finished summary. The histogram gets each bucket's count at the bucket's
+    /// lowest value, except the buckets of the smallest and the largest response, which
+    /// get them at those exact values, so its min and max are what one-by-one recording
+    /// leaves.
+    pub fn finish(&self) -> GroupSummary {
+        let mut g = GroupSummary {
+            completed: self.completed,
+            bytes: self.bytes,
+            sum_response: self.sum_response,
+            sum_wait: self.sum_wait,
+            max_response: self.max_response,
+            first_arrival: self.first_arrival,
+            last_finish: self.last_finish,
+            ..GroupSummary::default()
+        };
+        if self.completed == 0 {
+            return g;
+        }
+        let (lo, hi) = (self.min_response.clamp(1, HIST_MAX_NS), self.max_response.clamp(1, HIST_MAX_NS));
+        let (i_lo, i_hi) = (hdr_index(lo), hdr_index(hi));
+        for (i, &n) in self.counts.iter().enumerate() {
+            let mut n = n;
+            if n == 0 {
+                continue;
+            }
+            if i == i_hi {
+                g.hist.saturating_record(hi);
+                n -= 1;
+            }
+            if n > 0 {
+                let v = if i == i_lo { lo } else { hdr_lowest_value(i) };
+                g.hist.saturating_record_n(v, n);
+            }
+        }
+        g
+    }
+}
+
 /// Summaries per (tenant, class) pair: one histogram update per completion; the
 /// per-tenant, per-class and overall views are merged from it at the end of a run.
 #[derive(Debug, Default)]
 pub(crate) struct PairTable {
     keys: Vec<(u32, u32)>,
-    groups: Vec<GroupSummary>,
-    /// Index and packed key (tenant << 32 | class) of the last pair used: consecutive
-    /// completions usually share it.
-    last: usize,
-    last_key: u64,
+    groups: Vec<FastSummary>,
+    /// Group of (tenant, class) at `index[tenant][class]` ([`NO_GROUP`]: none yet), for
+    /// classes below [`DIRECT_CLASSES`]; larger class ids are searched in `keys`.
+    index: Vec<Vec<u32>>,
 }
+
+/// "No group yet" in [`PairTable::index`].
+const NO_GROUP: u32 = u32::MAX;
+/// Class ids below this are looked up directly; policies number their classes densely
+/// from 0, so this bounds the table without ever being reached in practice.
+const DIRECT_CLASSES: u32 = 4096;
 
 impl PairTable {
     /// Account one completion under its (tenant, class).
     #[inline]
     pub fn record(&mut self, c: &Completion) {
-        let packed = (c.req.tenant as u64) << 32 | c.req.class as u64;
-        if packed != self.last_key || self.groups.is_empty() {
-            let key = (c.req.tenant, c.req.class);
-            self.last_key = packed;
-            self.last = match self.keys.iter().position(|k| *k == key) {
-                Some(i) => i,
-                None => {
-                    self.keys.push(key);
-                    self.groups.push(GroupSummary::default());
-                    self.keys.len() - 1
-                }
-            };
+        let (t, k) = (c.req.tenant as usize, c.req.class as usize);
+        let g = match self.index.get(t).and_then(|v| v.get(k)) {
+            Some(&g) if g != NO_GROUP => g as usize,
+            _ => self.insert(c.req.tenant, c.req.class),
+        };
+        self.groups[g].record(c);
+    }
+
+    /// The group of a (tenant, class) pair not seen through the index yet.
+    #[cold]
+    fn insert(&mut self, tenant: u32, class: u32) -> usize {
+        let g = match self.keys.iter().position(|k| *k == (tenant, class)) {
+            Some(g) => g,
+            None => {
+                self.keys.push((tenant, class));
+                self.groups.push(FastSummary::default());
+                self.keys.len() - 1
+            }
+        };
+        if class < DIRECT_CLASSES {
+            let (t, k) = (tenant as usize, class as usize);
+            if t >= self.index.len() {
+                self.index.resize_with(t + 1, Vec::new);
+            }
+            let row = &mut self.index[t];
+            if k >= row.len() {
+                row.resize(k + 1, NO_GROUP);
+            }
+            row[k] = g as u32;
         }
-        self.groups[self.last].record(c);
+        g
     }
 
     /// (per tenant, per class, overall), indexed by tenant / class id.
@@ -135,14 +284,15 @@ impl PairTable {
         let mut classes: Vec<GroupSummary> = Vec::new();
         let mut total = GroupSummary::default();
         for ((t, c), g) in self.keys.iter().zip(&self.groups) {
+            let g = g.finish();
             for (v, i) in [(&mut tenants, *t), (&mut classes, *c)] {
                 let i = i as usize;
                 if i >= v.len() {
                     v.resize_with(i + 1, GroupSummary::default);
                 }
-                v[i].merge(g);
+                v[i].merge(&g);
             }
-            total.merge(g);
+            total.merge(&g);
         }
         (tenants, classes, total)
     }
@@ -231,6 +381,14 @@ impl RequestLog {
     }
 }
 
+/// One tenant's share of the current window.
+#[derive(Debug, Default)]
+struct TenantWindow {
+    arrivals: u64,
+    bytes: u64,
+    latencies: Vec<Nanos>,
+}
+
 /// Accumulates the current window per tenant and flushes it into a [`WindowSeries`].
 /// Per-window accumulator (crate-internal; the event loop and the Lindley kernel use it).
 #[derive(Debug, Default)]
@@ -238,9 +396,7 @@ pub(crate) struct WindowAccumulator {
     pub window: Nanos,
     pub current: u64,
     end: Nanos,
-    arrivals: Vec<u64>,
-    bytes: Vec<u64>,
-    latencies: Vec<Vec<Nanos>>,
+    tenants: Vec<TenantWindow>,
     pub series: WindowSeries,
     pub gauges: GaugeSeries,
 }
@@ -250,13 +406,18 @@ impl WindowAccumulator {
         WindowAccumulator { window, end: window, ..Default::default() }
     }
 
+    /// Tenant `t`'s window, created on first use.
     #[inline]
-    fn ensure(&mut self, tenant: usize) {
-        if tenant >= self.arrivals.len() {
-            self.arrivals.resize(tenant + 1, 0);
-            self.bytes.resize(tenant + 1, 0);
-            self.latencies.resize_with(tenant + 1, Vec::new);
+    fn tenant(&mut self, t: usize) -> &mut TenantWindow {
+        if t >= self.tenants.len() {
+            self.grow(t);
         }
+        &mut self.tenants[t]
+    }
+
+    #[cold]
+    fn grow(&mut self, t: usize) {
+        self.tenants.resize_with(t + 1, TenantWindow::default);
     }
 
     /// Is `now` past the current window?
@@ -269,9 +430,9 @@ impl WindowAccumulator {
     pub fn advance(&mut self, now: Nanos, gauges: &mut dyn FnMut(&mut dyn FnMut(&str, f64))) {
         let start = self.current * self.window;
         let mut any = false;
-        for t in 0..self.arrivals.len() {
-            let lat = &mut self.latencies[t];
-            if self.arrivals[t] == 0 && lat.is_empty() {
+        for (t, w) in self.tenants.iter_mut().enumerate() {
+            let lat = &mut w.latencies;
+            if w.arrivals == 0 && lat.is_empty() {
                 continue;
             }
             any = true;
@@ -287,16 +448,16 @@ impl WindowAccumulator {
             let s = &mut self.series;
             s.start.push(start);
             s.tenant.push(t as u32);
-            s.arrivals.push(self.arrivals[t]);
+            s.arrivals.push(w.arrivals);
             s.completed.push(n as u64);
-            s.bytes.push(self.bytes[t]);
+            s.bytes.push(w.bytes);
             s.mean_response.push(mean);
             s.p50_response.push(p50);
             s.p95_response.push(p95);
             s.p99_response.push(p99);
             s.max_response.push(max);
-            self.arrivals[t] = 0;
-            self.bytes[t] = 0;
+            w.arrivals = 0;
+            w.bytes = 0;
             lat.clear();
         }
         if any {
@@ -313,17 +474,15 @@ impl WindowAccumulator {
 
     #[inline]
     pub fn arrival(&mut self, tenant: u32) {
-        let t = tenant as usize;
-        self.ensure(t);
-        self.arrivals[t] += 1;
+        self.tenant(tenant as usize).arrivals += 1;
     }
 
     #[inline]
     pub fn completion(&mut self, c: &Completion) {
-        let t = c.req.tenant as usize;
-        self.ensure(t);
-        self.bytes[t] += c.req.bytes as u64;
-        self.latencies[t].push(c.response());
+        let r = c.response();
+        let w = self.tenant(c.req.tenant as usize);
+        w.bytes += c.req.bytes as u64;
+        w.latencies.push(r);
     }
 }
 
@@ -367,7 +526,73 @@ mod tests {
         assert_eq!(exact_quantile(&mut v, 0.0), 1);
         let mut w: Vec<Nanos> = (1..=1000).map(|i| (i * 7919) % 1000 + 1).collect();
         assert_eq!(exact_quantiles(&mut w, [0.5, 0.95, 0.99]), [500, 950, 990]);
+        for n in [1usize, 2, 3, 7, 100, 255, 256, 257, 1000, 5000] {
+            let v: Vec<Nanos> = (0..n as u64).map(|i| (i * 7919 + 13) % 1009).collect();
+            let mut sorted = v.clone();
+            sorted.sort_unstable();
+            let want = [0.5, 0.95, 0.99].map(|q| sorted[((q * n as f64).ceil() as usize).clamp(1, n) - 1]);
+            assert_eq!(exact_quantiles(&mut v.clone(), [0.5, 0.95, 0.99]), want, "n = {n}");
+        }
         let mut one = vec![42];
         assert_eq!(exact_quantiles(&mut one, [0.5, 0.95, 0.99]), [42, 42, 42]);
+    }
+
+    fn completion(arrival: Nanos, dispatch: Nanos, finish: Nanos) -> Completion {
+        Completion { req: crate::request::Request::new(0, 0, arrival, 4096), dispatch, finish }
+    }
+
+    fn same(a: &GroupSummary, b: &GroupSummary) {
+        assert_eq!(a.hist, b.hist);
+        assert_eq!((a.hist.len(), a.hist.min_nz(), a.hist.max(), a.hist.min()), (b.hist.len(), b.hist.min_nz(), b.hist.max(), b.hist.min()));
+        assert_eq!((a.completed, a.bytes, a.sum_response, a.sum_wait), (b.completed, b.bytes, b.sum_response, b.sum_wait));
+        assert_eq!((a.max_response, a.first_arrival, a.last_finish), (b.max_response, b.first_arrival, b.last_finish));
+        for q in [0.0, 0.1, 0.5, 0.99, 1.0] {
+            assert_eq!(a.quantile(q), b.quantile(q));
+        }
+    }
+
+    #[test]
+    fn fast_index_matches_hdr() {
+        let h = GroupSummary::default().hist;
+        let mut rng = crate::rng::SimRng::new(3);
+        let mut vs: Vec<u64> = (1..5000).collect();
+        vs.extend((0..50).flat_map(|k| [(1u64 << k).saturating_sub(1), 1 << k, (1 << k) + 1]));
+        vs.extend((0..100_000).map(|_| 1 + rng.below(HIST_MAX_NS)));
+        vs.extend((0..100_000).map(|_| 1 + (rng.uniform() * 1e9) as u64));
+        vs.push(HIST_MAX_NS);
+        for v in vs.into_iter().filter(|v| (1..=HIST_MAX_NS).contains(v)) {
+            let i = hdr_index(v);
+            assert_eq!(hdr_lowest_value(i), h.lowest_equivalent(v), "{v}");
+            assert_eq!(hdr_index(hdr_lowest_value(i)), i);
+        }
+    }
+
+    #[test]
+    fn fast_summary_equals_one_by_one_recording() {
+        let mut rng = crate::rng::SimRng::new(5);
+        for case in 0..6 {
+            let (mut slow, mut fast) = (GroupSummary::default(), FastSummary::default());
+            let n = [0, 1, 2, 3, 1000, 100_000][case];
+            for i in 0..n {
+                let a = rng.below(1 << 40);
+                let r = match i % 7 {
+                    0 => 0,
+                    1 => rng.below(3000),
+                    2 => HIST_MAX_NS + rng.below(1000),
+                    _ => (rng.exp(1e6 * (1 + case) as f64)) as u64,
+                };
+                let c = completion(a, a + r / 2, a + r);
+                slow.record(&c);
+                fast.record(&c);
+            }
+            same(&fast.finish(), &slow);
+        }
+        // One bucket holding both the minimum and the maximum.
+        let (mut slow, mut fast) = (GroupSummary::default(), FastSummary::default());
+        for r in [1_000_001, 1_000_300, 1_000_100] {
+            slow.record(&completion(0, 0, r));
+            fast.record(&completion(0, 0, r));
+        }
+        same(&fast.finish(), &slow);
     }
 }

@@ -112,16 +112,52 @@ impl From<&ShapeSpec> for Shape {
     }
 }
 
+/// A built generator: one of the synthetic processes, or any other request stream (a
+/// trace merged with generators). An enum rather than a `Box<dyn Iterator>` so that
+/// pulling a request is a `match` the compiler inlines, not a virtual call.
+pub enum Generator {
+    /// Homogeneous Poisson arrivals.
+    Poisson(Poisson),
+    /// Two-state MMPP.
+    Onoff(OnOff),
+    /// Diurnal + weekly non-homogeneous Poisson.
+    Diurnal(Diurnal),
+    /// Any other arrival-ordered stream.
+    Boxed(Box<dyn Iterator<Item = Request> + Send>),
+}
+
+impl Iterator for Generator {
+    type Item = Request;
+    #[inline]
+    fn next(&mut self) -> Option<Request> {
+        match self {
+            Generator::Poisson(g) => g.next(),
+            Generator::Onoff(g) => g.next(),
+            Generator::Diurnal(g) => g.next(),
+            Generator::Boxed(g) => g.next(),
+        }
+    }
+}
+
 impl GeneratorSpec {
     /// Build the streaming iterator.
-    pub fn build(&self) -> Result<Box<dyn Iterator<Item = Request> + Send>> {
+    pub fn build(&self) -> Result<Generator> {
         Ok(match self {
             GeneratorSpec::Poisson { rate, count, until_ns, shape, seed } => {
-                Box::new(Poisson::new(*rate, *count, *until_ns, shape.into(), *seed)?)
+                Generator::Poisson(Poisson::new(*rate, *count, *until_ns, shape.into(), *seed)?)
             }
-            GeneratorSpec::Onoff { rate_on, rate_off, mean_on_ns, mean_off_ns, count, until_ns, shape, seed } => Box::new(
-                OnOff::new(*rate_on, *rate_off, *mean_on_ns, *mean_off_ns, *count, *until_ns, shape.into(), *seed)?,
-            ),
+            GeneratorSpec::Onoff { rate_on, rate_off, mean_on_ns, mean_off_ns, count, until_ns, shape, seed } => {
+                Generator::Onoff(OnOff::new(
+                    *rate_on,
+                    *rate_off,
+                    *mean_on_ns,
+                    *mean_off_ns,
+                    *count,
+                    *until_ns,
+                    shape.into(),
+                    *seed,
+                )?)
+            }
             GeneratorSpec::Diurnal { peak_rate, days, hourly, weekend_factor, shape, seed } => {
                 let profile = match hourly {
                     None => DEFAULT_HOURLY_PROFILE,
@@ -132,7 +168,7 @@ impl GeneratorSpec {
                         ))
                     })?,
                 };
-                Box::new(Diurnal::new(*peak_rate, profile, *weekend_factor, *days, shape.into(), *seed)?)
+                Generator::Diurnal(Diurnal::new(*peak_rate, profile, *weekend_factor, *days, shape.into(), *seed)?)
             }
         })
     }
@@ -140,32 +176,68 @@ impl GeneratorSpec {
 
 /// Merge arrival-ordered streams into one, by arrival time (ties: lower stream index
 /// first), renumbering request ids 0, 1, 2, … in merged order.
-pub fn merge_streams(
-    streams: Vec<Box<dyn Iterator<Item = Request> + Send>>,
-) -> impl Iterator<Item = Request> + Send {
-    let mut heads: Vec<Option<Request>> = Vec::with_capacity(streams.len());
-    let mut streams = streams;
-    for s in streams.iter_mut() {
-        heads.push(s.next());
+///
+/// The heads' arrival times sit in one flat array scanned for the earliest: for the
+/// handful of generators a run merges, a short branch-free scan of integers is cheaper
+/// than keeping a heap or a tournament tree (measured), and the streams are a concrete
+/// type ([`Generator`] for specs), not boxed iterators behind virtual calls.
+pub fn merge_streams<I: Iterator<Item = Request>>(streams: Vec<I>) -> Merged<I> {
+    let k = streams.len();
+    let mut m = Merged { heads: Vec::with_capacity(k), alive: vec![false; k], key: vec![NEVER; k], streams, next_id: 0 };
+    for i in 0..k {
+        let h = m.streams[i].next();
+        m.key[i] = h.map_or(NEVER, |r| r.arrival);
+        m.alive[i] = h.is_some();
+        m.heads.push(h.unwrap_or_default());
     }
-    let mut next_id = 0u64;
-    std::iter::from_fn(move || {
-        // A linear scan: generator counts are small (tenants), requests are many.
-        let mut best: Option<usize> = None;
-        for (i, h) in heads.iter().enumerate() {
-            if let Some(r) = h {
-                if best.is_none_or(|b| r.arrival < heads[b].as_ref().unwrap().arrival) {
-                    best = Some(i);
-                }
+    m
+}
+
+/// "No head": the key of an exhausted stream (a live head at this time is told apart by
+/// [`Merged::alive`]).
+const NEVER: Nanos = Nanos::MAX;
+
+/// The iterator returned by [`merge_streams`].
+pub struct Merged<I> {
+    streams: Vec<I>,
+    /// Current head of each stream (meaningless once the stream is exhausted).
+    heads: Vec<Request>,
+    /// Whether each stream still has a head.
+    alive: Vec<bool>,
+    /// Arrival of each head, [`NEVER`] once exhausted.
+    key: Vec<Nanos>,
+    next_id: u64,
+}
+
+impl<I: Iterator<Item = Request>> Iterator for Merged<I> {
+    type Item = Request;
+    #[inline]
+    fn next(&mut self) -> Option<Request> {
+        // The first stream holding the smallest key.
+        let (mut w, mut best) = (0, NEVER);
+        for (i, &k) in self.key.iter().enumerate() {
+            if k < best {
+                (w, best) = (i, k);
             }
         }
-        let b = best?;
-        let mut r = heads[b].take().unwrap();
-        heads[b] = streams[b].next();
-        r.id = next_id;
-        next_id += 1;
+        if best == NEVER {
+            // All heads exhausted, or heads arriving at the last representable
+            // nanosecond: the lowest live stream wins.
+            w = self.alive.iter().position(|&a| a)?;
+        }
+        let next = self.streams[w].next();
+        match next {
+            Some(h) => self.key[w] = h.arrival,
+            None => {
+                self.key[w] = NEVER;
+                self.alive[w] = false;
+            }
+        }
+        let mut r = std::mem::replace(&mut self.heads[w], next.unwrap_or_default());
+        r.id = self.next_id;
+        self.next_id += 1;
         Some(r)
-    })
+    }
 }
 
 #[cfg(test)]
@@ -182,6 +254,26 @@ mod tests {
         assert!(v.windows(2).all(|w| w[0].arrival <= w[1].arrival));
         assert_eq!(v.iter().filter(|r| r.tenant == 1).count(), 3000);
         assert!(v.iter().enumerate().all(|(i, r)| r.id == i as u64));
+    }
+
+    #[test]
+    fn merge_breaks_ties_by_stream_index_and_survives_uneven_streams() {
+        let mk = |tenant: u32, times: &[Nanos]| -> Vec<Request> {
+            times.iter().map(|&t| Request::new(0, tenant, t, 4096)).collect()
+        };
+        let streams = vec![
+            mk(0, &[5, 5, 9]),
+            mk(1, &[]),
+            mk(2, &[1, 5, Nanos::MAX]),
+            mk(3, &[5, Nanos::MAX]),
+            mk(4, &[0]),
+        ];
+        let v: Vec<(Nanos, u32)> =
+            merge_streams(streams.into_iter().map(|s| s.into_iter()).collect()).map(|r| (r.arrival, r.tenant)).collect();
+        let m = Nanos::MAX;
+        assert_eq!(v, vec![(0, 4), (1, 2), (5, 0), (5, 0), (5, 2), (5, 3), (9, 0), (m, 2), (m, 3)]);
+        assert_eq!(merge_streams(Vec::<std::vec::IntoIter<Request>>::new()).count(), 0);
+        assert_eq!(merge_streams(vec![mk(0, &[1, 2]).into_iter()]).count(), 2);
     }
 
     #[test]
