@@ -667,14 +667,14 @@ def run_one(run: Run, trace: pl.DataFrame | None) -> RunOutput:
     tenants = names.join(res.tenants.with_columns(pl.col("tenant").cast(pl.UInt32)), on="tenant", how="left")
     tenants = tenants.with_columns(pl.col("completed").fill_null(0))
     cdf = res.cdf.with_columns(pl.col("tenant").cast(pl.UInt32))
-    within = []
+    within: list[float | None] = []
     for t in run.tenants:
         if t.slo_ns is None:
             within.append(None)
             continue
         tid = run.tenants.index(t)
         sub = cdf.filter((pl.col("tenant") == tid) & (pl.col("response_ns") <= t.slo_ns))
-        within.append(float(sub["fraction"].max() or 0.0))
+        within.append(float(sub["fraction"].to_numpy().max(initial=0.0)))
     tenants = tenants.with_columns(pl.Series("within_slo", within, dtype=pl.Float64))
     tenants = tenants.with_columns(
         pl.when(pl.col("slo_ns").is_null()).then(None).otherwise(pl.col("within_slo") >= run.percentile).alias("slo_met")

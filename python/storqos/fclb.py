@@ -264,7 +264,7 @@ def admit(
     ws = [Workload.parse(w) if isinstance(w, str) else w for w in workloads]
     if not ws:
         raise InputError("give at least one workload, e.g. --workload w1:40:35ms", "--workload")
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"name": w.name or f"w{i + 1}", "iops": w.iops_value(), "rt_ns": w.rt_ns(), "bytes": w.size_bytes()}
         for i, w in enumerate(ws)
     ]

@@ -110,11 +110,11 @@ def plan_cmd(
                             pool_iops=pool_iops, disks_per_pool=disks_per_pool)
         title = f"power: 100 % vs {100 * fractions[0]:g} % within {fmt_duration(deadlines[0])} (pools of {pool_iops} IOPS, {disks_per_pool} disks)"
     elif recombine:
-        r = plan.recombine(df, 100 * fractions[0], f"{deadlines[0]}ns", delta_c=delta_c)
-        result = r.summary
-        extra = {"cmin_iops": r.cmin_iops, "delta_c_iops": r.delta_c_iops}
-        title = (f"recombiners at Cmin {fmt_rate(r.cmin_iops)} + ΔC {fmt_rate(r.delta_c_iops)}, "
-                 f"δ = {fmt_duration(r.deadline_ns)} (times in ns)")
+        rc = plan.recombine(df, 100 * fractions[0], f"{deadlines[0]}ns", delta_c=delta_c)
+        result = rc.summary
+        extra = {"cmin_iops": rc.cmin_iops, "delta_c_iops": rc.delta_c_iops}
+        title = (f"recombiners at Cmin {fmt_rate(rc.cmin_iops)} + ΔC {fmt_rate(rc.delta_c_iops)}, "
+                 f"δ = {fmt_duration(rc.deadline_ns)} (times in ns)")
     else:
         result = plan.capacity_table(df, [f"{d}ns" for d in deadlines], [100 * f for f in fractions], method=method)
         title = f"{trace.name}: {df.height:,} requests — capacity (IOPS) for a fraction of requests to meet a response time"

@@ -137,13 +137,13 @@ def _print(summary: dict[str, Any], rep: Any, tier: Any, rows: int) -> None:
     for ev in sched[:rows]:
         s.add_row(str(ev["day"]), ev["weekday"], ev["time"], ev["event"])
     out.print(s)
-    c = Table(title="policies: user response time and completed system work")
+    cmp = Table(title="policies: user response time and completed system work")
     for col in ("policy", "user mean ms", "p50 ms", "p90 ms", "p99 ms", "cold-tier requests %", "system work h", "system on h"):
-        c.add_column(col, justify="left" if col == "policy" else "right")
+        cmp.add_column(col, justify="left" if col == "policy" else "right")
     for r in summary["comparison"]:
-        c.add_row(r["policy"], f"{r['mean_ms']:.3g}", f"{r['p50_ms']:.3g}", f"{r['p90_ms']:.3g}", f"{r['p99_ms']:.3g}",
+        cmp.add_row(r["policy"], f"{r['mean_ms']:.3g}", f"{r['p50_ms']:.3g}", f"{r['p90_ms']:.3g}", f"{r['p99_ms']:.3g}",
                   f"{100 * r['cold_fraction']:.1f}", f"{r['system_work_h']:.1f}", f"{r['system_on_h']:.1f}")
-    out.print(c)
+    out.print(cmp)
 
 
 def register(app: typer.Typer) -> None:
