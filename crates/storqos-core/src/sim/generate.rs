@@ -13,9 +13,10 @@
 //! devices draw.
 
 use crate::error::{config, Result};
-use crate::request::{Op, Request, TARGET_ANY};
+use crate::request::{Request, TARGET_ANY};
 use crate::rng::SimRng;
 use crate::time::{Nanos, NS_PER_SEC};
+use crate::sim::workload::draw_request;
 
 /// What every generated request looks like.
 #[derive(Clone, Debug, PartialEq)]
@@ -66,9 +67,7 @@ impl Maker {
     #[inline]
     fn make(&self, id: u64, at: Nanos, rng: &mut SimRng) -> Request {
         let s = &self.shape;
-        let op = if s.read_fraction >= 1.0 || rng.bernoulli(s.read_fraction) { Op::Read } else { Op::Write };
-        let offset = if self.blocks > 1 { rng.below(self.blocks) * s.bytes as u64 } else { 0 };
-        Request { id, arrival: at, offset, bytes: s.bytes, tenant: s.tenant, class: s.tenant, op, target: TARGET_ANY }
+        draw_request(id, at, s.tenant, s.bytes, s.read_fraction, self.blocks, TARGET_ANY, rng)
     }
 }
 

@@ -117,20 +117,30 @@ impl ClosedClient {
 
     /// Build the client's next request issued at `at`.
     pub fn make_request(&self, id: u64, at: Nanos, rng: &mut SimRng) -> Request {
-        let op = if self.read_fraction >= 1.0 || rng.bernoulli(self.read_fraction) { Op::Read } else { Op::Write };
         let blocks = self.span_bytes / self.bytes as u64;
-        let offset = if blocks > 1 { rng.below(blocks) * self.bytes as u64 } else { 0 };
-        Request {
-            id,
-            arrival: at,
-            offset,
-            bytes: self.bytes,
-            tenant: self.tenant,
-            class: self.tenant,
-            op,
-            target: self.target,
-        }
+        draw_request(id, at, self.tenant, self.bytes, self.read_fraction, blocks, self.target, rng)
     }
+}
+
+/// One synthetic request: a read with probability `read_fraction`, at a uniformly drawn
+/// `bytes`-aligned offset among `blocks` blocks (offset 0 when `blocks` ≤ 1). The draws
+/// come in this order (op, then offset), shared by closed-loop clients and the
+/// open-loop generators so both consume the RNG alike.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub(crate) fn draw_request(
+    id: u64,
+    at: Nanos,
+    tenant: u32,
+    bytes: u32,
+    read_fraction: f64,
+    blocks: u64,
+    target: u8,
+    rng: &mut SimRng,
+) -> Request {
+    let op = if read_fraction >= 1.0 || rng.bernoulli(read_fraction) { Op::Read } else { Op::Write };
+    let offset = if blocks > 1 { rng.below(blocks) * bytes as u64 } else { 0 };
+    Request { id, arrival: at, offset, bytes, tenant, class: tenant, op, target }
 }
 
 #[cfg(test)]
