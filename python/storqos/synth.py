@@ -93,7 +93,8 @@ def onoff(
 ) -> pl.DataFrame | dict[str, Any]:
     """Bursty on/off arrivals (2-state MMPP): ``rate_on`` for Exp(``mean_on``), then
     ``rate_off`` (may be 0) for Exp(``mean_off``)."""
-    r_off = 0.0 if float(str(rate_off).rstrip("iops") or 0) == 0 else parse_rate(rate_off, "--rate-off")
+    # The OFF state may be silent: 0 is a valid rate here, anything else parses as usual.
+    r_off = 0.0 if str(rate_off).strip() in ("0", "0.0", "0iops") else parse_rate(rate_off, "--rate-off")
     spec = {
         "kind": "onoff",
         "rate_on": parse_rate(rate_on, "--rate-on"),

@@ -108,3 +108,14 @@ def test_synthetic_generators_shapes() -> None:
     # Poisson: the asked rate.
     p = storqos.synth.poisson("1k", duration="30s", seed=4)
     assert storqos.traces.stats(p)["mean_iops"] == pytest.approx(1000, rel=0.03)
+
+
+def test_onoff_off_rate_accepts_units_and_zero() -> None:
+    a = storqos.synth.onoff("3k", "1k", "50ms", "200ms", count=2000, seed=1)
+    b = storqos.synth.onoff("3k", 0, "50ms", "200ms", count=2000, seed=1)
+    assert isinstance(a, pl.DataFrame) and isinstance(b, pl.DataFrame)
+    assert a.height == b.height == 2000
+    # A busy OFF state packs the same count into less time than a silent one.
+    assert a["arrival_ns"].max() < b["arrival_ns"].max()
+    with pytest.raises(InputError, match="--rate-off"):
+        storqos.synth.onoff("3k", "-1", "50ms", "200ms", count=10)
