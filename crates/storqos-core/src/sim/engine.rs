@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::request::{Completion, Request};
 use crate::rng::SimRng;
 use crate::scheduler::Scheduler;
-use crate::sim::summary::{GaugeSeries, GroupSummary, PairTable, RequestLog, WindowAccumulator, WindowSeries};
+use crate::sim::summary::{GaugeSeries, GroupSummary, Recorder, RequestLog, WindowSeries};
 use crate::sim::workload::ClosedClient;
 use crate::spec::{AnyDevice, AnyScheduler};
 use crate::time::{Nanos, NS_PER_SEC};
@@ -91,6 +91,38 @@ fn earliest(t_done: Nanos, t_timer: Nanos, t_arr: Nanos) -> (Nanos, u8) {
     (t_next, kind)
 }
 
+/// The open-loop stream with its next request taken out ahead: its arrival time is the
+/// stream's next event time ([`NEVER`] once the stream is exhausted).
+struct OpenSource<I> {
+    it: I,
+    next: Request,
+    /// Arrival of `next`, or [`NEVER`].
+    t: Nanos,
+}
+
+impl<I: Iterator<Item = Request>> OpenSource<I> {
+    fn new(mut it: I) -> Self {
+        match it.next() {
+            Some(next) => OpenSource { t: next.arrival, next, it },
+            None => OpenSource { it, next: Request::default(), t: NEVER },
+        }
+    }
+
+    /// The next request (only when `t != NEVER`); pulls the one after it.
+    #[inline(always)]
+    fn take(&mut self) -> Request {
+        let r = self.next;
+        match self.it.next() {
+            Some(n) => {
+                self.next = n;
+                self.t = n.arrival;
+            }
+            None => self.t = NEVER,
+        }
+        r
+    }
+}
+
 /// Run `open` (arrival-ordered requests) and `closed` clients through `sched` in front of
 /// `dev`.
 ///
@@ -123,7 +155,7 @@ where
     }
     let until = cfg.until.unwrap_or(Nanos::MAX);
     let mut rng = SimRng::new(cfg.seed);
-    let mut open = open.into_iter().peekable();
+    let mut open = OpenSource::new(open.into_iter());
     // Closed-loop wake-ups: (time, seq, client index).
     let mut wakes: BinaryHeap<Reverse<(Nanos, u64, usize)>> = BinaryHeap::new();
     let mut wake_seq = 0u64;
@@ -140,9 +172,7 @@ where
     // id space: id − CLOSED_ID_BASE indexes this table.
     let mut closed_owner: Vec<u32> = Vec::new();
 
-    let mut pairs = PairTable::default();
-    let mut win = WindowAccumulator::new(cfg.window);
-    let mut log = cfg.keep_requests.then(RequestLog::default);
+    let mut rec = Recorder::new(cfg.window, cfg.keep_requests);
     let mut arrived = 0u64;
     let mut completed = 0u64;
     let mut events = 0u64;
@@ -150,15 +180,15 @@ where
     let mut last_open_arrival: Nanos = 0;
     let mut pending_dispatch = false;
 
-    // The device's next completion changes only when a request is submitted or a
-    // completion popped, the scheduler's next timer only through its `&mut` calls: both
-    // are kept here and refreshed right after those calls, not re-asked every event.
+    // Every event source's next time is kept here and refreshed only where it can
+    // change: the device's next completion when a request is submitted or a completion
+    // popped, the scheduler's next timer after its `&mut` calls, the next arrival when
+    // one is taken or a client wake-up is pushed or popped.
     let mut t_done = dev.next_completion().unwrap_or(NEVER);
     let mut t_timer = sched.next_timer().unwrap_or(NEVER);
+    let mut t_wake = wakes.peek().map_or(NEVER, |w| w.0 .0);
     loop {
-        let t_open = open.peek().map_or(NEVER, |r| r.arrival);
-        let t_wake = wakes.peek().map_or(NEVER, |w| w.0 .0);
-        let t_arr = t_open.min(t_wake);
+        let t_arr = open.t.min(t_wake);
         let (mut t_next, mut kind) = earliest(t_done, t_timer, t_arr);
         // All events of this nanosecond are in: offer every free slot to the scheduler
         // (so a policy sees every request that arrived at `now` before choosing).
@@ -198,8 +228,8 @@ where
         debug_assert!(t_next >= now || kind == 3, "time went backwards");
         now = now.max(t_next);
         events += 1;
-        if win.crossed(now) {
-            win.advance(now, &mut |sink| sched.gauges(sink));
+        if rec.crossed(now) {
+            rec.advance(now, &mut |sink| sched.gauges(sink));
         }
         match kind {
             1 => {
@@ -208,11 +238,7 @@ where
                 t_done = dev.next_completion().unwrap_or(NEVER);
                 completed += 1;
                 sched.complete(&c, now);
-                pairs.record(&c);
-                win.completion(&c);
-                if let Some(l) = log.as_mut() {
-                    l.push(&c);
-                }
+                rec.completion(c);
                 if c.req.id >= CLOSED_ID_BASE {
                     let ci = closed_owner[(c.req.id - CLOSED_ID_BASE) as usize] as usize;
                     let client = &closed[ci];
@@ -220,13 +246,14 @@ where
                     if let Some(t) = client.next_active(t) {
                         wakes.push(Reverse((t, wake_seq, ci)));
                         wake_seq += 1;
+                        t_wake = t_wake.min(t);
                     }
                 }
             }
             2 => sched.on_timer(now),
             _ => {
-                let req = if t_open != NEVER && t_open <= t_wake {
-                    let r = open.next().expect("peeked");
+                let req = if open.t != NEVER && open.t <= t_wake {
+                    let r = open.take();
                     if r.arrival < last_open_arrival {
                         return Err(Error::InvalidInput(format!(
                             "request {} arrives at {} ns, before the previous request ({} ns): sort the trace by time",
@@ -237,13 +264,14 @@ where
                     r
                 } else {
                     let Reverse((_, _, ci)) = wakes.pop().expect("peeked");
+                    t_wake = wakes.peek().map_or(NEVER, |w| w.0 .0);
                     let r = closed[ci].make_request(next_closed_id, now, &mut rng);
                     closed_owner.push(ci as u32);
                     next_closed_id += 1;
                     r
                 };
                 arrived += 1;
-                win.arrival(req.tenant);
+                rec.arrival(req.tenant);
                 sched.enqueue(req, now);
             }
         }
@@ -252,14 +280,13 @@ where
         pending_dispatch = dev.state().free_slots > 0;
     }
     // Flush the last window.
-    win.advance(Nanos::MAX, &mut |sink| sched.gauges(sink));
-    let (tenants, classes, total) = pairs.finish();
+    let (tenants, classes, total, windows, gauges, log) = rec.finish(&mut |sink| sched.gauges(sink));
     Ok(SimResult {
         tenants,
         classes,
         total,
-        windows: win.series,
-        gauges: win.gauges,
+        windows,
+        gauges,
         log,
         arrived,
         unfinished: arrived - completed,

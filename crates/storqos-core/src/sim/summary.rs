@@ -5,6 +5,7 @@
 use hdrhistogram::Histogram;
 
 use crate::request::Completion;
+pub use crate::sim::quantile::{exact_quantile, exact_quantiles};
 use crate::time::Nanos;
 
 /// Largest response time the histograms track exactly (≈ 11.6 days); larger values are
@@ -161,7 +162,7 @@ impl Default for FastSummary {
 
 impl FastSummary {
     /// Account one completion (as [`GroupSummary::record`]).
-    #[inline]
+    #[inline(always)]
     pub fn record(&mut self, c: &Completion) {
         let r = c.response();
         self.completed += 1;
@@ -243,7 +244,7 @@ const DIRECT_CLASSES: u32 = 4096;
 
 impl PairTable {
     /// Account one completion under its (tenant, class).
-    #[inline]
+    #[inline(always)]
     pub fn record(&mut self, c: &Completion) {
         let (t, k) = (c.req.tenant as usize, c.req.class as usize);
         let g = match self.index.get(t).and_then(|v| v.get(k)) {
@@ -295,6 +296,89 @@ impl PairTable {
             total.merge(&g);
         }
         (tenants, classes, total)
+    }
+}
+
+/// Completions accounted per batch by [`Recorder`]: the event loop only appends each
+/// completion to a buffer of this many; the summaries take them up together in one tight
+/// loop, away from the loop's hard-to-predict event branches.
+const RECORD_BATCH: usize = 256;
+
+/// Everything a run records: per-(tenant, class) summaries, the per-window series and
+/// gauges, and the optional per-request log.
+///
+/// Completions are buffered and accounted in order in batches; the buffer is emptied
+/// before every window change, so each completion lands in the window, the summaries and
+/// the log exactly as if it had been accounted on the spot.
+#[derive(Debug)]
+pub(crate) struct Recorder {
+    pairs: PairTable,
+    win: WindowAccumulator,
+    log: Option<RequestLog>,
+    pending: Vec<Completion>,
+}
+
+impl Recorder {
+    /// An empty record with `window`-long windows, keeping a per-request log if `keep`.
+    pub fn new(window: Nanos, keep: bool) -> Self {
+        Recorder {
+            pairs: PairTable::default(),
+            win: WindowAccumulator::new(window),
+            log: keep.then(RequestLog::default),
+            pending: Vec::with_capacity(RECORD_BATCH),
+        }
+    }
+
+    /// A request of `tenant` arrived (in the current window).
+    #[inline(always)]
+    pub fn arrival(&mut self, tenant: u32) {
+        self.win.arrival(tenant);
+    }
+
+    /// A request completed (at or after the last window change).
+    #[inline(always)]
+    pub fn completion(&mut self, c: Completion) {
+        if self.pending.len() == RECORD_BATCH {
+            self.flush();
+        }
+        self.pending.push(c);
+    }
+
+    /// Is `now` past the current window?
+    #[inline(always)]
+    pub fn crossed(&self, now: Nanos) -> bool {
+        self.win.crossed(now)
+    }
+
+    /// Close the current window (rows and `gauges`) and move to `now`'s.
+    pub fn advance(&mut self, now: Nanos, gauges: &mut dyn FnMut(&mut dyn FnMut(&str, f64))) {
+        self.flush();
+        self.win.advance(now, gauges);
+    }
+
+    #[inline(never)]
+    fn flush(&mut self) {
+        for c in &self.pending {
+            self.pairs.record(c);
+            self.win.completion(c);
+        }
+        if let Some(l) = self.log.as_mut() {
+            for c in &self.pending {
+                l.push(c);
+            }
+        }
+        self.pending.clear();
+    }
+
+    /// Flush the last window; (per tenant, per class, overall, windows, gauges, log).
+    #[allow(clippy::type_complexity)]
+    pub fn finish(
+        mut self,
+        gauges: &mut dyn FnMut(&mut dyn FnMut(&str, f64)),
+    ) -> (Vec<GroupSummary>, Vec<GroupSummary>, GroupSummary, WindowSeries, GaugeSeries, Option<RequestLog>) {
+        self.advance(Nanos::MAX, gauges);
+        let (tenants, classes, total) = self.pairs.finish();
+        (tenants, classes, total, self.win.series, self.win.gauges, self.log)
     }
 }
 
@@ -486,56 +570,9 @@ impl WindowAccumulator {
     }
 }
 
-/// Exact quantile by the nearest-rank method (the ⌈q·n⌉-th smallest value); reorders
-/// `values`.
-pub fn exact_quantile(values: &mut [Nanos], q: f64) -> Nanos {
-    debug_assert!(!values.is_empty());
-    let n = values.len();
-    let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
-    *values.select_nth_unstable(rank - 1).1
-}
-
-/// Several exact nearest-rank quantiles (ascending `qs`) with one partial sort each on
-/// a shrinking suffix; reorders `values`.
-pub fn exact_quantiles<const K: usize>(values: &mut [Nanos], qs: [f64; K]) -> [Nanos; K] {
-    debug_assert!(!values.is_empty());
-    debug_assert!(qs.windows(2).all(|w| w[0] <= w[1]));
-    let n = values.len();
-    let mut out = [0; K];
-    let mut lo = 0usize;
-    for (k, q) in qs.iter().enumerate() {
-        let rank = ((q * n as f64).ceil() as usize).clamp(1, n) - 1;
-        // Everything before `lo` is ≤ values[lo-1] ≤ the wanted element.
-        let rank = rank.max(lo);
-        out[k] = *values[lo..].select_nth_unstable(rank - lo).1;
-        lo = rank;
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn nearest_rank_quantiles() {
-        let mut v: Vec<Nanos> = (1..=100).rev().collect();
-        assert_eq!(exact_quantile(&mut v, 0.95), 95);
-        assert_eq!(exact_quantile(&mut v, 0.5), 50);
-        assert_eq!(exact_quantile(&mut v, 1.0), 100);
-        assert_eq!(exact_quantile(&mut v, 0.0), 1);
-        let mut w: Vec<Nanos> = (1..=1000).map(|i| (i * 7919) % 1000 + 1).collect();
-        assert_eq!(exact_quantiles(&mut w, [0.5, 0.95, 0.99]), [500, 950, 990]);
-        for n in [1usize, 2, 3, 7, 100, 255, 256, 257, 1000, 5000] {
-            let v: Vec<Nanos> = (0..n as u64).map(|i| (i * 7919 + 13) % 1009).collect();
-            let mut sorted = v.clone();
-            sorted.sort_unstable();
-            let want = [0.5, 0.95, 0.99].map(|q| sorted[((q * n as f64).ceil() as usize).clamp(1, n) - 1]);
-            assert_eq!(exact_quantiles(&mut v.clone(), [0.5, 0.95, 0.99]), want, "n = {n}");
-        }
-        let mut one = vec![42];
-        assert_eq!(exact_quantiles(&mut one, [0.5, 0.95, 0.99]), [42, 42, 42]);
-    }
 
     fn completion(arrival: Nanos, dispatch: Nanos, finish: Nanos) -> Completion {
         Completion { req: crate::request::Request::new(0, 0, arrival, 4096), dispatch, finish }
