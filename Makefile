@@ -32,6 +32,7 @@ test-rust: setup
 
 test-python: build
 	$(VPY) -m pytest
+	$(VPY) -m mypy python/storqos
 
 setup: $(DEPS) system-deps
 

@@ -398,7 +398,7 @@ def _load_trace(e: dict[str, Any], key: str, base: Path, where: str) -> pl.DataF
     df = _read(str(path), e.get("format"), e.get("time_unit"), bool(e.get("sort", False)), None if limit is None else int(limit))
     if "start" in e or "end" in e:
         start = parse_duration(e.get("start", 0), f"{where}: start")
-        end = parse_duration(e["end"], f"{where}: end") if "end" in e else int(df["arrival_ns"].max() or 0) + 1
+        end = parse_duration(e["end"], f"{where}: end") if "end" in e else int(df.select(pl.col("arrival_ns").max()).item() or 0) + 1
         df = time_window(df, start, end)
     if "rate_scale" in e:
         k = float(e["rate_scale"])
@@ -522,7 +522,7 @@ def _point_runs(cfg: dict[str, Any], point: dict[str, Any], base: Path, where: s
             df = df.filter(pl.col("arrival_ns") < duration_ns)
         trace_key = hashlib.sha1(df.hash_rows().to_numpy().tobytes()).hexdigest()[:16]
         traces.setdefault(trace_key, df)
-        span_ns = int(df["arrival_ns"].max() or 0) + 1
+        span_ns = int(df.select(pl.col("arrival_ns").max()).item() or 0) + 1
     else:
         span_ns = 0
     run_ns = duration_ns if duration_ns is not None else (span_ns or None)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import uuid
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, TypeVar
 
@@ -37,7 +37,7 @@ R = TypeVar("R")
 _SHARED: dict[Hashable, Any] = {}
 
 
-def _init_worker(shared: dict[Hashable, Any]) -> None:
+def _init_worker(shared: Mapping[Any, Any]) -> None:
     _SHARED.clear()
     _SHARED.update(shared)
 
@@ -64,7 +64,7 @@ def map_runs(
     fn: Callable[[T, Any], R],
     items: Sequence[T],
     *,
-    shared: dict[Hashable, Any] | None = None,
+    shared: Mapping[Any, Any] | None = None,
     key_of: Callable[[T], Hashable] = lambda _item: None,
     backend: str | None = "local",
     workers: int | None = None,
@@ -102,7 +102,7 @@ def map_runs(
 def _map_dask(
     fn: Callable[[Any, Any], Any],
     items: Sequence[Any],
-    shared: dict[Hashable, Any],
+    shared: Mapping[Any, Any],
     key_of: Callable[[Any], Hashable],
     backend: str,
     on_done: Callable[[int], None] | None,

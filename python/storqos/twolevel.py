@@ -308,7 +308,7 @@ def e2_slo(scale: float = E2_SCALE) -> str:
 
 def _tile(df: pl.DataFrame, duration_ns: int) -> pl.DataFrame:
     """Repeat a trace back to back until ``duration_ns``."""
-    span = int(df["arrival_ns"].max()) + 1
+    span = int(df.select(pl.col("arrival_ns").max()).item()) + 1
     parts = [df.with_columns(pl.col("arrival_ns") + i * span) for i in range(duration_ns // span + 1)]
     return pl.concat(parts).filter(pl.col("arrival_ns") < duration_ns)
 
@@ -396,7 +396,7 @@ def e1_workload(
         raise InputError(f"web must be 'trace' or 'synthetic', got {web!r}")
     ws = SHARED_TRACES / "umass-websearch-excerpt" / "wsrch-small.trace"
     trace = read_trace(ws, format="disksim", time_unit="ns") if ws.exists() else read_trace(bundled("websearch"))
-    rate = trace.height / (int(trace["arrival_ns"].max()) / 1e9)
+    rate = trace.height / (int(trace.select(pl.col("arrival_ns").max()).item()) / 1e9)
     return _merge([_tile(scale_rate(trace, rate / (0.85 * 160 * scale)), dur_ns), oltp])
 
 

@@ -260,7 +260,7 @@ class DayModel:
             out.append(p.duration_min)
         return np.asarray(out, dtype=float)
 
-    def duration_summary(self) -> list[dict[str, float]]:
+    def duration_summary(self) -> list[dict[str, float | str]]:
         """Per class and state: periods, mean / median / p10 / p90 duration (min)."""
         rows = []
         for c in range(self.k):

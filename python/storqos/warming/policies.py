@@ -148,7 +148,7 @@ def evaluate(
     blocked = False
     util_hist: list[float] = []
     period_start, period_state = lo, int(detected[lo])
-    pools: list[np.ndarray] | None = None
+    pools: list[list[float]] | None = None
     n = hi - lo
     on_arr = np.zeros(n, bool)
     h_arr = np.zeros(n)

@@ -95,7 +95,7 @@ def build_stream(setup: CacheSetup, user_iops: np.ndarray, system_on: np.ndarray
     # Warm-up: sequential chunks while system work is off and something was evicted.
     at_w, off_w = [], []
     pos, dirty = chunks, False
-    for sec, on in enumerate(system_on):
+    for second, on in enumerate(system_on):
         if on:
             dirty, pos = True, 0
             continue
@@ -106,7 +106,7 @@ def build_stream(setup: CacheSetup, user_iops: np.ndarray, system_on: np.ndarray
             if pos >= chunks:
                 dirty = False
                 break
-            at_w.append(t0 + sec + j / max(k, 1))
+            at_w.append(t0 + second + j / max(k, 1))
             off_w.append(pos * WARM_CHUNK)
             pos += 1
     parts.append((np.asarray(at_w), WARM, np.asarray(off_w, dtype=np.int64), WARM_CHUNK))
