@@ -180,6 +180,36 @@ impl FastSummary {
         }
     }
 
+    /// Account completions in order (as [`FastSummary::record`] on each), with the sums
+    /// and extremes kept in registers across the batch.
+    #[inline]
+    pub fn record_run(&mut self, cs: &[Completion]) {
+        let (mut bytes, mut sum_r, mut sum_w) = (0u64, 0u128, 0u128);
+        let (mut min_r, mut max_r) = (self.min_response, self.max_response);
+        let (mut first, mut last) = (self.first_arrival, self.last_finish);
+        for c in cs {
+            let r = c.response();
+            bytes += c.req.bytes as u64;
+            sum_r += r as u128;
+            sum_w += c.wait() as u128;
+            min_r = min_r.min(r);
+            max_r = max_r.max(r);
+            first = first.min(c.req.arrival);
+            last = last.max(c.finish);
+            let i = hdr_index(r.clamp(1, HIST_MAX_NS));
+            match self.counts.get_mut(i) {
+                Some(n) => *n += 1,
+                None => self.grow(i),
+            }
+        }
+        self.completed += cs.len() as u64;
+        self.bytes += bytes;
+        self.sum_response += sum_r;
+        self.sum_wait += sum_w;
+        (self.min_response, self.max_response) = (min_r, max_r);
+        (self.first_arrival, self.last_finish) = (first, last);
+    }
+
     #[cold]
     fn grow(&mut self, i: usize) {
         let len = (i + 1).max(2 * self.counts.len()).max(1 << 12);
@@ -243,15 +273,23 @@ const NO_GROUP: u32 = u32::MAX;
 const DIRECT_CLASSES: u32 = 4096;
 
 impl PairTable {
-    /// Account one completion under its (tenant, class).
+    /// Account completions in order; each run of consecutive ones of the same (tenant,
+    /// class) — the common case — is one group lookup and one batch.
+    #[inline]
+    pub fn record_all(&mut self, cs: &[Completion]) {
+        for run in cs.chunk_by(|a, b| (a.req.tenant, a.req.class) == (b.req.tenant, b.req.class)) {
+            let g = self.group(run[0].req.tenant, run[0].req.class);
+            self.groups[g].record_run(run);
+        }
+    }
+
+    /// The group index of (tenant, class), created on first use.
     #[inline(always)]
-    pub fn record(&mut self, c: &Completion) {
-        let (t, k) = (c.req.tenant as usize, c.req.class as usize);
-        let g = match self.index.get(t).and_then(|v| v.get(k)) {
+    fn group(&mut self, tenant: u32, class: u32) -> usize {
+        match self.index.get(tenant as usize).and_then(|v| v.get(class as usize)) {
             Some(&g) if g != NO_GROUP => g as usize,
-            _ => self.insert(c.req.tenant, c.req.class),
-        };
-        self.groups[g].record(c);
+            _ => self.insert(tenant, class),
+        }
     }
 
     /// The group of a (tenant, class) pair not seen through the index yet.
@@ -358,10 +396,8 @@ impl Recorder {
 
     #[inline(never)]
     fn flush(&mut self) {
-        for c in &self.pending {
-            self.pairs.record(c);
-            self.win.completion(c);
-        }
+        self.pairs.record_all(&self.pending);
+        self.win.completions(&self.pending);
         if let Some(l) = self.log.as_mut() {
             for c in &self.pending {
                 l.push(c);
@@ -567,6 +603,17 @@ impl WindowAccumulator {
         let w = self.tenant(c.req.tenant as usize);
         w.bytes += c.req.bytes as u64;
         w.latencies.push(r);
+    }
+
+    /// [`WindowAccumulator::completion`] on each of `cs`, in order, a tenant lookup per
+    /// run of the same tenant.
+    #[inline]
+    pub fn completions(&mut self, cs: &[Completion]) {
+        for run in cs.chunk_by(|a, b| a.req.tenant == b.req.tenant) {
+            let w = self.tenant(run[0].req.tenant as usize);
+            w.bytes += run.iter().map(|c| c.req.bytes as u64).sum::<u64>();
+            w.latencies.extend(run.iter().map(Completion::response));
+        }
     }
 }
 
