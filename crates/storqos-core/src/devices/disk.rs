@@ -45,6 +45,7 @@ use crate::devices::service::ServiceModel;
 use crate::error::{config, Result};
 use crate::request::{Completion, Request};
 use crate::rng::SimRng;
+use crate::sim::generate::round_ns;
 use crate::time::{Nanos, NS_PER_MS, NS_PER_SEC, NS_PER_US};
 
 /// `E[sqrt(|U₁ − U₂|)]` for two independent uniform positions on [0, 1]:
@@ -200,7 +201,7 @@ impl DiskProfile {
         if distance == 0 {
             return 0.0;
         }
-        let frac = (distance as f64 / self.capacity_bytes as f64).min(1.0);
+        let frac = (as_f64(distance) / as_f64(self.capacity_bytes)).min(1.0);
         self.track_to_track as f64 + self.seek_coefficient() * frac.sqrt()
     }
 
@@ -239,16 +240,14 @@ impl DiskProfile {
     }
 }
 
-/// `t.round() as Nanos` for `t ≥ 0` (half away from zero) without the `round` library
-/// call baseline x86-64 makes: `t − ⌊t⌋` is exact below 2^53, and above it every `f64`
-/// is a whole number; values past `u64::MAX` saturate, NaN gives 0, as the cast does.
-#[inline]
-pub(crate) fn round_ns(t: f64) -> Nanos {
-    let whole = t as Nanos;
-    if t - whole as f64 >= 0.5 {
-        whole.saturating_add(1)
+/// `v as f64`, through the one-instruction signed conversion when `v` fits an `i64`
+/// (the same correctly rounded value; baseline x86-64 has no unsigned conversion).
+#[inline(always)]
+fn as_f64(v: u64) -> f64 {
+    if v <= i64::MAX as u64 {
+        v as i64 as f64
     } else {
-        whole
+        v as f64
     }
 }
 

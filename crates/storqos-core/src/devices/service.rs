@@ -6,6 +6,7 @@
 use crate::devices::disk::{DiskProfile, Head, QueuePolicy};
 use crate::error::{config, Result};
 use crate::rng::SimRng;
+use crate::sim::generate::round_ns;
 use crate::time::{per_op, Nanos, NS_PER_SEC};
 
 /// How long one server takes for one request.
@@ -114,7 +115,7 @@ impl ServiceModel {
     pub(crate) fn serve(&self, head: &mut Head, pos: u64, bytes: u32, rng: &mut SimRng) -> Nanos {
         match self {
             ServiceModel::Constant { iops } => per_op(*iops),
-            ServiceModel::Exponential { iops } => (rng.exp(NS_PER_SEC as f64 / iops).round() as Nanos).max(1),
+            ServiceModel::Exponential { iops } => round_ns(rng.exp(NS_PER_SEC as f64 / iops)).max(1),
             ServiceModel::Disk { profile, .. } => profile.serve(head, pos, bytes, rng),
         }
     }

@@ -72,7 +72,8 @@ impl Scheduler for AnyScheduler {
     fn complete(&mut self, done: &Completion, now: Nanos) {
         each_scheduler!(self, s => s.complete(done, now))
     }
-    #[inline]
+    // Asked after every event: always inlined into the (monomorphised) event loop.
+    #[inline(always)]
     fn next_timer(&self) -> Option<Nanos> {
         each_scheduler!(self, s => s.next_timer())
     }

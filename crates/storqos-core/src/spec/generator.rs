@@ -211,7 +211,7 @@ pub struct Merged<I> {
 
 impl<I: Iterator<Item = Request>> Iterator for Merged<I> {
     type Item = Request;
-    #[inline]
+    #[inline(always)]
     fn next(&mut self) -> Option<Request> {
         // The first stream holding the smallest key.
         let (mut w, mut best) = (0, NEVER);
@@ -274,6 +274,35 @@ mod tests {
         assert_eq!(v, vec![(0, 4), (1, 2), (5, 0), (5, 0), (5, 2), (5, 3), (9, 0), (m, 2), (m, 3)]);
         assert_eq!(merge_streams(Vec::<std::vec::IntoIter<Request>>::new()).count(), 0);
         assert_eq!(merge_streams(vec![mk(0, &[1, 2]).into_iter()]).count(), 2);
+    }
+
+    #[test]
+    fn merge_is_a_stable_sort_by_arrival_and_stream() {
+        // Any number of streams (powers of two or not), many ties, uneven lengths: the
+        // merge is the stable sort of (arrival, stream index).
+        let mut rng = crate::rng::SimRng::new(4);
+        for k in 1..=17usize {
+            let streams: Vec<Vec<Request>> = (0..k)
+                .map(|s| {
+                    let mut t = 0;
+                    (0..rng.below(40))
+                        .map(|_| {
+                            t += rng.below(4);
+                            Request::new(0, s as u32, if rng.bernoulli(0.02) { Nanos::MAX } else { t }, 4096)
+                        })
+                        .scan(0, |last, r| {
+                            *last = r.arrival.max(*last);
+                            Some(Request { arrival: *last, ..r })
+                        })
+                        .collect()
+                })
+                .collect();
+            let mut want: Vec<(Nanos, u32)> = streams.iter().flatten().map(|r| (r.arrival, r.tenant)).collect();
+            want.sort();
+            let got: Vec<(Nanos, u32)> =
+                merge_streams(streams.into_iter().map(|s| s.into_iter()).collect()).map(|r| (r.arrival, r.tenant)).collect();
+            assert_eq!(got, want, "k = {k}");
+        }
     }
 
     #[test]

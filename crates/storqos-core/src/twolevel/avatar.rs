@@ -215,6 +215,17 @@ fn limit_of(l: f64) -> usize {
     }
 }
 
+/// The spareness bound for threshold `l`: `⌈0.9·l⌉`, or 0 in overload (`l = ∞`), so
+/// that no count is below it (§3.4.4: "in overload, there is no spare bandwidth").
+#[inline]
+fn spare_limit_of(l: f64) -> usize {
+    if l.is_finite() {
+        limit_of(SPARE_MARGIN * l)
+    } else {
+        0
+    }
+}
+
 /// AVATAR: EDF queue + Monitor + Controller + Dispatcher + spareness.
 #[derive(Clone, Debug)]
 pub struct Avatar {
@@ -225,7 +236,8 @@ pub struct Avatar {
     /// `⌈L^O⌉` as a count (`usize::MAX` for ∞): outstanding < `limit` ⇔ outstanding < `L^O`
     /// for whole numbers of requests; the dispatcher and spareness compare integers.
     limit: usize,
-    /// `⌈0.9·L^O⌉` as a count: `L_curr < 0.9·L^O` ⇔ `L_curr < spare_limit` (§3.4.4).
+    /// `⌈0.9·L^O⌉` as a count: `L_curr < 0.9·L^O` ⇔ `L_curr < spare_limit` (§3.4.4);
+    /// 0 in overload, where there is never spare bandwidth (see [`spare_limit_of`]).
     spare_limit: usize,
     last: Option<(WindowStats, Decision)>,
     /// Latest `now` seen (timers are never armed in the past).
@@ -244,7 +256,7 @@ impl Avatar {
             monitor: Monitor::new(slos, window),
             threshold: INITIAL_THRESHOLD,
             limit: limit_of(INITIAL_THRESHOLD),
-            spare_limit: limit_of(SPARE_MARGIN * INITIAL_THRESHOLD),
+            spare_limit: spare_limit_of(INITIAL_THRESHOLD),
             last: None,
             now: 0,
         })
@@ -257,7 +269,7 @@ impl Avatar {
         }
         self.threshold = l;
         self.limit = limit_of(l);
-        self.spare_limit = limit_of(SPARE_MARGIN * l);
+        self.spare_limit = spare_limit_of(l);
         Ok(self)
     }
 
@@ -313,7 +325,7 @@ impl Avatar {
         let d = control(&inp);
         self.threshold = d.threshold;
         self.limit = limit_of(d.threshold);
-        self.spare_limit = limit_of(SPARE_MARGIN * d.threshold);
+        self.spare_limit = spare_limit_of(d.threshold);
         debug_assert!(self.threshold >= MIN_THRESHOLD);
         self.last = Some((stats, d));
     }
@@ -322,11 +334,9 @@ impl Avatar {
 impl LowLevel for Avatar {
     /// §3.4.4: underload and `L_curr < 0.9·L^O`, with `L_curr` counted after the
     /// dispatcher's top-up from the EDF queue.
-    #[inline]
+    #[inline(always)]
     fn spare(&self) -> bool {
-        if self.overloaded() {
-            return false;
-        }
+        // (In overload `spare_limit` is 0: never spare.)
         let cur = self.monitor.outstanding();
         let room = self.limit.saturating_sub(cur);
         let after = cur + room.min(self.edf.len());
@@ -351,7 +361,7 @@ impl Scheduler for Avatar {
         "avatar".into()
     }
 
-    #[inline]
+    #[inline(always)]
     fn enqueue(&mut self, req: Request, now: Nanos) {
         self.now = self.now.max(now);
         let d = self.monitor.deadline(&req, now);
@@ -359,7 +369,7 @@ impl Scheduler for Avatar {
         self.edf.push(self.monitor.slos().index(req.class), req, d);
     }
 
-    #[inline]
+    #[inline(always)]
     fn dispatch(&mut self, now: Nanos, dev: &DeviceState) -> Option<Request> {
         self.now = self.now.max(now);
         let deadline = self.edf.earliest_deadline()?;
@@ -372,20 +382,23 @@ impl Scheduler for Avatar {
         Some(req)
     }
 
-    #[inline]
+    #[inline(always)]
     fn complete(&mut self, done: &Completion, now: Nanos) {
         self.now = self.now.max(now);
         self.monitor.completed(done);
     }
 
-    #[inline]
+    #[inline(always)]
     fn next_timer(&self) -> Option<Nanos> {
         let end = self.monitor.window_end();
         // The EDF head becomes late while the threshold holds it back: dispatch it then.
-        if let Some(d) = self.edf.earliest_deadline() {
-            let t = d.saturating_add(1);
-            if t < end && t > self.now && self.monitor.outstanding() >= self.limit {
-                return Some(t);
+        // (The integer test first: below the threshold nothing is held back.)
+        if self.monitor.outstanding() >= self.limit {
+            if let Some(d) = self.edf.earliest_deadline() {
+                let t = d.saturating_add(1);
+                if t < end && t > self.now {
+                    return Some(t);
+                }
             }
         }
         Some(end)

@@ -14,6 +14,13 @@
 //! its class FIFO (equal deadlines with out-of-order ids, or a caller that breaks the
 //! monotone-deadline premise) is inserted in place by a backward scan, so the order is the
 //! heap's for any input; in the two-level schedulers that scan stops at once.
+//!
+//! **Cached heads.** The deadline of every class's front sits in one flat array, and the
+//! most urgent class and its deadline in two fields: a push at the back of a non-empty
+//! class touches neither, the earliest deadline (asked after every event, through
+//! `next_timer`) is a field read, and a pop rescans `m` integers — the full key
+//! (arrival, id, insertion order) is compared only between classes whose front deadlines
+//! tie.
 
 use std::collections::VecDeque;
 
@@ -35,40 +42,63 @@ impl Entry {
     }
 }
 
+/// Front deadline of an empty class (a real front may carry it too: a deadline that
+/// saturated; [`ClassEdf::refresh_head`] then takes the exact path).
+const EMPTY: Nanos = Nanos::MAX;
+
 /// An EDF queue made of one deadline-sorted FIFO per class.
 #[derive(Clone, Debug, Default)]
 pub struct ClassEdf {
     classes: Vec<VecDeque<Entry>>,
+    /// Deadline of each class's front entry ([`EMPTY`] for an empty class).
+    fronts: Vec<Nanos>,
     len: usize,
     seq: u64,
     /// Class holding the most urgent request (valid while `len > 0`).
     head: usize,
+    /// Its deadline (valid while `len > 0`).
+    head_deadline: Nanos,
 }
 
 impl ClassEdf {
     /// An empty queue for `classes` classes (class indices `0..classes`).
     pub fn new(classes: usize) -> Self {
-        ClassEdf { classes: vec![VecDeque::new(); classes.max(1)], len: 0, seq: 0, head: 0 }
+        let m = classes.max(1);
+        ClassEdf { classes: vec![VecDeque::new(); m], fronts: vec![EMPTY; m], len: 0, seq: 0, head: 0, head_deadline: 0 }
     }
 
     /// Insert `req` of class index `class` with absolute deadline `deadline`.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, class: usize, req: Request, deadline: Nanos) {
         let e = Entry { deadline, seq: self.seq, req };
         self.seq += 1;
+        self.len += 1;
         let q = &mut self.classes[class];
         match q.back() {
-            Some(b) if e.key() < b.key() => {
+            // In deadline order behind a non-empty class: its front, and so the head,
+            // stay as they are (the two-level schedulers' only case).
+            Some(b) if b.key() <= e.key() => {
+                q.push_back(e);
+                return;
+            }
+            Some(_) => {
                 // Out of order for this class: insert in place (never in AVATAR/Facade's
                 // monotone use; kept for exactness).
                 let at = q.partition_point(|x| x.key() < e.key());
                 q.insert(at, e);
+                if at > 0 {
+                    return;
+                }
             }
-            _ => q.push_back(e),
+            None => q.push_back(e),
         }
-        self.len += 1;
-        if self.len == 1 || self.classes[class].front().unwrap().key() < self.head_entry().key() {
+        // `e` is the new front of its class: it may be the new head.
+        self.fronts[class] = deadline;
+        if self.len == 1 || (class != self.head && e.key() < self.head_entry().key()) {
             self.head = class;
+            self.head_deadline = deadline;
+        } else if class == self.head {
+            self.head_deadline = deadline;
         }
     }
 
@@ -77,9 +107,29 @@ impl ClassEdf {
         self.classes[self.head].front().expect("head class is non-empty")
     }
 
-    /// Recompute the class of the most urgent request (after a pop).
+    /// Recompute the class of the most urgent request (after a pop, `len > 0`): the
+    /// smallest front deadline, the first class holding it; the full keys decide when
+    /// another class ties with it.
     #[inline]
     fn refresh_head(&mut self) {
+        let (mut best, mut bd, mut tie) = (0, self.fronts[0], false);
+        for (i, &d) in self.fronts.iter().enumerate().skip(1) {
+            if d < bd {
+                (best, bd, tie) = (i, d, false);
+            } else if d == bd {
+                tie = true;
+            }
+        }
+        if tie || bd == EMPTY {
+            best = self.exact_head();
+        }
+        self.head = best;
+        self.head_deadline = self.fronts[best];
+    }
+
+    /// The class of the most urgent request by full key comparison of the fronts.
+    #[cold]
+    fn exact_head(&self) -> usize {
         let mut best: Option<(usize, (Nanos, Nanos, u64, u64))> = None;
         for (i, q) in self.classes.iter().enumerate() {
             if let Some(f) = q.front() {
@@ -89,16 +139,18 @@ impl ClassEdf {
                 }
             }
         }
-        self.head = best.map_or(0, |b| b.0);
+        best.map_or(0, |b| b.0)
     }
 
     /// Remove and return the most urgent request with its deadline.
-    #[inline]
+    #[inline(always)]
     pub fn pop(&mut self) -> Option<(Request, Nanos)> {
         if self.len == 0 {
             return None;
         }
-        let e = self.classes[self.head].pop_front().expect("head class is non-empty");
+        let q = &mut self.classes[self.head];
+        let e = q.pop_front().expect("head class is non-empty");
+        self.fronts[self.head] = q.front().map_or(EMPTY, |f| f.deadline);
         self.len -= 1;
         if self.len > 0 {
             self.refresh_head();
@@ -109,7 +161,7 @@ impl ClassEdf {
     /// The earliest deadline in the queue.
     #[inline]
     pub fn earliest_deadline(&self) -> Option<Nanos> {
-        (self.len > 0).then(|| self.head_entry().deadline)
+        (self.len > 0).then_some(self.head_deadline)
     }
 
     /// Requests queued.

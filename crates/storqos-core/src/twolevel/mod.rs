@@ -51,6 +51,13 @@ pub use slo::{judge, Slo, SloSet, Verdict};
 use crate::scheduler::Scheduler;
 use crate::time::Nanos;
 
+/// Per-class gauge names `"{prefix}.{i}"` for classes `0..classes`, built once at
+/// construction: gauges are sampled at every summary window, and a name built there
+/// would allocate a `String` per gauge and window.
+pub(crate) fn class_gauge_names<const K: usize>(prefixes: [&str; K], classes: usize) -> Vec<[String; K]> {
+    (0..classes).map(|i| prefixes.map(|p| format!("{p}.{i}"))).collect()
+}
+
 /// A low-level scheduler SARC can sit on: it owns the device queue and can say whether
 /// the utility has spare bandwidth.
 pub trait LowLevel: Scheduler {

@@ -19,12 +19,57 @@
 //!
 //! Cost: `O(1)` per request (the deadline of each outstanding request goes into a small
 //! open-addressing table at dispatch and out at completion; it holds at most the
-//! outstanding requests), plus a linear-time selection per class at each window end.
+//! outstanding requests), plus a linear-time selection per class at each window end
+//! (and at each gauge sample): see [`nearest_rank`].
+
+use std::cell::Cell;
 
 use crate::request::{Completion, Request};
 use crate::sim::summary::exact_quantile;
 use crate::time::Nanos;
 use crate::twolevel::slo::SloSet;
+use crate::twolevel::class_gauge_names;
+
+/// Largest `n − rank + 1` (rank counted from the top) that [`nearest_rank`] selects with
+/// a sorted buffer on the stack; beyond it, a general selection.
+const TOP_BUFFER: usize = 32;
+
+/// The nearest-rank `q`-quantile of `values` (non-empty): exactly
+/// [`exact_quantile`]'s value (rank `⌈q·n⌉` clamped to `1..=n`), without reordering or
+/// copying `values` when the rank is near the top.
+///
+/// The monitor's quantile is the SLO percentile (95th): the `r = n − rank + 1` ≈ `n/20`
+/// largest values decide it, so one pass keeps them in a small sorted buffer (a value
+/// enters only if it beats the buffer's smallest) and the answer is the buffer's
+/// smallest — a compare per value instead of a quickselect's partitioning passes. Equal
+/// values may swap places in the buffer, which leaves its multiset, and so the answer,
+/// unchanged. Lower quantiles (`r` > [`TOP_BUFFER`]) select on a copy.
+pub fn nearest_rank(values: &[Nanos], q: f64) -> Nanos {
+    debug_assert!(!values.is_empty());
+    let n = values.len();
+    let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
+    let r = n - rank + 1;
+    if r > TOP_BUFFER {
+        return exact_quantile(&mut values.to_vec(), q);
+    }
+    // The r largest so far, ascending.
+    let mut top = [0 as Nanos; TOP_BUFFER];
+    let top = &mut top[..r];
+    top.copy_from_slice(&values[..r]);
+    top.sort_unstable();
+    for &x in &values[r..] {
+        if x > top[0] {
+            // Drop the smallest, insert `x` in order.
+            let mut i = 1;
+            while i < r && top[i] < x {
+                top[i - 1] = top[i];
+                i += 1;
+            }
+            top[i - 1] = x;
+        }
+    }
+    top[0]
+}
 
 /// 2^64 / φ, the Fibonacci hashing multiplier (Knuth, TAOCP vol. 3 §6.4): consecutive
 /// request ids land in well-spread slots.
@@ -42,73 +87,68 @@ const FREE: u64 = u64::MAX;
 /// instructions).
 #[derive(Clone, Debug)]
 struct Deadlines {
-    keys: Vec<u64>,
-    values: Vec<Nanos>,
+    /// (request id or [`FREE`], deadline), side by side: a probe reads one cache line.
+    slots: Vec<(u64, Nanos)>,
     len: usize,
-    /// log2 of the capacity.
-    bits: u32,
+    /// `capacity − 1` (the capacity is a power of two).
+    mask: usize,
+    /// `64 − log₂ capacity`: a hash's top bits index the table.
+    shift: u32,
 }
 
 impl Deadlines {
     const INITIAL_BITS: u32 = 6;
 
     fn new() -> Self {
-        let cap = 1usize << Self::INITIAL_BITS;
-        Deadlines { keys: vec![FREE; cap], values: vec![0; cap], len: 0, bits: Self::INITIAL_BITS }
+        Self::with_bits(Self::INITIAL_BITS)
     }
 
-    #[inline]
-    fn mask(&self) -> usize {
-        (1usize << self.bits) - 1
+    fn with_bits(bits: u32) -> Self {
+        let cap = 1usize << bits;
+        Deadlines { slots: vec![(FREE, 0); cap], len: 0, mask: cap - 1, shift: 64 - bits }
     }
 
-    #[inline]
+    #[inline(always)]
     fn slot(&self, id: u64) -> usize {
-        (id.wrapping_mul(FIBONACCI_MULTIPLIER) >> (64 - self.bits)) as usize
+        (id.wrapping_mul(FIBONACCI_MULTIPLIER) >> self.shift) as usize
     }
 
+    #[cold]
     fn grow(&mut self) {
-        let keys = std::mem::take(&mut self.keys);
-        let values = std::mem::take(&mut self.values);
-        self.bits += 1;
-        self.keys = vec![FREE; 1 << self.bits];
-        self.values = vec![0; 1 << self.bits];
-        self.len = 0;
-        for (k, v) in keys.into_iter().zip(values) {
+        let old = std::mem::replace(self, Self::with_bits(65 - self.shift));
+        for (k, v) in old.slots {
             if k != FREE {
                 self.insert(k, v);
             }
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, id: u64, deadline: Nanos) {
         debug_assert!(id != FREE, "request id {id} is reserved");
-        if 2 * (self.len + 1) > self.keys.len() {
+        if 2 * (self.len + 1) > self.slots.len() {
             self.grow();
         }
-        let mask = self.mask();
         let mut i = self.slot(id);
         loop {
-            let k = self.keys[i];
+            let k = self.slots[i].0;
             if k == FREE || k == id {
                 if k == FREE {
                     self.len += 1;
                 }
-                self.keys[i] = id;
-                self.values[i] = deadline;
+                self.slots[i] = (id, deadline);
                 return;
             }
-            i = (i + 1) & mask;
+            i = (i + 1) & self.mask;
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn remove(&mut self, id: u64) -> Option<Nanos> {
-        let mask = self.mask();
+        let mask = self.mask;
         let mut i = self.slot(id);
         loop {
-            let k = self.keys[i];
+            let k = self.slots[i].0;
             if k == FREE {
                 return None;
             }
@@ -117,27 +157,26 @@ impl Deadlines {
             }
             i = (i + 1) & mask;
         }
-        let v = self.values[i];
+        let v = self.slots[i].1;
         self.len -= 1;
         // Backward-shift deletion: pull later members of the probe run into the hole so
         // that every key stays reachable from its home slot without tombstones.
         let mut hole = i;
         let mut j = (i + 1) & mask;
         loop {
-            let k = self.keys[j];
+            let k = self.slots[j].0;
             if k == FREE {
                 break;
             }
             let home = self.slot(k);
             // `k` may move to `hole` iff its home is not cyclically in (hole, j].
             if (j.wrapping_sub(home) & mask) >= (j.wrapping_sub(hole) & mask) {
-                self.keys[hole] = k;
-                self.values[hole] = self.values[j];
+                self.slots[hole] = self.slots[j];
                 hole = j;
             }
             j = (j + 1) & mask;
         }
-        self.keys[hole] = FREE;
+        self.slots[hole].0 = FREE;
         Some(v)
     }
 }
@@ -179,13 +218,34 @@ pub struct WindowStats {
 /// Per-class accumulators of the open window.
 #[derive(Clone, Debug, Default)]
 struct ClassAcc {
+    /// `D_i` (a copy of the SLO's, next to the counters it is used with).
+    latency: Nanos,
     dispatched: u64,
     wait_sum: u128,
     device: Vec<Nanos>,
     low: Vec<Nanos>,
+    /// The SLO percentile of `low` as last computed, with `low.len()` then: `low` only
+    /// grows within a window, so an equal length means the same values. A gauge sample
+    /// at the window's end (the summary window is usually AVATAR's) and the window close
+    /// that follows select it once.
+    low_percentile: Cell<Option<(usize, Nanos)>>,
     missed: u64,
     total_done: u64,
     total_missed: u64,
+}
+
+impl ClassAcc {
+    /// The `q`-quantile of `low` (non-empty), memoised until `low` changes.
+    fn low_percentile(&self, q: f64) -> Nanos {
+        match self.low_percentile.get() {
+            Some((n, p)) if n == self.low.len() => p,
+            _ => {
+                let p = nearest_rank(&self.low, q);
+                self.low_percentile.set(Some((self.low.len(), p)));
+                p
+            }
+        }
+    }
 }
 
 /// The Monitor: feed it low-level arrivals, dispatches and completions; close a window
@@ -202,12 +262,15 @@ pub struct Monitor {
     classes: Vec<ClassAcc>,
     /// Deadline of every outstanding request, by request id.
     deadlines: Deadlines,
+    /// Per-class gauge names (`low_p_ms.i`, `low_done.i`, `low_missed.i`), built once.
+    names: Vec<[String; 3]>,
 }
 
 impl Monitor {
     /// A monitor for `slos` whose first window ends at `first_window_end`.
     pub fn new(slos: SloSet, first_window_end: Nanos) -> Self {
         let n = slos.len();
+        let classes = slos.classes().iter().map(|s| ClassAcc { latency: s.latency, ..ClassAcc::default() }).collect();
         Monitor {
             slos,
             window_end: first_window_end,
@@ -216,8 +279,9 @@ impl Monitor {
             completed: 0,
             outstanding: 0,
             max_outstanding: 0,
-            classes: vec![ClassAcc::default(); n],
+            classes,
             deadlines: Deadlines::new(),
+            names: class_gauge_names(["low_p_ms", "low_done", "low_missed"], n),
         }
     }
 
@@ -263,11 +327,10 @@ impl Monitor {
     }
 
     /// `req` (with `deadline`) left the EDF queue for the utility at `now`.
-    #[inline]
+    #[inline(always)]
     pub fn dispatched(&mut self, req: &Request, deadline: Nanos, now: Nanos) {
-        let i = self.slos.index(req.class);
-        let entered = deadline - self.slos.classes()[i].latency;
-        let acc = &mut self.classes[i];
+        let acc = &mut self.classes[self.slos.index(req.class)];
+        let entered = deadline - acc.latency;
         acc.dispatched += 1;
         acc.wait_sum += now.saturating_sub(entered) as u128;
         self.deadlines.insert(req.id, deadline);
@@ -277,7 +340,7 @@ impl Monitor {
 
     /// The utility completed `c`. Completions of requests this monitor never saw
     /// dispatched are ignored (they are not the low level's).
-    #[inline]
+    #[inline(always)]
     pub fn completed(&mut self, c: &Completion) {
         let Some(deadline) = self.deadlines.remove(c.req.id) else {
             return;
@@ -285,9 +348,8 @@ impl Monitor {
         debug_assert!(self.outstanding > 0, "completion with nothing outstanding");
         self.outstanding -= 1;
         self.completed += 1;
-        let i = self.slos.index(c.req.class);
-        let entered = deadline - self.slos.classes()[i].latency;
-        let acc = &mut self.classes[i];
+        let acc = &mut self.classes[self.slos.index(c.req.class)];
+        let entered = deadline - acc.latency;
         acc.device.push(c.device_time());
         acc.low.push(c.finish.saturating_sub(entered));
         acc.total_done += 1;
@@ -304,19 +366,20 @@ impl Monitor {
             .classes
             .iter_mut()
             .map(|a| {
-                let pct = |v: &mut Vec<Nanos>| (!v.is_empty()).then(|| exact_quantile(v, q));
+                let pct = |v: &mut Vec<Nanos>| (!v.is_empty()).then(|| nearest_rank(v, q));
                 let w = ClassWindow {
                     completed: a.device.len() as u64,
                     dispatched: a.dispatched,
                     mean_edf_wait: if a.dispatched == 0 { 0.0 } else { a.wait_sum as f64 / a.dispatched as f64 },
                     device_percentile: pct(&mut a.device),
-                    low_percentile: pct(&mut a.low),
+                    low_percentile: (!a.low.is_empty()).then(|| a.low_percentile(q)),
                     missed: a.missed,
                 };
                 a.dispatched = 0;
                 a.wait_sum = 0;
                 a.device.clear();
                 a.low.clear();
+                a.low_percentile.set(None);
                 a.missed = 0;
                 w
             })
@@ -341,13 +404,12 @@ impl Monitor {
     /// cumulative low-level completions and deadline misses.
     pub fn gauges(&self, sink: &mut dyn FnMut(&str, f64)) {
         let q = self.slos.percentile();
-        for (i, a) in self.classes.iter().enumerate() {
+        for (a, [p_ms, done, missed]) in self.classes.iter().zip(&self.names) {
             if !a.low.is_empty() {
-                let mut v = a.low.clone();
-                sink(&format!("low_p_ms.{i}"), exact_quantile(&mut v, q) as f64 / 1e6);
+                sink(p_ms, a.low_percentile(q) as f64 / 1e6);
             }
-            sink(&format!("low_done.{i}"), a.total_done as f64);
-            sink(&format!("low_missed.{i}"), a.total_missed as f64);
+            sink(done, a.total_done as f64);
+            sink(missed, a.total_missed as f64);
         }
     }
 
@@ -388,6 +450,19 @@ mod tests {
             assert_eq!(t.remove(k), m.remove(&k));
         }
         assert_eq!(t.len, 0);
+    }
+
+    #[test]
+    fn nearest_rank_is_exact_quantile() {
+        let mut rng = crate::rng::SimRng::new(8);
+        for n in (1..80).chain([199, 200, 201, 1_000, 5_000]) {
+            for spread in [3, 1_000_000] {
+                let v: Vec<Nanos> = (0..n).map(|_| rng.below(spread)).collect();
+                for q in [0.0, 0.01, 0.5, 0.9, 0.95, 0.99, 0.999, 1.0] {
+                    assert_eq!(nearest_rank(&v, q), exact_quantile(&mut v.clone(), q), "n {n} q {q}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -37,7 +37,7 @@ use crate::scheduler::Scheduler;
 use crate::time::{Nanos, NS_PER_MS, NS_PER_SEC};
 use crate::twolevel::adaptive::Adaptive;
 use crate::twolevel::slo::SloSet;
-use crate::twolevel::LowLevel;
+use crate::twolevel::{class_gauge_names, LowLevel};
 
 /// Default replenishment period `T_SARC`: 100 ms. The paper leaves `T_SARC` open; a tenth
 /// of the 1 s SLO interval (§3.1) keeps a class's burst into the low level to `R_i / 10`
@@ -98,6 +98,8 @@ pub struct Sarc<L> {
     next_periodic: Nanos,
     was_spare: bool,
     replenished: [u64; 3],
+    /// Per-class gauge names (`credits.i`, `full_credits.i`, `backlog.i`), built once.
+    names: Vec<[String; 3]>,
     inner: L,
 }
 
@@ -125,6 +127,7 @@ impl<L: LowLevel> Sarc<L> {
             next_periodic: 0,
             was_spare: false,
             replenished: [0; 3],
+            names: class_gauge_names(["credits", "full_credits", "backlog"], m),
             rule,
             slos,
             inner,
@@ -195,7 +198,7 @@ impl<L: LowLevel> Sarc<L> {
     }
 
     /// Trigger 3: replenish when the low level turns spare.
-    #[inline]
+    #[inline(always)]
     fn watch_spareness(&mut self, now: Nanos) {
         if !self.rule.uses_spareness() {
             return;
@@ -215,7 +218,7 @@ impl<L: LowLevel> Scheduler for Sarc<L> {
         format!("{}+{}", self.rule.label(), self.inner.name())
     }
 
-    #[inline]
+    #[inline(always)]
     fn enqueue(&mut self, req: Request, now: Nanos) {
         let i = self.slos.index(req.class);
         if self.credits[i] == 0 && self.rule.uses_spareness() && self.inner.spare() {
@@ -235,7 +238,7 @@ impl<L: LowLevel> Scheduler for Sarc<L> {
         self.watch_spareness(now);
     }
 
-    #[inline]
+    #[inline(always)]
     fn dispatch(&mut self, now: Nanos, dev: &DeviceState) -> Option<Request> {
         let r = self.inner.dispatch(now, dev);
         if r.is_some() {
@@ -244,13 +247,13 @@ impl<L: LowLevel> Scheduler for Sarc<L> {
         r
     }
 
-    #[inline]
+    #[inline(always)]
     fn complete(&mut self, done: &Completion, now: Nanos) {
         self.inner.complete(done, now);
         self.watch_spareness(now);
     }
 
-    #[inline]
+    #[inline(always)]
     fn next_timer(&self) -> Option<Nanos> {
         let mut t = self.next_periodic;
         if let Some(x) = self.inner.next_timer() {
@@ -285,10 +288,10 @@ impl<L: LowLevel> Scheduler for Sarc<L> {
     }
 
     fn gauges(&self, sink: &mut dyn FnMut(&str, f64)) {
-        for i in 0..self.credits.len() {
-            sink(&format!("credits.{i}"), self.credits[i] as f64);
-            sink(&format!("full_credits.{i}"), self.full[i]);
-            sink(&format!("backlog.{i}"), self.queues[i].len() as f64);
+        for (i, [credits, full, backlog]) in self.names.iter().enumerate() {
+            sink(credits, self.credits[i] as f64);
+            sink(full, self.full[i]);
+            sink(backlog, self.queues[i].len() as f64);
         }
         sink("replenish.periodic", self.replenished[0] as f64);
         sink("replenish.arrival", self.replenished[1] as f64);
