@@ -5,7 +5,7 @@
 //! 64 GiB, 1,500 IOPS in total, merged by time from the core's streaming generators;
 //! SLOs 187.5 IOPS @ 200 ms per class; summaries and 1 s windows on (gauges included).
 //! Policies and devices are built from the same JSON specs Python sends, so this is the
-//! Python path minus the bindings.
+//! Python path minus the bindings (`simulate_spec`, as Python calls it).
 //!
 //! Two devices, both 8 servers striped by 64 KiB:
 //! - **disk**: seed 001's utility, 10k RPM disk model serving each queue SPTF (the
@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use storqos_core::spec::generator::{merge_streams, GeneratorSpec};
 use storqos_core::spec::{from_json, AnyDevice, DeviceSpec, SchedulerSpec};
-use storqos_core::sim::{simulate, SimConfig};
+use storqos_core::sim::{simulate_spec, SimConfig};
 
 /// Classes (tenants), one Poisson generator each.
 const CLASSES: usize = 8;
@@ -71,7 +71,7 @@ fn run(n: u64, kind: &str, dev: &str) -> (f64, f64, f64) {
     let mut s = policy(kind).build().unwrap();
     let mut d = device(dev);
     let t = Instant::now();
-    let r = simulate(streams(n), &[], &mut s, &mut d, &SimConfig::default()).unwrap();
+    let r = simulate_spec(streams(n), &[], &mut s, &mut d, &SimConfig::default()).unwrap();
     let wall = t.elapsed().as_secs_f64();
     assert_eq!(r.unfinished, 0);
     (r.arrived as f64 / wall, r.end as f64 / 1e9, r.total.quantile(0.95) as f64 / 1e6)

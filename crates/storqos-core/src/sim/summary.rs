@@ -180,36 +180,6 @@ impl FastSummary {
         }
     }
 
-    /// Account completions in order (as [`FastSummary::record`] on each), with the sums
-    /// and extremes kept in registers across the batch.
-    #[inline]
-    pub fn record_run(&mut self, cs: &[Completion]) {
-        let (mut bytes, mut sum_r, mut sum_w) = (0u64, 0u128, 0u128);
-        let (mut min_r, mut max_r) = (self.min_response, self.max_response);
-        let (mut first, mut last) = (self.first_arrival, self.last_finish);
-        for c in cs {
-            let r = c.response();
-            bytes += c.req.bytes as u64;
-            sum_r += r as u128;
-            sum_w += c.wait() as u128;
-            min_r = min_r.min(r);
-            max_r = max_r.max(r);
-            first = first.min(c.req.arrival);
-            last = last.max(c.finish);
-            let i = hdr_index(r.clamp(1, HIST_MAX_NS));
-            match self.counts.get_mut(i) {
-                Some(n) => *n += 1,
-                None => self.grow(i),
-            }
-        }
-        self.completed += cs.len() as u64;
-        self.bytes += bytes;
-        self.sum_response += sum_r;
-        self.sum_wait += sum_w;
-        (self.min_response, self.max_response) = (min_r, max_r);
-        (self.first_arrival, self.last_finish) = (first, last);
-    }
-
     #[cold]
     fn grow(&mut self, i: usize) {
         let len = (i + 1).max(2 * self.counts.len()).max(1 << 12);
@@ -273,13 +243,17 @@ const NO_GROUP: u32 = u32::MAX;
 const DIRECT_CLASSES: u32 = 4096;
 
 impl PairTable {
-    /// Account completions in order; each run of consecutive ones of the same (tenant,
-    /// class) — the common case — is one group lookup and one batch.
+    /// Account completions in order; consecutive ones of the same (tenant, class) — the
+    /// common case — share one group lookup.
     #[inline]
     pub fn record_all(&mut self, cs: &[Completion]) {
-        for run in cs.chunk_by(|a, b| (a.req.tenant, a.req.class) == (b.req.tenant, b.req.class)) {
-            let g = self.group(run[0].req.tenant, run[0].req.class);
-            self.groups[g].record_run(run);
+        let (mut key, mut g) = ((u32::MAX, u32::MAX), 0);
+        for c in cs {
+            let k = (c.req.tenant, c.req.class);
+            if k != key {
+                (key, g) = (k, self.group(k.0, k.1));
+            }
+            self.groups[g].record(c);
         }
     }
 
@@ -605,14 +579,11 @@ impl WindowAccumulator {
         w.latencies.push(r);
     }
 
-    /// [`WindowAccumulator::completion`] on each of `cs`, in order, a tenant lookup per
-    /// run of the same tenant.
+    /// [`WindowAccumulator::completion`] on each of `cs`, in order.
     #[inline]
     pub fn completions(&mut self, cs: &[Completion]) {
-        for run in cs.chunk_by(|a, b| a.req.tenant == b.req.tenant) {
-            let w = self.tenant(run[0].req.tenant as usize);
-            w.bytes += run.iter().map(|c| c.req.bytes as u64).sum::<u64>();
-            w.latencies.extend(run.iter().map(Completion::response));
+        for c in cs {
+            self.completion(c);
         }
     }
 }
