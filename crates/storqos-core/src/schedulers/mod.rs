@@ -26,5 +26,5 @@ pub use edf::{Edf, EdfQueue};
 pub use fcfs::Fcfs;
 pub use mclock::{Mclock, MclockCost};
 pub use sfq::Sfq;
-pub use tags::{CostModel, FlowKey};
+pub use tags::{CostModel, FairQueue, FlowKey, Sharing};
 pub use wf2q::Wf2q;

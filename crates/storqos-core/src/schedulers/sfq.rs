@@ -40,7 +40,7 @@ use crate::device::DeviceState;
 use crate::error::{config, Result};
 use crate::request::{Completion, Request};
 use crate::scheduler::Scheduler;
-use crate::schedulers::tags::{CostModel, FlowKey, VTime, Weights};
+use crate::schedulers::tags::{FairQueue, Sharing, VTime};
 use crate::time::Nanos;
 
 /// Policy name used in errors and reports.
@@ -64,10 +64,8 @@ struct Flow {
 /// SFQ(D): start-time fair queuing with at most `depth` requests outstanding.
 #[derive(Clone, Debug)]
 pub struct Sfq {
-    by: FlowKey,
-    cost: CostModel,
+    share: Sharing,
     depth: usize,
-    weights: Weights,
     flows: Vec<Flow>,
     /// Virtual time v: start tag of the request last dispatched.
     vtime: f64,
@@ -87,10 +85,8 @@ impl Sfq {
             return config("sfq: depth must be >= 1");
         }
         Ok(Sfq {
-            by: FlowKey::Tenant,
-            cost: CostModel::Iops,
+            share: Sharing::new(NAME, weights)?,
             depth,
-            weights: Weights::new(NAME, weights)?,
             flows: Vec::new(),
             vtime: 0.0,
             max_finish: 0.0,
@@ -100,20 +96,6 @@ impl Sfq {
         })
     }
 
-    /// Share between the flows named by `by` (tenant or class). Set before use.
-    pub fn with_key(mut self, by: FlowKey) -> Self {
-        debug_assert_eq!(self.queued, 0, "change the flow key before enqueueing");
-        self.by = by;
-        self
-    }
-
-    /// Charge requests by `cost` (IOPS or bytes). Set before use.
-    pub fn with_cost(mut self, cost: CostModel) -> Self {
-        debug_assert_eq!(self.queued, 0, "change the cost model before enqueueing");
-        self.cost = cost;
-        self
-    }
-
     /// The dispatch depth D.
     pub fn depth(&self) -> usize {
         self.depth
@@ -121,13 +103,13 @@ impl Sfq {
 
     /// The current weight of `flow`.
     pub fn weight(&self, flow: u32) -> f64 {
-        self.flows.get(flow as usize).map_or_else(|| self.weights.get(flow), |f| f.weight)
+        self.flows.get(flow as usize).map_or_else(|| self.share.weights.get(flow), |f| f.weight)
     }
 
     /// Change the weight of `flow` (finite, > 0); requests arriving from now on are
     /// tagged with it.
     pub fn set_weight(&mut self, flow: u32, w: f64) -> Result<()> {
-        self.weights.set(NAME, flow, w)?;
+        self.share.weights.set(NAME, flow, w)?;
         if let Some(f) = self.flows.get_mut(flow as usize) {
             f.weight = w;
         }
@@ -147,7 +129,7 @@ impl Sfq {
     fn flow_mut(&mut self, k: u32) -> &mut Flow {
         let i = k as usize;
         if i >= self.flows.len() {
-            let weights = &self.weights;
+            let weights = &self.share.weights;
             let base = self.flows.len();
             self.flows.extend((base..=i).map(|j| Flow { weight: weights.get(j as u32), ..Flow::default() }));
         }
@@ -162,14 +144,23 @@ impl Sfq {
     }
 }
 
+impl FairQueue for Sfq {
+    fn sharing_mut(&mut self) -> &mut Sharing {
+        &mut self.share
+    }
+    fn waiting(&self) -> usize {
+        self.queued
+    }
+}
+
 impl Scheduler for Sfq {
     fn name(&self) -> String {
         format!("sfq(d={})", self.depth)
     }
 
     fn enqueue(&mut self, req: Request, _now: Nanos) {
-        let k = self.by.of(&req);
-        let cost = self.cost.of(&req);
+        let k = self.share.by.of(&req);
+        let cost = self.share.cost.of(&req);
         let vtime = self.vtime;
         let f = self.flow_mut(k);
         let start = vtime.max(f.last_finish);
@@ -224,6 +215,7 @@ impl Scheduler for Sfq {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schedulers::tags::{CostModel, FlowKey};
 
     fn dev(outstanding: usize) -> DeviceState {
         DeviceState { outstanding, free_slots: 8 }

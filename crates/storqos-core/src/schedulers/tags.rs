@@ -1,6 +1,7 @@
-//! The shared vocabulary of the tag-based fair queuers ([`super::Wf2q`], [`super::Sfq`]):
-//! which field of a request names its *flow*, what a request *costs*, per-flow *weights*,
-//! and a totally ordered virtual-time value for heap keys.
+//! The shared vocabulary of the tag-based fair queuers ([`super::Wf2q`], [`super::Sfq`],
+//! [`super::yfq::Yfq`]): which field of a request names its *flow*, what a request
+//! *costs*, per-flow *weights* (together their [`Sharing`], set by the [`FairQueue`]
+//! builder steps), and a totally ordered virtual-time value for heap keys.
 //!
 //! Virtual time is an `f64` in "cost units per unit of weight": a request of cost `c`
 //! in a flow of weight `w` advances that flow's tags by `c / w`. `f64` keeps 53 bits of
@@ -107,6 +108,48 @@ impl Weights {
         }
         self.list[i] = w;
         Ok(())
+    }
+}
+
+/// How a tag-based fair queue shares the device, fixed when it is built: which request
+/// field names a flow, what a request costs, and the configured per-flow weights.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sharing {
+    /// Which field of a request names its flow.
+    pub by: FlowKey,
+    /// What one request costs.
+    pub cost: CostModel,
+    /// Configured weights (flows not listed weigh [`DEFAULT_WEIGHT`]).
+    pub weights: Weights,
+}
+
+impl Sharing {
+    /// Flows by tenant, unit cost, `weights` (checked; `policy` prefixes errors).
+    pub fn new(policy: &str, weights: Vec<f64>) -> Result<Self> {
+        Ok(Sharing { by: FlowKey::Tenant, cost: CostModel::Iops, weights: Weights::new(policy, weights)? })
+    }
+}
+
+/// The builder steps every tag-based fair queue (WF2Q+, SFQ(D), YFQ) shares.
+pub trait FairQueue: Sized {
+    /// The queue's sharing rules.
+    fn sharing_mut(&mut self) -> &mut Sharing;
+
+    /// Requests waiting in the queue (the rules may change only while it is empty).
+    fn waiting(&self) -> usize;
+
+    /// Share between the flows named by `by` (tenant or class). Set before use.
+    fn with_key(mut self, by: FlowKey) -> Self {
+        debug_assert_eq!(self.waiting(), 0, "change the flow key before enqueueing");
+        self.sharing_mut().by = by;
+        self
+    }
+
+    /// Charge requests by `cost` (IOPS or bytes). Set before use.
+    fn with_cost(mut self, cost: CostModel) -> Self {
+        debug_assert_eq!(self.waiting(), 0, "change the cost model before enqueueing");
+        self.sharing_mut().cost = cost;
+        self
     }
 }
 

@@ -44,7 +44,7 @@ use crate::device::DeviceState;
 use crate::error::Result;
 use crate::request::Request;
 use crate::scheduler::Scheduler;
-use crate::schedulers::tags::{CostModel, FlowKey, VTime, Weights};
+use crate::schedulers::tags::{FairQueue, Sharing, VTime};
 use crate::time::Nanos;
 
 /// Relative slack of the eligibility test `S ≤ V`: tags and `V` are sums of `f64`
@@ -69,9 +69,7 @@ struct Flow {
 /// WF2Q+ weighted fair queuing between tenants or classes.
 #[derive(Clone, Debug)]
 pub struct Wf2q {
-    by: FlowKey,
-    cost: CostModel,
-    weights: Weights,
+    share: Sharing,
     flows: Vec<Flow>,
     /// System virtual time V.
     vtime: f64,
@@ -94,9 +92,7 @@ impl Wf2q {
     /// unit cost per request. Weights must be finite and > 0.
     pub fn new(weights: Vec<f64>) -> Result<Self> {
         Ok(Wf2q {
-            by: FlowKey::Tenant,
-            cost: CostModel::Iops,
-            weights: Weights::new(NAME, weights)?,
+            share: Sharing::new(NAME, weights)?,
             flows: Vec::new(),
             vtime: 0.0,
             active_weight: 0.0,
@@ -108,28 +104,14 @@ impl Wf2q {
         })
     }
 
-    /// Share between the flows named by `by` (tenant or class). Set before use.
-    pub fn with_key(mut self, by: FlowKey) -> Self {
-        debug_assert_eq!(self.queued, 0, "change the flow key before enqueueing");
-        self.by = by;
-        self
-    }
-
-    /// Charge requests by `cost` (IOPS or bytes). Set before use.
-    pub fn with_cost(mut self, cost: CostModel) -> Self {
-        debug_assert_eq!(self.queued, 0, "change the cost model before enqueueing");
-        self.cost = cost;
-        self
-    }
-
     /// The current weight of `flow`.
     pub fn weight(&self, flow: u32) -> f64 {
-        self.flows.get(flow as usize).map_or_else(|| self.weights.get(flow), |f| f.weight)
+        self.flows.get(flow as usize).map_or_else(|| self.share.weights.get(flow), |f| f.weight)
     }
 
     /// Change the weight of `flow` (finite, > 0); tags computed from now on use it.
     pub fn set_weight(&mut self, flow: u32, w: f64) -> Result<()> {
-        self.weights.set(NAME, flow, w)?;
+        self.share.weights.set(NAME, flow, w)?;
         if let Some(f) = self.flows.get_mut(flow as usize) {
             if !f.queue.is_empty() {
                 self.active_weight += w - f.weight;
@@ -187,11 +169,20 @@ impl Wf2q {
     fn flow_mut(&mut self, k: u32) -> &mut Flow {
         let i = k as usize;
         if i >= self.flows.len() {
-            let weights = &self.weights;
+            let weights = &self.share.weights;
             let base = self.flows.len();
             self.flows.extend((base..=i).map(|j| Flow { weight: weights.get(j as u32), ..Flow::default() }));
         }
         &mut self.flows[i]
+    }
+}
+
+impl FairQueue for Wf2q {
+    fn sharing_mut(&mut self) -> &mut Sharing {
+        &mut self.share
+    }
+    fn waiting(&self) -> usize {
+        self.queued
     }
 }
 
@@ -201,8 +192,8 @@ impl Scheduler for Wf2q {
     }
 
     fn enqueue(&mut self, req: Request, _now: Nanos) {
-        let k = self.by.of(&req);
-        let cost = self.cost.of(&req);
+        let k = self.share.by.of(&req);
+        let cost = self.share.cost.of(&req);
         let vtime = self.vtime;
         let f = self.flow_mut(k);
         f.queue.push_back(req);
@@ -239,12 +230,12 @@ impl Scheduler for Wf2q {
         let f = &mut self.flows[k as usize];
         let req = f.queue.pop_front().expect("backlogged flow has a head");
         self.queued -= 1;
-        let cost = self.cost.of(&req);
+        let cost = self.share.cost.of(&req);
         // V advances by the dispatched work over the backlogged weight (B includes k).
         self.vtime += cost / self.active_weight;
         if let Some(next) = f.queue.front() {
             f.start = f.finish;
-            f.finish = f.start + self.cost.of(next) / f.weight;
+            f.finish = f.start + self.share.cost.of(next) / f.weight;
             self.max_finish = self.max_finish.max(f.finish);
             self.place(k);
         } else {
@@ -289,6 +280,7 @@ impl Default for Wf2q {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schedulers::tags::{CostModel, FlowKey};
 
     const FREE: DeviceState = DeviceState { outstanding: 0, free_slots: 1 };
 

@@ -50,7 +50,7 @@ use crate::device::DeviceState;
 use crate::error::{config, Result};
 use crate::request::{Completion, Request};
 use crate::scheduler::Scheduler;
-use crate::schedulers::tags::{CostModel, FlowKey, VTime, Weights};
+use crate::schedulers::tags::{FairQueue, Sharing, VTime};
 use crate::time::Nanos;
 
 /// Policy name used in errors and reports.
@@ -79,10 +79,8 @@ struct Flow {
 /// YFQ between tenants (or classes), sending batches of up to `batch` requests.
 #[derive(Clone, Debug)]
 pub struct Yfq {
-    by: FlowKey,
-    cost: CostModel,
+    share: Sharing,
     batch: usize,
-    weights: Weights,
     flows: Vec<Flow>,
     /// Virtual time v (monotone).
     vtime: f64,
@@ -106,10 +104,8 @@ impl Yfq {
             return config("yfq: batch must be >= 1");
         }
         Ok(Yfq {
-            by: FlowKey::Tenant,
-            cost: CostModel::Iops,
+            share: Sharing::new(NAME, weights)?,
             batch,
-            weights: Weights::new(NAME, weights)?,
             flows: Vec::new(),
             vtime: 0.0,
             max_finish: 0.0,
@@ -121,20 +117,6 @@ impl Yfq {
         })
     }
 
-    /// Share between the flows named by `by` (tenant or class). Set before use.
-    pub fn with_key(mut self, by: FlowKey) -> Self {
-        debug_assert_eq!(self.queued, 0, "change the flow key before enqueueing");
-        self.by = by;
-        self
-    }
-
-    /// Charge requests by `cost` (IOPS or bytes). Set before use.
-    pub fn with_cost(mut self, cost: CostModel) -> Self {
-        debug_assert_eq!(self.queued, 0, "change the cost model before enqueueing");
-        self.cost = cost;
-        self
-    }
-
     /// The batch size.
     pub fn batch(&self) -> usize {
         self.batch
@@ -142,7 +124,7 @@ impl Yfq {
 
     /// The weight of `flow`.
     pub fn weight(&self, flow: u32) -> f64 {
-        self.flows.get(flow as usize).map_or_else(|| self.weights.get(flow), |f| f.weight)
+        self.flows.get(flow as usize).map_or_else(|| self.share.weights.get(flow), |f| f.weight)
     }
 
     /// The virtual time v.
@@ -163,7 +145,7 @@ impl Yfq {
     fn flow_mut(&mut self, k: u32) -> &mut Flow {
         let i = k as usize;
         if i >= self.flows.len() {
-            let weights = &self.weights;
+            let weights = &self.share.weights;
             let base = self.flows.len();
             self.flows.extend((base..=i).map(|j| Flow { weight: weights.get(j as u32), ..Flow::default() }));
         }
@@ -187,6 +169,15 @@ impl Yfq {
     }
 }
 
+impl FairQueue for Yfq {
+    fn sharing_mut(&mut self) -> &mut Sharing {
+        &mut self.share
+    }
+    fn waiting(&self) -> usize {
+        self.queued
+    }
+}
+
 impl Scheduler for Yfq {
     fn name(&self) -> String {
         format!("yfq(batch={})", self.batch)
@@ -194,8 +185,8 @@ impl Scheduler for Yfq {
 
     fn enqueue(&mut self, req: Request, _now: Nanos) {
         self.update_vtime();
-        let k = self.by.of(&req);
-        let cost = self.cost.of(&req);
+        let k = self.share.by.of(&req);
+        let cost = self.share.cost.of(&req);
         let vtime = self.vtime;
         let f = self.flow_mut(k);
         let start = vtime.max(f.last_finish);

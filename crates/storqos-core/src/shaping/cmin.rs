@@ -19,7 +19,7 @@
 //! (`benches/capacity_table.py`): 4 passes, 96 probes, 0.31–0.41 s against 19 s, and
 //! callgrind counts in `docs/results/shaping.md`:
 //!
-//! 1. **f = 100 % in closed form** ([`super::cmin_all`]): the largest
+//! 1. **f = 100 % in closed form** ([`super::cmin_all()`]): the largest
 //!    `(j − i + 1)/(a_j − a_i + δ)` over pairs, by Dinkelbach's iteration from a
 //!    windowed starting bound; exact on the 1/1000 IOPS grid and checked by one probe.
 //!    It is the upper end of every other cell's bracket; the total-work bound
@@ -127,7 +127,7 @@ pub fn needed(n: u64, f: f64) -> u64 {
 }
 
 /// Cmin(100 %, δ): the largest `(j − i + 1)/(a_j − a_i + δ)` over pairs i ≤ j, rounded up
-/// to the 1/1000 IOPS grid ([`super::cmin_all`]).
+/// to the 1/1000 IOPS grid ([`super::cmin_all()`]).
 pub fn cmin_all(arrivals: &[Nanos], deadline: Nanos) -> Result<Capacity> {
     check_arrivals(arrivals)?;
     Ok(cmin_all_many(arrivals, &[deadline]).0[0])

@@ -30,7 +30,7 @@
 //! 1/1000 IOPS grid with integer arithmetic, so it is a capacity that pair really
 //! needs: one grid step less is provably infeasible. The floating-point scan could, in
 //! a near-tie, pick a pair a hair below the true maximum; the planner therefore checks
-//! the result with one RTT probe ([`super::cmin`]).
+//! the result with one RTT probe ([`super::cmin()`]).
 
 use crate::shaping::lanes::has_avx2;
 use crate::shaping::rtt::{Capacity, SERVICE_UNITS};

@@ -1,5 +1,5 @@
 //! Many RTT instances over one pass of the arrivals: the kernel of the capacity planner
-//! ([`super::cmin`]). Seed 000 §3.3.1 (Algorithm 1) for the rule, SPEC "Algorithm notes →
+//! ([`super::cmin()`]). Seed 000 §3.3.1 (Algorithm 1) for the rule, SPEC "Algorithm notes →
 //! RTT" for its finish-time form; this file only makes it fast.
 //!
 //! ## The step

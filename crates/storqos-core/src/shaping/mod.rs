@@ -6,8 +6,8 @@
 //! | file | what | seed 000 |
 //! |---|---|---|
 //! | [`rtt`] | the RTT admission rule, exact integer kernel | §3.3.1, Algorithm 1, Lemmas 1–3 |
-//! | [`cmin`] | Cmin(f, δ) and the capacity table: the planner's search | §3.2.2, §4.2, Table 4.1 |
-//! | [`cmin_all`] | Cmin(100 %, δ) in closed form (max pair ratio, Dinkelbach) | §4.2, Lemma 1 |
+//! | [`cmin`](mod@cmin) | Cmin(f, δ) and the capacity table: the planner's search | §3.2.2, §4.2, Table 4.1 |
+//! | [`cmin_all`](mod@cmin_all) | Cmin(100 %, δ) in closed form (max pair ratio, Dinkelbach) | §4.2, Lemma 1 |
 //! | [`lanes`] | many RTT runs in one vectorised pass (the planner's kernel) | §3.3.1 |
 //! | [`recombine`] | RTT as a scheduler stage in front of any scheduler; the four recombiners | §3.3.2, §4.4.2 |
 //! | [`miser`] | Miser slack scheduling | §3.3.2, Algorithm 2 |
@@ -15,7 +15,7 @@
 //! | [`rtd`] | n-tier response-time distributions by recursive decomposition | §3.2.2 (Fig. 3.5) |
 //! | [`power`] | storage pools, ON pools and energy | §3.2.3, §4.3, Fig. 4.1, Table 4.2 |
 //!
-//! Consolidation (§4.5) needs nothing beyond [`cmin`]: Cmin of the merged arrivals
+//! Consolidation (§4.5) needs nothing beyond [`cmin()`]: Cmin of the merged arrivals
 //! against the sum of the individual Cmin (the Python planner merges the traces).
 
 pub mod cmin;

@@ -20,7 +20,7 @@ use crate::devices::ConstantRate;
 use crate::error::{config, Result};
 use crate::request::{Completion, Request};
 use crate::scheduler::Scheduler;
-use crate::schedulers::{Fcfs, FlowKey, Wf2q};
+use crate::schedulers::{FairQueue, Fcfs, FlowKey, Wf2q};
 use crate::shaping::miser::Miser;
 use crate::shaping::rtt::{Capacity, Rtt};
 use crate::shaping::split::split_device;

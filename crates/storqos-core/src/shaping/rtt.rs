@@ -30,7 +30,7 @@
 //! `δ · milli` (a request is admitted only if it fits), and a gap between arrivals
 //! longer than δ is clamped to δ before multiplying (it empties the backlog either
 //! way), so no product overflows. The one limit is `δ · milli + 10^12 < 2^64`, i.e.
-//! δ[s] · C[IOPS] below about 1.8 · 10^10 / 1000 = 1.8 · 10^7 requests of backlog;
+//! δ (s) · C (IOPS) below about 1.8 · 10^10 / 1000 = 1.8 · 10^7 requests of backlog;
 //! [`Rtt::new`] rejects more with a configuration error.
 
 use crate::error::{config, Result};
@@ -181,7 +181,7 @@ impl Rtt {
 }
 
 /// Number of requests RTT admits on `arrivals` (non-decreasing) at capacity `cap` and
-/// deadline `deadline`. The single-lane reference kernel (see [`super::cmin`] for the
+/// deadline `deadline`. The single-lane reference kernel (see [`super::cmin()`] for the
 /// multi-lane one the planner uses).
 pub fn admitted_count(arrivals: &[Nanos], cap: Capacity, deadline: Nanos) -> Result<u64> {
     let mut r = Rtt::new(cap, deadline)?;

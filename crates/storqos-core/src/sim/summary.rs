@@ -311,6 +311,9 @@ impl PairTable {
     }
 }
 
+/// Samples a scheduler's gauges into the sink it is given (`|sink| sched.gauges(sink)`).
+pub(crate) type GaugeSampler<'a> = dyn FnMut(&mut dyn FnMut(&str, f64)) + 'a;
+
 /// Completions accounted per batch by [`Recorder`]: the event loop only appends each
 /// completion to a buffer of this many; the summaries take them up together in one tight
 /// loop, away from the loop's hard-to-predict event branches.
@@ -363,7 +366,7 @@ impl Recorder {
     }
 
     /// Close the current window (rows and `gauges`) and move to `now`'s.
-    pub fn advance(&mut self, now: Nanos, gauges: &mut dyn FnMut(&mut dyn FnMut(&str, f64))) {
+    pub fn advance(&mut self, now: Nanos, gauges: &mut GaugeSampler) {
         self.flush();
         self.win.advance(now, gauges);
     }
@@ -384,7 +387,7 @@ impl Recorder {
     #[allow(clippy::type_complexity)]
     pub fn finish(
         mut self,
-        gauges: &mut dyn FnMut(&mut dyn FnMut(&str, f64)),
+        gauges: &mut GaugeSampler,
     ) -> (Vec<GroupSummary>, Vec<GroupSummary>, GroupSummary, WindowSeries, GaugeSeries, Option<RequestLog>) {
         self.advance(Nanos::MAX, gauges);
         let (tenants, classes, total) = self.pairs.finish();
@@ -521,7 +524,7 @@ impl WindowAccumulator {
     }
 
     /// Close the current window (emitting rows and gauges) and move to `now`'s window.
-    pub fn advance(&mut self, now: Nanos, gauges: &mut dyn FnMut(&mut dyn FnMut(&str, f64))) {
+    pub fn advance(&mut self, now: Nanos, gauges: &mut GaugeSampler) {
         let start = self.current * self.window;
         let mut any = false;
         for (t, w) in self.tenants.iter_mut().enumerate() {

@@ -1,4 +1,4 @@
-//! Scheduler specs: `{"kind": "...", ...}` → a boxed [`Scheduler`].
+//! Scheduler specs: `{"kind": "...", ...}` → a boxed [`Scheduler`](crate::scheduler::Scheduler).
 //!
 //! Examples:
 //! ```json
@@ -19,7 +19,7 @@ use serde::Deserialize;
 
 use crate::error::Result;
 use crate::spec::dispatch::AnyScheduler;
-use crate::schedulers::{CostModel, Edf, Fcfs, FlowKey, Sfq, Wf2q};
+use crate::schedulers::{CostModel, Edf, FairQueue, Fcfs, FlowKey, Sfq, Wf2q};
 use crate::shaping::{Capacity, Miser, Rtt, RttStage};
 use crate::time::Nanos;
 use crate::twolevel::{TwoLevelSpec, Upper};

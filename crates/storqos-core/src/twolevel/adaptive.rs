@@ -2,7 +2,7 @@
 //! experiment E2, Table 1): periodic credit replenishment like FIXED, but the *full*
 //! credit amounts change every second "adaptively based on the SLO requirements and load
 //! conditions", in the spirit of SLEDS (Chambliss et al., SRDS'03). Its parameters
-//! `P_rt`, `P_inc`, `P_dec` are defined in the paper's technical report (its ref. [14]),
+//! `P_rt`, `P_inc`, `P_dec` are defined in the paper's technical report (its ref. \[14\]),
 //! which the seed does not include.
 //!
 //! **Our reading** (the spec's "Algorithm notes → ADAPTIVE"): every second
@@ -115,9 +115,9 @@ impl Adaptive {
             }
             Action::Decrease
         } else if margin {
-            for i in 0..full.len() {
-                if self.backlogged[i] {
-                    full[i] *= 1.0 + self.p_inc;
+            for (f, &backlogged) in full.iter_mut().zip(&self.backlogged) {
+                if backlogged {
+                    *f *= 1.0 + self.p_inc;
                 }
             }
             Action::Increase

@@ -26,7 +26,7 @@
 //! - [`avatar`]: AVATAR's Controller (Fig. 4), Dispatcher (§3.4.3), spareness (§3.4.4);
 //! - [`facade`]: the Facade baseline (E1), as the spec reads it;
 //! - [`sarc`]: SARC's credits and three replenishment triggers (§3.3);
-//! - [`fixed`], [`adaptive`]: the FIXED and ADAPTIVE rate-controller baselines (E2);
+//! - [`fixed`](mod@fixed), [`adaptive`]: the FIXED and ADAPTIVE rate-controller baselines (E2);
 //! - [`config`]: the JSON parameters of the four policy kinds.
 
 pub mod adaptive;

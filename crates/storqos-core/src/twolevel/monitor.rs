@@ -43,7 +43,7 @@ const TOP_BUFFER: usize = 32;
 /// enters only if it beats the buffer's smallest) and the answer is the buffer's
 /// smallest — a compare per value instead of a quickselect's partitioning passes. Equal
 /// values may swap places in the buffer, which leaves its multiset, and so the answer,
-/// unchanged. Lower quantiles (`r` > [`TOP_BUFFER`]) select on a copy.
+/// unchanged. Lower quantiles (`r` > `TOP_BUFFER`) select on a copy.
 pub fn nearest_rank(values: &[Nanos], q: f64) -> Nanos {
     debug_assert!(!values.is_empty());
     let n = values.len();

@@ -21,7 +21,7 @@
 //!
 //! Triggers 2 and 3 make SARC work conserving: nothing waits above while the utility has
 //! room. Trigger 1 alone ([`Replenishment::Periodic`]) is the FIXED baseline
-//! ([`crate::twolevel::fixed`]), and periodic replenishment with credit amounts adjusted
+//! ([`crate::twolevel::fixed`](mod@crate::twolevel::fixed)), and periodic replenishment with credit amounts adjusted
 //! every second is ADAPTIVE ([`crate::twolevel::adaptive`]); both are this same type with
 //! another [`Replenishment`].
 //!
