@@ -74,8 +74,8 @@ pub struct SimResult {
 const NEVER: Nanos = Nanos::MAX;
 
 /// The earliest of the three event kinds: (time, kind) with kind 1 = completion,
-/// 2 = timer, 3 = arrival, 0 = none. Ties go to the lower kind. Absent events are
-/// [`NEVER`].
+/// 2 = timer, 3 = arrival. Ties go to the lower kind. Absent events are [`NEVER`]; when
+/// all are, the time is [`NEVER`] (and the kind meaningless).
 #[inline(always)]
 fn earliest(t_done: Nanos, t_timer: Nanos, t_arr: Nanos) -> (Nanos, u8) {
     let (mut t_next, mut kind) = (t_done, 1u8);
@@ -85,14 +85,12 @@ fn earliest(t_done: Nanos, t_timer: Nanos, t_arr: Nanos) -> (Nanos, u8) {
     if t_arr < t_next {
         (t_next, kind) = (t_arr, 3);
     }
-    if t_next == NEVER {
-        kind = 0;
-    }
     (t_next, kind)
 }
 
-/// The open-loop stream with its next request taken out ahead: its arrival time is the
-/// stream's next event time ([`NEVER`] once the stream is exhausted).
+/// The open-loop stream with its next request taken out ahead (`next`, valid while
+/// `t != NEVER`): its arrival time `t` is the stream's next event time ([`NEVER`] once
+/// the stream is exhausted).
 struct OpenSource<I> {
     it: I,
     next: Request,
@@ -108,10 +106,9 @@ impl<I: Iterator<Item = Request>> OpenSource<I> {
         }
     }
 
-    /// The next request (only when `t != NEVER`); pulls the one after it.
+    /// Replace `next` by the stream's following request (after `next` was used).
     #[inline(always)]
-    fn take(&mut self) -> Request {
-        let r = self.next;
+    fn advance(&mut self) {
         match self.it.next() {
             Some(n) => {
                 self.next = n;
@@ -119,7 +116,6 @@ impl<I: Iterator<Item = Request>> OpenSource<I> {
             }
             None => self.t = NEVER,
         }
-        r
     }
 }
 
@@ -153,7 +149,9 @@ where
             )));
         }
     }
-    let until = cfg.until.unwrap_or(Nanos::MAX);
+    // The last instant handled; below NEVER, so `t_next > until` also ends the run when no
+    // event is left.
+    let until = cfg.until.unwrap_or(NEVER).min(NEVER - 1);
     let mut rng = SimRng::new(cfg.seed);
     let mut open = OpenSource::new(open.into_iter());
     // Closed-loop wake-ups: (time, seq, client index).
@@ -193,7 +191,7 @@ where
         // All events of this nanosecond are in: offer every free slot to the scheduler
         // (so a policy sees every request that arrived at `now` before choosing).
         // Dispatch changes only the device's and the scheduler's next times.
-        if pending_dispatch && (kind == 0 || t_next > now) {
+        if pending_dispatch && t_next > now {
             // (`pending_dispatch` is set again by the event handled below.)
             let mut submitted = false;
             loop {
@@ -215,14 +213,12 @@ where
             t_timer = sched.next_timer().unwrap_or(NEVER);
             (t_next, kind) = earliest(t_done, t_timer, t_arr);
         }
-        if kind == 0 {
+        // Past the end of the run, or no event left.
+        if t_next > until {
             break;
         }
         // Nothing left but timers: the run is over once no work remains anywhere.
         if kind == 2 && t_done == NEVER && t_arr == NEVER && sched.queued() == 0 {
-            break;
-        }
-        if t_next > until {
             break;
         }
         debug_assert!(t_next >= now || kind == 3, "time went backwards");
@@ -252,27 +248,29 @@ where
             }
             2 => sched.on_timer(now),
             _ => {
-                let req = if open.t != NEVER && open.t <= t_wake {
-                    let r = open.take();
-                    if r.arrival < last_open_arrival {
+                arrived += 1;
+                if open.t != NEVER && open.t <= t_wake {
+                    let arrival = open.next.arrival;
+                    if arrival < last_open_arrival {
                         return Err(Error::InvalidInput(format!(
                             "request {} arrives at {} ns, before the previous request ({} ns): sort the trace by time",
-                            r.id, r.arrival, last_open_arrival
+                            open.next.id, arrival, last_open_arrival
                         )));
                     }
-                    last_open_arrival = r.arrival;
-                    r
+                    last_open_arrival = arrival;
+                    rec.arrival(open.next.tenant);
+                    // Handed over straight from the source's slot, which is then refilled.
+                    sched.enqueue(open.next, now);
+                    open.advance();
                 } else {
                     let Reverse((_, _, ci)) = wakes.pop().expect("peeked");
                     t_wake = wakes.peek().map_or(NEVER, |w| w.0 .0);
                     let r = closed[ci].make_request(next_closed_id, now, &mut rng);
                     closed_owner.push(ci as u32);
                     next_closed_id += 1;
-                    r
-                };
-                arrived += 1;
-                rec.arrival(req.tenant);
-                sched.enqueue(req, now);
+                    rec.arrival(r.tenant);
+                    sched.enqueue(r, now);
+                }
             }
         }
         t_timer = sched.next_timer().unwrap_or(NEVER);
