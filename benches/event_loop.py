@@ -109,6 +109,12 @@ def main() -> None:
     # Warm-up (page faults, first allocation) outside the timings.
     storqos.simulate(trace.head(100_000), "fcfs", "constant", capacity=CAPACITY_IOPS)
     t_sq = median_time(run_storqos)
+    # Where the Python call's time goes: handing the columns over, the Rust run itself.
+    cols = storqos.sim._columns(trace)
+    specs = (json.dumps({"kind": "fcfs"}), json.dumps({"kind": "constant", "iops": CAPACITY_IOPS}))
+    t_cols = median_time(lambda: storqos.sim._columns(trace))
+    t_core = median_time(lambda: _core.simulate(*cols, *specs, closed_json="[]", generators_json="[]", seed=1,
+                                                window_ns=1_000_000_000, keep_requests=False, until_ns=None))
     t_rk = median_time(lambda: _core.lindley_fcfs(arrivals, service))
     t_rs = median_time(lambda: _core.lindley_fcfs_summary(arrivals, service, 1_000_000_000))
     t_np = median_time(lambda: numpy_lindley(arrivals, service))
@@ -148,6 +154,8 @@ def main() -> None:
     print(f"storqos / Rust Lindley   = {sq / rates['Rust Lindley kernel']:.3f}")
     print(f"storqos / Rust Lindley+summaries = {sq / rates['Rust Lindley+summaries']:.2f}")
     print(f"mean response (all agree): {mean_rk / 1e6:.4f} ms")
+    print(f"one storqos.simulate call: {t_sq * 1e3:.0f} ms = columns {t_cols * 1e3:.0f} ms + _core.simulate "
+          f"{t_core * 1e3:.0f} ms ({n / t_core / 1e6:.1f} M/s) + result tables")
     print(f"summaries-only, {rss['requests']:,} streamed requests: {rss['wall_s']:.1f} s wall, "
           f"{rss['requests'] / rss['wall_s']:,.0f} requests/s, peak RSS {rss['peak_rss_mib']:.0f} MiB")
 
