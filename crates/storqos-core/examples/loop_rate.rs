@@ -1,11 +1,13 @@
 //! Event-loop rate from Rust alone: FCFS + constant-rate over N Poisson requests,
 //! monomorphised (`generic`), through the spec enums as Python runs it (`spec`:
-//! `simulate_spec`, which monomorphises this pairing), through the enums' `match` on
-//! every call as any other policy pays (`enums`), vs the Lindley kernel (`lindley`).
+//! `simulate_spec`, which monomorphises this pairing), with the scheduler concrete and
+//! the device an enum (`sched`: what `simulate_spec` runs for most other pairings), the
+//! other way round (`dev`), through the enums' `match` on every call (`enums`), vs the
+//! Lindley kernel (`lindley`).
 //!
 //! `cargo run --release --example loop_rate -- [REQUESTS] [PATH]`, PATH one of `generic`,
-//! `spec`, `enums`, `lindley` (run only that path, e.g. under callgrind) or `all`
-//! (default).
+//! `spec`, `sched`, `dev`, `enums`, `lindley` (run only that path, e.g. under callgrind)
+//! or `all` (default).
 use std::time::Instant;
 
 use storqos_core::devices::ConstantRate;
@@ -45,6 +47,20 @@ fn main() {
         let t = Instant::now();
         let r = simulate(reqs.iter().copied(), &[], &mut s, &mut d, &cfg).unwrap();
         out += &format!(" spec enums {:.1} M/s,", rate(t.elapsed().as_secs_f64()));
+        completed.push(r.total.completed);
+    }
+    if run("sched") {
+        let mut d = storqos_core::spec::AnyDevice::Constant(ConstantRate::new(1000.0).unwrap());
+        let t = Instant::now();
+        let r = simulate(reqs.iter().copied(), &[], &mut Fcfs::new(), &mut d, &cfg).unwrap();
+        out += &format!(" concrete scheduler, device enum {:.1} M/s,", rate(t.elapsed().as_secs_f64()));
+        completed.push(r.total.completed);
+    }
+    if run("dev") {
+        let mut s = storqos_core::spec::AnyScheduler::Fcfs(Fcfs::new());
+        let t = Instant::now();
+        let r = simulate(reqs.iter().copied(), &[], &mut s, &mut ConstantRate::new(1000.0).unwrap(), &cfg).unwrap();
+        out += &format!(" scheduler enum, concrete device {:.1} M/s,", rate(t.elapsed().as_secs_f64()));
         completed.push(r.total.completed);
     }
     if run("lindley") {
