@@ -609,6 +609,60 @@ mod tests {
         }
     }
 
+    /// The batched `Recorder` leaves exactly what accounting each event on the spot
+    /// leaves: more completions than one batch, interleaved tenants and classes, windows
+    /// closing mid-batch, and the log in completion order.
+    #[test]
+    fn recorder_equals_accounting_on_the_spot() {
+        let mut rng = crate::rng::SimRng::new(9);
+        let window = 1_000_000;
+        let mut rec = Recorder::new(window, true);
+        let (mut groups, mut keys): (Vec<FastSummary>, Vec<(u32, u32)>) = (Vec::new(), Vec::new());
+        let mut win = WindowAccumulator::new(window);
+        let mut log = RequestLog::default();
+        let mut now = 0;
+        for i in 0..3 * RECORD_BATCH as u64 + 17 {
+            now += rng.below(9_000);
+            let tenant = rng.below(3) as u32;
+            let mut req = crate::request::Request::new(i, tenant, now.saturating_sub(rng.below(50_000)), 4096);
+            req.class = rng.below(2) as u32;
+            let c = Completion { req, dispatch: now - rng.below(now - req.arrival + 1), finish: now };
+            if rec.crossed(now) {
+                rec.advance(now, &mut |_| {});
+                win.advance(now, &mut |_| {});
+            }
+            rec.arrival(tenant);
+            win.arrival(tenant);
+            rec.completion(c);
+            let k = (tenant, req.class);
+            let g = keys.iter().position(|x| *x == k).unwrap_or_else(|| {
+                keys.push(k);
+                groups.push(FastSummary::default());
+                keys.len() - 1
+            });
+            groups[g].record(&c);
+            win.completion(&c);
+            log.push(&c);
+        }
+        let (_, _, total, series, _, got_log) = rec.finish(&mut |_| {});
+        win.advance(Nanos::MAX, &mut |_| {});
+        let mut want = GroupSummary::default();
+        for g in &groups {
+            want.merge(&g.finish());
+        }
+        same(&total, &want);
+        assert_eq!(series.start, win.series.start);
+        assert_eq!(series.tenant, win.series.tenant);
+        assert_eq!(series.completed, win.series.completed);
+        assert_eq!(series.arrivals, win.series.arrivals);
+        assert_eq!(series.mean_response, win.series.mean_response);
+        assert_eq!(series.p95_response, win.series.p95_response);
+        assert_eq!(series.max_response, win.series.max_response);
+        let got_log = got_log.unwrap();
+        assert_eq!((got_log.id.clone(), got_log.finish.clone()), (log.id, log.finish));
+        assert!(series.start.len() > 10, "the run spans many windows");
+    }
+
     #[test]
     fn fast_index_matches_hdr() {
         let h = GroupSummary::default().hist;
