@@ -180,6 +180,36 @@ impl FastSummary {
         }
     }
 
+    /// Account completions in order (as [`FastSummary::record`] on each), with the sums
+    /// and extremes kept in registers across the run.
+    #[inline]
+    pub fn record_run(&mut self, cs: &[Completion]) {
+        let (mut bytes, mut sum_r, mut sum_w) = (0u64, 0u128, 0u128);
+        let (mut min_r, mut max_r) = (self.min_response, self.max_response);
+        let (mut first, mut last) = (self.first_arrival, self.last_finish);
+        for c in cs {
+            let r = c.response();
+            bytes += c.req.bytes as u64;
+            sum_r += r as u128;
+            sum_w += c.wait() as u128;
+            min_r = min_r.min(r);
+            max_r = max_r.max(r);
+            first = first.min(c.req.arrival);
+            last = last.max(c.finish);
+            let i = hdr_index(r.clamp(1, HIST_MAX_NS));
+            match self.counts.get_mut(i) {
+                Some(n) => *n += 1,
+                None => self.grow(i),
+            }
+        }
+        self.completed += cs.len() as u64;
+        self.bytes += bytes;
+        self.sum_response += sum_r;
+        self.sum_wait += sum_w;
+        (self.min_response, self.max_response) = (min_r, max_r);
+        (self.first_arrival, self.last_finish) = (first, last);
+    }
+
     #[cold]
     fn grow(&mut self, i: usize) {
         let len = (i + 1).max(2 * self.counts.len()).max(1 << 12);
@@ -243,17 +273,25 @@ const NO_GROUP: u32 = u32::MAX;
 const DIRECT_CLASSES: u32 = 4096;
 
 impl PairTable {
-    /// Account completions in order; consecutive ones of the same (tenant, class) — the
-    /// common case — share one group lookup.
+    /// Account completions in order; each run of consecutive ones of the same (tenant,
+    /// class) is one group lookup, and a run longer than one is one batch with the sums
+    /// in registers.
     #[inline]
     pub fn record_all(&mut self, cs: &[Completion]) {
-        let (mut key, mut g) = ((u32::MAX, u32::MAX), 0);
-        for c in cs {
-            let k = (c.req.tenant, c.req.class);
-            if k != key {
-                (key, g) = (k, self.group(k.0, k.1));
+        let mut i = 0;
+        while i < cs.len() {
+            let k = (cs[i].req.tenant, cs[i].req.class);
+            let mut j = i + 1;
+            while j < cs.len() && (cs[j].req.tenant, cs[j].req.class) == k {
+                j += 1;
             }
-            self.groups[g].record(c);
+            let g = self.group(k.0, k.1);
+            if j == i + 1 {
+                self.groups[g].record(&cs[i]);
+            } else {
+                self.groups[g].record_run(&cs[i..j]);
+            }
+            i = j;
         }
     }
 
