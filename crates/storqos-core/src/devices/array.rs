@@ -29,9 +29,9 @@
 //!
 //! **Events.** Completions leave in time order, keyed by (finish time, submission
 //! sequence number), so equal finish times are broken by submission order and runs are
-//! deterministic. Each server has at most one request in service, so the keys sit in one
-//! slot per server with the smallest one cached: a start compares once, a completion
-//! rescans the k slots (see `Completions`). When a server frees, it starts its next
+//! deterministic. Each server has at most one request in service, so the keys sit in the
+//! leaves of a tournament tree over the servers: a start or a completion replays one
+//! leaf-to-root path (see `Completions`). When a server frees, it starts its next
 //! queued request at that same instant, drawing its service time from the RNG passed to
 //! [`Device::pop_completion`].
 
@@ -40,7 +40,7 @@ use std::collections::BinaryHeap;
 
 use crate::device::{Device, DeviceState};
 use crate::devices::disk::{Head, WaitQueue, Waiting};
-use crate::devices::service::ServiceModel;
+use crate::devices::service::{PreparedService, ServiceModel};
 use crate::error::{config, Result};
 use crate::request::{Completion, Request};
 use crate::rng::SimRng;
@@ -81,6 +81,8 @@ struct Server {
 #[derive(Clone, Debug)]
 pub struct Parallel {
     service: ServiceModel,
+    /// `service` with its constants computed once.
+    prepared: PreparedService,
     assign: Assign,
     depth: usize,
     servers: Vec<Server>,
@@ -110,69 +112,90 @@ fn completion_key(finish: Nanos, seq: u64) -> u128 {
     (finish as u128) << 64 | seq as u128
 }
 
-/// The in-service completions, at most one per server: each server's (finish, seq) key
-/// ([`IDLE`] when it serves nothing) and the smallest key with its server, kept up to
-/// date. Keys are distinct (seq is unique), so the order is the (finish, seq) order of
-/// a min-heap. A start only compares its key with the cached first one; a finish (always
-/// the first server's) rescans the k keys once: for the arrays of a few to a few dozen
-/// servers that the models use, one short branch-free scan per completion is cheaper
-/// than sifting a heap.
+/// A node of the [`Completions`] tree: the smallest key of its subtree and its server.
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    key: u128,
+    server: usize,
+}
+
+/// The in-service completions, at most one per server, in a tournament (winner) tree:
+/// leaf `s` holds server `s`'s (finish, seq) key ([`IDLE`] when it serves nothing), every
+/// inner node the smaller of its children's, so the root is the first completion. Keys
+/// are distinct (seq is unique), so the order is the (finish, seq) order of a min-heap.
+/// Starting or finishing a request replays one leaf-to-root path: log₂ k comparisons,
+/// each a select by index rather than a branch, where rescanning the k keys after every
+/// completion compared k times and mispredicted about as often as it found a new first.
 #[derive(Clone, Debug)]
 struct Completions {
-    key: Vec<u128>,
-    /// (server, key) of the smallest key; key [`IDLE`] when every server is idle.
-    first: (usize, u128),
+    /// Number of leaves: the server count rounded up to a power of two (the spare leaves
+    /// stay [`IDLE`]).
+    leaves: usize,
+    /// The tree in heap order (root 1, children of `i` at `2i` and `2i + 1`, server `s`'s
+    /// leaf at `leaves + s`), stored by sibling pairs: node `i` is `pairs[i / 2][i % 2]`,
+    /// so a parent reads both its children from one pair. `pairs[0][0]` is unused.
+    pairs: Vec<[Node; 2]>,
     busy: usize,
 }
 
 impl Completions {
     fn new(servers: usize) -> Self {
-        Completions { key: vec![IDLE; servers], first: (0, IDLE), busy: 0 }
-    }
-    #[inline]
-    fn rescan(&mut self) {
-        let mut first = (0, IDLE);
-        for (s, &k) in self.key.iter().enumerate() {
-            if k < first.1 {
-                first = (s, k);
-            }
+        let leaves = servers.next_power_of_two();
+        let idle = Node { key: IDLE, server: 0 };
+        let mut c = Completions { leaves, pairs: vec![[idle; 2]; leaves], busy: 0 };
+        for s in 0..servers {
+            c.update(s, IDLE);
         }
-        self.first = first;
+        c
+    }
+    /// Node `i`.
+    #[inline(always)]
+    fn node(&mut self, i: usize) -> &mut Node {
+        &mut self.pairs[i / 2][i % 2]
+    }
+    /// Set server `s`'s key and replay its path to the root: at each level the carried
+    /// node is stored and the smaller of it and its sibling goes up (ties, between idle
+    /// servers only, go left; which idle server wins is never read). The winner is
+    /// picked by indexing the pair, not by a branch the data would mispredict.
+    #[inline]
+    fn update(&mut self, s: usize, key: u128) {
+        let mut node = Node { key, server: s };
+        let mut i = self.leaves + s;
+        loop {
+            let pair = &mut self.pairs[i / 2];
+            pair[i % 2] = node;
+            if i == 1 {
+                return;
+            }
+            node = pair[(pair[1].key < pair[0].key) as usize];
+            i /= 2;
+        }
     }
     /// Server `s` (idle) starts a request finishing at `finish`.
     #[inline]
     fn set(&mut self, s: usize, finish: Nanos, seq: u64) {
-        debug_assert_eq!(self.key[s], IDLE);
-        let k = completion_key(finish, seq);
-        self.key[s] = k;
+        debug_assert_eq!(self.node(self.leaves + s).key, IDLE);
         self.busy += 1;
-        if k < self.first.1 {
-            self.first = (s, k);
-        } else if self.first.0 == s {
-            // `s` was first and was vacated for this start.
-            self.rescan();
-        }
+        self.update(s, completion_key(finish, seq));
     }
-    /// Server `s` finished and starts another request right away: the
-    /// [`Completions::set`] that follows rescans.
+    /// Server `s` finished and starts another request right away: its leaf is marked
+    /// idle and the [`Completions::set`] that follows replays its path.
     #[inline]
     fn vacate(&mut self, s: usize) {
-        self.key[s] = IDLE;
+        self.node(self.leaves + s).key = IDLE;
         self.busy -= 1;
     }
     /// Server `s` finished.
     #[inline]
     fn clear(&mut self, s: usize) {
-        self.key[s] = IDLE;
         self.busy -= 1;
-        if self.first.0 == s {
-            self.rescan();
-        }
+        self.update(s, IDLE);
     }
     /// The server finishing first and its finish time.
     #[inline]
     fn first(&self) -> Option<(usize, Nanos)> {
-        (self.busy > 0).then_some((self.first.0, (self.first.1 >> 64) as Nanos))
+        let root = self.pairs[0][1];
+        (self.busy > 0).then_some((root.server, (root.key >> 64) as Nanos))
     }
     fn len(&self) -> usize {
         self.busy
@@ -210,6 +233,7 @@ impl Parallel {
             queued: 0,
             next_seq: 0,
             now: 0,
+            prepared: service.prepare(),
             service,
         })
     }
@@ -276,7 +300,7 @@ impl Parallel {
     fn start(&mut self, s: usize, w: Waiting, now: Nanos, rng: &mut SimRng) {
         let server = &mut self.servers[s];
         debug_assert!(server.busy.is_none(), "server {s} already busy");
-        let service = self.service.serve(&mut server.head, w.pos, w.req.bytes, rng);
+        let service = self.prepared.serve(&mut server.head, w.pos, w.req.bytes, rng);
         let finish = now + service;
         server.busy = Some(Completion { req: w.req, dispatch: w.dispatch, finish });
         self.events.set(s, finish, w.seq);
@@ -307,7 +331,7 @@ impl Device for Parallel {
         debug_assert!(now >= self.now, "time went backwards: {now} < {}", self.now);
         self.now = now;
         let (s, local) = self.locate(req.offset);
-        let w = Waiting { req, dispatch: now, pos: self.service.position(local), seq: self.next_seq };
+        let w = Waiting { req, dispatch: now, pos: self.prepared.position(local), seq: self.next_seq };
         self.next_seq += 1;
         self.outstanding += 1;
         match self.assign {

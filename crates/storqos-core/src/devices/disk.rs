@@ -226,16 +226,84 @@ impl DiskProfile {
 
     /// Serve a request of `bytes` at disk position `pos` with the head in `head`:
     /// returns the service time (ns) and moves the head to the end of the transfer.
+    #[cfg(test)]
     pub(crate) fn serve(&self, head: &mut Head, pos: u64, bytes: u32, rng: &mut SimRng) -> Nanos {
-        debug_assert!(pos < self.capacity_bytes);
+        Mechanics::new(self).serve(head, pos, bytes, rng)
+    }
+}
+
+/// A [`DiskProfile`] prepared for serving: the per-request constants (seek
+/// coefficient, revolution, the integer parameters as `f64`) computed once, by the same
+/// expressions [`DiskProfile`]'s methods evaluate, so every service time is the same to
+/// the bit; positions wrap by a compare instead of a division when they already fit.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Mechanics {
+    capacity: u64,
+    /// `capacity` as `f64`.
+    capacity_f64: f64,
+    /// Settle time `a` (ns).
+    track_to_track: f64,
+    /// `b` of `seek(d) = a + b·sqrt(d / capacity)` (ns).
+    seek_coefficient: f64,
+    /// One revolution (ns).
+    revolution: f64,
+    /// Per-command overhead (ns).
+    overhead: f64,
+    media_bytes_per_sec: f64,
+}
+
+impl Mechanics {
+    pub fn new(p: &DiskProfile) -> Self {
+        Mechanics {
+            capacity: p.capacity_bytes,
+            capacity_f64: as_f64(p.capacity_bytes),
+            track_to_track: p.track_to_track as f64,
+            seek_coefficient: p.seek_coefficient(),
+            revolution: p.revolution(),
+            overhead: p.overhead as f64,
+            media_bytes_per_sec: p.media_bytes_per_sec,
+        }
+    }
+
+    /// `v mod capacity`, without dividing when `v` is already on the disk.
+    #[inline(always)]
+    fn wrap(&self, v: u64) -> u64 {
+        if v < self.capacity {
+            v
+        } else {
+            v % self.capacity
+        }
+    }
+
+    /// [`DiskProfile::position`].
+    #[inline]
+    pub fn position(&self, local_offset: u64) -> u64 {
+        self.wrap(local_offset)
+    }
+
+    /// [`DiskProfile::seek_time`] over a non-zero `distance`.
+    #[inline(always)]
+    fn seek_time(&self, distance: u64) -> f64 {
+        debug_assert!(distance > 0);
+        let frac = (as_f64(distance) / self.capacity_f64).min(1.0);
+        self.track_to_track + self.seek_coefficient * frac.sqrt()
+    }
+
+    /// Serve a request of `bytes` at disk position `pos` with the head in `head`:
+    /// returns the service time (ns) and moves the head to the end of the transfer.
+    #[inline]
+    pub fn serve(&self, head: &mut Head, pos: u64, bytes: u32, rng: &mut SimRng) -> Nanos {
+        debug_assert!(pos < self.capacity);
         let positioning = if pos == head.pos {
             // Sequential continuation: the head is already there, the sector next under it.
             0.0
         } else {
-            self.seek_time(pos.abs_diff(head.pos)) + rng.uniform() * self.revolution()
+            self.seek_time(pos.abs_diff(head.pos)) + rng.uniform() * self.revolution
         };
-        head.pos = (pos + bytes as u64) % self.capacity_bytes;
-        let t = self.overhead as f64 + positioning + self.transfer_time(bytes);
+        head.pos = self.wrap(pos + bytes as u64);
+        // The transfer time as `DiskProfile::transfer_time` computes it.
+        let transfer = bytes as f64 * NS_PER_SEC as f64 / self.media_bytes_per_sec;
+        let t = self.overhead + positioning + transfer;
         round_ns(t).max(1)
     }
 }
@@ -299,22 +367,19 @@ pub(crate) struct Waiting {
 }
 
 /// A queue of waiting requests served in a [`QueuePolicy`] order. Positional policies
-/// keep requests in a vector sorted by (position, seq): finding the next one is a binary
-/// search and its neighbours, insertion and removal shift the tail. Per-disk queues are
-/// short (a few to a few hundred requests), where this costs a fraction of a B-tree's
-/// node walks (it replaced a `BTreeMap<(pos, seq), Waiting>`, ≈ 60 % of the disk
-/// array's per-request instructions, with the same order).
+/// keep a [`Positional`] queue: small (position, seq) keys sorted in a vector, the
+/// requests themselves parked in slots that never move.
 #[derive(Clone, Debug)]
 pub(crate) enum WaitQueue {
     Fifo(VecDeque<Waiting>),
-    Positional { policy: QueuePolicy, by_pos: Vec<Waiting> },
+    Positional(Positional),
 }
 
 impl WaitQueue {
     pub fn new(policy: QueuePolicy) -> Self {
         match policy {
             QueuePolicy::Fifo => WaitQueue::Fifo(VecDeque::new()),
-            p => WaitQueue::Positional { policy: p, by_pos: Vec::new() },
+            p => WaitQueue::Positional(Positional::new(p)),
         }
     }
 
@@ -322,7 +387,7 @@ impl WaitQueue {
     pub fn len(&self) -> usize {
         match self {
             WaitQueue::Fifo(q) => q.len(),
-            WaitQueue::Positional { by_pos, .. } => by_pos.len(),
+            WaitQueue::Positional(q) => q.by_pos.len(),
         }
     }
 
@@ -330,55 +395,130 @@ impl WaitQueue {
     pub fn push(&mut self, w: Waiting) {
         match self {
             WaitQueue::Fifo(q) => q.push_back(w),
-            WaitQueue::Positional { by_pos, .. } => {
-                let at = by_pos.partition_point(|x| (x.pos, x.seq) < (w.pos, w.seq));
-                by_pos.insert(at, w);
-            }
+            WaitQueue::Positional(q) => q.push(w),
         }
     }
 
     /// Remove the request the policy serves next for a head at `head` (SCAN may reverse
     /// the head's direction).
+    #[inline]
     pub fn pop_next(&mut self, head: &mut Head) -> Option<Waiting> {
-        let (policy, by_pos) = match self {
-            WaitQueue::Fifo(q) => return q.pop_front(),
-            WaitQueue::Positional { policy, by_pos } => (*policy, by_pos),
+        match self {
+            WaitQueue::Fifo(q) => q.pop_front(),
+            WaitQueue::Positional(q) => q.pop_next(head),
+        }
+    }
+}
+
+/// A waiting request's place in a [`Positional`] queue: its sort key (position, then
+/// submission seq) and the slot holding the request.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    pos: u64,
+    seq: u64,
+    slot: usize,
+}
+
+impl Entry {
+    /// (position, seq) as one integer with the same order: one comparison.
+    #[inline(always)]
+    fn key(&self) -> u128 {
+        (self.pos as u128) << 64 | self.seq as u128
+    }
+}
+
+/// The queue of a SCAN or SPTF disk. Entries are kept in a vector sorted by (position,
+/// seq): finding the next one is a binary search and its neighbours, insertion and
+/// removal shift the entries after it by hand. Per-disk queues are short (a few to a
+/// few hundred requests), where this costs a fraction of a B-tree's node walks (it
+/// replaced a `BTreeMap<(pos, seq), Waiting>` with the same order). The 64-byte requests
+/// stay in `slots` (a slab with a free list): only 24-byte entries move, without a
+/// `memmove` call per insertion and removal.
+#[derive(Clone, Debug)]
+pub(crate) struct Positional {
+    policy: QueuePolicy,
+    /// Entries sorted by (position, seq).
+    by_pos: Vec<Entry>,
+    /// The waiting requests, at their entries' slots, and vacant slots.
+    slots: Vec<Waiting>,
+    /// Vacant slots, reused last freed first.
+    free: Vec<usize>,
+}
+
+impl Positional {
+    fn new(policy: QueuePolicy) -> Self {
+        debug_assert!(policy != QueuePolicy::Fifo, "FIFO queues are not positional");
+        Positional { policy, by_pos: Vec::new(), slots: Vec::new(), free: Vec::new() }
+    }
+
+    #[inline]
+    fn push(&mut self, w: Waiting) {
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot] = w;
+                slot
+            }
+            None => {
+                self.slots.push(w);
+                self.slots.len() - 1
+            }
         };
-        if by_pos.is_empty() {
+        let e = Entry { pos: w.pos, seq: w.seq, slot };
+        // Insertion step from the back: shift the entries after `e` up by one.
+        self.by_pos.push(e);
+        let q = &mut self.by_pos[..];
+        let mut j = q.len() - 1;
+        while j > 0 && q[j - 1].key() > e.key() {
+            q[j] = q[j - 1];
+            j -= 1;
+        }
+        q[j] = e;
+    }
+
+    /// Remove the request the policy serves next for a head at `head` (SCAN may reverse
+    /// the head's direction).
+    #[inline]
+    fn pop_next(&mut self, head: &mut Head) -> Option<Waiting> {
+        let q = &mut self.by_pos[..];
+        let n = q.len();
+        if n == 0 {
             return None;
         }
         let pos = head.pos;
-        // First waiting request at or above the head; the one before it is the nearest
-        // strictly below.
-        let i = by_pos.partition_point(|x| x.pos < pos);
-        let above = by_pos.get(i).map(|w| w.pos);
-        let below = i.checked_sub(1).map(|j| by_pos[j].pos);
-        let target = match policy {
-            QueuePolicy::Sptf => match (above, below) {
-                (Some(a), Some(b)) => {
-                    if a - pos <= pos - b {
-                        a
-                    } else {
-                        b
-                    }
-                }
-                (a, b) => a.or(b)?,
-            },
+        // First waiting request at or above the head (the oldest at its position, all
+        // before it being below the head); the one before it is the nearest strictly
+        // below.
+        let i = q.partition_point(|e| e.pos < pos);
+        let up = match self.policy {
+            // Nearest first, ties upwards.
+            QueuePolicy::Sptf => i < n && (i == 0 || q[i].pos - pos <= pos - q[i - 1].pos),
+            // Keep sweeping while there is something ahead, else reverse.
             QueuePolicy::Scan => {
-                let (ahead, behind) = if head.down { (below, above) } else { (above, below) };
-                match ahead {
-                    Some(t) => t,
-                    None => {
-                        head.down = !head.down;
-                        behind?
-                    }
-                }
+                let up = if head.down { i == 0 } else { i < n };
+                head.down = !up;
+                up
             }
             QueuePolicy::Fifo => unreachable!("FIFO queues are not positional"),
         };
-        // Oldest request at that position: the first of its run.
-        let k = if Some(target) == above { i } else { by_pos[..i].partition_point(|x| x.pos < target) };
-        Some(by_pos.remove(k))
+        let k = if up {
+            i
+        } else {
+            // Oldest request at the nearest position below: the first of its run.
+            let target = q[i - 1].pos;
+            let mut k = i - 1;
+            while k > 0 && q[k - 1].pos == target {
+                k -= 1;
+            }
+            k
+        };
+        let slot = q[k].slot;
+        // Shift the entries after `k` down by one.
+        for j in k + 1..n {
+            q[j - 1] = q[j];
+        }
+        self.by_pos.pop();
+        self.free.push(slot);
+        Some(self.slots[slot])
     }
 }
 

@@ -3,7 +3,7 @@
 //! exponential (seed 004's simulation, M/M/k) or the mechanical [`DiskProfile`] model
 //! (seeds 001 and 003) with its queue order.
 
-use crate::devices::disk::{DiskProfile, Head, QueuePolicy};
+use crate::devices::disk::{DiskProfile, Head, Mechanics, QueuePolicy};
 use crate::error::{config, Result};
 use crate::rng::SimRng;
 use crate::sim::generate::round_ns;
@@ -99,12 +99,36 @@ impl ServiceModel {
         }
     }
 
+    /// The model with its per-request constants computed once, for serving.
+    pub(crate) fn prepare(&self) -> PreparedService {
+        match self {
+            ServiceModel::Constant { iops } => PreparedService::Constant { service: per_op(*iops) },
+            ServiceModel::Exponential { iops } => PreparedService::Exponential { mean: NS_PER_SEC as f64 / iops },
+            ServiceModel::Disk { profile, .. } => PreparedService::Disk(Mechanics::new(profile)),
+        }
+    }
+}
+
+/// A [`ServiceModel`] ready to serve: what every request would recompute (the constant
+/// service time, the exponential mean, the disk's derived constants) computed once by
+/// the same expressions, so the draws and times are the model's, bit for bit.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum PreparedService {
+    /// [`ServiceModel::Constant`]: the fixed service time (ns).
+    Constant { service: Nanos },
+    /// [`ServiceModel::Exponential`]: the mean service time (ns).
+    Exponential { mean: f64 },
+    /// [`ServiceModel::Disk`].
+    Disk(Mechanics),
+}
+
+impl PreparedService {
     /// Position (bytes) on the server that a server-local offset lands at (the key of
     /// positional queues; 0 for non-disk models, whose service ignores position).
     #[inline]
-    pub(crate) fn position(&self, local_offset: u64) -> u64 {
+    pub fn position(&self, local_offset: u64) -> u64 {
         match self {
-            ServiceModel::Disk { profile, .. } => profile.position(local_offset),
+            PreparedService::Disk(m) => m.position(local_offset),
             _ => 0,
         }
     }
@@ -112,11 +136,11 @@ impl ServiceModel {
     /// Draw the service time (ns, ≥ 1) of `bytes` at position `pos` for a server whose
     /// head is `head` (moved by disks).
     #[inline]
-    pub(crate) fn serve(&self, head: &mut Head, pos: u64, bytes: u32, rng: &mut SimRng) -> Nanos {
+    pub fn serve(&self, head: &mut Head, pos: u64, bytes: u32, rng: &mut SimRng) -> Nanos {
         match self {
-            ServiceModel::Constant { iops } => per_op(*iops),
-            ServiceModel::Exponential { iops } => round_ns(rng.exp(NS_PER_SEC as f64 / iops)).max(1),
-            ServiceModel::Disk { profile, .. } => profile.serve(head, pos, bytes, rng),
+            PreparedService::Constant { service } => *service,
+            PreparedService::Exponential { mean } => round_ns(rng.exp(*mean)).max(1),
+            PreparedService::Disk(m) => m.serve(head, pos, bytes, rng),
         }
     }
 }
