@@ -40,7 +40,7 @@ use crate::device::DeviceState;
 use crate::error::{config, Result};
 use crate::request::{Completion, Request};
 use crate::scheduler::Scheduler;
-use crate::schedulers::tags::{FairQueue, Sharing, VTime};
+use crate::schedulers::tags::{FairQueue, FlowState, Sharing, VTime};
 use crate::time::Nanos;
 
 /// Policy name used in errors and reports.
@@ -59,6 +59,15 @@ struct Flow {
     queue: VecDeque<Tagged>,
     weight: f64,
     last_finish: f64,
+}
+
+impl FlowState for Flow {
+    fn with_weight(weight: f64) -> Self {
+        Flow { weight, ..Flow::default() }
+    }
+    fn weight(&self) -> f64 {
+        self.weight
+    }
 }
 
 /// SFQ(D): start-time fair queuing with at most `depth` requests outstanding.
@@ -103,7 +112,7 @@ impl Sfq {
 
     /// The current weight of `flow`.
     pub fn weight(&self, flow: u32) -> f64 {
-        self.flows.get(flow as usize).map_or_else(|| self.share.weights.get(flow), |f| f.weight)
+        self.share.weight(&self.flows, flow)
     }
 
     /// Change the weight of `flow` (finite, > 0); requests arriving from now on are
@@ -126,15 +135,6 @@ impl Sfq {
         self.in_flight
     }
 
-    fn flow_mut(&mut self, k: u32) -> &mut Flow {
-        let i = k as usize;
-        if i >= self.flows.len() {
-            let weights = &self.share.weights;
-            let base = self.flows.len();
-            self.flows.extend((base..=i).map(|j| Flow { weight: weights.get(j as u32), ..Flow::default() }));
-        }
-        &mut self.flows[i]
-    }
 
     #[inline]
     fn end_busy_period_if_idle(&mut self) {
@@ -162,7 +162,7 @@ impl Scheduler for Sfq {
         let k = self.share.by.of(&req);
         let cost = self.share.cost.of(&req);
         let vtime = self.vtime;
-        let f = self.flow_mut(k);
+        let f = self.share.flow(&mut self.flows, k);
         let start = vtime.max(f.last_finish);
         f.last_finish = start + cost / f.weight;
         let finish = f.last_finish;

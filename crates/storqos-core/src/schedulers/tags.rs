@@ -128,6 +128,31 @@ impl Sharing {
     pub fn new(policy: &str, weights: Vec<f64>) -> Result<Self> {
         Ok(Sharing { by: FlowKey::Tenant, cost: CostModel::Iops, weights: Weights::new(policy, weights)? })
     }
+
+    /// Flow `k`'s state in `flows` (indexed by flow), created with its configured weight
+    /// — for it and for every lower flow not seen yet — on first use.
+    #[inline]
+    pub(crate) fn flow<'a, F: FlowState>(&self, flows: &'a mut Vec<F>, k: u32) -> &'a mut F {
+        let i = k as usize;
+        if i >= flows.len() {
+            let base = flows.len();
+            flows.extend((base..=i).map(|j| F::with_weight(self.weights.get(j as u32))));
+        }
+        &mut flows[i]
+    }
+
+    /// The current weight of flow `k`: its state's once it has one, else the configured.
+    pub(crate) fn weight<F: FlowState>(&self, flows: &[F], k: u32) -> f64 {
+        flows.get(k as usize).map_or_else(|| self.weights.get(k), F::weight)
+    }
+}
+
+/// Per-flow state of a tag-based fair queue, as [`Sharing`] creates and reads it.
+pub(crate) trait FlowState {
+    /// A fresh flow of weight `w`.
+    fn with_weight(w: f64) -> Self;
+    /// The flow's current weight.
+    fn weight(&self) -> f64;
 }
 
 /// The builder steps every tag-based fair queue (WF2Q+, SFQ(D), YFQ) shares.

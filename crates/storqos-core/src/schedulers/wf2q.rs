@@ -44,7 +44,7 @@ use crate::device::DeviceState;
 use crate::error::Result;
 use crate::request::Request;
 use crate::scheduler::Scheduler;
-use crate::schedulers::tags::{FairQueue, Sharing, VTime};
+use crate::schedulers::tags::{FairQueue, FlowState, Sharing, VTime};
 use crate::time::Nanos;
 
 /// Relative slack of the eligibility test `S ≤ V`: tags and `V` are sums of `f64`
@@ -64,6 +64,15 @@ struct Flow {
     start: f64,
     /// Finish tag of the head while backlogged; of the last head once idle.
     finish: f64,
+}
+
+impl FlowState for Flow {
+    fn with_weight(weight: f64) -> Self {
+        Flow { weight, ..Flow::default() }
+    }
+    fn weight(&self) -> f64 {
+        self.weight
+    }
 }
 
 /// WF2Q+ weighted fair queuing between tenants or classes.
@@ -106,7 +115,7 @@ impl Wf2q {
 
     /// The current weight of `flow`.
     pub fn weight(&self, flow: u32) -> f64 {
-        self.flows.get(flow as usize).map_or_else(|| self.share.weights.get(flow), |f| f.weight)
+        self.share.weight(&self.flows, flow)
     }
 
     /// Change the weight of `flow` (finite, > 0); tags computed from now on use it.
@@ -166,15 +175,6 @@ impl Wf2q {
         }
     }
 
-    fn flow_mut(&mut self, k: u32) -> &mut Flow {
-        let i = k as usize;
-        if i >= self.flows.len() {
-            let weights = &self.share.weights;
-            let base = self.flows.len();
-            self.flows.extend((base..=i).map(|j| Flow { weight: weights.get(j as u32), ..Flow::default() }));
-        }
-        &mut self.flows[i]
-    }
 }
 
 impl FairQueue for Wf2q {
@@ -195,7 +195,7 @@ impl Scheduler for Wf2q {
         let k = self.share.by.of(&req);
         let cost = self.share.cost.of(&req);
         let vtime = self.vtime;
-        let f = self.flow_mut(k);
+        let f = self.share.flow(&mut self.flows, k);
         f.queue.push_back(req);
         let became_backlogged = f.queue.len() == 1;
         if became_backlogged {

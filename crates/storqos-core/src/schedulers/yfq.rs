@@ -50,7 +50,7 @@ use crate::device::DeviceState;
 use crate::error::{config, Result};
 use crate::request::{Completion, Request};
 use crate::scheduler::Scheduler;
-use crate::schedulers::tags::{FairQueue, Sharing, VTime};
+use crate::schedulers::tags::{FairQueue, FlowState, Sharing, VTime};
 use crate::time::Nanos;
 
 /// Policy name used in errors and reports.
@@ -74,6 +74,15 @@ struct Flow {
     queue: VecDeque<Tagged>,
     weight: f64,
     last_finish: f64,
+}
+
+impl FlowState for Flow {
+    fn with_weight(weight: f64) -> Self {
+        Flow { weight, ..Flow::default() }
+    }
+    fn weight(&self) -> f64 {
+        self.weight
+    }
 }
 
 /// YFQ between tenants (or classes), sending batches of up to `batch` requests.
@@ -124,7 +133,7 @@ impl Yfq {
 
     /// The weight of `flow`.
     pub fn weight(&self, flow: u32) -> f64 {
-        self.flows.get(flow as usize).map_or_else(|| self.share.weights.get(flow), |f| f.weight)
+        self.share.weight(&self.flows, flow)
     }
 
     /// The virtual time v.
@@ -142,15 +151,6 @@ impl Yfq {
         self.batches
     }
 
-    fn flow_mut(&mut self, k: u32) -> &mut Flow {
-        let i = k as usize;
-        if i >= self.flows.len() {
-            let weights = &self.share.weights;
-            let base = self.flows.len();
-            self.flows.extend((base..=i).map(|j| Flow { weight: weights.get(j as u32), ..Flow::default() }));
-        }
-        &mut self.flows[i]
-    }
 
     /// Bring v up to the smallest start tag of the busy requests (rule 2).
     fn update_vtime(&mut self) {
@@ -188,7 +188,7 @@ impl Scheduler for Yfq {
         let k = self.share.by.of(&req);
         let cost = self.share.cost.of(&req);
         let vtime = self.vtime;
-        let f = self.flow_mut(k);
+        let f = self.share.flow(&mut self.flows, k);
         let start = vtime.max(f.last_finish);
         let finish = start + cost / f.weight;
         debug_assert!(finish > start);
