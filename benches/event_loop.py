@@ -5,6 +5,9 @@
 - the specialised Rust Lindley kernel (``storqos._core.lindley_fcfs``: completion times
   only) on the same arrivals, and the same kernel keeping the event loop's summaries
   (``lindley_fcfs_summary``: HDR histogram + per-window series), the like-for-like one;
+- the leanest hand-written two-event simulation of the same model with the same summaries
+  (``minimal_des_fcfs_summary``: no traits, timers or clients): what any event loop that
+  handles an arrival and a completion per request costs at the least;
 - a NumPy Lindley recursion (vectorised: f_i = (i+1)·s + max_{j≤i}(a_j − j·s));
 - an equivalent SimPy model (on a smaller sample: SimPy runs in Python);
 - peak RSS of summaries-only mode over a 100 M-request streamed generator (subprocess).
@@ -117,6 +120,7 @@ def main() -> None:
                                                 window_ns=1_000_000_000, keep_requests=False, until_ns=None))
     t_rk = median_time(lambda: _core.lindley_fcfs(arrivals, service))
     t_rs = median_time(lambda: _core.lindley_fcfs_summary(arrivals, service, 1_000_000_000))
+    t_md = median_time(lambda: _core.minimal_des_fcfs_summary(arrivals, service, 1_000_000_000))
     t_np = median_time(lambda: numpy_lindley(arrivals, service))
     m = args.simpy_requests
     t_sp = median_time(lambda: simpy_fcfs(arrivals[:m], service), repeats=1)
@@ -127,6 +131,8 @@ def main() -> None:
     mean_rk = float((fin - arrivals).mean())
     mean_rs = _core.lindley_fcfs_summary(arrivals, service, 1_000_000_000)[0]
     assert abs(mean_rs - mean_rk) < 1e-6 * mean_rk
+    mean_md = _core.minimal_des_fcfs_summary(arrivals, service, 1_000_000_000)[0]
+    assert abs(mean_md - mean_rk) < 1e-6 * mean_rk
     mean_np = float((numpy_lindley(arrivals, service) - arrivals.astype(np.int64)).mean())
     mean_sp_sub = simpy_fcfs(arrivals[:10_000], service)
     mean_rk_sub = float((fin[:10_000] - arrivals[:10_000]).mean())
@@ -140,6 +146,7 @@ def main() -> None:
         "storqos event loop": n / t_sq,
         "Rust Lindley kernel": n / t_rk,
         "Rust Lindley+summaries": n / t_rs,
+        "minimal two-event DES": n / t_md,
         "NumPy Lindley": n / t_np,
         "SimPy": m / t_sp,
     }
@@ -153,6 +160,9 @@ def main() -> None:
     print(f"storqos / NumPy Lindley  = {sq / rates['NumPy Lindley']:.2f}x")
     print(f"storqos / Rust Lindley   = {sq / rates['Rust Lindley kernel']:.3f}")
     print(f"storqos / Rust Lindley+summaries = {sq / rates['Rust Lindley+summaries']:.2f}")
+    print(f"storqos / minimal two-event DES  = {sq / rates['minimal two-event DES']:.2f}")
+    print(f"minimal two-event DES / Rust Lindley+summaries = "
+          f"{rates['minimal two-event DES'] / rates['Rust Lindley+summaries']:.2f}")
     print(f"mean response (all agree): {mean_rk / 1e6:.4f} ms")
     print(f"one storqos.simulate call: {t_sq * 1e3:.0f} ms = columns {t_cols * 1e3:.0f} ms + _core.simulate "
           f"{t_core * 1e3:.0f} ms ({n / t_core / 1e6:.1f} M/s) + result tables")

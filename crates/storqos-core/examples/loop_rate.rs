@@ -3,10 +3,10 @@
 //! `simulate_spec`, which monomorphises this pairing), with the scheduler concrete and
 //! the device an enum (`sched`: what `simulate_spec` runs for most other pairings), the
 //! other way round (`dev`), through the enums' `match` on every call (`enums`), vs the
-//! Lindley kernel (`lindley`).
+//! Lindley kernel (`lindley`) and the leanest hand-written two-event loop (`des`).
 //!
 //! `cargo run --release --example loop_rate -- [REQUESTS] [PATH]`, PATH one of `generic`,
-//! `spec`, `sched`, `dev`, `enums`, `lindley` (run only that path, e.g. under callgrind)
+//! `spec`, `sched`, `dev`, `enums`, `lindley`, `des` (run only that path, e.g. under callgrind)
 //! or `all` (default).
 use std::time::Instant;
 
@@ -15,6 +15,7 @@ use storqos_core::request::Request;
 use storqos_core::schedulers::Fcfs;
 use storqos_core::sim::generate::{Poisson, Shape};
 use storqos_core::sim::lindley::{fcfs_constant, fcfs_constant_summary};
+use storqos_core::sim::minimal_des::fcfs_constant_des_summary;
 use storqos_core::sim::{simulate, simulate_spec, SimConfig};
 
 fn main() {
@@ -71,6 +72,13 @@ fn main() {
         let t = Instant::now();
         let (g, _) = fcfs_constant_summary(&arr, 1_000_000, cfg.window);
         out += &format!(" lindley+summaries {:.1} M/s,", rate(t.elapsed().as_secs_f64()));
+        completed.push(g.completed);
+    }
+    if run("des") {
+        let arr: Vec<u64> = reqs.iter().map(|r| r.arrival).collect();
+        let t = Instant::now();
+        let (g, _) = fcfs_constant_des_summary(&arr, 1_000_000, cfg.window);
+        out += &format!(" minimal DES {:.1} M/s,", rate(t.elapsed().as_secs_f64()));
         completed.push(g.completed);
     }
     assert!(completed.windows(2).all(|w| w[0] == w[1]));

@@ -299,6 +299,15 @@ fn lindley_fcfs_summary<'py>(py: Python<'py>, arrival_ns: PyReadonlyArray1<'py, 
     Ok((g.mean_response(), g.quantile(0.99), w.start.len()))
 }
 
+/// The leanest hand-written two-event simulation of FCFS + constant-rate, keeping the
+/// same summaries (one tenant): returns (mean response ns, p99 ns, number of windows).
+#[pyfunction]
+fn minimal_des_fcfs_summary<'py>(py: Python<'py>, arrival_ns: PyReadonlyArray1<'py, u64>, service_ns: u64, window_ns: u64) -> PyResult<(f64, u64, usize)> {
+    let a = arrival_ns.as_slice()?;
+    let (g, w) = py.detach(|| storqos_core::sim::minimal_des::fcfs_constant_des_summary(a, service_ns, window_ns));
+    Ok((g.mean_response(), g.quantile(0.99), w.start.len()))
+}
+
 /// Validate a policy spec (JSON) and return its display name.
 #[pyfunction]
 fn check_policy(policy_json: &str) -> PyResult<String> {
@@ -713,6 +722,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(generate, m)?)?;
     m.add_function(wrap_pyfunction!(lindley_fcfs, m)?)?;
     m.add_function(wrap_pyfunction!(lindley_fcfs_summary, m)?)?;
+    m.add_function(wrap_pyfunction!(minimal_des_fcfs_summary, m)?)?;
     m.add_function(wrap_pyfunction!(check_policy, m)?)?;
     m.add_function(wrap_pyfunction!(check_device, m)?)?;
     m.add_function(wrap_pyfunction!(fclb_admit, m)?)?;
