@@ -350,8 +350,8 @@ mod tests {
         let cfg = SimConfig { keep_requests: true, ..Default::default() };
         let r = simulate(trace, &[], &mut s, &mut d, &cfg).unwrap();
         let log = r.log.unwrap();
-        assert_eq!(log.finish, vec![10, 20, 30, 50].iter().map(|x| x * NS_PER_MS).collect::<Vec<_>>());
-        assert_eq!(log.dispatch, vec![0, 10, 20, 40].iter().map(|x| x * NS_PER_MS).collect::<Vec<_>>());
+        assert_eq!(log.finish, [10, 20, 30, 50].iter().map(|x| x * NS_PER_MS).collect::<Vec<_>>());
+        assert_eq!(log.dispatch, [0, 10, 20, 40].iter().map(|x| x * NS_PER_MS).collect::<Vec<_>>());
         assert_eq!(r.unfinished, 0);
         assert_eq!(r.total.completed, 4);
         assert_eq!(r.total.max_response, 25 * NS_PER_MS);
