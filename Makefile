@@ -37,11 +37,15 @@ test-python: build
 setup: $(DEPS) system-deps
 
 # System packages (Debian): only what pip/cargo cannot provide. Chromium renders the
-# HTML report in the report test (headless).
+# HTML report in the report test (headless); qemu-io (qemu-utils) is the real NBD
+# client of the `storqos serve` test.
 system-deps:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
 	  echo "installing chromium with apt-get (headless report test)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+	@command -v qemu-io >/dev/null 2>&1 || { \
+	  echo "installing qemu-utils with apt-get (qemu-io, the NBD client of the serve test)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-utils; }
 
 $(VPY):
 	@command -v $(CARGO) >/dev/null || { echo "error: cargo (Rust) is required: https://rustup.rs" >&2; exit 2; }

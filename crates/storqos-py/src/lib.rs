@@ -5,6 +5,8 @@
 //! columns that `storqos.sim` wraps into polars DataFrames. Configuration and input
 //! errors become `ValueError` with the core's one-line message.
 
+mod gateway;
+
 use numpy::{IntoPyArray, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -735,6 +737,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(power_estimate, m)?)?;
     m.add_function(wrap_pyfunction!(allocate, m)?)?;
     m.add_function(wrap_pyfunction!(baa_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(gateway::serve, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

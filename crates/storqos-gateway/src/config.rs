@@ -1,0 +1,245 @@
+//! Gateway configuration: the JSON document `storqos serve` builds (and any embedder
+//! can write by hand), parsed with unknown fields rejected and validated so that every
+//! error is one line naming the field.
+//!
+//! ```json
+//! {"listen": "127.0.0.1:10809",
+//!  "exports": [{"name": "web", "path": "/srv/web.img", "tenant": 0},
+//!              {"name": "batch", "path": "/srv/batch.img", "tenant": 1, "class": 1}],
+//!  "policy": {"kind": "wf2q", "weights": [2, 1]},
+//!  "depth": 8, "iops": null, "duration_s": null}
+//! ```
+//! `policy` is the same `SchedulerSpec` JSON the simulator takes
+//! (`storqos_core::spec::SchedulerSpec`); it defaults to FCFS.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use storqos_core::spec::SchedulerSpec;
+
+/// A gateway error: a bad configuration (one line naming the field) or an I/O failure
+/// while starting (binding, opening an export).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// The configuration is invalid; the message names the field.
+    Config(String),
+    /// The gateway could not start (runtime creation failed).
+    Io(String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Config(m) => write!(f, "invalid gateway configuration: {m}"),
+            Error::Io(m) => write!(f, "gateway I/O error: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Result with the gateway's [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+fn bad<T>(msg: impl Into<String>) -> Result<T> {
+    Err(Error::Config(msg.into()))
+}
+
+/// One export: an NBD export name served from an existing regular file, on behalf of
+/// one tenant.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ExportConfig {
+    /// NBD export name (non-empty, at most 4096 bytes, unique).
+    pub name: String,
+    /// Backing file: must exist, be a regular file and not be empty.
+    pub path: PathBuf,
+    /// Tenant the export's requests belong to (the scheduler's flow by default).
+    pub tenant: u32,
+    /// Scheduling class of its requests (default: the tenant).
+    #[serde(default)]
+    pub class: Option<u32>,
+}
+
+/// The gateway's configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// Address to listen on, `HOST:PORT` (port 0 picks a free one).
+    pub listen: String,
+    /// The exports (at least one).
+    pub exports: Vec<ExportConfig>,
+    /// The scheduling policy shared by all exports' tenants.
+    pub policy: SchedulerSpec,
+    /// Most I/Os outstanding on the backend at once (the device's slots, ≥ 1).
+    pub depth: usize,
+    /// Emulated device capacity in IOPS (`None`: as fast as the backend goes).
+    pub iops: Option<f64>,
+    /// Stop after this many seconds (`None`: run until stopped).
+    pub duration_s: Option<f64>,
+}
+
+/// Default listen address (the IANA NBD port on loopback).
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:10809";
+/// Default dispatch depth.
+pub const DEFAULT_DEPTH: usize = 8;
+/// Largest dispatch depth accepted.
+pub const MAX_DEPTH: usize = 4096;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    listen: Option<String>,
+    exports: Vec<serde_json::Value>,
+    #[serde(default)]
+    policy: Option<serde_json::Value>,
+    #[serde(default)]
+    depth: Option<serde_json::Value>,
+    #[serde(default)]
+    iops: Option<f64>,
+    #[serde(default)]
+    duration_s: Option<f64>,
+}
+
+fn one_line(e: &serde_json::Error) -> String {
+    e.to_string().replace('\n', " ")
+}
+
+impl Config {
+    /// Parse and validate a JSON configuration (see the module documentation).
+    /// Export paths are checked when the gateway opens them ([`crate::start`]).
+    pub fn from_json(json: &str) -> Result<Config> {
+        let raw: RawConfig = serde_json::from_str(json).map_err(|e| Error::Config(one_line(&e)))?;
+        let mut exports = Vec::with_capacity(raw.exports.len());
+        for (i, v) in raw.exports.into_iter().enumerate() {
+            exports.push(
+                serde_json::from_value::<ExportConfig>(v)
+                    .map_err(|e| Error::Config(format!("exports[{i}]: {}", one_line(&e))))?,
+            );
+        }
+        let policy = match raw.policy {
+            None => SchedulerSpec::Fcfs,
+            Some(v) => serde_json::from_value(v).map_err(|e| Error::Config(format!("policy: {}", one_line(&e))))?,
+        };
+        let depth = match raw.depth {
+            None => DEFAULT_DEPTH,
+            Some(v) => match v.as_u64() {
+                Some(d) => usize::try_from(d).unwrap_or(usize::MAX),
+                None => return bad(format!("depth: must be an integer >= 1, got {v}")),
+            },
+        };
+        let cfg = Config {
+            listen: raw.listen.unwrap_or_else(|| DEFAULT_LISTEN.to_string()),
+            exports,
+            policy,
+            depth,
+            iops: raw.iops,
+            duration_s: raw.duration_s,
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Check every field (not the files: see [`crate::export::Export::open`]).
+    pub fn validate(&self) -> Result<()> {
+        self.listen_addr()?;
+        if self.exports.is_empty() {
+            return bad("exports: give at least one export");
+        }
+        for (i, e) in self.exports.iter().enumerate() {
+            if e.name.is_empty() {
+                return bad(format!("exports[{i}].name: must not be empty"));
+            }
+            if e.name.len() > crate::protocol::MAX_NAME_BYTES {
+                return bad(format!("exports[{i}].name: longer than the NBD limit of 4096 bytes"));
+            }
+            if let Some(j) = self.exports[..i].iter().position(|o| o.name == e.name) {
+                return bad(format!("exports[{i}].name: {:?} is already the name of exports[{j}]", e.name));
+            }
+        }
+        if self.depth == 0 || self.depth > MAX_DEPTH {
+            return bad(format!("depth: must be between 1 and {MAX_DEPTH}, got {}", self.depth));
+        }
+        if let Some(c) = self.iops {
+            if !(c.is_finite() && c > 0.0) {
+                return bad(format!("iops: the emulated capacity must be a finite number > 0 (or null), got {c}"));
+            }
+        }
+        if let Some(d) = self.duration_s {
+            if !(d.is_finite() && d > 0.0) {
+                return bad(format!("duration_s: must be a finite number of seconds > 0 (or null), got {d}"));
+            }
+        }
+        self.policy.validate().map_err(|e| Error::Config(format!("policy: {e}")))?;
+        Ok(())
+    }
+
+    /// The listen address as a socket address (`HOST:PORT`, IPv4 or `[IPv6]`).
+    pub fn listen_addr(&self) -> Result<SocketAddr> {
+        self.listen.parse().or_else(|_| bad(format!("listen: expected HOST:PORT such as 127.0.0.1:10809, got {:?}", self.listen)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(json: &str) -> String {
+        match Config::from_json(json) {
+            Ok(c) => panic!("{json} accepted: {c:?}"),
+            Err(e) => {
+                let s = e.to_string();
+                assert!(!s.contains('\n'), "one line: {s}");
+                s
+            }
+        }
+    }
+
+    #[test]
+    fn full_and_default_configs() {
+        let c = Config::from_json(
+            r#"{"listen":"0.0.0.0:0","exports":[{"name":"a","path":"/x","tenant":3,"class":1}],
+                "policy":{"kind":"wf2q","weights":[2,1]},"depth":4,"iops":1500,"duration_s":2.5}"#,
+        )
+        .unwrap();
+        assert_eq!(c.listen, "0.0.0.0:0");
+        assert_eq!(c.exports[0].tenant, 3);
+        assert_eq!(c.exports[0].class, Some(1));
+        assert_eq!((c.depth, c.iops, c.duration_s), (4, Some(1500.0), Some(2.5)));
+        assert!(matches!(c.policy, SchedulerSpec::Wf2q { .. }));
+        let d = Config::from_json(r#"{"exports":[{"name":"a","path":"/x","tenant":0}]}"#).unwrap();
+        assert_eq!((d.listen.as_str(), d.depth, d.iops, d.duration_s), (DEFAULT_LISTEN, DEFAULT_DEPTH, None, None));
+        assert_eq!(d.policy, SchedulerSpec::Fcfs);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let ex = r#""exports":[{"name":"a","path":"/x","tenant":0}]"#;
+        let cases = [
+            (format!(r#"{{{ex},"colour":1}}"#), "unknown field `colour`"),
+            (r#"{"listen":"x"}"#.to_string(), "missing field `exports`"),
+            (format!(r#"{{{ex},"listen":"nowhere"}}"#), "listen: expected HOST:PORT"),
+            (r#"{"exports":[]}"#.to_string(), "exports: give at least one export"),
+            (r#"{"exports":[{"name":"a","path":"/x"}]}"#.to_string(), "exports[0]: missing field `tenant`"),
+            (r#"{"exports":[{"name":"a","path":"/x","tenant":-1}]}"#.to_string(), "exports[0]: invalid value"),
+            (r#"{"exports":[{"name":"a","path":"/x","tenant":0,"size":5}]}"#.to_string(), "exports[0]: unknown field `size`"),
+            (r#"{"exports":[{"name":"","path":"/x","tenant":0}]}"#.to_string(), "exports[0].name: must not be empty"),
+            (
+                r#"{"exports":[{"name":"a","path":"/x","tenant":0},{"name":"a","path":"/y","tenant":1}]}"#.to_string(),
+                "exports[1].name: \"a\" is already the name of exports[0]",
+            ),
+            (format!(r#"{{{ex},"depth":0}}"#), "depth: must be between 1"),
+            (format!(r#"{{{ex},"depth":-3}}"#), "depth: must be an integer >= 1, got -3"),
+            (format!(r#"{{{ex},"iops":0}}"#), "iops: the emulated capacity must be"),
+            (format!(r#"{{{ex},"duration_s":-1}}"#), "duration_s: must be"),
+            (format!(r#"{{{ex},"policy":{{"kind":"wfq"}}}}"#), "policy: unknown variant `wfq`"),
+            (format!(r#"{{{ex},"policy":{{"kind":"wf2q","weights":[0]}}}}"#), "policy: invalid configuration: wf2q: weights[0]"),
+        ];
+        for (json, want) in cases {
+            let e = err(&json);
+            assert!(e.contains(want), "{json}: got {e:?}, want {want:?}");
+        }
+    }
+}

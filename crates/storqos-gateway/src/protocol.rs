@@ -1,0 +1,644 @@
+//! The NBD wire format: the subset of the NBD protocol (`doc/proto.md` of the
+//! NetworkBlockDevice project) this gateway speaks, as pure parse / encode functions
+//! with typed errors. No I/O here: `server.rs` reads the bytes and calls these.
+//!
+//! Implemented sections of the spec:
+//! - **"Newstyle negotiation"** in its *fixed newstyle* form: the server greeting
+//!   (`NBDMAGIC`, `IHAVEOPT`, handshake flags `NBD_FLAG_FIXED_NEWSTYLE |
+//!   NBD_FLAG_NO_ZEROES`), the client flags, option requests (`IHAVEOPT`, option,
+//!   length, data) and option replies (magic `0x3e889045565a9`, option, reply type,
+//!   length, data).
+//! - **"Option types"**: `NBD_OPT_EXPORT_NAME`, `NBD_OPT_ABORT`, `NBD_OPT_LIST`,
+//!   `NBD_OPT_INFO`, `NBD_OPT_GO`; every other option is answered with
+//!   `NBD_REP_ERR_UNSUP`.
+//! - **"Option reply types"**: `NBD_REP_ACK`, `NBD_REP_SERVER`, `NBD_REP_INFO` with
+//!   `NBD_INFO_EXPORT` and `NBD_INFO_BLOCK_SIZE`, and the error replies.
+//! - **"Transmission"** with **simple replies** only (no structured replies, no
+//!   extended headers): the 28-byte request header (magic `0x25609513`) and the
+//!   16-byte simple reply (magic `0x67446698`), commands `NBD_CMD_READ`,
+//!   `NBD_CMD_WRITE`, `NBD_CMD_DISC`, `NBD_CMD_FLUSH` and the `NBD_CMD_FLAG_FUA` flag.
+//! - **"Error values"**: `EINVAL`, `ENOSPC`, `EIO`...
+//!
+//! All integers are big-endian ("network byte order") on the wire.
+
+use std::fmt;
+
+/// `NBDMAGIC`: first 8 bytes the server sends.
+pub const NBDMAGIC: u64 = 0x4e42_444d_4147_4943;
+/// `IHAVEOPT`: second 8 bytes of the greeting and the magic of every option request.
+pub const IHAVEOPT: u64 = 0x4948_4156_454f_5054;
+/// Magic of every option reply.
+pub const OPTION_REPLY_MAGIC: u64 = 0x0003_e889_0455_65a9;
+/// Magic of a transmission request.
+pub const REQUEST_MAGIC: u32 = 0x2560_9513;
+/// Magic of a simple reply.
+pub const SIMPLE_REPLY_MAGIC: u32 = 0x6744_6698;
+
+/// Handshake flag: the server speaks fixed newstyle.
+pub const FLAG_FIXED_NEWSTYLE: u16 = 1 << 0;
+/// Handshake flag: the server omits the 124 zero bytes after `NBD_OPT_EXPORT_NAME`.
+pub const FLAG_NO_ZEROES: u16 = 1 << 1;
+/// Client flag: the client speaks fixed newstyle.
+pub const FLAG_C_FIXED_NEWSTYLE: u32 = 1 << 0;
+/// Client flag: the client does not want the 124 zero bytes.
+pub const FLAG_C_NO_ZEROES: u32 = 1 << 1;
+
+/// Option: choose an export and enter transmission (old, no error reply possible).
+pub const OPT_EXPORT_NAME: u32 = 1;
+/// Option: the client gives up negotiating.
+pub const OPT_ABORT: u32 = 2;
+/// Option: list the exports.
+pub const OPT_LIST: u32 = 3;
+/// Option: TLS (not supported: answered with `NBD_REP_ERR_UNSUP`).
+pub const OPT_STARTTLS: u32 = 5;
+/// Option: describe an export without entering transmission.
+pub const OPT_INFO: u32 = 6;
+/// Option: describe an export and enter transmission.
+pub const OPT_GO: u32 = 7;
+/// Option: structured replies (not supported: answered with `NBD_REP_ERR_UNSUP`).
+pub const OPT_STRUCTURED_REPLY: u32 = 8;
+
+/// Reply: the option succeeded (last reply to it).
+pub const REP_ACK: u32 = 1;
+/// Reply: one export of an `NBD_OPT_LIST`.
+pub const REP_SERVER: u32 = 2;
+/// Reply: one piece of information of an `NBD_OPT_INFO` / `NBD_OPT_GO`.
+pub const REP_INFO: u32 = 3;
+/// Bit set in every error reply type.
+pub const REP_FLAG_ERROR: u32 = 1 << 31;
+/// Error reply: option not supported.
+pub const REP_ERR_UNSUP: u32 = REP_FLAG_ERROR | 1;
+/// Error reply: syntactically or semantically invalid option data.
+pub const REP_ERR_INVALID: u32 = REP_FLAG_ERROR | 3;
+/// Error reply: no such export.
+pub const REP_ERR_UNKNOWN: u32 = REP_FLAG_ERROR | 6;
+
+/// Information type: export size and transmission flags.
+pub const INFO_EXPORT: u16 = 0;
+/// Information type: block size constraints.
+pub const INFO_BLOCK_SIZE: u16 = 3;
+
+/// Transmission flag: the flags field is valid (always set).
+pub const TFLAG_HAS_FLAGS: u16 = 1 << 0;
+/// Transmission flag: the export is read-only.
+pub const TFLAG_READ_ONLY: u16 = 1 << 1;
+/// Transmission flag: the server supports `NBD_CMD_FLUSH`.
+pub const TFLAG_SEND_FLUSH: u16 = 1 << 2;
+/// Transmission flag: the server supports `NBD_CMD_FLAG_FUA`.
+pub const TFLAG_SEND_FUA: u16 = 1 << 3;
+/// Transmission flag: the server supports `NBD_CMD_TRIM` (not advertised here).
+pub const TFLAG_SEND_TRIM: u16 = 1 << 5;
+
+/// The transmission flags this gateway advertises: flush and FUA; no trim, no
+/// write-zeroes, no cache, no block status, no multi-conn.
+pub const TRANSMISSION_FLAGS: u16 = TFLAG_HAS_FLAGS | TFLAG_SEND_FLUSH | TFLAG_SEND_FUA;
+
+/// Command flag: force unit access (the data is durable when the reply is sent).
+pub const CMD_FLAG_FUA: u16 = 1 << 0;
+
+/// Largest READ / WRITE length accepted (and advertised as the maximum block size):
+/// 32 MiB, the limit the NBD spec recommends clients respect.
+pub const MAX_IO_BYTES: u32 = 32 << 20;
+/// Largest option data accepted during negotiation (an export name is at most 4096
+/// bytes; the GO/INFO data adds 6 bytes plus 2 per information request).
+pub const MAX_OPTION_BYTES: u32 = 64 << 10;
+/// Longest export name the spec allows (bytes).
+pub const MAX_NAME_BYTES: usize = 4096;
+
+/// Preferred block size advertised in `NBD_INFO_BLOCK_SIZE`.
+pub const PREFERRED_BLOCK: u32 = 4096;
+
+/// Error value: invalid argument (out-of-range read, unsupported command or flag).
+pub const EINVAL: u32 = 22;
+/// Error value: input/output error of the backend.
+pub const EIO: u32 = 5;
+/// Error value: write beyond the end of the export.
+pub const ENOSPC: u32 = 28;
+/// Error value: the server is shutting down.
+pub const ESHUTDOWN: u32 = 108;
+
+/// Size of the server greeting: NBDMAGIC, IHAVEOPT, handshake flags.
+pub const GREETING_LEN: usize = 18;
+/// Size of an option request header: IHAVEOPT, option, length.
+pub const OPTION_HEADER_LEN: usize = 16;
+/// Size of a transmission request header.
+pub const REQUEST_LEN: usize = 28;
+/// Size of a simple reply header.
+pub const SIMPLE_REPLY_LEN: usize = 16;
+
+/// Something on the wire that breaks the protocol. Each closes the connection it came
+/// from (never the server); the message says what was wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProtocolError {
+    /// A magic number was not the expected one.
+    BadMagic {
+        /// Which magic (`"option request"`, `"request"`...).
+        what: &'static str,
+        /// The value the spec requires.
+        expected: u64,
+        /// The value received.
+        got: u64,
+    },
+    /// A length field exceeds what the gateway accepts.
+    TooLong {
+        /// Which length.
+        what: &'static str,
+        /// The length received (bytes).
+        len: u64,
+        /// The largest accepted (bytes).
+        max: u64,
+    },
+    /// The peer stopped sending in the middle of a message.
+    Truncated {
+        /// The message being read.
+        what: &'static str,
+        /// Bytes it needs.
+        needed: usize,
+        /// Bytes received.
+        got: usize,
+    },
+    /// The client set client flags the server does not know.
+    UnknownClientFlags(u32),
+    /// `NBD_OPT_EXPORT_NAME` named an export that does not exist (the spec gives no
+    /// way to answer it but closing).
+    UnknownExport(String),
+}
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProtocolError::BadMagic { what, expected, got } => {
+                write!(f, "bad {what} magic {got:#x} (expected {expected:#x})")
+            }
+            ProtocolError::TooLong { what, len, max } => {
+                write!(f, "{what} length {len} bytes exceeds the maximum of {max} bytes")
+            }
+            ProtocolError::Truncated { what, needed, got } => {
+                write!(f, "truncated {what}: connection ended after {got} of {needed} bytes")
+            }
+            ProtocolError::UnknownClientFlags(flags) => {
+                write!(f, "unknown client flags {flags:#x} (known: FIXED_NEWSTYLE 0x1, NO_ZEROES 0x2)")
+            }
+            ProtocolError::UnknownExport(name) => write!(f, "NBD_OPT_EXPORT_NAME of unknown export {name:?}"),
+        }
+    }
+}
+
+impl std::error::Error for ProtocolError {}
+
+fn be_u16(b: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([b[at], b[at + 1]])
+}
+fn be_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+fn be_u64(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_be_bytes(a)
+}
+
+fn need(what: &'static str, b: &[u8], needed: usize) -> Result<(), ProtocolError> {
+    if b.len() < needed {
+        Err(ProtocolError::Truncated { what, needed, got: b.len() })
+    } else {
+        Ok(())
+    }
+}
+
+/// The server greeting of fixed newstyle negotiation (spec: "Newstyle negotiation").
+pub fn encode_greeting() -> [u8; GREETING_LEN] {
+    let mut b = [0u8; GREETING_LEN];
+    b[0..8].copy_from_slice(&NBDMAGIC.to_be_bytes());
+    b[8..16].copy_from_slice(&IHAVEOPT.to_be_bytes());
+    b[16..18].copy_from_slice(&(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES).to_be_bytes());
+    b
+}
+
+/// The client flags that follow the greeting, checked against the known ones.
+pub fn decode_client_flags(b: &[u8]) -> Result<u32, ProtocolError> {
+    need("client flags", b, 4)?;
+    let flags = be_u32(b, 0);
+    if flags & !(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES) != 0 {
+        return Err(ProtocolError::UnknownClientFlags(flags));
+    }
+    Ok(flags)
+}
+
+/// An option request header (its data follows on the wire).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OptionHeader {
+    /// The option (`NBD_OPT_*`).
+    pub option: u32,
+    /// Length of the data that follows (bytes).
+    pub len: u32,
+}
+
+impl OptionHeader {
+    /// Parse the 16-byte header; the data length must not exceed [`MAX_OPTION_BYTES`].
+    pub fn decode(b: &[u8]) -> Result<Self, ProtocolError> {
+        need("option request", b, OPTION_HEADER_LEN)?;
+        let magic = be_u64(b, 0);
+        if magic != IHAVEOPT {
+            return Err(ProtocolError::BadMagic { what: "option request", expected: IHAVEOPT, got: magic });
+        }
+        let h = OptionHeader { option: be_u32(b, 8), len: be_u32(b, 12) };
+        if h.len > MAX_OPTION_BYTES {
+            return Err(ProtocolError::TooLong { what: "option data", len: h.len.into(), max: MAX_OPTION_BYTES.into() });
+        }
+        Ok(h)
+    }
+
+    /// The 16 bytes a client sends (used by tests and clients).
+    pub fn encode(&self) -> [u8; OPTION_HEADER_LEN] {
+        let mut b = [0u8; OPTION_HEADER_LEN];
+        b[0..8].copy_from_slice(&IHAVEOPT.to_be_bytes());
+        b[8..12].copy_from_slice(&self.option.to_be_bytes());
+        b[12..16].copy_from_slice(&self.len.to_be_bytes());
+        b
+    }
+}
+
+/// One option reply: header (magic, option, type, length) followed by `data`.
+pub fn encode_option_reply(option: u32, reply_type: u32, data: &[u8]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(20 + data.len());
+    b.extend_from_slice(&OPTION_REPLY_MAGIC.to_be_bytes());
+    b.extend_from_slice(&option.to_be_bytes());
+    b.extend_from_slice(&reply_type.to_be_bytes());
+    b.extend_from_slice(&(data.len() as u32).to_be_bytes());
+    b.extend_from_slice(data);
+    b
+}
+
+/// An option reply header as a client reads it: (option, reply type, data length).
+pub fn decode_option_reply_header(b: &[u8]) -> Result<(u32, u32, u32), ProtocolError> {
+    need("option reply", b, 20)?;
+    let magic = be_u64(b, 0);
+    if magic != OPTION_REPLY_MAGIC {
+        return Err(ProtocolError::BadMagic { what: "option reply", expected: OPTION_REPLY_MAGIC, got: magic });
+    }
+    Ok((be_u32(b, 8), be_u32(b, 12), be_u32(b, 16)))
+}
+
+/// Data of an `NBD_REP_SERVER` reply to `NBD_OPT_LIST`: name length, name.
+pub fn encode_server_entry(name: &str) -> Vec<u8> {
+    let mut b = Vec::with_capacity(4 + name.len());
+    b.extend_from_slice(&(name.len() as u32).to_be_bytes());
+    b.extend_from_slice(name.as_bytes());
+    b
+}
+
+/// Data of an `NBD_REP_INFO` reply carrying `NBD_INFO_EXPORT`: type, size, flags.
+pub fn encode_info_export(size: u64, flags: u16) -> [u8; 12] {
+    let mut b = [0u8; 12];
+    b[0..2].copy_from_slice(&INFO_EXPORT.to_be_bytes());
+    b[2..10].copy_from_slice(&size.to_be_bytes());
+    b[10..12].copy_from_slice(&flags.to_be_bytes());
+    b
+}
+
+/// Data of an `NBD_REP_INFO` reply carrying `NBD_INFO_BLOCK_SIZE`: type, minimum,
+/// preferred and maximum block size (1, [`PREFERRED_BLOCK`], [`MAX_IO_BYTES`]).
+pub fn encode_info_block_size() -> [u8; 14] {
+    let mut b = [0u8; 14];
+    b[0..2].copy_from_slice(&INFO_BLOCK_SIZE.to_be_bytes());
+    b[2..6].copy_from_slice(&1u32.to_be_bytes());
+    b[6..10].copy_from_slice(&PREFERRED_BLOCK.to_be_bytes());
+    b[10..14].copy_from_slice(&MAX_IO_BYTES.to_be_bytes());
+    b
+}
+
+/// Reply to a successful `NBD_OPT_EXPORT_NAME`: size, transmission flags, and 124
+/// zero bytes unless the client negotiated `NO_ZEROES`.
+pub fn encode_export_name_reply(size: u64, flags: u16, no_zeroes: bool) -> Vec<u8> {
+    let mut b = Vec::with_capacity(134);
+    b.extend_from_slice(&size.to_be_bytes());
+    b.extend_from_slice(&flags.to_be_bytes());
+    if !no_zeroes {
+        b.extend_from_slice(&[0u8; 124]);
+    }
+    b
+}
+
+/// The data of an `NBD_OPT_INFO` / `NBD_OPT_GO` request: export name and the
+/// information types the client asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GoRequest {
+    /// Export name (empty = the default export).
+    pub name: String,
+    /// Requested `NBD_INFO_*` types.
+    pub info: Vec<u16>,
+}
+
+impl GoRequest {
+    /// Parse the option data. `Err(message)` means the data is inconsistent: the
+    /// caller answers `NBD_REP_ERR_INVALID` with the message and keeps negotiating.
+    pub fn decode(data: &[u8]) -> Result<Self, String> {
+        if data.len() < 6 {
+            return Err(format!("option data of {} bytes is shorter than the 6-byte minimum", data.len()));
+        }
+        let name_len = be_u32(data, 0) as usize;
+        if name_len > MAX_NAME_BYTES || 4 + name_len + 2 > data.len() {
+            return Err(format!("export name length {name_len} does not fit the {} bytes of option data", data.len()));
+        }
+        let name = std::str::from_utf8(&data[4..4 + name_len])
+            .map_err(|_| "export name is not UTF-8".to_string())?
+            .to_string();
+        let at = 4 + name_len;
+        let n = be_u16(data, at) as usize;
+        if data.len() != at + 2 + 2 * n {
+            return Err(format!(
+                "{n} information requests need {} bytes of option data, got {}",
+                at + 2 + 2 * n,
+                data.len()
+            ));
+        }
+        let info = (0..n).map(|i| be_u16(data, at + 2 + 2 * i)).collect();
+        Ok(GoRequest { name, info })
+    }
+
+    /// The option data a client sends.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(6 + self.name.len() + 2 * self.info.len());
+        b.extend_from_slice(&(self.name.len() as u32).to_be_bytes());
+        b.extend_from_slice(self.name.as_bytes());
+        b.extend_from_slice(&(self.info.len() as u16).to_be_bytes());
+        for i in &self.info {
+            b.extend_from_slice(&i.to_be_bytes());
+        }
+        b
+    }
+}
+
+/// Transmission command types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// `NBD_CMD_READ` (0).
+    Read,
+    /// `NBD_CMD_WRITE` (1): `length` bytes of data follow the header.
+    Write,
+    /// `NBD_CMD_DISC` (2): the client disconnects.
+    Disc,
+    /// `NBD_CMD_FLUSH` (3).
+    Flush,
+    /// Any other type (`NBD_CMD_TRIM`, `NBD_CMD_WRITE_ZEROES`...): answered `EINVAL`.
+    Other(u16),
+}
+
+impl Command {
+    /// The command of a type number.
+    pub fn from_u16(t: u16) -> Self {
+        match t {
+            0 => Command::Read,
+            1 => Command::Write,
+            2 => Command::Disc,
+            3 => Command::Flush,
+            t => Command::Other(t),
+        }
+    }
+    /// The type number on the wire.
+    pub fn to_u16(self) -> u16 {
+        match self {
+            Command::Read => 0,
+            Command::Write => 1,
+            Command::Disc => 2,
+            Command::Flush => 3,
+            Command::Other(t) => t,
+        }
+    }
+}
+
+/// A transmission request header (spec: "Request message").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestHeader {
+    /// Command flags (`NBD_CMD_FLAG_*`).
+    pub flags: u16,
+    /// The command.
+    pub command: Command,
+    /// The client's cookie (handle), echoed in the reply.
+    pub cookie: u64,
+    /// Byte offset on the export.
+    pub offset: u64,
+    /// Length in bytes (of the data to read or write).
+    pub length: u32,
+}
+
+impl RequestHeader {
+    /// Parse the 28-byte header. Bad magic is an error; so is a READ or WRITE longer
+    /// than [`MAX_IO_BYTES`] (a WRITE's payload could not be skipped safely).
+    pub fn decode(b: &[u8]) -> Result<Self, ProtocolError> {
+        need("request", b, REQUEST_LEN)?;
+        let magic = be_u32(b, 0);
+        if magic != REQUEST_MAGIC {
+            return Err(ProtocolError::BadMagic { what: "request", expected: REQUEST_MAGIC.into(), got: magic.into() });
+        }
+        let h = RequestHeader {
+            flags: be_u16(b, 4),
+            command: Command::from_u16(be_u16(b, 6)),
+            cookie: be_u64(b, 8),
+            offset: be_u64(b, 16),
+            length: be_u32(b, 24),
+        };
+        if matches!(h.command, Command::Read | Command::Write) && h.length > MAX_IO_BYTES {
+            return Err(ProtocolError::TooLong { what: "request", len: h.length.into(), max: MAX_IO_BYTES.into() });
+        }
+        Ok(h)
+    }
+
+    /// The 28 bytes a client sends.
+    pub fn encode(&self) -> [u8; REQUEST_LEN] {
+        let mut b = [0u8; REQUEST_LEN];
+        b[0..4].copy_from_slice(&REQUEST_MAGIC.to_be_bytes());
+        b[4..6].copy_from_slice(&self.flags.to_be_bytes());
+        b[6..8].copy_from_slice(&self.command.to_u16().to_be_bytes());
+        b[8..16].copy_from_slice(&self.cookie.to_be_bytes());
+        b[16..24].copy_from_slice(&self.offset.to_be_bytes());
+        b[24..28].copy_from_slice(&self.length.to_be_bytes());
+        b
+    }
+}
+
+/// A simple reply header (spec: "Simple reply message"); a successful READ's data
+/// follows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SimpleReply {
+    /// 0 or an error value (`EINVAL`...).
+    pub error: u32,
+    /// The request's cookie.
+    pub cookie: u64,
+}
+
+impl SimpleReply {
+    /// The 16 bytes the server sends.
+    pub fn encode(&self) -> [u8; SIMPLE_REPLY_LEN] {
+        let mut b = [0u8; SIMPLE_REPLY_LEN];
+        b[0..4].copy_from_slice(&SIMPLE_REPLY_MAGIC.to_be_bytes());
+        b[4..8].copy_from_slice(&self.error.to_be_bytes());
+        b[8..16].copy_from_slice(&self.cookie.to_be_bytes());
+        b
+    }
+
+    /// Parse a reply header (as a client).
+    pub fn decode(b: &[u8]) -> Result<Self, ProtocolError> {
+        need("simple reply", b, SIMPLE_REPLY_LEN)?;
+        let magic = be_u32(b, 0);
+        if magic != SIMPLE_REPLY_MAGIC {
+            return Err(ProtocolError::BadMagic {
+                what: "simple reply",
+                expected: SIMPLE_REPLY_MAGIC.into(),
+                got: magic.into(),
+            });
+        }
+        Ok(SimpleReply { error: be_u32(b, 4), cookie: be_u64(b, 8) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn greeting_bytes() {
+        let g = encode_greeting();
+        assert_eq!(&g[0..8], b"NBDMAGIC");
+        assert_eq!(&g[8..16], b"IHAVEOPT");
+        assert_eq!(&g[16..18], &[0, 3]);
+    }
+
+    #[test]
+    fn client_flags() {
+        assert_eq!(decode_client_flags(&[0, 0, 0, 3]), Ok(3));
+        assert_eq!(decode_client_flags(&[0, 0, 0, 1]), Ok(1));
+        assert_eq!(decode_client_flags(&[0, 0, 0, 4]), Err(ProtocolError::UnknownClientFlags(4)));
+        assert!(matches!(decode_client_flags(&[0, 0]), Err(ProtocolError::Truncated { needed: 4, got: 2, .. })));
+    }
+
+    #[test]
+    fn option_header_round_trip_and_errors() {
+        let h = OptionHeader { option: OPT_GO, len: 42 };
+        let b = h.encode();
+        assert_eq!(&b[0..8], b"IHAVEOPT");
+        assert_eq!(OptionHeader::decode(&b), Ok(h));
+        let mut bad = b;
+        bad[0] = b'X';
+        let e = OptionHeader::decode(&bad).unwrap_err();
+        assert!(matches!(e, ProtocolError::BadMagic { what: "option request", .. }));
+        assert!(e.to_string().contains("bad option request magic"), "{e}");
+        let big = OptionHeader { option: OPT_GO, len: MAX_OPTION_BYTES + 1 }.encode();
+        assert!(matches!(OptionHeader::decode(&big), Err(ProtocolError::TooLong { .. })));
+        assert!(matches!(OptionHeader::decode(&b[..10]), Err(ProtocolError::Truncated { needed: 16, got: 10, .. })));
+    }
+
+    #[test]
+    fn go_request_round_trip_and_invalid_data() {
+        let r = GoRequest { name: "disk0".into(), info: vec![INFO_BLOCK_SIZE, 1] };
+        assert_eq!(GoRequest::decode(&r.encode()), Ok(r));
+        let empty = GoRequest { name: String::new(), info: vec![] };
+        assert_eq!(empty.encode(), vec![0, 0, 0, 0, 0, 0]);
+        assert_eq!(GoRequest::decode(&empty.encode()), Ok(empty));
+        // Name length pointing past the data.
+        assert!(GoRequest::decode(&[0, 0, 0, 9, b'a', 0, 0]).unwrap_err().contains("export name length 9"));
+        // Info count not matching the data.
+        assert!(GoRequest::decode(&[0, 0, 0, 1, b'a', 0, 2, 0, 1]).unwrap_err().contains("2 information requests"));
+        assert!(GoRequest::decode(&[0, 0]).unwrap_err().contains("shorter"));
+        assert!(GoRequest::decode(&[0, 0, 0, 1, 0xff, 0, 0]).unwrap_err().contains("UTF-8"));
+    }
+
+    #[test]
+    fn option_reply_round_trip() {
+        let b = encode_option_reply(OPT_LIST, REP_SERVER, &encode_server_entry("a"));
+        assert_eq!(decode_option_reply_header(&b), Ok((OPT_LIST, REP_SERVER, 5)));
+        assert_eq!(&b[20..], &[0, 0, 0, 1, b'a']);
+        let mut bad = b.clone();
+        bad[3] ^= 1;
+        assert!(matches!(decode_option_reply_header(&bad), Err(ProtocolError::BadMagic { .. })));
+        assert_eq!(REP_ERR_UNSUP, 0x8000_0001);
+        assert_eq!(REP_ERR_UNKNOWN, 0x8000_0006);
+    }
+
+    #[test]
+    fn info_and_export_name_replies() {
+        let i = encode_info_export(1 << 20, TRANSMISSION_FLAGS);
+        assert_eq!(&i[0..2], &[0, 0]);
+        assert_eq!(be_u64(&i, 2), 1 << 20);
+        assert_eq!(be_u16(&i, 10), TRANSMISSION_FLAGS);
+        assert_eq!(TRANSMISSION_FLAGS & TFLAG_SEND_TRIM, 0, "trim is not supported, so not advertised");
+        assert_eq!(TRANSMISSION_FLAGS & TFLAG_READ_ONLY, 0);
+        let bs = encode_info_block_size();
+        assert_eq!((be_u16(&bs, 0), be_u32(&bs, 2), be_u32(&bs, 6), be_u32(&bs, 10)), (3, 1, 4096, 32 << 20));
+        assert_eq!(encode_export_name_reply(7, 1, true).len(), 10);
+        assert_eq!(encode_export_name_reply(7, 1, false).len(), 134);
+    }
+
+    #[test]
+    fn request_round_trip() {
+        for command in [Command::Read, Command::Write, Command::Disc, Command::Flush, Command::Other(4)] {
+            let h = RequestHeader { flags: CMD_FLAG_FUA, command, cookie: 0xdead_beef_0102, offset: 1 << 40, length: 4096 };
+            assert_eq!(RequestHeader::decode(&h.encode()), Ok(h));
+        }
+        assert_eq!(Command::from_u16(4), Command::Other(4));
+    }
+
+    #[test]
+    fn malformed_requests() {
+        let h = RequestHeader { flags: 0, command: Command::Read, cookie: 1, offset: 0, length: 512 };
+        let mut b = h.encode();
+        b[0] = 0;
+        let e = RequestHeader::decode(&b).unwrap_err();
+        assert_eq!(e, ProtocolError::BadMagic { what: "request", expected: 0x2560_9513, got: 0x0060_9513 });
+        assert_eq!(e.to_string(), "bad request magic 0x609513 (expected 0x25609513)");
+        let long = RequestHeader { length: MAX_IO_BYTES + 1, command: Command::Write, ..h };
+        let e = RequestHeader::decode(&long.encode()).unwrap_err();
+        assert!(e.to_string().contains("exceeds the maximum of 33554432 bytes"), "{e}");
+        // A flush's length is not a transfer size: not limited.
+        let flush = RequestHeader { length: u32::MAX, command: Command::Flush, ..h };
+        assert!(RequestHeader::decode(&flush.encode()).is_ok());
+        assert!(matches!(RequestHeader::decode(&h.encode()[..27]), Err(ProtocolError::Truncated { needed: 28, got: 27, .. })));
+    }
+
+    #[test]
+    fn simple_reply_round_trip() {
+        let r = SimpleReply { error: EINVAL, cookie: 99 };
+        let b = r.encode();
+        assert_eq!(&b[0..4], &[0x67, 0x44, 0x66, 0x98]);
+        assert_eq!(SimpleReply::decode(&b), Ok(r));
+        assert!(matches!(SimpleReply::decode(&b[..5]), Err(ProtocolError::Truncated { .. })));
+        let mut bad = b;
+        bad[1] = 0;
+        assert!(matches!(SimpleReply::decode(&bad), Err(ProtocolError::BadMagic { .. })));
+    }
+
+    #[test]
+    fn decoders_never_panic_on_random_bytes() {
+        // xorshift64*: deterministic garbage of every length from 0 to 64 bytes.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        };
+        for round in 0..20_000 {
+            let len = round % 65;
+            let mut b: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            if round % 3 == 0 && len >= 4 {
+                // Plausible headers too, so the checks after the magic are reached.
+                b[..4].copy_from_slice(&REQUEST_MAGIC.to_be_bytes());
+            }
+            if round % 5 == 0 && len >= 8 {
+                b[..8].copy_from_slice(&IHAVEOPT.to_be_bytes());
+            }
+            let _ = RequestHeader::decode(&b);
+            let _ = OptionHeader::decode(&b);
+            let _ = SimpleReply::decode(&b);
+            let _ = decode_client_flags(&b);
+            let _ = decode_option_reply_header(&b);
+            let _ = GoRequest::decode(&b);
+            if len >= 4 {
+                // GO data whose name length is small enough to be taken seriously.
+                b[..4].copy_from_slice(&((next() % 70) as u32).to_be_bytes());
+                let _ = GoRequest::decode(&b);
+            }
+        }
+    }
+}

@@ -1,0 +1,339 @@
+//! The scheduler loop: one tokio task owns the storqos-core policy ([`AnyScheduler`],
+//! built from the same `SchedulerSpec` the simulator uses) and drives it on a wall
+//! clock, exactly as the discrete-event simulator drives it in simulated time:
+//!
+//! 1. a connection submits a [`Job`]; the loop stamps it `now` (monotonic nanoseconds
+//!    since the gateway started: the policy never reads a clock) and calls
+//!    `enqueue(Request {tenant, class, op, offset, bytes, arrival: now}, now)`;
+//! 2. while fewer than `depth` I/Os are outstanding it calls `dispatch(now, &DeviceState
+//!    {outstanding, free_slots: depth − outstanding})` and runs each returned request's
+//!    positional read / write on tokio's blocking pool;
+//! 3. when the backend finishes, it calls `complete(&Completion {req, dispatch, finish},
+//!    now)`, records the response time and hands the reply to the connection;
+//! 4. it sleeps until the next message or `next_timer()`, then calls `on_timer(now)`.
+//!
+//! **Emulated capacity** (`iops`): the backend then behaves as a constant-rate server
+//! of C IOPS (the simulator's `constant` device) in front of the real file: requests
+//! are served one after another, each taking 1/C s, and a request's slot is released
+//! at `max(real I/O done, emulated finish)`. The emulated server may start a request
+//! up to [`TIMER_SLACK_NS`] in the past (never before its arrival) to make up for
+//! tokio's millisecond timer granularity, so a depth-1 gateway still reaches C IOPS.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use storqos_core::device::DeviceState;
+use storqos_core::request::{Completion, Op, Request, TARGET_ANY};
+use storqos_core::scheduler::Scheduler;
+use storqos_core::spec::AnyScheduler;
+use storqos_core::time::{per_op, Nanos};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio::sync::OwnedSemaphorePermit;
+
+use crate::export::Export;
+use crate::protocol::ESHUTDOWN;
+use crate::stats::Recorder;
+
+/// How far in the past the emulated server may start a request (2 ms: tokio timers
+/// fire up to about a millisecond late).
+pub const TIMER_SLACK_NS: Nanos = 2_000_000;
+/// Most messages handled before the loop dispatches again.
+const BATCH: usize = 256;
+
+/// Monotonic nanoseconds since the gateway started.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    start: Instant,
+}
+
+impl Clock {
+    /// A clock reading 0 now.
+    pub fn start() -> Self {
+        Clock { start: Instant::now() }
+    }
+    /// Nanoseconds since the start.
+    pub fn now(&self) -> Nanos {
+        self.start.elapsed().as_nanos() as Nanos
+    }
+    /// The tokio instant of clock time `t`.
+    pub fn instant(&self, t: Nanos) -> tokio::time::Instant {
+        tokio::time::Instant::from_std(self.start + Duration::from_nanos(t))
+    }
+}
+
+/// A reply for a connection's writer: the cookie, an NBD error value (0 = success)
+/// and, for a successful read, the data.
+#[derive(Debug)]
+pub struct Reply {
+    /// The request's cookie.
+    pub cookie: u64,
+    /// 0 or an NBD error value.
+    pub error: u32,
+    /// Data of a successful read (empty otherwise).
+    pub data: Vec<u8>,
+}
+
+/// The I/O of a job.
+#[derive(Debug)]
+pub enum Io {
+    /// Read this many bytes.
+    Read(u32),
+    /// Write these bytes (with FUA: durable before the reply).
+    Write {
+        /// The data.
+        data: Vec<u8>,
+        /// Force unit access.
+        fua: bool,
+    },
+}
+
+/// A read or write a connection submits to the scheduler loop.
+pub struct Job {
+    /// The export it targets (its tenant and class).
+    pub export: Arc<Export>,
+    /// Byte offset (already checked to lie in the export).
+    pub offset: u64,
+    /// What to do.
+    pub io: Io,
+    /// The client's cookie.
+    pub cookie: u64,
+    /// Where the reply goes.
+    pub reply: UnboundedSender<Reply>,
+    /// The connection's in-flight permit, released with the job.
+    pub permit: OwnedSemaphorePermit,
+}
+
+impl Job {
+    fn bytes(&self) -> u32 {
+        match &self.io {
+            Io::Read(n) => *n,
+            Io::Write { data, .. } => data.len() as u32,
+        }
+    }
+    fn op(&self) -> Op {
+        match self.io {
+            Io::Read(_) => Op::Read,
+            Io::Write { .. } => Op::Write,
+        }
+    }
+}
+
+/// Messages to the scheduler loop.
+pub enum Msg {
+    /// A new request.
+    Submit(Job),
+    /// The backend finished request `id` (read data or error value).
+    Done {
+        /// Request id.
+        id: u64,
+        /// Read data (empty for a write) or an NBD error value.
+        result: Result<Vec<u8>, u32>,
+    },
+    /// Stop: dispatch nothing more, wait for the outstanding I/Os, return.
+    Stop,
+}
+
+struct InFlight {
+    req: Request,
+    dispatch: Nanos,
+    emulated_finish: Nanos,
+    cookie: u64,
+    reply: UnboundedSender<Reply>,
+    _permit: OwnedSemaphorePermit,
+    result: Option<Result<Vec<u8>, u32>>,
+}
+
+/// The loop's state; [`SchedLoop::run`] consumes it.
+pub struct SchedLoop {
+    sched: AnyScheduler,
+    clock: Clock,
+    depth: usize,
+    per_op_ns: Option<Nanos>,
+    busy_until: Nanos,
+    next_id: u64,
+    queued: HashMap<u64, Job>,
+    inflight: HashMap<u64, InFlight>,
+    /// I/Os done on the backend, waiting for their emulated finish: (time, id).
+    waiting: BinaryHeap<Reverse<(Nanos, u64)>>,
+    stats: Arc<Mutex<Recorder>>,
+    done_tx: UnboundedSender<Msg>,
+}
+
+impl SchedLoop {
+    /// A loop over `sched` with `depth` backend slots and an optional emulated
+    /// capacity; `done_tx` must send to the receiver later passed to [`SchedLoop::run`].
+    pub fn new(
+        sched: AnyScheduler,
+        clock: Clock,
+        depth: usize,
+        iops: Option<f64>,
+        stats: Arc<Mutex<Recorder>>,
+        done_tx: UnboundedSender<Msg>,
+    ) -> Self {
+        SchedLoop {
+            sched,
+            clock,
+            depth: depth.max(1),
+            per_op_ns: iops.map(per_op),
+            busy_until: 0,
+            next_id: 0,
+            queued: HashMap::new(),
+            inflight: HashMap::new(),
+            waiting: BinaryHeap::new(),
+            stats,
+            done_tx,
+        }
+    }
+
+    /// Run until [`Msg::Stop`] (or every sender is gone) and the outstanding I/Os have
+    /// completed. Requests still queued in the policy are answered `ESHUTDOWN`.
+    pub async fn run(mut self, mut rx: UnboundedReceiver<Msg>) {
+        let mut stopping = false;
+        loop {
+            let mut now = self.clock.now();
+            if let Some(t) = self.sched.next_timer() {
+                if t <= now {
+                    self.sched.on_timer(now);
+                }
+            }
+            while let Some(&Reverse((t, id))) = self.waiting.peek() {
+                if t > now {
+                    break;
+                }
+                self.waiting.pop();
+                self.finish(id, now);
+            }
+            if !stopping {
+                while self.inflight.len() < self.depth {
+                    let state =
+                        DeviceState { outstanding: self.inflight.len(), free_slots: self.depth - self.inflight.len() };
+                    match self.sched.dispatch(now, &state) {
+                        Some(req) => self.start_io(req, now),
+                        None => break,
+                    }
+                }
+            } else if self.inflight.is_empty() {
+                break;
+            }
+            // Sleep until the next message, policy timer or emulated completion.
+            now = self.clock.now();
+            let timer = self.sched.next_timer().map(|t| if t <= now { now + 1_000_000 } else { t });
+            let emu = self.waiting.peek().map(|r| r.0 .0);
+            let wake = match (timer, emu) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let sleep = tokio::time::sleep_until(self.clock.instant(wake.unwrap_or(now)));
+            tokio::select! {
+                msg = rx.recv() => {
+                    let Some(msg) = msg else { stopping = true; continue };
+                    stopping |= self.handle(msg, stopping);
+                    for _ in 0..BATCH {
+                        match rx.try_recv() {
+                            Ok(m) => stopping |= self.handle(m, stopping),
+                            Err(_) => break,
+                        }
+                    }
+                }
+                _ = sleep, if wake.is_some() => {}
+            }
+            if stopping {
+                // Nothing more will be dispatched: answer what the policy still holds.
+                for (_, job) in self.queued.drain() {
+                    let _ = job.reply.send(Reply { cookie: job.cookie, error: ESHUTDOWN, data: Vec::new() });
+                }
+            }
+        }
+    }
+
+    /// Handle one message; true if it asks to stop.
+    fn handle(&mut self, msg: Msg, stopping: bool) -> bool {
+        match msg {
+            Msg::Submit(job) => {
+                if stopping {
+                    let _ = job.reply.send(Reply { cookie: job.cookie, error: ESHUTDOWN, data: Vec::new() });
+                    return false;
+                }
+                let now = self.clock.now();
+                let id = self.next_id;
+                self.next_id += 1;
+                let req = Request {
+                    id,
+                    arrival: now,
+                    offset: job.offset,
+                    bytes: job.bytes(),
+                    tenant: job.export.tenant,
+                    class: job.export.class,
+                    op: job.op(),
+                    target: TARGET_ANY,
+                };
+                self.queued.insert(id, job);
+                self.sched.enqueue(req, now);
+                false
+            }
+            Msg::Done { id, result } => {
+                let now = self.clock.now();
+                if let Some(f) = self.inflight.get_mut(&id) {
+                    f.result = Some(result);
+                    if f.emulated_finish > now {
+                        self.waiting.push(Reverse((f.emulated_finish, id)));
+                    } else {
+                        self.finish(id, now);
+                    }
+                }
+                false
+            }
+            Msg::Stop => true,
+        }
+    }
+
+    fn start_io(&mut self, req: Request, now: Nanos) {
+        let emulated_finish = match self.per_op_ns {
+            Some(service) => {
+                let start = self.busy_until.max(now.saturating_sub(TIMER_SLACK_NS).max(req.arrival));
+                self.busy_until = start + service;
+                self.busy_until
+            }
+            None => 0,
+        };
+        let Some(job) = self.queued.remove(&req.id) else {
+            // Not a request of ours (cannot happen): keep the policy consistent.
+            self.sched.complete(&Completion { req, dispatch: now, finish: now }, now);
+            return;
+        };
+        let Job { export, offset, io, cookie, reply, permit } = job;
+        self.inflight.insert(
+            req.id,
+            InFlight { req, dispatch: now, emulated_finish, cookie, reply, _permit: permit, result: None },
+        );
+        let id = req.id;
+        let tx = self.done_tx.clone();
+        tokio::task::spawn_blocking(move || {
+            let result = match io {
+                Io::Read(n) => export.read(offset, n),
+                Io::Write { data, fua } => export.write(offset, &data, fua).map(|()| Vec::new()),
+            };
+            let _ = tx.send(Msg::Done { id, result });
+        });
+    }
+
+    fn finish(&mut self, id: u64, now: Nanos) {
+        let Some(f) = self.inflight.remove(&id) else { return };
+        let result = f.result.unwrap_or(Err(crate::protocol::EIO));
+        let done = Completion { req: f.req, dispatch: f.dispatch, finish: now };
+        self.sched.complete(&done, now);
+        if let Ok(mut s) = self.stats.lock() {
+            match &result {
+                Ok(_) => s.completed(f.req.tenant, f.req.op, f.req.bytes, done.response()),
+                Err(_) => s.error(f.req.tenant),
+            }
+        }
+        let reply = match result {
+            Ok(data) => Reply { cookie: f.cookie, error: 0, data },
+            Err(e) => Reply { cookie: f.cookie, error: e, data: Vec::new() },
+        };
+        let _ = f.reply.send(reply);
+    }
+}

@@ -1,0 +1,659 @@
+//! The NBD server: the tokio accept loop, one task per connection (fixed newstyle
+//! negotiation, then transmission with a reader and a writer half), and the run API
+//! ([`start`], [`start_with`], [`run`], [`Handle`]).
+//!
+//! A connection's reader parses requests and checks them (range, flags, command);
+//! reads and writes go to the scheduler loop ([`crate::sched`]), flushes go straight to
+//! the backend (`fdatasync` covers every write completed before it, whichever
+//! connection issued it). Replies may leave out of order (NBD matches them by cookie).
+//!
+//! A malformed packet (bad magic, a length over 32 MiB, a connection ending in the
+//! middle of a message, unknown client flags) closes only that connection, with one
+//! line logged naming the client address and what was wrong; the server keeps
+//! serving the others. Nothing here panics on network input.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use serde::Serialize;
+use storqos_core::scheduler::Scheduler;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinSet;
+
+use crate::config::{Config, Error, Result};
+use crate::export::Export;
+use crate::protocol::*;
+use crate::sched::{Clock, Io, Job, Msg, Reply, SchedLoop};
+use crate::stats::{Recorder, Stats};
+
+/// In-flight budget of one connection, in [`INFLIGHT_UNIT`]s: 1024 units = 64 MiB of
+/// request data (queued or on the backend). A request takes `max(1, ⌈bytes / unit⌉)`
+/// units before its payload is read; the reader waits for replies beyond the budget,
+/// so a client cannot make the gateway buffer more than this per connection.
+pub const MAX_INFLIGHT_UNITS: u32 = 1024;
+/// Size of one in-flight unit (64 KiB).
+pub const INFLIGHT_UNIT: u32 = 64 << 10;
+
+/// Where one-line log messages go.
+pub type Logger = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// How [`start_with`] runs the gateway beyond its [`Config`].
+#[derive(Clone, Default)]
+pub struct Options {
+    /// Stop on SIGTERM.
+    pub sigterm: bool,
+    /// Stop on SIGINT (Ctrl-C). Leave it off when the caller handles SIGINT itself
+    /// (the Python binding polls Python's signal handlers instead).
+    pub sigint: bool,
+    /// Log sink (default: standard error, prefixed `storqos serve:`).
+    pub log: Option<Logger>,
+}
+
+/// One served export as reported when the gateway is ready.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ExportInfo {
+    /// NBD export name.
+    pub name: String,
+    /// Backing file.
+    pub path: String,
+    /// Tenant.
+    pub tenant: u32,
+    /// Scheduling class.
+    pub class: u32,
+    /// Size in bytes.
+    pub size_bytes: u64,
+}
+
+/// What the gateway serves, known once it listens.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReadyInfo {
+    /// The bound address (the real port when the config asked for port 0).
+    pub listen: String,
+    /// Policy name.
+    pub policy: String,
+    /// Backend slots.
+    pub depth: usize,
+    /// Emulated capacity (IOPS), if any.
+    pub iops: Option<f64>,
+    /// The exports.
+    pub exports: Vec<ExportInfo>,
+}
+
+struct Shared {
+    exports: Vec<Arc<Export>>,
+    sched_tx: UnboundedSender<Msg>,
+    stats: Arc<Mutex<Recorder>>,
+    log: Logger,
+    connections: AtomicU64,
+    protocol_errors: AtomicU64,
+}
+
+type Finished = Arc<(Mutex<Option<Stats>>, Condvar)>;
+
+/// A running gateway. Dropping it stops the gateway.
+pub struct Handle {
+    addr: SocketAddr,
+    info: ReadyInfo,
+    stop: watch::Sender<bool>,
+    finished: Finished,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Handle {
+    /// The address the gateway listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// What it serves.
+    pub fn info(&self) -> &ReadyInfo {
+        &self.info
+    }
+
+    /// Ask the gateway to stop (returns at once; see [`Handle::wait`]).
+    pub fn stop(&self) {
+        let _ = self.stop.send(true);
+    }
+
+    /// The final statistics if the gateway has stopped within `timeout`.
+    pub fn wait_timeout(&self, timeout: Duration) -> Option<Stats> {
+        let (lock, cv) = &*self.finished;
+        let guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let (guard, _) = cv.wait_timeout_while(guard, timeout, |s| s.is_none()).unwrap_or_else(|e| e.into_inner());
+        guard.clone()
+    }
+
+    /// Block until the gateway stops by itself (duration, signal, [`Handle::stop`]).
+    pub fn wait(mut self) -> Stats {
+        let (lock, cv) = &*self.finished;
+        let guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let guard = cv.wait_while(guard, |s| s.is_none()).unwrap_or_else(|e| e.into_inner());
+        let stats = guard.clone().unwrap_or_else(empty_stats);
+        drop(guard);
+        self.close();
+        stats
+    }
+
+    /// Stop the gateway and return its statistics.
+    pub fn shutdown(self) -> Stats {
+        self.stop();
+        self.wait()
+    }
+
+    fn close(&mut self) {
+        let _ = self.stop.send(true);
+        if let Some(rt) = self.runtime.take() {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                // Dropped inside another runtime, where blocking is not allowed.
+                rt.shutdown_background();
+            } else {
+                rt.shutdown_timeout(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+fn empty_stats() -> Stats {
+    Stats { policy: String::new(), elapsed_s: 0.0, connections: 0, protocol_errors: 0, tenants: Vec::new() }
+}
+
+/// Start the gateway with default [`Options`] (no signal handling, log to stderr):
+/// open the exports, build the policy, bind, and serve on a runtime of its own.
+/// Configuration problems (a missing file, a bad policy, an address in use) are
+/// returned before anything is served.
+pub fn start(config: Config) -> Result<Handle> {
+    start_with(config, Options::default())
+}
+
+/// [`start`] with explicit [`Options`].
+pub fn start_with(config: Config, options: Options) -> Result<Handle> {
+    config.validate()?;
+    let mut exports = Vec::with_capacity(config.exports.len());
+    for (i, e) in config.exports.iter().enumerate() {
+        exports.push(Arc::new(Export::open(e, &format!("exports[{i}]"))?));
+    }
+    let sched = config.policy.build().map_err(|e| Error::Config(format!("policy: {e}")))?;
+    let policy = sched.name();
+    let addr = config.listen_addr()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("storqos-gateway")
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|e| Error::Io(format!("cannot start the runtime: {e}")))?;
+    let listener = runtime
+        .block_on(TcpListener::bind(addr))
+        .map_err(|e| Error::Config(format!("listen: cannot listen on {addr}: {}", bind_reason(&e))))?;
+    let addr = listener.local_addr().map_err(|e| Error::Io(e.to_string()))?;
+    let info = ReadyInfo {
+        listen: addr.to_string(),
+        policy: policy.clone(),
+        depth: config.depth,
+        iops: config.iops,
+        exports: exports
+            .iter()
+            .map(|e| ExportInfo {
+                name: e.name.clone(),
+                path: e.path.display().to_string(),
+                tenant: e.tenant,
+                class: e.class,
+                size_bytes: e.size,
+            })
+            .collect(),
+    };
+    let log = options.log.clone().unwrap_or_else(|| Arc::new(|m: &str| eprintln!("storqos serve: {m}")));
+    let stats = Arc::new(Mutex::new(Recorder::new(exports.iter().map(|e| (e.tenant, e.name.as_str())))));
+    let (sched_tx, sched_rx) = unbounded_channel();
+    let shared = Arc::new(Shared {
+        exports,
+        sched_tx: sched_tx.clone(),
+        stats: stats.clone(),
+        log,
+        connections: AtomicU64::new(0),
+        protocol_errors: AtomicU64::new(0),
+    });
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let finished: Finished = Arc::new((Mutex::new(None), Condvar::new()));
+    let fin = finished.clone();
+    let clock = Clock::start();
+    let duration = config.duration_s.map(Duration::from_secs_f64);
+    let depth = config.depth;
+    let iops = config.iops;
+    let signals = {
+        let _in_runtime = runtime.enter();
+        Signals::register(&options)?
+    };
+    runtime.spawn(async move {
+        let sched_task =
+            tokio::spawn(SchedLoop::new(sched, clock, depth, iops, stats.clone(), sched_tx.clone()).run(sched_rx));
+        serve(listener, shared.clone(), stop_rx, duration, signals).await;
+        let elapsed_s = clock.now() as f64 / 1e9;
+        let _ = sched_tx.send(Msg::Stop);
+        let _ = sched_task.await;
+        let summary = match stats.lock() {
+            Ok(s) => s.summary(
+                policy,
+                elapsed_s,
+                shared.connections.load(Ordering::Relaxed),
+                shared.protocol_errors.load(Ordering::Relaxed),
+            ),
+            Err(_) => empty_stats(),
+        };
+        let (lock, cv) = &*fin;
+        if let Ok(mut g) = lock.lock() {
+            *g = Some(summary);
+        }
+        cv.notify_all();
+    });
+    Ok(Handle { addr, info, stop: stop_tx, finished, runtime: Some(runtime) })
+}
+
+/// Serve `config` until Ctrl-C, SIGTERM or `duration_s`, then return the statistics.
+pub fn run(config: Config) -> Result<Stats> {
+    Ok(start_with(config, Options { sigterm: true, sigint: true, log: None })?.wait())
+}
+
+fn bind_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::AddrInUse => "the address is already in use".into(),
+        std::io::ErrorKind::AddrNotAvailable => "no such local address".into(),
+        std::io::ErrorKind::PermissionDenied => "permission denied (ports below 1024 need privileges)".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// The signal streams a gateway listens to, registered before [`start_with`] returns
+/// (so a signal that arrives right after the ready message is not lost).
+#[derive(Default)]
+struct Signals {
+    #[cfg(unix)]
+    streams: Vec<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    /// Register the signals `options` asks for; must run inside the runtime.
+    fn register(options: &Options) -> Result<Signals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let mut streams = Vec::new();
+            let wanted = [(options.sigterm, SignalKind::terminate()), (options.sigint, SignalKind::interrupt())];
+            for (on, kind) in wanted {
+                if on {
+                    streams.push(signal(kind).map_err(|e| Error::Io(format!("cannot handle signals: {e}")))?);
+                }
+            }
+            Ok(Signals { streams })
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = options;
+            Ok(Signals::default())
+        }
+    }
+
+    /// Resolve when any of the signals arrives (never if there are none).
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        if !self.streams.is_empty() {
+            let polls = self.streams.iter_mut().map(|s| Box::pin(s.recv()));
+            let _ = futures_select_all(polls).await;
+            return;
+        }
+        std::future::pending::<()>().await
+    }
+}
+
+/// Wait for the first of several futures (a tiny `select_all`).
+#[cfg(unix)]
+async fn futures_select_all<F: std::future::Future + Unpin>(futs: impl Iterator<Item = F>) {
+    let mut futs: Vec<F> = futs.collect();
+    std::future::poll_fn(|cx| {
+        for f in futs.iter_mut() {
+            if std::pin::Pin::new(f).poll(cx).is_ready() {
+                return std::task::Poll::Ready(());
+            }
+        }
+        std::task::Poll::Pending
+    })
+    .await
+}
+
+/// Resolve when any enabled stop condition fires.
+async fn stop_signal(mut stop: watch::Receiver<bool>, duration: Option<Duration>, mut signals: Signals) {
+    let requested = async {
+        while !*stop.borrow_and_update() {
+            if stop.changed().await.is_err() {
+                // The handle is gone: stop.
+                return;
+            }
+        }
+    };
+    let timed = async {
+        match duration {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = requested => {}
+        _ = timed => {}
+        _ = signals.recv() => {}
+    }
+}
+
+/// The accept loop: one task per connection until a stop condition fires, then every
+/// connection is closed.
+async fn serve(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    stop: watch::Receiver<bool>,
+    duration: Option<Duration>,
+    signals: Signals,
+) {
+    let stopped = stop_signal(stop, duration, signals);
+    tokio::pin!(stopped);
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = &mut stopped => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    shared.connections.fetch_add(1, Ordering::Relaxed);
+                    let _ = stream.set_nodelay(true);
+                    conns.spawn(connection(stream, peer, shared.clone()));
+                }
+                Err(e) => {
+                    (shared.log)(&format!("accept failed: {e}"));
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+    conns.abort_all();
+    while conns.join_next().await.is_some() {}
+}
+
+/// Why a connection ended early.
+enum ConnError {
+    Protocol(ProtocolError),
+    Io(std::io::Error),
+}
+
+impl From<ProtocolError> for ConnError {
+    fn from(e: ProtocolError) -> Self {
+        ConnError::Protocol(e)
+    }
+}
+impl From<std::io::Error> for ConnError {
+    fn from(e: std::io::Error) -> Self {
+        ConnError::Io(e)
+    }
+}
+
+/// Read exactly `buf.len()` bytes. `Ok(false)` if the peer closed before the first
+/// byte and `eof_ok`; a close after it is [`ProtocolError::Truncated`].
+async fn read_msg<R: AsyncRead + Unpin>(
+    r: &mut R,
+    buf: &mut [u8],
+    what: &'static str,
+    eof_ok: bool,
+) -> std::result::Result<bool, ConnError> {
+    let mut got = 0;
+    while got < buf.len() {
+        let n = r.read(&mut buf[got..]).await?;
+        if n == 0 {
+            if got == 0 && eof_ok {
+                return Ok(false);
+            }
+            return Err(ProtocolError::Truncated { what, needed: buf.len(), got }.into());
+        }
+        got += n;
+    }
+    Ok(true)
+}
+
+async fn connection(mut stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
+    let export = match negotiate(&mut stream, &shared).await {
+        Ok(Some(e)) => e,
+        Ok(None) => return,
+        Err(e) => {
+            report(&shared, peer, "negotiation", e);
+            return;
+        }
+    };
+    let (rd, wr) = stream.into_split();
+    let (reply_tx, reply_rx) = unbounded_channel();
+    let writer = tokio::spawn(write_replies(wr, reply_rx));
+    match transmission(rd, reply_tx, export, &shared).await {
+        Ok(()) => {
+            // NBD_CMD_DISC or end of input: finish the outstanding replies, then close.
+            let _ = writer.await;
+        }
+        Err(e) => {
+            writer.abort();
+            report(&shared, peer, "transmission", e);
+        }
+    }
+}
+
+fn report(shared: &Shared, peer: SocketAddr, phase: &str, e: ConnError) {
+    match e {
+        ConnError::Protocol(p) => {
+            shared.protocol_errors.fetch_add(1, Ordering::Relaxed);
+            (shared.log)(&format!("client {peer}: {p} during {phase}; connection closed"));
+        }
+        ConnError::Io(io) if io.kind() == std::io::ErrorKind::ConnectionReset => {}
+        ConnError::Io(io) => (shared.log)(&format!("client {peer}: I/O error during {phase}: {io}; connection closed")),
+    }
+}
+
+fn find_export(shared: &Shared, name: &str) -> Option<Arc<Export>> {
+    if name.is_empty() {
+        return shared.exports.first().cloned();
+    }
+    shared.exports.iter().find(|e| e.name == name).cloned()
+}
+
+async fn send<W: AsyncWrite + Unpin>(w: &mut W, bytes: &[u8]) -> std::result::Result<(), ConnError> {
+    w.write_all(bytes).await?;
+    Ok(())
+}
+
+/// Fixed newstyle negotiation. `Ok(Some(export))` enters transmission; `Ok(None)`
+/// means the client aborted or left.
+async fn negotiate(stream: &mut TcpStream, shared: &Shared) -> std::result::Result<Option<Arc<Export>>, ConnError> {
+    send(stream, &encode_greeting()).await?;
+    let mut cf = [0u8; 4];
+    if !read_msg(stream, &mut cf, "client flags", true).await? {
+        return Ok(None);
+    }
+    let no_zeroes = decode_client_flags(&cf)? & FLAG_C_NO_ZEROES != 0;
+    loop {
+        let mut hb = [0u8; OPTION_HEADER_LEN];
+        if !read_msg(stream, &mut hb, "option request", true).await? {
+            return Ok(None);
+        }
+        let h = OptionHeader::decode(&hb)?;
+        let mut data = vec![0u8; h.len as usize];
+        read_msg(stream, &mut data, "option data", false).await?;
+        match h.option {
+            OPT_EXPORT_NAME => {
+                let name = String::from_utf8_lossy(&data).into_owned();
+                let Some(e) = find_export(shared, &name) else {
+                    return Err(ProtocolError::UnknownExport(name).into());
+                };
+                send(stream, &encode_export_name_reply(e.size, TRANSMISSION_FLAGS, no_zeroes)).await?;
+                return Ok(Some(e));
+            }
+            OPT_ABORT => {
+                // The spec asks for an ACK; the client may already be gone.
+                let _ = stream.write_all(&encode_option_reply(OPT_ABORT, REP_ACK, &[])).await;
+                return Ok(None);
+            }
+            OPT_LIST => {
+                if !data.is_empty() {
+                    let msg = b"NBD_OPT_LIST takes no data";
+                    send(stream, &encode_option_reply(OPT_LIST, REP_ERR_INVALID, msg)).await?;
+                    continue;
+                }
+                let mut out = Vec::new();
+                for e in &shared.exports {
+                    out.extend(encode_option_reply(OPT_LIST, REP_SERVER, &encode_server_entry(&e.name)));
+                }
+                out.extend(encode_option_reply(OPT_LIST, REP_ACK, &[]));
+                send(stream, &out).await?;
+            }
+            OPT_INFO | OPT_GO => {
+                let go = match GoRequest::decode(&data) {
+                    Ok(g) => g,
+                    Err(msg) => {
+                        send(stream, &encode_option_reply(h.option, REP_ERR_INVALID, msg.as_bytes())).await?;
+                        continue;
+                    }
+                };
+                let Some(e) = find_export(shared, &go.name) else {
+                    let msg = format!("no export named {:?}", go.name);
+                    send(stream, &encode_option_reply(h.option, REP_ERR_UNKNOWN, msg.as_bytes())).await?;
+                    continue;
+                };
+                let mut out = encode_option_reply(h.option, REP_INFO, &encode_info_export(e.size, TRANSMISSION_FLAGS));
+                if go.info.contains(&INFO_BLOCK_SIZE) {
+                    out.extend(encode_option_reply(h.option, REP_INFO, &encode_info_block_size()));
+                }
+                out.extend(encode_option_reply(h.option, REP_ACK, &[]));
+                send(stream, &out).await?;
+                if h.option == OPT_GO {
+                    return Ok(Some(e));
+                }
+            }
+            other => {
+                let msg = format!("option {other} is not supported (simple replies only, no TLS)");
+                send(stream, &encode_option_reply(other, REP_ERR_UNSUP, msg.as_bytes())).await?;
+            }
+        }
+    }
+}
+
+fn err_reply(cookie: u64, error: u32) -> Reply {
+    Reply { cookie, error, data: Vec::new() }
+}
+
+/// The transmission phase's reader: parse, check, submit. Returns `Ok(())` on
+/// `NBD_CMD_DISC` or when the client closes between requests.
+async fn transmission(
+    mut rd: OwnedReadHalf,
+    replies: UnboundedSender<Reply>,
+    export: Arc<Export>,
+    shared: &Shared,
+) -> std::result::Result<(), ConnError> {
+    let permits = Arc::new(Semaphore::new(MAX_INFLIGHT_UNITS as usize));
+    let tenant = export.tenant;
+    let count_error = || {
+        if let Ok(mut s) = shared.stats.lock() {
+            s.error(tenant);
+        }
+    };
+    loop {
+        let mut hb = [0u8; REQUEST_LEN];
+        if !read_msg(&mut rd, &mut hb, "request", true).await? {
+            return Ok(());
+        }
+        let h = RequestHeader::decode(&hb)?;
+        // Take the request's share of the in-flight budget before buffering its data
+        // (the length of a READ / WRITE is at most 32 MiB here, i.e. 512 units).
+        let units = match h.command {
+            Command::Read | Command::Write => h.length.div_ceil(INFLIGHT_UNIT).max(1),
+            _ => 1,
+        };
+        let Ok(permit) = permits.clone().acquire_many_owned(units).await else { return Ok(()) };
+        let mut payload = Vec::new();
+        if h.command == Command::Write {
+            payload = vec![0u8; h.length as usize];
+            read_msg(&mut rd, &mut payload, "write payload", false).await?;
+        }
+        if h.command == Command::Disc {
+            return Ok(());
+        }
+        // Checks that answer with an error and keep the connection.
+        let error = match h.command {
+            Command::Other(_) => Some(EINVAL),
+            _ if h.flags & !CMD_FLAG_FUA != 0 => Some(EINVAL),
+            Command::Read | Command::Write if h.length == 0 => Some(EINVAL),
+            Command::Read if !export.contains(h.offset, h.length) => Some(EINVAL),
+            Command::Write if !export.contains(h.offset, h.length) => Some(ENOSPC),
+            _ => None,
+        };
+        if let Some(e) = error {
+            count_error();
+            let _ = replies.send(err_reply(h.cookie, e));
+            continue;
+        }
+        match h.command {
+            Command::Flush => {
+                let (ex, tx, stats) = (export.clone(), replies.clone(), shared.stats.clone());
+                tokio::spawn(async move {
+                    let r = tokio::task::spawn_blocking(move || ex.flush()).await.unwrap_or(Err(EIO));
+                    if let Ok(mut s) = stats.lock() {
+                        match r {
+                            Ok(()) => s.flushed(tenant),
+                            Err(_) => s.error(tenant),
+                        }
+                    }
+                    let _ = tx.send(err_reply(h.cookie, r.err().unwrap_or(0)));
+                    drop(permit);
+                });
+            }
+            Command::Read | Command::Write => {
+                let io = if h.command == Command::Read {
+                    Io::Read(h.length)
+                } else {
+                    Io::Write { data: payload, fua: h.flags & CMD_FLAG_FUA != 0 }
+                };
+                let job = Job { export: export.clone(), offset: h.offset, io, cookie: h.cookie, reply: replies.clone(), permit };
+                if let Err(e) = shared.sched_tx.send(Msg::Submit(job)) {
+                    if let Msg::Submit(job) = e.0 {
+                        let _ = replies.send(err_reply(job.cookie, ESHUTDOWN));
+                    }
+                }
+            }
+            Command::Disc | Command::Other(_) => {}
+        }
+    }
+}
+
+/// The transmission phase's writer: send replies as they complete, batching the
+/// ones already waiting into one flush.
+async fn write_replies(wr: OwnedWriteHalf, mut rx: UnboundedReceiver<Reply>) -> std::io::Result<()> {
+    let mut w = BufWriter::with_capacity(64 << 10, wr);
+    while let Some(r) = rx.recv().await {
+        put(&mut w, r).await?;
+        while let Ok(r) = rx.try_recv() {
+            put(&mut w, r).await?;
+        }
+        w.flush().await?;
+    }
+    w.shutdown().await
+}
+
+async fn put(w: &mut BufWriter<OwnedWriteHalf>, r: Reply) -> std::io::Result<()> {
+    w.write_all(&SimpleReply { error: r.error, cookie: r.cookie }.encode()).await?;
+    if r.error == 0 && !r.data.is_empty() {
+        w.write_all(&r.data).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,544 @@
+//! The gateway from the outside: a small NBD client written here, byte by byte from
+//! the NBD spec (independent of the crate's own encoders), talks to a gateway started
+//! on port 0 over TCP.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use storqos_gateway::{start_with, Config, Handle, Options, Stats};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const NBDMAGIC: &[u8; 8] = b"NBDMAGIC";
+const IHAVEOPT: &[u8; 8] = b"IHAVEOPT";
+const REPLY_MAGIC: u64 = 0x0003_e889_0455_65a9;
+const REQ_MAGIC: u32 = 0x2560_9513;
+const SIMPLE_MAGIC: u32 = 0x6744_6698;
+const EINVAL: u32 = 22;
+const ENOSPC: u32 = 28;
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+fn image(tag: &str, len: u64) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("storqos-gw-test-{}-{tag}.img", std::process::id()));
+    let f = std::fs::File::create(&p).unwrap();
+    f.set_len(len).unwrap();
+    p
+}
+
+type Lines = Arc<Mutex<Vec<String>>>;
+
+/// Start a gateway on port 0 whose log lines are captured.
+fn gateway(exports: &[(&str, &PathBuf, u32)], extra: &str) -> (Handle, Lines) {
+    let ex: Vec<(&str, &PathBuf, u32, Option<u32>)> = exports.iter().map(|&(n, p, t)| (n, p, t, None)).collect();
+    gateway_classes(&ex, extra)
+}
+
+/// [`gateway`] with an optional scheduling class per export.
+fn gateway_classes(exports: &[(&str, &PathBuf, u32, Option<u32>)], extra: &str) -> (Handle, Lines) {
+    let ex: Vec<String> = exports
+        .iter()
+        .map(|(n, p, t, c)| {
+            let class = c.map(|c| format!(r#","class":{c}"#)).unwrap_or_default();
+            format!(r#"{{"name":"{n}","path":"{}","tenant":{t}{class}}}"#, p.display())
+        })
+        .collect();
+    let json = format!(r#"{{"listen":"127.0.0.1:0","exports":[{}]{extra}}}"#, ex.join(","));
+    let cfg = Config::from_json(&json).unwrap();
+    let lines: Lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    let log: storqos_gateway::Logger = Arc::new(move |m: &str| sink.lock().unwrap().push(m.to_string()));
+    let h = start_with(cfg, Options { log: Some(log), ..Options::default() }).unwrap();
+    (h, lines)
+}
+
+struct Client {
+    s: TcpStream,
+}
+
+struct OptReply {
+    option: u32,
+    kind: u32,
+    data: Vec<u8>,
+}
+
+impl Client {
+    /// Connect, check the greeting, send the client flags.
+    async fn hello(addr: SocketAddr, client_flags: u32) -> Client {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        let mut g = [0u8; 18];
+        s.read_exact(&mut g).await.unwrap();
+        assert_eq!(&g[0..8], NBDMAGIC);
+        assert_eq!(&g[8..16], IHAVEOPT);
+        assert_eq!(u16::from_be_bytes([g[16], g[17]]), 0b11, "FIXED_NEWSTYLE | NO_ZEROES");
+        s.write_all(&client_flags.to_be_bytes()).await.unwrap();
+        Client { s }
+    }
+
+    async fn option(&mut self, option: u32, data: &[u8]) {
+        let mut b = IHAVEOPT.to_vec();
+        b.extend(option.to_be_bytes());
+        b.extend((data.len() as u32).to_be_bytes());
+        b.extend(data);
+        self.s.write_all(&b).await.unwrap();
+    }
+
+    async fn opt_reply(&mut self) -> OptReply {
+        let mut h = [0u8; 20];
+        self.s.read_exact(&mut h).await.unwrap();
+        assert_eq!(u64::from_be_bytes(h[0..8].try_into().unwrap()), REPLY_MAGIC);
+        let option = u32::from_be_bytes(h[8..12].try_into().unwrap());
+        let kind = u32::from_be_bytes(h[12..16].try_into().unwrap());
+        let len = u32::from_be_bytes(h[16..20].try_into().unwrap());
+        let mut data = vec![0u8; len as usize];
+        self.s.read_exact(&mut data).await.unwrap();
+        OptReply { option, kind, data }
+    }
+
+    fn go_data(name: &str) -> Vec<u8> {
+        let mut d = (name.len() as u32).to_be_bytes().to_vec();
+        d.extend(name.as_bytes());
+        d.extend(1u16.to_be_bytes());
+        d.extend(3u16.to_be_bytes()); // NBD_INFO_BLOCK_SIZE
+        d
+    }
+
+    /// NBD_OPT_GO (7) or NBD_OPT_INFO (6): (export size, transmission flags) or the
+    /// error reply type.
+    async fn go(&mut self, option: u32, name: &str) -> Result<(u64, u16), u32> {
+        self.option(option, &Self::go_data(name)).await;
+        let mut size_flags = None;
+        let mut block = false;
+        loop {
+            let r = self.opt_reply().await;
+            assert_eq!(r.option, option);
+            match r.kind {
+                1 => break, // ACK
+                3 => {
+                    let t = u16::from_be_bytes([r.data[0], r.data[1]]);
+                    if t == 0 {
+                        assert_eq!(r.data.len(), 12);
+                        let size = u64::from_be_bytes(r.data[2..10].try_into().unwrap());
+                        size_flags = Some((size, u16::from_be_bytes([r.data[10], r.data[11]])));
+                    } else if t == 3 {
+                        assert_eq!(r.data.len(), 14);
+                        assert_eq!(u32::from_be_bytes(r.data[10..14].try_into().unwrap()), 32 << 20);
+                        block = true;
+                    }
+                }
+                e if e & 0x8000_0000 != 0 => return Err(e),
+                other => panic!("unexpected reply type {other}"),
+            }
+        }
+        assert!(block, "the block size was asked for");
+        Ok(size_flags.expect("NBD_INFO_EXPORT before ACK"))
+    }
+
+    async fn connect(addr: SocketAddr, name: &str) -> Client {
+        let mut c = Client::hello(addr, 3).await;
+        c.go(7, name).await.unwrap();
+        c
+    }
+
+    async fn request(&mut self, cmd: u16, flags: u16, cookie: u64, offset: u64, len: u32, data: &[u8]) {
+        let mut b = REQ_MAGIC.to_be_bytes().to_vec();
+        b.extend(flags.to_be_bytes());
+        b.extend(cmd.to_be_bytes());
+        b.extend(cookie.to_be_bytes());
+        b.extend(offset.to_be_bytes());
+        b.extend(len.to_be_bytes());
+        b.extend(data);
+        self.s.write_all(&b).await.unwrap();
+    }
+
+    /// A simple reply: (error, cookie); reads `data_len` bytes of data on success.
+    async fn reply(&mut self, data_len: usize) -> (u32, u64, Vec<u8>) {
+        let mut h = [0u8; 16];
+        self.s.read_exact(&mut h).await.unwrap();
+        assert_eq!(u32::from_be_bytes(h[0..4].try_into().unwrap()), SIMPLE_MAGIC);
+        let error = u32::from_be_bytes(h[4..8].try_into().unwrap());
+        let cookie = u64::from_be_bytes(h[8..16].try_into().unwrap());
+        let mut data = Vec::new();
+        if error == 0 && data_len > 0 {
+            data = vec![0u8; data_len];
+            self.s.read_exact(&mut data).await.unwrap();
+        }
+        (error, cookie, data)
+    }
+
+    /// True if the server closed the connection (EOF within 5 s).
+    async fn closed(&mut self) -> bool {
+        let mut b = [0u8; 1];
+        matches!(tokio::time::timeout(Duration::from_secs(5), self.s.read(&mut b)).await, Ok(Ok(0)) | Ok(Err(_)))
+    }
+}
+
+#[test]
+fn negotiation_write_read_flush_errors_disconnect() {
+    let img = image("basic", 1 << 20);
+    let (gw, lines) = gateway(&[("disk", &img, 0), ("other", &img, 1)], "");
+    let addr = gw.addr();
+    rt().block_on(async {
+        let mut c = Client::hello(addr, 3).await;
+        // NBD_OPT_LIST: one NBD_REP_SERVER per export, then ACK.
+        c.option(3, &[]).await;
+        let mut names = Vec::new();
+        loop {
+            let r = c.opt_reply().await;
+            if r.kind == 1 {
+                break;
+            }
+            assert_eq!(r.kind, 2);
+            let n = u32::from_be_bytes(r.data[0..4].try_into().unwrap()) as usize;
+            names.push(String::from_utf8(r.data[4..4 + n].to_vec()).unwrap());
+        }
+        assert_eq!(names, ["disk", "other"]);
+        // Unknown option → NBD_REP_ERR_UNSUP; structured replies are not offered either.
+        c.option(99, &[1, 2, 3]).await;
+        assert_eq!(c.opt_reply().await.kind, 0x8000_0001);
+        c.option(8, &[]).await;
+        assert_eq!(c.opt_reply().await.kind, 0x8000_0001);
+        // INFO / GO on an unknown export → NBD_REP_ERR_UNKNOWN, negotiation goes on.
+        assert_eq!(c.go(6, "nope").await, Err(0x8000_0006));
+        assert_eq!(c.go(7, "nope").await, Err(0x8000_0006));
+        // Inconsistent GO data → NBD_REP_ERR_INVALID.
+        c.option(7, &[0, 0, 0, 50, b'x', 0, 0]).await;
+        assert_eq!(c.opt_reply().await.kind, 0x8000_0003);
+        // INFO then GO on the real export.
+        let (size, flags) = c.go(6, "disk").await.unwrap();
+        assert_eq!(size, 1 << 20);
+        assert_eq!(flags & 0b1, 1, "HAS_FLAGS");
+        assert_ne!(flags & (1 << 2), 0, "SEND_FLUSH");
+        assert_eq!(flags & (1 << 5), 0, "TRIM not advertised");
+        assert_eq!(flags & (1 << 1), 0, "not read-only");
+        assert_eq!(c.go(7, "disk").await.unwrap().0, 1 << 20);
+
+        // Transmission: write a pattern, read it back.
+        let pattern: Vec<u8> = (0..65536u32).map(|i| (i * 7 % 251) as u8).collect();
+        c.request(1, 0, 11, 4096, pattern.len() as u32, &pattern).await;
+        assert_eq!(c.reply(0).await, (0, 11, vec![]));
+        c.request(0, 0, 12, 4096, pattern.len() as u32, &[]).await;
+        let (e, cookie, data) = c.reply(pattern.len()).await;
+        assert_eq!((e, cookie), (0, 12));
+        assert!(data == pattern, "read back what was written");
+        // FUA write and flush.
+        c.request(1, 1, 13, 0, 512, &[0x5a; 512]).await;
+        assert_eq!(c.reply(0).await.0, 0);
+        c.request(3, 0, 14, 0, 0, &[]).await;
+        assert_eq!(c.reply(0).await, (0, 14, vec![]));
+        // Out of range: read → EINVAL, write → ENOSPC (its payload is consumed).
+        c.request(0, 0, 15, (1 << 20) - 512, 1024, &[]).await;
+        assert_eq!(c.reply(1024).await, (EINVAL, 15, vec![]));
+        c.request(0, 0, 16, u64::MAX - 10, 512, &[]).await;
+        assert_eq!(c.reply(512).await.0, EINVAL);
+        c.request(1, 0, 17, 1 << 20, 4, &[1, 2, 3, 4]).await;
+        assert_eq!(c.reply(0).await, (ENOSPC, 17, vec![]));
+        // Unsupported command (TRIM) and unknown flag → EINVAL, connection kept.
+        c.request(4, 0, 18, 0, 4096, &[]).await;
+        assert_eq!(c.reply(0).await, (EINVAL, 18, vec![]));
+        c.request(0, 1 << 4, 19, 0, 16, &[]).await;
+        assert_eq!(c.reply(16).await.0, EINVAL);
+        c.request(0, 0, 20, 0, 512, &[]).await;
+        assert_eq!(c.reply(512).await, (0, 20, vec![0x5a; 512]));
+        // NBD_CMD_DISC: the server closes.
+        c.request(2, 0, 21, 0, 0, &[]).await;
+        assert!(c.closed().await);
+    });
+    let stats: Stats = gw.shutdown();
+    let on_disk = std::fs::read(&img).unwrap();
+    assert_eq!(&on_disk[..512], &[0x5a; 512][..]);
+    assert_eq!(on_disk[4096 + 1], 7);
+    let t0 = stats.tenant(0).unwrap();
+    assert_eq!((t0.ops, t0.reads, t0.writes, t0.flushes, t0.errors), (4, 2, 2, 1, 5));
+    assert_eq!(t0.bytes, 2 * 65536 + 512 + 512);
+    assert!(t0.p99_us > 0.0 && t0.mean_us > 0.0);
+    assert_eq!(stats.tenant(1).unwrap().ops, 0);
+    assert_eq!((stats.connections, stats.protocol_errors), (1, 0));
+    assert!(lines.lock().unwrap().is_empty(), "{:?}", lines.lock().unwrap());
+    std::fs::remove_file(img).unwrap();
+}
+
+#[test]
+fn export_name_option_with_and_without_zeroes() {
+    let img = image("oldopt", 8192);
+    let (gw, lines) = gateway(&[("d", &img, 0)], "");
+    rt().block_on(async {
+        // Client without NO_ZEROES: size, flags and 124 zero bytes.
+        let mut c = Client::hello(gw.addr(), 1).await;
+        c.option(1, b"d").await;
+        let mut r = [0u8; 134];
+        c.s.read_exact(&mut r).await.unwrap();
+        assert_eq!(u64::from_be_bytes(r[0..8].try_into().unwrap()), 8192);
+        assert!(r[10..].iter().all(|&b| b == 0));
+        c.request(0, 0, 1, 0, 8, &[]).await;
+        assert_eq!(c.reply(8).await, (0, 1, vec![0; 8]));
+        // With NO_ZEROES: exactly 10 bytes, then transmission.
+        let mut c = Client::hello(gw.addr(), 3).await;
+        c.option(1, b"d").await;
+        let mut r = [0u8; 10];
+        c.s.read_exact(&mut r).await.unwrap();
+        c.request(0, 0, 2, 0, 8, &[]).await;
+        assert_eq!(c.reply(8).await.1, 2);
+        // Unknown export: the only answer the spec allows is closing.
+        let mut c = Client::hello(gw.addr(), 3).await;
+        c.option(1, b"missing").await;
+        assert!(c.closed().await);
+        // NBD_OPT_ABORT: ACK, then closed.
+        let mut c = Client::hello(gw.addr(), 3).await;
+        c.option(2, &[]).await;
+        assert_eq!(c.opt_reply().await.kind, 1);
+        assert!(c.closed().await);
+    });
+    let stats = gw.shutdown();
+    assert_eq!(stats.tenant(0).unwrap().ops, 2);
+    assert_eq!(stats.protocol_errors, 1);
+    let l = lines.lock().unwrap();
+    assert_eq!(l.len(), 1, "{l:?}");
+    assert!(l[0].contains("unknown export \"missing\""), "{l:?}");
+    std::fs::remove_file(img).unwrap();
+}
+
+#[test]
+fn malformed_packets_close_only_that_connection() {
+    let img = image("malformed", 1 << 20);
+    let (gw, lines) = gateway(&[("d", &img, 0)], "");
+    let addr = gw.addr();
+    let peers = rt().block_on(async {
+        let mut good = Client::connect(addr, "d").await;
+        let mut peers = Vec::new();
+
+        // Bad request magic.
+        let mut bad = Client::connect(addr, "d").await;
+        peers.push(bad.s.local_addr().unwrap());
+        bad.s.write_all(&[0xde, 0xad, 0xbe, 0xef]).await.unwrap();
+        bad.s.write_all(&[0u8; 24]).await.unwrap();
+        assert!(bad.closed().await);
+
+        // A write longer than 32 MiB.
+        let mut big = Client::connect(addr, "d").await;
+        peers.push(big.s.local_addr().unwrap());
+        big.request(1, 0, 1, 0, (32 << 20) + 1, &[]).await;
+        assert!(big.closed().await);
+
+        // A truncated request header, then the client half-closes.
+        let mut cut = Client::connect(addr, "d").await;
+        peers.push(cut.s.local_addr().unwrap());
+        cut.s.write_all(&REQ_MAGIC.to_be_bytes()).await.unwrap();
+        cut.s.write_all(&[0u8; 6]).await.unwrap();
+        cut.s.shutdown().await.unwrap();
+        assert!(cut.closed().await);
+
+        // Bad option magic during negotiation.
+        let mut neg = Client::hello(addr, 3).await;
+        peers.push(neg.s.local_addr().unwrap());
+        neg.s.write_all(b"IHAVEOPX\0\0\0\x07\0\0\0\0").await.unwrap();
+        assert!(neg.closed().await);
+
+        // Unknown client flags.
+        let mut flags = Client::hello(addr, 0x80).await;
+        peers.push(flags.s.local_addr().unwrap());
+        assert!(flags.closed().await);
+
+        // The first client never noticed.
+        good.request(1, 0, 7, 512, 4, &[9, 8, 7, 6]).await;
+        assert_eq!(good.reply(0).await, (0, 7, vec![]));
+        good.request(0, 0, 8, 512, 4, &[]).await;
+        assert_eq!(good.reply(4).await, (0, 8, vec![9, 8, 7, 6]));
+        // And new clients are still served.
+        let mut late = Client::connect(addr, "d").await;
+        late.request(0, 0, 9, 512, 4, &[]).await;
+        assert_eq!(late.reply(4).await.2, vec![9, 8, 7, 6]);
+        peers
+    });
+    let stats = gw.shutdown();
+    assert_eq!(stats.protocol_errors, 5);
+    assert_eq!(stats.connections, 7);
+    let l = lines.lock().unwrap().clone();
+    assert_eq!(l.len(), 5, "{l:?}");
+    let wants = [
+        "bad request magic 0xdeadbeef (expected 0x25609513) during transmission",
+        "request length 33554433 bytes exceeds the maximum of 33554432 bytes",
+        "truncated request: connection ended after 10 of 28 bytes",
+        "bad option request magic",
+        "unknown client flags 0x80",
+    ];
+    for (peer, want) in peers.iter().zip(wants) {
+        let line = l.iter().find(|x| x.contains(&peer.to_string())).unwrap_or_else(|| panic!("no line for {peer}: {l:?}"));
+        assert!(line.contains(want), "{line:?} should say {want:?}");
+        assert!(line.starts_with(&format!("client {peer}: ")), "{line}");
+    }
+    std::fs::remove_file(img).unwrap();
+}
+
+/// Two tenants, each keeping `outstanding` 4 KiB reads in flight for `window`; returns
+/// the reads each completed within the window and the gateway's statistics.
+fn contend(policy: &str, tag: &str, classes: [Option<u32>; 2]) -> ([u64; 2], Stats, f64) {
+    const OUTSTANDING: u64 = 16;
+    let window = Duration::from_millis(1500);
+    let a = image(&format!("{tag}-a"), 1 << 20);
+    let b = image(&format!("{tag}-b"), 1 << 20);
+    let extra = format!(r#","policy":{policy},"depth":1,"iops":2000"#);
+    let (gw, _) = gateway_classes(&[("a", &a, 0, classes[0]), ("b", &b, 1, classes[1])], &extra);
+    let addr = gw.addr();
+    let counts = rt().block_on(async move {
+        let barrier = Arc::new(tokio::sync::Barrier::new(2));
+        let run = |name: &'static str| {
+            let barrier = barrier.clone();
+            tokio::spawn(async move {
+                let mut c = Client::connect(addr, name).await;
+                barrier.wait().await;
+                let deadline = Instant::now() + window;
+                let mut cookie = 0u64;
+                for _ in 0..OUTSTANDING {
+                    c.request(0, 0, cookie, (cookie % 256) * 4096, 4096, &[]).await;
+                    cookie += 1;
+                }
+                let (mut done, mut in_flight) = (0u64, OUTSTANDING);
+                while in_flight > 0 {
+                    let (e, _, _) = c.reply(4096).await;
+                    assert_eq!(e, 0);
+                    in_flight -= 1;
+                    if Instant::now() < deadline {
+                        done += 1;
+                        c.request(0, 0, cookie, (cookie % 256) * 4096, 4096, &[]).await;
+                        cookie += 1;
+                        in_flight += 1;
+                    }
+                }
+                (done, cookie)
+            })
+        };
+        let (ta, tb) = (run("a"), run("b"));
+        let (ra, rb) = (ta.await.unwrap(), tb.await.unwrap());
+        [ra, rb]
+    });
+    let stats = gw.shutdown();
+    // Every request the clients sent completed and was counted.
+    assert_eq!(stats.tenant(0).unwrap().ops, counts[0].1);
+    assert_eq!(stats.tenant(1).unwrap().ops, counts[1].1);
+    for p in [a, b] {
+        std::fs::remove_file(p).unwrap();
+    }
+    let done = [counts[0].0, counts[1].0];
+    let iops = (done[0] + done[1]) as f64 / window.as_secs_f64();
+    (done, stats, iops)
+}
+
+#[test]
+fn wf2q_weights_2_to_1_shape_two_tenants() {
+    let (done, stats, iops) = contend(r#"{"kind":"wf2q","weights":[2,1]}"#, "wf2q", [None, None]);
+    let ratio = done[0] as f64 / done[1] as f64;
+    eprintln!("wf2q+ 2:1 at 2000 IOPS, depth 1: completed {done:?}, ratio {ratio:.3}, {iops:.0} IOPS");
+    assert_eq!(stats.policy, "wf2q+");
+    assert!((ratio / 2.0 - 1.0).abs() <= 0.10, "ratio {ratio} not within 10 % of 2");
+    // Never above the emulated capacity; the lower bound is generous (a loaded CI machine).
+    assert!((1000.0..=2100.0).contains(&iops), "emulated capacity 2000 IOPS, measured {iops}");
+    // Tenant 0 waits less in the queue than tenant 1.
+    assert!(stats.tenant(0).unwrap().mean_us < stats.tenant(1).unwrap().mean_us);
+}
+
+#[test]
+fn export_classes_reach_a_policy_keyed_by_class() {
+    // Tenant 0 is class 1 and tenant 1 class 0: by class, weights 2:1 favour tenant 1.
+    let (done, _, _) = contend(r#"{"kind":"wf2q","weights":[2,1],"by":"class"}"#, "byclass", [Some(1), Some(0)]);
+    let ratio = done[1] as f64 / done[0] as f64;
+    eprintln!("wf2q+ by class 2:1: completed {done:?}, tenant 1 : tenant 0 = {ratio:.3}");
+    assert!((ratio / 2.0 - 1.0).abs() <= 0.10, "ratio {ratio} not within 10 % of 2");
+}
+
+#[test]
+fn emulated_capacity_at_depth_4_and_full_speed_without_it() {
+    let img = image("pace", 1 << 20);
+    let run = |extra: &str| {
+        let (gw, _) = gateway(&[("d", &img, 0)], extra);
+        let addr = gw.addr();
+        let window = Duration::from_millis(1000);
+        let done = rt().block_on(async move {
+            let mut c = Client::connect(addr, "d").await;
+            let deadline = Instant::now() + window;
+            for i in 0..16u64 {
+                c.request(0, 0, i, i * 4096, 4096, &[]).await;
+            }
+            let (mut done, mut in_flight, mut cookie) = (0u64, 16u64, 16u64);
+            while in_flight > 0 {
+                assert_eq!(c.reply(4096).await.0, 0);
+                in_flight -= 1;
+                if Instant::now() < deadline {
+                    done += 1;
+                    c.request(0, 0, cookie, (cookie % 256) * 4096, 4096, &[]).await;
+                    cookie += 1;
+                    in_flight += 1;
+                }
+            }
+            done
+        });
+        drop(gw.shutdown());
+        done as f64 / window.as_secs_f64()
+    };
+    let paced = run(r#","depth":4,"iops":1000"#);
+    let free = run(r#","depth":4"#);
+    eprintln!("depth 4: emulated 1000 IOPS → {paced:.0} IOPS; unpaced → {free:.0} IOPS");
+    assert!((800.0..=1050.0).contains(&paced), "emulated 1000 IOPS, measured {paced}");
+    assert!(free > 2.0 * paced, "without --iops the page-cached file is much faster: {free}");
+    std::fs::remove_file(img).unwrap();
+}
+
+#[test]
+fn largest_transfer_round_trips() {
+    // 32 MiB, the advertised maximum block size, in one WRITE and one READ.
+    let img = image("big", 33 << 20);
+    let (gw, _) = gateway(&[("d", &img, 0)], "");
+    rt().block_on(async {
+        let mut c = Client::connect(gw.addr(), "d").await;
+        let data: Vec<u8> = (0..(32u32 << 20)).map(|i| (i % 253) as u8).collect();
+        c.request(1, 0, 1, 1 << 20, 32 << 20, &data).await;
+        assert_eq!(c.reply(0).await, (0, 1, vec![]));
+        c.request(0, 0, 2, 1 << 20, 32 << 20, &[]).await;
+        let (e, cookie, back) = c.reply(32 << 20).await;
+        assert_eq!((e, cookie), (0, 2));
+        assert!(back == data);
+    });
+    let t = gw.shutdown().tenants[0].clone();
+    assert_eq!((t.ops, t.bytes), (2, 64 << 20));
+    std::fs::remove_file(img).unwrap();
+}
+
+#[test]
+fn fcfs_shares_equally_between_equal_clients() {
+    let (done, stats, iops) = contend(r#"{"kind":"fcfs"}"#, "fcfs", [None, None]);
+    let ratio = done[0] as f64 / done[1] as f64;
+    eprintln!("fcfs at 2000 IOPS, depth 1: completed {done:?}, ratio {ratio:.3}, {iops:.0} IOPS");
+    assert_eq!(stats.policy, "fcfs");
+    assert!((ratio - 1.0).abs() <= 0.10, "ratio {ratio} not within 10 % of 1");
+    // Never above the emulated capacity; the lower bound is generous (a loaded CI machine).
+    assert!((1000.0..=2100.0).contains(&iops), "emulated capacity 2000 IOPS, measured {iops}");
+}
+
+#[test]
+fn sigterm_stops_a_gateway_that_asked_for_it_and_duration_stops_by_itself() {
+    let img = image("signals", 4096);
+    let cfg = |extra: &str| {
+        Config::from_json(&format!(
+            r#"{{"listen":"127.0.0.1:0","exports":[{{"name":"d","path":"{}","tenant":0}}]{extra}}}"#,
+            img.display()
+        ))
+        .unwrap()
+    };
+    // duration_s: stops on its own.
+    let t0 = Instant::now();
+    let stats = start_with(cfg(r#","duration_s":0.3"#), Options::default()).unwrap().wait();
+    let took = t0.elapsed();
+    assert!(took >= Duration::from_millis(290) && took < Duration::from_secs(5), "{took:?}");
+    assert!((0.29..1.0).contains(&stats.elapsed_s), "{}", stats.elapsed_s);
+    // SIGTERM right after start (the handler is registered before start returns).
+    let gw = start_with(cfg(""), Options { sigterm: true, ..Options::default() }).unwrap();
+    let status = std::process::Command::new("kill").args(["-TERM", &std::process::id().to_string()]).status().unwrap();
+    assert!(status.success());
+    assert!(gw.wait_timeout(Duration::from_secs(5)).is_some(), "SIGTERM stops the gateway");
+    drop(gw);
+    std::fs::remove_file(img).unwrap();
+}

@@ -1,0 +1,53 @@
+//! `storqos._core.serve`: run the live NBD gateway (crates/storqos-gateway) from Python.
+
+use std::time::Duration;
+
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+
+use storqos_gateway::{start_with, Config, Error, Options};
+
+fn gw_err(e: Error) -> PyErr {
+    match e {
+        Error::Config(_) => PyValueError::new_err(e.to_string()),
+        Error::Io(_) => PyRuntimeError::new_err(e.to_string()),
+    }
+}
+
+/// A JSON-serialisable value as a Python object (through the `json` module).
+fn to_py<'py, T: serde::Serialize>(py: Python<'py>, v: &T) -> PyResult<Bound<'py, PyAny>> {
+    let s = serde_json::to_string(v).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    py.import("json")?.call_method1("loads", (s,))
+}
+
+/// Serve the gateway described by `config_json` (the schema of
+/// `storqos_gateway::Config`) until its `duration_s`, SIGTERM, or Ctrl-C (Python's
+/// SIGINT handler, polled every 100 ms), with the GIL released. `on_ready(info)` is
+/// called once it listens, with the bound address and the exports. Returns the
+/// per-tenant statistics. Configuration errors (a missing file, a bad policy, an
+/// address in use) raise `ValueError` with a one-line message.
+#[pyfunction]
+#[pyo3(signature = (config_json, on_ready=None))]
+pub fn serve<'py>(py: Python<'py>, config_json: &str, on_ready: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+    let cfg = Config::from_json(config_json).map_err(gw_err)?;
+    let handle = py
+        .detach(move || start_with(cfg, Options { sigterm: true, sigint: false, log: None }))
+        .map_err(gw_err)?;
+    if let Some(cb) = on_ready {
+        if let Err(e) = to_py(py, handle.info()).and_then(|info| cb.call1((info,))) {
+            py.detach(|| drop(handle.shutdown()));
+            return Err(e);
+        }
+    }
+    let stats = loop {
+        if let Some(s) = py.detach(|| handle.wait_timeout(Duration::from_millis(100))) {
+            break s;
+        }
+        if py.check_signals().is_err() {
+            // Ctrl-C: stop serving and report what was done (the interrupt is consumed).
+            handle.stop();
+        }
+    };
+    py.detach(move || drop(handle.wait()));
+    to_py(py, &stats)
+}

@@ -1,0 +1,79 @@
+"""The live NBD QoS gateway from Python: build its configuration and serve.
+
+The gateway itself is Rust (``crates/storqos-gateway``): an NBD server that puts the
+same scheduling policies the simulator runs (``storqos.specs.policy_spec``) in front
+of real files, on a wall clock. Each export belongs to a tenant; all tenants share
+one scheduler and ``depth`` backend slots.
+
+``parse_export("web=/srv/web.img:3")`` gives ``{"name": "web", "path": "/srv/web.img",
+"tenant": 3}`` (the file must exist); :func:`gateway_config` builds the whole document
+and :func:`serve` runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from . import _core
+from .errors import InputError
+
+#: Default listen address (the IANA NBD port on loopback).
+DEFAULT_LISTEN = "127.0.0.1:10809"
+
+_EXPORT = re.compile(r"(?P<name>[^=]+)=(?P<rest>.+)")
+
+
+def parse_export(text: str, default_tenant: int = 0, where: str = "--export") -> dict[str, Any]:
+    """``NAME=PATH[:TENANT]`` → an export entry; the path must be an existing file."""
+    m = _EXPORT.fullmatch(text.strip())
+    if not m or not m.group("name").strip():
+        raise InputError(f"expected NAME=PATH[:TENANT], e.g. web=/srv/web.img:0, got {text!r}", where)
+    name, path, tenant = m.group("name").strip(), m.group("rest"), default_tenant
+    head, sep, tail = path.rpartition(":")
+    if sep and tail.strip().isdigit():
+        path, tenant = head, int(tail)
+    elif sep and not Path(path).exists() and tail.strip().lstrip("-").isdigit():
+        raise InputError(f"tenant must be an integer >= 0, got {tail!r} in {text!r}", where)
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{path}: no such file (export {name!r}; create it first, e.g. truncate -s 1G {path})", where)
+    if not p.is_file():
+        raise InputError(f"{path}: not a regular file (export {name!r})", where)
+    if tenant >= 2**32:
+        raise InputError(f"tenant {tenant} does not fit 32 bits in {text!r}", where)
+    return {"name": name, "path": str(p), "tenant": tenant}
+
+
+def gateway_config(
+    exports: Sequence[str | dict[str, Any]],
+    policy: dict[str, Any],
+    *,
+    listen: str = DEFAULT_LISTEN,
+    depth: int = 8,
+    iops: float | None = None,
+    duration_s: float | None = None,
+) -> dict[str, Any]:
+    """The gateway's JSON configuration. ``exports`` are ``NAME=PATH[:TENANT]`` strings
+    (tenant defaults to the position in the list) or ready dicts."""
+    if not exports:
+        raise InputError("give at least one export, e.g. --export web=/srv/web.img", "--export")
+    ex = [e if isinstance(e, dict) else parse_export(e, default_tenant=i) for i, e in enumerate(exports)]
+    if depth < 1:
+        raise InputError(f"must be >= 1, got {depth}", "--depth")
+    return {"listen": listen, "exports": ex, "policy": policy, "depth": int(depth), "iops": iops, "duration_s": duration_s}
+
+
+def serve(config: dict[str, Any], on_ready: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Serve until ``duration_s``, SIGTERM or Ctrl-C; return the per-tenant statistics.
+
+    ``on_ready(info)`` is called once the gateway listens (``info["listen"]`` is the
+    bound address, useful with port 0). Bad configuration raises :class:`InputError`.
+    """
+    try:
+        return _core.serve(json.dumps(config), on_ready)
+    except ValueError as e:
+        raise InputError(str(e)) from None

@@ -1,0 +1,199 @@
+"""``storqos serve``, the live NBD gateway, as a user meets it: a real NBD client
+(qemu-io) writes and reads through it, Ctrl-C / SIGTERM / --for end it with a
+per-tenant table, and bad input ends in one line with exit status 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, run_cli
+
+# `make test` installs qemu-utils (Makefile `system-deps`): the real NBD client.
+QEMU_IO = shutil.which("qemu-io")
+ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+
+
+class Server:
+    """``storqos serve ARGS`` in a subprocess, its stdout read line by line."""
+
+    def __init__(self, *args: str) -> None:
+        self.p = subprocess.Popen(
+            [sys.executable, "-m", "storqos.cli", "serve", *args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=ENV,
+        )
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.p.stdout is not None
+        for line in self.p.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def ready(self) -> tuple[str, int]:
+        """The ready line and the port it names."""
+        line = self.lines.get(timeout=30)
+        if line is None:
+            raise AssertionError(f"exited before ready: {self.p.wait()} {self.p.stderr.read() if self.p.stderr else ''}")
+        m = re.search(r"on nbd://127\.0\.0\.1:(\d+) ", line)
+        assert m, line
+        return line, int(m.group(1))
+
+    def finish(self, sig: int | None = None) -> tuple[int, str, str]:
+        if sig is not None:
+            self.p.send_signal(sig)
+        code = self.p.wait(timeout=20)
+        rest = []
+        while (line := self.lines.get(timeout=5)) is not None:
+            rest.append(line)
+        return code, "".join(rest), self.p.stderr.read() if self.p.stderr else ""
+
+
+def _image(path: Path, size: int = 1 << 20) -> Path:
+    with open(path, "wb") as f:
+        f.truncate(size)
+    return path
+
+
+def _qemu_io(port: int, name: str, *cmds: str) -> subprocess.CompletedProcess[str]:
+    assert QEMU_IO, "qemu-io (Debian qemu-utils) is required: `make test` installs it"
+    args = [QEMU_IO, "-f", "raw", f"nbd://127.0.0.1:{port}/{name}"]
+    for c in cmds:
+        args += ["-c", c]
+    return subprocess.run(args, capture_output=True, text=True, timeout=30)
+
+
+def test_qemu_io_writes_and_reads_through_the_gateway_then_ctrl_c(tmp_path: Path) -> None:
+    a, b = _image(tmp_path / "a.img"), _image(tmp_path / "b.img")
+    s = Server("--export", f"a={a}:0", "--export", f"b={b}:1", "--policy", "wf2q", "--weights", "2,1",
+               "--listen", "127.0.0.1:0", "--iops", "5k", "--depth", "4", "--for", "60s")
+    try:
+        line, port = s.ready()
+        assert line.startswith("serving 2 exports on nbd://127.0.0.1:") and "policy wf2q+" in line
+        assert "emulated 5" in line and "depth 4" in line
+        r = _qemu_io(port, "a", "write -P 0xab 0 64k", "read -P 0xab 0 64k", "flush")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "wrote 65536/65536 bytes at offset 0" in r.stdout
+        assert "read 65536/65536 bytes at offset 0" in r.stdout
+        assert "Pattern verification failed" not in r.stdout + r.stderr
+        r = _qemu_io(port, "b", "read -P 0 0 4k")
+        assert r.returncode == 0, r.stdout + r.stderr
+        # An export that does not exist: qemu-io fails, the gateway goes on.
+        r = _qemu_io(port, "nope", "read 0 4k")
+        assert r.returncode != 0 and "nope" in r.stderr
+    finally:
+        code, out, err = s.finish(signal.SIGINT)
+    assert code == 0, (out, err)
+    assert "Traceback" not in out + err
+    data = a.read_bytes()
+    assert data[: 64 << 10] == b"\xab" * (64 << 10) and data[64 << 10 :] == bytes(len(data) - (64 << 10))
+    assert b.read_bytes() == bytes(1 << 20)
+    for header in ("tenant", "exports", "ops", "MiB", "IOPS", "mean µs", "p50 µs", "p99 µs", "max µs"):
+        assert header in out, (header, out)
+    rows = {ln.split("│")[1].strip(): [c.strip() for c in ln.split("│")[1:-1]] for ln in out.splitlines()
+            if ln.startswith("│") and ln.split("│")[1].strip().isdigit()}
+    assert rows["0"][1] == "a" and rows["1"][1] == "b", out
+    assert int(rows["0"][2]) >= 2 and int(rows["0"][4]) >= 1, out  # ops, writes of tenant 0
+    assert float(rows["0"][5]) >= 0.125, out  # at least 128 KiB moved
+    assert int(rows["1"][3]) >= 1, out  # tenant 1's read
+
+
+def test_sigterm_stops_with_the_table(tmp_path: Path) -> None:
+    a = _image(tmp_path / "a.img")
+    s = Server("--export", f"a={a}", "--listen", "127.0.0.1:0")
+    s.ready()
+    code, out, err = s.finish(signal.SIGTERM)
+    assert code == 0, err
+    assert "storqos serve: fcfs for" in out and "p99 µs" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "policy"),
+    [
+        (["--policy", "mclock", "--reservations", "100,0", "--limits", "none,500", "--weights", "1,2"], "mclock"),
+        (["--policy", "edf", "--deadline", "10ms,50ms"], "edf"),
+        (["--policy", "sfq", "--weights", "3,1"], "sfq(d=2)"),
+    ],
+)
+def test_for_duration_and_json(tmp_path: Path, args: list[str], policy: str) -> None:
+    a, b = _image(tmp_path / "a.img"), _image(tmp_path / "b.img", 4096)
+    r = subprocess.run(
+        [sys.executable, "-m", "storqos.cli", "serve", "-e", f"a={a}", "-e", f"b={b}", "--listen", "127.0.0.1:0",
+         "--depth", "2", "--for", "300ms", "--json", *args],
+        capture_output=True, text=True, cwd=REPO, env=ENV, timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    stats = json.loads(r.stdout)
+    assert stats["policy"] == policy
+    assert 0.25 <= stats["elapsed_s"] < 5
+    assert [t["tenant"] for t in stats["tenants"]] == [0, 1]
+    assert [t["exports"] for t in stats["tenants"]] == [["a"], ["b"]]
+    assert all(t["ops"] == 0 for t in stats["tenants"])
+    assert "serving 2 exports on nbd://127.0.0.1:" in r.stderr
+
+
+def test_help_has_a_qemu_io_example() -> None:
+    r = run_cli("serve", "--help")
+    assert r.code == 0, r.err
+    assert "Example" in r.out and "qemu-io" in r.out and "--json" in r.out and "--export" in r.out
+
+
+def _one_line_error(r, *needles: str) -> None:
+    assert r.code == 2, (r.code, r.out, r.err)
+    assert "Traceback" not in r.err and "Traceback" not in r.out
+    lines = [ln for ln in r.err.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1, r.err
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+
+
+BAD_INPUT = [
+    (["-e", "a={missing}"], ["--export", "missing.img: no such file"]),
+    (["-e", "nonsense"], ["--export", "expected NAME=PATH[:TENANT]"]),
+    (["-e", "={a}"], ["--export", "expected NAME=PATH[:TENANT]"]),
+    (["-e", "a={tmp}"], ["--export", "not a regular file"]),
+    (["-e", "a={empty}"], ["exports[0].path", "the file is empty"]),
+    (["-e", "a={a}", "-e", "a={a}"], ["exports[1].name", "already the name"]),
+    (["-e", "a={a}", "--policy", "wfx"], ["--policy", "unknown policy 'wfx'"]),
+    (["-e", "a={a}", "--policy", "wf2q", "--weights", "2,-1"], ["--weights"]),
+    (["-e", "a={a}", "--policy", "edf"], ["--deadline"]),
+    (["-e", "a={a}", "--iops", "fast"], ["--iops", "malformed rate"]),
+    (["-e", "a={a}", "--for", "soon"], ["--for", "malformed duration"]),
+    (["-e", "a={a}", "--depth", "0"], ["--depth", "must be >= 1"]),
+    (["-e", "a={a}", "--listen", "localhost"], ["listen: expected HOST:PORT"]),
+    ([], ["Missing option '--export'"]),
+]
+
+
+@pytest.mark.parametrize(("args", "needles"), BAD_INPUT, ids=[" ".join(a) or "no-export" for a, _ in BAD_INPUT])
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], needles: list[str]) -> None:
+    a = _image(tmp_path / "a.img")
+    empty = tmp_path / "empty.img"
+    empty.touch()
+    paths = {"a": str(a), "empty": str(empty), "missing": str(tmp_path / "missing.img"), "tmp": str(tmp_path)}
+    argv = [x.format(**paths) for x in args]
+    if "--listen" not in argv:
+        argv += ["--listen", "127.0.0.1:0"]
+    _one_line_error(run_cli("serve", *argv), *needles)
+
+
+def test_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    a = _image(tmp_path / "a.img")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        _one_line_error(run_cli("serve", "-e", f"a={a}", "--listen", f"127.0.0.1:{port}"),
+                        f"cannot listen on 127.0.0.1:{port}", "already in use")
