@@ -41,6 +41,16 @@ def run_cli(*args: str, cwd: Path | None = None) -> Run:
     return Run(p.returncode, p.stdout, p.stderr)
 
 
+def assert_one_line_error(r: Run, *needles: str) -> None:
+    """A bad-input run: exit status 2, no traceback, one line on stderr holding every needle."""
+    assert r.code == 2, (r.code, r.out, r.err)
+    assert "Traceback" not in r.err and "Traceback" not in r.out
+    lines = [ln for ln in r.err.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1, r.err
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+
+
 @pytest.fixture
 def cli():
     return run_cli

@@ -9,18 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli, shared_traces
+from conftest import assert_one_line_error, run_cli, shared_traces
 
 DISKSIM_OK = "0 0 100 8 1\n1000000 1 200 8 0\n2000000 0 300 16 1\n"
-
-
-def _one_line_error(r, *needles: str) -> None:
-    assert r.code == 2, (r.code, r.out, r.err)
-    assert "Traceback" not in r.err and "Traceback" not in r.out
-    lines = [ln for ln in r.err.strip().splitlines() if ln.strip()]
-    assert len(lines) == 1, r.err
-    for n in needles:
-        assert n in lines[0], (n, lines[0])
 
 
 @pytest.mark.parametrize("cmd", [[], ["trace"], ["trace", "info"], ["simulate"], ["demo"]])
@@ -88,7 +79,7 @@ def test_demo_writes_plot_and_table(tmp_path: Path) -> None:
 def test_empty_file(tmp_path: Path) -> None:
     f = tmp_path / "empty.trace"
     f.write_text("")
-    _one_line_error(run_cli("trace", "info", str(f), "--format", "disksim"), "empty.trace", "empty")
+    assert_one_line_error(run_cli("trace", "info", str(f), "--format", "disksim"), "empty.trace", "empty")
 
 
 def test_truncated_binary_record(tmp_path: Path) -> None:
@@ -96,26 +87,26 @@ def test_truncated_binary_record(tmp_path: Path) -> None:
     header = b'system = "x"\n\x0c'
     rec = struct.pack(">14I", 56, (4 << 16) | 1, 0, 0, 10, 20, 4096, 100, 0, 0, 0, 1, 0, 0)
     f.write_bytes(header + rec + rec[:20])
-    _one_line_error(run_cli("trace", "info", str(f), "--format", "srt"), "cut.srt", "byte", "truncated")
+    assert_one_line_error(run_cli("trace", "info", str(f), "--format", "srt"), "cut.srt", "byte", "truncated")
 
 
 def test_non_numeric_field(tmp_path: Path) -> None:
     f = tmp_path / "bad.trace"
     f.write_text("0 0 100 8 1\n1000 0 x12 8 1\n")
-    _one_line_error(run_cli("trace", "info", str(f), "--format", "disksim"), "bad.trace:2", "x12")
+    assert_one_line_error(run_cli("trace", "info", str(f), "--format", "disksim"), "bad.trace:2", "x12")
 
 
 @pytest.mark.parametrize("size", ["0", "-8"])
 def test_zero_or_negative_size(tmp_path: Path, size: str) -> None:
     f = tmp_path / "size.trace"
     f.write_text(f"0 0 100 8 1\n1000 0 100 {size} 1\n")
-    _one_line_error(run_cli("trace", "info", str(f), "--format", "disksim"), "size.trace:2", "size")
+    assert_one_line_error(run_cli("trace", "info", str(f), "--format", "disksim"), "size.trace:2", "size")
 
 
 def test_timestamps_backwards_offers_sort(tmp_path: Path) -> None:
     f = tmp_path / "back.trace"
     f.write_text("5000 0 100 8 1\n1000 0 100 8 1\n")
-    _one_line_error(run_cli("trace", "info", str(f), "--format", "disksim"), "back.trace:2", "--sort")
+    assert_one_line_error(run_cli("trace", "info", str(f), "--format", "disksim"), "back.trace:2", "--sort")
     r = run_cli("trace", "info", str(f), "--format", "disksim", "--sort", "--json")
     assert r.code == 0 and json.loads(r.out)["count"] == 2
 
@@ -123,44 +114,44 @@ def test_timestamps_backwards_offers_sort(tmp_path: Path) -> None:
 def test_unknown_format(tmp_path: Path) -> None:
     f = tmp_path / "t.trace"
     f.write_text(DISKSIM_OK)
-    _one_line_error(run_cli("trace", "info", str(f), "--format", "xyz"), "xyz", "disksim")
+    assert_one_line_error(run_cli("trace", "info", str(f), "--format", "xyz"), "xyz", "disksim")
 
 
 def test_undetectable_format(tmp_path: Path) -> None:
     f = tmp_path / "junk.bin"
     f.write_text("hello world\nthis is not a trace\n")
-    _one_line_error(run_cli("trace", "info", str(f)), "junk.bin", "--format")
+    assert_one_line_error(run_cli("trace", "info", str(f)), "junk.bin", "--format")
 
 
 @pytest.mark.parametrize("cap", ["0", "-5"])
 def test_capacity_not_positive(tmp_path: Path, cap: str) -> None:
     f = tmp_path / "t.trace"
     f.write_text(DISKSIM_OK)
-    _one_line_error(run_cli("simulate", str(f), f"--capacity={cap}"), "--capacity", "> 0")
+    assert_one_line_error(run_cli("simulate", str(f), f"--capacity={cap}"), "--capacity", "> 0")
 
 
 def test_unknown_policy(tmp_path: Path) -> None:
     f = tmp_path / "t.trace"
     f.write_text(DISKSIM_OK)
-    _one_line_error(run_cli("simulate", str(f), "--policy", "lottery", "--capacity", "10"), "lottery", "fcfs")
+    assert_one_line_error(run_cli("simulate", str(f), "--policy", "lottery", "--capacity", "10"), "lottery", "fcfs")
 
 
 def test_malformed_unit(tmp_path: Path) -> None:
     f = tmp_path / "t.trace"
     f.write_text(DISKSIM_OK)
-    _one_line_error(
+    assert_one_line_error(
         run_cli("simulate", str(f), "--policy", "edf", "--deadline", "10xs", "--capacity", "10"), "--deadline", "10xs"
     )
-    _one_line_error(run_cli("simulate", str(f), "--capacity", "1.5q"), "--capacity", "1.5q")
+    assert_one_line_error(run_cli("simulate", str(f), "--capacity", "1.5q"), "--capacity", "1.5q")
 
 
 def test_missing_file() -> None:
-    _one_line_error(run_cli("trace", "info", "/nonexistent/trace.csv"), "/nonexistent/trace.csv")
+    assert_one_line_error(run_cli("trace", "info", "/nonexistent/trace.csv"), "/nonexistent/trace.csv")
 
 
 def test_unknown_option_is_a_usage_error() -> None:
-    _one_line_error(run_cli("simulate", "--bogus"), "--bogus", "--help")
-    _one_line_error(run_cli("simulate", "x.trace", "--capacity"), "--capacity")
+    assert_one_line_error(run_cli("simulate", "--bogus"), "--bogus", "--help")
+    assert_one_line_error(run_cli("simulate", "x.trace", "--capacity"), "--capacity")
 
 
 @pytest.mark.skipif(shared_traces() is None, reason="../shared/traces not present")
@@ -192,7 +183,7 @@ def test_simulate_miser_keeps_the_primary_class_within_the_deadline(tmp_path: Pa
     assert classes[0]["p99_ns"] <= 10_000_000
     assert classes[1]["completed"] > 0
     assert classes[1]["mean_ns"] > classes[0]["mean_ns"]
-    _one_line_error(run_cli("simulate", str(tr), "--policy", "miser", "--capacity", "600"), "--cmin")
+    assert_one_line_error(run_cli("simulate", str(tr), "--policy", "miser", "--capacity", "600"), "--cmin")
 
 
 def test_simulate_sarc_avatar_reports_slo_compliance_and_misses(tmp_path: Path) -> None:
@@ -216,4 +207,4 @@ def test_simulate_sarc_avatar_reports_slo_compliance_and_misses(tmp_path: Path) 
     assert all(m["miss_ratio"] < 0.05 for m in j["miss_ratio"])
     r = run_cli(*args)
     assert "SLO compliance" in r.out and "miss ratio" in r.out
-    _one_line_error(run_cli(*args[:-10], "--slo", "a:160iops", "--capacity", "500"), "--slo")
+    assert_one_line_error(run_cli(*args[:-10], "--slo", "a:160iops", "--capacity", "500"), "--slo")

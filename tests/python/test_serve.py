@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_cli
+from conftest import REPO, assert_one_line_error, run_cli
 
 # `make test` installs qemu-utils (Makefile `system-deps`): the real NBD client.
 QEMU_IO = shutil.which("qemu-io")
@@ -150,15 +150,6 @@ def test_help_has_a_qemu_io_example() -> None:
     assert "Example" in r.out and "qemu-io" in r.out and "--json" in r.out and "--export" in r.out
 
 
-def _one_line_error(r, *needles: str) -> None:
-    assert r.code == 2, (r.code, r.out, r.err)
-    assert "Traceback" not in r.err and "Traceback" not in r.out
-    lines = [ln for ln in r.err.strip().splitlines() if ln.strip()]
-    assert len(lines) == 1, r.err
-    for n in needles:
-        assert n in lines[0], (n, lines[0])
-
-
 BAD_INPUT = [
     (["-e", "a={missing}"], ["--export", "missing.img: no such file"]),
     (["-e", "nonsense"], ["--export", "expected NAME=PATH[:TENANT]"]),
@@ -186,7 +177,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], needl
     argv = [x.format(**paths) for x in args]
     if "--listen" not in argv:
         argv += ["--listen", "127.0.0.1:0"]
-    _one_line_error(run_cli("serve", *argv), *needles)
+    assert_one_line_error(run_cli("serve", *argv), *needles)
 
 
 def test_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
@@ -195,5 +186,5 @@ def test_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        _one_line_error(run_cli("serve", "-e", f"a={a}", "--listen", f"127.0.0.1:{port}"),
+        assert_one_line_error(run_cli("serve", "-e", f"a={a}", "--listen", f"127.0.0.1:{port}"),
                         f"cannot listen on 127.0.0.1:{port}", "already in use")

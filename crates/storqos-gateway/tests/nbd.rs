@@ -175,6 +175,29 @@ impl Client {
         let mut b = [0u8; 1];
         matches!(tokio::time::timeout(Duration::from_secs(5), self.s.read(&mut b)).await, Ok(Ok(0)) | Ok(Err(_)))
     }
+
+    /// Keep `outstanding` 4 KiB reads in flight until `window` has passed, then drain:
+    /// (reads completed within the window, reads sent in all).
+    async fn keep_busy(&mut self, outstanding: u64, window: Duration) -> (u64, u64) {
+        let deadline = Instant::now() + window;
+        let mut cookie = 0u64;
+        for _ in 0..outstanding {
+            self.request(0, 0, cookie, (cookie % 256) * 4096, 4096, &[]).await;
+            cookie += 1;
+        }
+        let (mut done, mut in_flight) = (0u64, outstanding);
+        while in_flight > 0 {
+            assert_eq!(self.reply(4096).await.0, 0);
+            in_flight -= 1;
+            if Instant::now() < deadline {
+                done += 1;
+                self.request(0, 0, cookie, (cookie % 256) * 4096, 4096, &[]).await;
+                cookie += 1;
+                in_flight += 1;
+            }
+        }
+        (done, cookie)
+    }
 }
 
 #[test]
@@ -391,25 +414,7 @@ fn contend(policy: &str, tag: &str, classes: [Option<u32>; 2]) -> ([u64; 2], Sta
             tokio::spawn(async move {
                 let mut c = Client::connect(addr, name).await;
                 barrier.wait().await;
-                let deadline = Instant::now() + window;
-                let mut cookie = 0u64;
-                for _ in 0..OUTSTANDING {
-                    c.request(0, 0, cookie, (cookie % 256) * 4096, 4096, &[]).await;
-                    cookie += 1;
-                }
-                let (mut done, mut in_flight) = (0u64, OUTSTANDING);
-                while in_flight > 0 {
-                    let (e, _, _) = c.reply(4096).await;
-                    assert_eq!(e, 0);
-                    in_flight -= 1;
-                    if Instant::now() < deadline {
-                        done += 1;
-                        c.request(0, 0, cookie, (cookie % 256) * 4096, 4096, &[]).await;
-                        cookie += 1;
-                        in_flight += 1;
-                    }
-                }
-                (done, cookie)
+                c.keep_busy(OUTSTANDING, window).await
             })
         };
         let (ta, tb) = (run("a"), run("b"));
@@ -459,22 +464,7 @@ fn emulated_capacity_at_depth_4_and_full_speed_without_it() {
         let window = Duration::from_millis(1000);
         let done = rt().block_on(async move {
             let mut c = Client::connect(addr, "d").await;
-            let deadline = Instant::now() + window;
-            for i in 0..16u64 {
-                c.request(0, 0, i, i * 4096, 4096, &[]).await;
-            }
-            let (mut done, mut in_flight, mut cookie) = (0u64, 16u64, 16u64);
-            while in_flight > 0 {
-                assert_eq!(c.reply(4096).await.0, 0);
-                in_flight -= 1;
-                if Instant::now() < deadline {
-                    done += 1;
-                    c.request(0, 0, cookie, (cookie % 256) * 4096, 4096, &[]).await;
-                    cookie += 1;
-                    in_flight += 1;
-                }
-            }
-            done
+            c.keep_busy(16, window).await.0
         });
         drop(gw.shutdown());
         done as f64 / window.as_secs_f64()
