@@ -73,6 +73,7 @@ bench: build
 	$(VPY) benches/capacity_table.py
 	$(VPY) benches/twolevel.py
 	$(VPY) benches/sweep.py
+	$(VPY) benches/gateway.py
 	$(CARGO) run --release -q -p storqos-core --example mclock_rate
 
 # Regenerate every examples/ experiment and docs/results/*.md with numbers and plots.
