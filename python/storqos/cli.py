@@ -18,7 +18,19 @@ from rich.console import Console
 from rich.table import Table
 
 from .errors import InputError
-from .specs import POLICIES
+from .policy_options import (
+    CminOpt,
+    ControlWindowOpt,
+    DeadlineOpt,
+    FacadeOverloadOpt,
+    LimitsOpt,
+    PercentileOpt,
+    PeriodOpt,
+    PolicyOpt,
+    ReservationsOpt,
+    SloOpt,
+    WeightsOpt,
+)
 from .progress import run_with_progress
 from .units import fmt_duration, fmt_rate, fmt_size
 
@@ -101,7 +113,6 @@ def trace_info(
     out.print(h)
 
 
-PolicyOpt = Annotated[str, typer.Option("--policy", "-p", help="Scheduling policy: " + " | ".join(POLICIES) + ".")]
 DeviceOpt = Annotated[str, typer.Option("--device", "-d", help="constant | exponential | array | disk | tiered.")]
 CapacityOpt = Annotated[
     Optional[str], typer.Option("--capacity", "-c", help="Device capacity in IOPS (500, 1.5k); tiered: FAST,SLOW.")
@@ -145,28 +156,17 @@ def simulate(
     policy: PolicyOpt = "fcfs",
     device: DeviceOpt = "constant",
     capacity: CapacityOpt = None,
-    weights: Annotated[Optional[str], typer.Option(help="Per-tenant weights for wf2q/sfq, e.g. 2,1.")] = None,
+    weights: WeightsOpt = None,
     depth: Annotated[Optional[int], typer.Option(help="SFQ(D) dispatch depth D.")] = None,
-    deadline: Annotated[
-        Optional[str], typer.Option(help="EDF per-class relative deadlines (10ms,50ms); RTT policies: the deadline δ.")
-    ] = None,
-    cmin: Annotated[Optional[str], typer.Option(help="miser / rtt-fq: primary-class capacity Cmin (IOPS).")] = None,
-    slo: Annotated[
-        Optional[str],
-        typer.Option(help="Per-tenant SLOs for sarc+avatar & co, in tenant order: web:160iops@400ms,oltp:190iops@900ms."),
-    ] = None,
-    percentile: Annotated[Optional[str], typer.Option(help="SLO latency percentile (default 95).")] = None,
-    period: Annotated[Optional[str], typer.Option(help="sarc+*: SARC credit period T_SARC (default 100ms).")] = None,
-    control_window: Annotated[
-        Optional[str], typer.Option(help="sarc+*: AVATAR / Facade control window (default 1s).")
-    ] = None,
-    facade_overload: Annotated[
-        Optional[str], typer.Option(help="sarc+facade: overload test, 'class' (default) or 'total' (SPEC's literal).")
-    ] = None,
-    reservations: Annotated[
-        Optional[str], typer.Option(help="mclock: per-tenant reservations in IOPS, e.g. 300,0,100.")
-    ] = None,
-    limits: Annotated[Optional[str], typer.Option(help="mclock: per-tenant limits in IOPS (none = no limit), e.g. none,1k.")] = None,
+    deadline: DeadlineOpt = None,
+    cmin: CminOpt = None,
+    slo: SloOpt = None,
+    percentile: PercentileOpt = None,
+    period: PeriodOpt = None,
+    control_window: ControlWindowOpt = None,
+    facade_overload: FacadeOverloadOpt = None,
+    reservations: ReservationsOpt = None,
+    limits: LimitsOpt = None,
     servers: Annotated[Optional[int], typer.Option(help="Array device: number of servers.")] = None,
     hit_ratio: Annotated[Optional[float], typer.Option(help="Tiered device: probability a request hits the fast tier.")] = None,
     profile: Annotated[

@@ -110,6 +110,27 @@ def test_qemu_io_writes_and_reads_through_the_gateway_then_ctrl_c(tmp_path: Path
     assert int(rows["1"][3]) >= 1, out  # tenant 1's read
 
 
+def test_sarc_avatar_serves_qemu_io_live(tmp_path: Path) -> None:
+    """Seed 001's two-level scheduler, driven by its own timers (SARC period, AVATAR
+    window) on the wall clock, carries real client I/O: written data reads back."""
+    a, b = _image(tmp_path / "a.img"), _image(tmp_path / "b.img")
+    s = Server("-e", f"a={a}", "-e", f"b={b}", "--policy", "sarc+avatar", "--slo", "a:200iops@50ms,b:100iops@200ms",
+               "--period", "20ms", "--control-window", "200ms", "--iops", "1k", "--listen", "127.0.0.1:0",
+               "--for", "60s")
+    try:
+        line, port = s.ready()
+        assert "policy sarc+avatar" in line
+        r = _qemu_io(port, "a", "write -P 0x5c 0 256k", "read -P 0x5c 0 256k")
+        assert r.returncode == 0 and "Pattern verification failed" not in r.stdout + r.stderr, r.stdout + r.stderr
+        r = _qemu_io(port, "b", "write -P 0x3d 4k 64k", "read -P 0x3d 4k 64k")
+        assert r.returncode == 0 and "Pattern verification failed" not in r.stdout + r.stderr, r.stdout + r.stderr
+    finally:
+        code, out, err = s.finish(signal.SIGTERM)
+    assert code == 0, (out, err)
+    assert a.read_bytes()[: 256 << 10] == b"\x5c" * (256 << 10)
+    assert b.read_bytes()[4096 : 4096 + (64 << 10)] == b"\x3d" * (64 << 10)
+
+
 def test_sigterm_stops_with_the_table(tmp_path: Path) -> None:
     a = _image(tmp_path / "a.img")
     s = Server("--export", f"a={a}", "--listen", "127.0.0.1:0")
@@ -125,6 +146,11 @@ def test_sigterm_stops_with_the_table(tmp_path: Path) -> None:
         (["--policy", "mclock", "--reservations", "100,0", "--limits", "none,500", "--weights", "1,2"], "mclock"),
         (["--policy", "edf", "--deadline", "10ms,50ms"], "edf"),
         (["--policy", "sfq", "--weights", "3,1"], "sfq(d=2)"),
+        # The seed policies take the same options as in `storqos simulate`.
+        (["--policy", "sarc+avatar", "--slo", "a:100iops@50ms,b:50iops@200ms", "--iops", "500"], "sarc+avatar"),
+        (["--policy", "miser", "--cmin", "300", "--deadline", "10ms", "--iops", "500"], "miser(300 IOPS, 10000000 ns)"),
+        (["--policy", "rtt-fq", "--cmin", "300", "--deadline", "10ms", "--iops", "500"],
+         "rtt(300 IOPS, 10000000 ns) > wf2q+"),
     ],
 )
 def test_for_duration_and_json(tmp_path: Path, args: list[str], policy: str) -> None:
@@ -160,6 +186,10 @@ BAD_INPUT = [
     (["-e", "a={a}", "--policy", "wfx"], ["--policy", "unknown policy 'wfx'"]),
     (["-e", "a={a}", "--policy", "wf2q", "--weights", "2,-1"], ["--weights"]),
     (["-e", "a={a}", "--policy", "edf"], ["--deadline"]),
+    (["-e", "a={a}", "--policy", "sarc+avatar"], ["--slo", "needs per-class SLOs"]),
+    (["-e", "a={a}", "--policy", "rtt-fq", "--cmin", "300", "--deadline", "10ms"], ["--iops", "Cmin + ΔC"]),
+    (["-e", "a={a}", "--policy", "rtt-fq", "--cmin", "300", "--deadline", "10ms", "--iops", "200"],
+     ["--iops", "must exceed --cmin"]),
     (["-e", "a={a}", "--iops", "fast"], ["--iops", "malformed rate"]),
     (["-e", "a={a}", "--for", "soon"], ["--for", "malformed duration"]),
     (["-e", "a={a}", "--depth", "0"], ["--depth", "must be >= 1"]),

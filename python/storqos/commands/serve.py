@@ -12,7 +12,20 @@ from rich.table import Table
 
 from ..errors import InputError
 from ..gateway import DEFAULT_LISTEN, gateway_config, serve
-from ..specs import POLICIES, policy_spec
+from ..policy_options import (
+    CminOpt,
+    ControlWindowOpt,
+    DeadlineOpt,
+    FacadeOverloadOpt,
+    LimitsOpt,
+    PercentileOpt,
+    PeriodOpt,
+    PolicyOpt,
+    ReservationsOpt,
+    SloOpt,
+    WeightsOpt,
+)
+from ..specs import policy_spec
 from ..units import fmt_rate, fmt_size, parse_duration, parse_rate
 
 out = Console()
@@ -49,11 +62,17 @@ def serve_cmd(
         list[str],
         typer.Option("--export", "-e", help="An export NAME=PATH[:TENANT] backed by an existing file (repeat; tenant defaults to its position)."),
     ],
-    policy: Annotated[str, typer.Option("--policy", "-p", help="Scheduling policy shared by the tenants: " + " | ".join(POLICIES) + ".")] = "fcfs",
-    weights: Annotated[Optional[str], typer.Option(help="Per-tenant weights (wf2q, sfq, yfq, mclock), in tenant order, e.g. 2,1.")] = None,
-    reservations: Annotated[Optional[str], typer.Option(help="mclock: per-tenant reservations in IOPS, e.g. 300,0.")] = None,
-    limits: Annotated[Optional[str], typer.Option(help="mclock: per-tenant limits in IOPS (none = no limit), e.g. none,500.")] = None,
-    deadline: Annotated[Optional[str], typer.Option(help="edf: per-tenant relative deadlines, e.g. 10ms,50ms.")] = None,
+    policy: PolicyOpt = "fcfs",
+    weights: WeightsOpt = None,
+    deadline: DeadlineOpt = None,
+    cmin: CminOpt = None,
+    slo: SloOpt = None,
+    percentile: PercentileOpt = None,
+    period: PeriodOpt = None,
+    control_window: ControlWindowOpt = None,
+    facade_overload: FacadeOverloadOpt = None,
+    reservations: ReservationsOpt = None,
+    limits: LimitsOpt = None,
     listen: Annotated[str, typer.Option(help="HOST:PORT to listen on (port 0 picks a free one).")] = DEFAULT_LISTEN,
     depth: Annotated[int, typer.Option(help="I/Os outstanding on the backend at once (also SFQ(D)'s D).")] = 8,
     iops: Annotated[Optional[str], typer.Option(help="Emulate a device of this capacity (e.g. 2k) so QoS shows on fast disks.")] = None,
@@ -72,8 +91,18 @@ def serve_cmd(
     """
     if depth < 1:
         raise InputError(f"must be >= 1, got {depth}", "--depth")
-    spec = policy_spec(policy, weights=weights, depth=depth, deadlines=deadline, reservations=reservations, limits=limits)
     cap = parse_rate(iops, "--iops") if iops is not None else None
+    # The same options, the same spec as `storqos simulate` (rtt-fq's total capacity is
+    # the emulated one).
+    try:
+        spec = policy_spec(policy, weights=weights, depth=depth, deadlines=deadline, cmin=cmin, total_capacity=cap,
+                           slo=slo, percentile=percentile, period=period, control_window=control_window,
+                           facade_overload=facade_overload, reservations=reservations, limits=limits)
+    except InputError as e:
+        if e.where != "--capacity":
+            raise
+        # Here the device's capacity is the emulated one.
+        raise InputError(e.message.replace("--capacity", "--iops"), "--iops") from None
     dur = None
     if duration is not None:
         ns = parse_duration(duration, "--for")
