@@ -544,15 +544,17 @@ impl WindowAccumulator {
     /// Tenant `t`'s window, created on first use.
     #[inline]
     fn tenant(&mut self, t: usize) -> &mut TenantWindow {
-        if t >= self.tenants.len() {
-            self.grow(t);
+        // One bounds check on the hot path; the first use of a tenant takes the cold one.
+        if t < self.tenants.len() {
+            return &mut self.tenants[t];
         }
-        &mut self.tenants[t]
+        self.grow(t)
     }
 
     #[cold]
-    fn grow(&mut self, t: usize) {
+    fn grow(&mut self, t: usize) -> &mut TenantWindow {
         self.tenants.resize_with(t + 1, TenantWindow::default);
+        &mut self.tenants[t]
     }
 
     /// Is `now` past the current window?
