@@ -18,19 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .errors import InputError
-from .policy_options import (
-    CminOpt,
-    ControlWindowOpt,
-    DeadlineOpt,
-    FacadeOverloadOpt,
-    LimitsOpt,
-    PercentileOpt,
-    PeriodOpt,
-    PolicyOpt,
-    ReservationsOpt,
-    SloOpt,
-    WeightsOpt,
-)
+from . import policy_options as po
 from .progress import run_with_progress
 from .units import fmt_duration, fmt_rate, fmt_size
 
@@ -153,20 +141,20 @@ def _summary_table(title: str, res_rows: list[dict[str, Any]], key: str, names: 
 @app.command()
 def simulate(
     trace: Annotated[Path, typer.Argument(help="Trace file (any supported format).", show_default=False)],
-    policy: PolicyOpt = "fcfs",
+    policy: po.PolicyOpt = "fcfs",
     device: DeviceOpt = "constant",
     capacity: CapacityOpt = None,
-    weights: WeightsOpt = None,
+    weights: po.WeightsOpt = None,
     depth: Annotated[Optional[int], typer.Option(help="SFQ(D) dispatch depth D.")] = None,
-    deadline: DeadlineOpt = None,
-    cmin: CminOpt = None,
-    slo: SloOpt = None,
-    percentile: PercentileOpt = None,
-    period: PeriodOpt = None,
-    control_window: ControlWindowOpt = None,
-    facade_overload: FacadeOverloadOpt = None,
-    reservations: ReservationsOpt = None,
-    limits: LimitsOpt = None,
+    deadline: po.DeadlineOpt = None,
+    cmin: po.CminOpt = None,
+    slo: po.SloOpt = None,
+    percentile: po.PercentileOpt = None,
+    period: po.PeriodOpt = None,
+    control_window: po.ControlWindowOpt = None,
+    facade_overload: po.FacadeOverloadOpt = None,
+    reservations: po.ReservationsOpt = None,
+    limits: po.LimitsOpt = None,
     servers: Annotated[Optional[int], typer.Option(help="Array device: number of servers.")] = None,
     hit_ratio: Annotated[Optional[float], typer.Option(help="Tiered device: probability a request hits the fast tier.")] = None,
     profile: Annotated[

@@ -12,19 +12,7 @@ from rich.table import Table
 
 from ..errors import InputError
 from ..gateway import DEFAULT_LISTEN, gateway_config, serve
-from ..policy_options import (
-    CminOpt,
-    ControlWindowOpt,
-    DeadlineOpt,
-    FacadeOverloadOpt,
-    LimitsOpt,
-    PercentileOpt,
-    PeriodOpt,
-    PolicyOpt,
-    ReservationsOpt,
-    SloOpt,
-    WeightsOpt,
-)
+from .. import policy_options as po
 from ..specs import policy_spec
 from ..units import fmt_rate, fmt_size, parse_duration, parse_rate
 
@@ -62,17 +50,17 @@ def serve_cmd(
         list[str],
         typer.Option("--export", "-e", help="An export NAME=PATH[:TENANT] backed by an existing file (repeat; tenant defaults to its position)."),
     ],
-    policy: PolicyOpt = "fcfs",
-    weights: WeightsOpt = None,
-    deadline: DeadlineOpt = None,
-    cmin: CminOpt = None,
-    slo: SloOpt = None,
-    percentile: PercentileOpt = None,
-    period: PeriodOpt = None,
-    control_window: ControlWindowOpt = None,
-    facade_overload: FacadeOverloadOpt = None,
-    reservations: ReservationsOpt = None,
-    limits: LimitsOpt = None,
+    policy: po.PolicyOpt = "fcfs",
+    weights: po.WeightsOpt = None,
+    deadline: po.DeadlineOpt = None,
+    cmin: po.CminOpt = None,
+    slo: po.SloOpt = None,
+    percentile: po.PercentileOpt = None,
+    period: po.PeriodOpt = None,
+    control_window: po.ControlWindowOpt = None,
+    facade_overload: po.FacadeOverloadOpt = None,
+    reservations: po.ReservationsOpt = None,
+    limits: po.LimitsOpt = None,
     listen: Annotated[str, typer.Option(help="HOST:PORT to listen on (port 0 picks a free one).")] = DEFAULT_LISTEN,
     depth: Annotated[int, typer.Option(help="I/Os outstanding on the backend at once (also SFQ(D)'s D).")] = 8,
     iops: Annotated[Optional[str], typer.Option(help="Emulate a device of this capacity (e.g. 2k) so QoS shows on fast disks.")] = None,
