@@ -4,9 +4,12 @@ The same file is served by qemu-nbd (QEMU's NBD server, no QoS) and by `storqos 
 under FCFS and WF2Q+, and driven by the same real client, `qemu-img bench` (4 KiB
 requests at a fixed queue depth, sequential offsets), for reads and for writes. Reports
 IOPS (median of REPEATS) and storqos ÷ qemu-nbd: what running every request through
-the scheduler task and the blocking pool costs against a plain NBD server.
+the scheduler task (and its I/O threads) costs against a plain NBD server.
 
     .venv/bin/python benches/gateway.py [--count 50000] [--depth 16] [--repeats 3]
+
+The gateway is started as `python -m storqos.cli serve` with this interpreter, so
+`PYTHONPATH=other/tree/python` benchmarks that tree's build.
 """
 
 from __future__ import annotations
@@ -61,9 +64,10 @@ def server(kind: str, image: Path, port: int, depth: int) -> subprocess.Popen[by
     if kind == "qemu-nbd":
         cmd = ["qemu-nbd", "-f", "raw", "-x", "d", "-b", "127.0.0.1", "-p", str(port), "-t", str(image)]
     else:
-        storqos = str(Path(sys.executable).parent / "storqos")
-        cmd = [storqos, "serve", "--export", f"d={image}", "--policy", kind, "--depth", str(depth),
-               "--listen", f"127.0.0.1:{port}"]
+        # `python -m storqos.cli` rather than the venv's `storqos` script, so a
+        # PYTHONPATH pointing at another source tree is honoured.
+        cmd = [sys.executable, "-m", "storqos.cli", "serve", "--export", f"d={image}", "--policy", kind,
+               "--depth", str(depth), "--listen", f"127.0.0.1:{port}"]
         if kind == "wf2q":
             cmd += ["--weights", "1"]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

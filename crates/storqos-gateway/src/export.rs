@@ -1,6 +1,8 @@
 //! Exports and their backend: an existing regular file per NBD export, read and
 //! written with positional I/O (`FileExt::read_exact_at` / `write_all_at`). These calls
-//! block; the scheduler loop runs them on tokio's blocking pool.
+//! block; the scheduler loop runs them on its dedicated I/O threads ([`crate::pool`]).
+//! [`Export::read_nowait`] is the exception: it never blocks (it serves a read only
+//! from the page cache), so the scheduler loop calls it itself.
 //!
 //! The export size is the file's length when the gateway starts; requests beyond it
 //! are refused before they reach the scheduler. `NBD_CMD_FLUSH` and the FUA flag map
@@ -72,6 +74,28 @@ impl Export {
         Ok(buf)
     }
 
+    /// Read `len` bytes at `offset` only if that cannot block, i.e. the page cache
+    /// holds them all (Linux `preadv2(…, RWF_NOWAIT)`). `None` if it would block, came
+    /// up short or failed (the caller then does a blocking [`Export::read`]); always
+    /// `None` off Linux.
+    pub fn read_nowait(&self, offset: u64, len: u32) -> Option<Vec<u8>> {
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            let mut buf = vec![0u8; len as usize];
+            let iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+            let offset = libc::off_t::try_from(offset).ok()?;
+            // SAFETY: one iovec over `buf`, which outlives the call; the fd is open.
+            let n = unsafe { libc::preadv2(self.file.as_raw_fd(), &iov, 1, offset, libc::RWF_NOWAIT) };
+            (usize::try_from(n).ok() == Some(buf.len())).then_some(buf)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = (offset, len);
+            None
+        }
+    }
+
     /// Write `data` at `offset` (blocking); with `fua`, also `fdatasync` before
     /// returning.
     pub fn write(&self, offset: u64, data: &[u8], fua: bool) -> std::result::Result<(), u32> {
@@ -134,6 +158,12 @@ mod tests {
         assert!(!e.contains(u64::MAX, 1));
         // Reading past the end of the file is an I/O error, not a panic.
         assert_eq!(e.read(8190, 10), Err(EIO));
+        // Just written, so in the page cache: the non-blocking read serves it (on Linux);
+        // a short read is never served.
+        if cfg!(target_os = "linux") {
+            assert_eq!(e.read_nowait(4096, 100), Some(vec![0xab; 100]));
+        }
+        assert_eq!(e.read_nowait(8190, 10), None);
         std::fs::remove_file(p).unwrap();
     }
 

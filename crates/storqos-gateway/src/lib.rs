@@ -8,13 +8,15 @@
 //!
 //! A request's path: NBD `READ`/`WRITE` → [`server`] (parse, range check) →
 //! [`sched`] (`Request {tenant, op, offset, bytes, arrival: now}` → `enqueue` →
-//! `dispatch` when a slot is free) → [`export`] (positional read / write on the
-//! blocking pool) → `complete` → [`stats`] → the NBD reply.
+//! `dispatch` when a slot is free) → [`export`] (positional read / write on one of
+//! the `depth` I/O threads of [`pool`], or in the loop itself for a small read the page
+//! cache holds) → `complete` → [`stats`] → the NBD reply.
 //!
 //! Modules:
 //! - [`protocol`]: the NBD wire format, pure parse / encode with typed errors;
 //! - [`config`]: the JSON configuration and its validation;
 //! - [`export`]: exports and their backing files;
+//! - [`pool`]: the `depth` threads that run the blocking backend I/O;
 //! - [`sched`]: the task that owns the policy and drives it with injected time;
 //! - [`server`]: accept loop, connections, and the run API;
 //! - [`stats`]: per-tenant operations, bytes and latency histograms.
@@ -36,6 +38,7 @@
 
 pub mod config;
 pub mod export;
+pub mod pool;
 pub mod protocol;
 pub mod sched;
 pub mod server;

@@ -6,11 +6,18 @@
 //!    since the gateway started: the policy never reads a clock) and calls
 //!    `enqueue(Request {tenant, class, op, offset, bytes, arrival: now}, now)`;
 //! 2. while fewer than `depth` I/Os are outstanding it calls `dispatch(now, &DeviceState
-//!    {outstanding, free_slots: depth − outstanding})` and runs each returned request's
-//!    positional read / write on tokio's blocking pool;
-//! 3. when the backend finishes, it calls `complete(&Completion {req, dispatch, finish},
-//!    now)`, records the response time and hands the reply to the connection;
-//! 4. it sleeps until the next message or `next_timer()`, then calls `on_timer(now)`.
+//!    {outstanding, free_slots: depth − outstanding})`; the policy's pick is the next
+//!    I/O to start. A read of at most [`INLINE_READ_MAX`] that the page cache holds is
+//!    done right here ([`Export::read_nowait`], which never blocks); every other I/O
+//!    goes to one of the `depth` dedicated I/O threads ([`crate::pool`]), which runs
+//!    the blocking positional read / write (and the `fdatasync` of a FUA write) and
+//!    sends [`Msg::Done`] back;
+//! 3. when the backend I/O is done, it calls `complete(&Completion {req, dispatch,
+//!    finish}, now)`, records the response time and hands the reply (cookie, error,
+//!    data) to the connection's writer task;
+//! 4. it sleeps until the next message or `next_timer()`, then calls `on_timer(now)`;
+//!    messages already waiting are handled as one batch (up to [`BATCH`]) before it
+//!    dispatches again.
 //!
 //! **Emulated capacity** (`iops`): the backend then behaves as a constant-rate server
 //! of C IOPS (the simulator's `constant` device) in front of the real file: requests
@@ -33,14 +40,19 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::export::Export;
-use crate::protocol::ESHUTDOWN;
+use crate::pool::{Pool, Task};
+use crate::protocol::{EIO, ESHUTDOWN};
 use crate::stats::Recorder;
 
 /// How far in the past the emulated server may start a request (2 ms: tokio timers
 /// fire up to about a millisecond late).
 pub const TIMER_SLACK_NS: Nanos = 2_000_000;
 /// Most messages handled before the loop dispatches again.
-const BATCH: usize = 256;
+pub const BATCH: usize = 256;
+/// Reads up to this size (64 KiB) that the page cache holds are done in the loop itself
+/// (`preadv2(RWF_NOWAIT)`); larger ones, and ones the cache cannot serve, go to an I/O
+/// thread.
+pub const INLINE_READ_MAX: u32 = 64 << 10;
 
 /// Monotonic nanoseconds since the gateway started.
 #[derive(Clone, Copy, Debug)]
@@ -124,10 +136,12 @@ impl Job {
 pub enum Msg {
     /// A new request.
     Submit(Job),
-    /// The backend finished request `id` (read data or error value).
+    /// The backend finished request `id` on I/O thread `worker`, which is idle again.
     Done {
         /// Request id.
         id: u64,
+        /// The I/O thread that ran it.
+        worker: usize,
         /// Read data (empty for a write) or an NBD error value.
         result: Result<Vec<u8>, u32>,
     },
@@ -158,12 +172,15 @@ pub struct SchedLoop {
     /// I/Os done on the backend, waiting for their emulated finish: (time, id).
     waiting: BinaryHeap<Reverse<(Nanos, u64)>>,
     stats: Arc<Mutex<Recorder>>,
-    done_tx: UnboundedSender<Msg>,
+    pool: Pool,
+    /// Indices of the idle I/O threads.
+    idle: Vec<usize>,
 }
 
 impl SchedLoop {
     /// A loop over `sched` with `depth` backend slots and an optional emulated
-    /// capacity; `done_tx` must send to the receiver later passed to [`SchedLoop::run`].
+    /// capacity. Starts the `depth` I/O threads ([`crate::pool`]), which report on
+    /// `done_tx`; it must send to the receiver later passed to [`SchedLoop::run`].
     pub fn new(
         sched: AnyScheduler,
         clock: Clock,
@@ -171,11 +188,13 @@ impl SchedLoop {
         iops: Option<f64>,
         stats: Arc<Mutex<Recorder>>,
         done_tx: UnboundedSender<Msg>,
-    ) -> Self {
-        SchedLoop {
+    ) -> std::io::Result<Self> {
+        let depth = depth.max(1);
+        let pool = Pool::new(depth, done_tx)?;
+        Ok(SchedLoop {
             sched,
             clock,
-            depth: depth.max(1),
+            depth,
             per_op_ns: iops.map(per_op),
             busy_until: 0,
             next_id: 0,
@@ -183,8 +202,9 @@ impl SchedLoop {
             inflight: HashMap::new(),
             waiting: BinaryHeap::new(),
             stats,
-            done_tx,
-        }
+            idle: (0..pool.len()).rev().collect(),
+            pool,
+        })
     }
 
     /// Run until [`Msg::Stop`] (or every sender is gone) and the outstanding I/Os have
@@ -206,7 +226,7 @@ impl SchedLoop {
                 self.finish(id, now);
             }
             if !stopping {
-                while self.inflight.len() < self.depth {
+                while self.inflight.len() < self.depth && !self.idle.is_empty() {
                     let state =
                         DeviceState { outstanding: self.inflight.len(), free_slots: self.depth - self.inflight.len() };
                     match self.sched.dispatch(now, &state) {
@@ -273,19 +293,26 @@ impl SchedLoop {
                 self.sched.enqueue(req, now);
                 false
             }
-            Msg::Done { id, result } => {
-                let now = self.clock.now();
-                if let Some(f) = self.inflight.get_mut(&id) {
-                    f.result = Some(result);
-                    if f.emulated_finish > now {
-                        self.waiting.push(Reverse((f.emulated_finish, id)));
-                    } else {
-                        self.finish(id, now);
-                    }
+            Msg::Done { id, worker, result } => {
+                if worker < self.pool.len() {
+                    self.idle.push(worker);
                 }
+                self.backend_done(id, result, self.clock.now());
                 false
             }
             Msg::Stop => true,
+        }
+    }
+
+    /// Request `id`'s backend I/O ended: finish it now or at its emulated finish.
+    fn backend_done(&mut self, id: u64, result: Result<Vec<u8>, u32>, now: Nanos) {
+        if let Some(f) = self.inflight.get_mut(&id) {
+            f.result = Some(result);
+            if f.emulated_finish > now {
+                self.waiting.push(Reverse((f.emulated_finish, id)));
+            } else {
+                self.finish(id, now);
+            }
         }
     }
 
@@ -304,24 +331,29 @@ impl SchedLoop {
             return;
         };
         let Job { export, offset, io, cookie, reply, permit } = job;
-        self.inflight.insert(
-            req.id,
-            InFlight { req, dispatch: now, emulated_finish, cookie, reply, _permit: permit, result: None },
-        );
         let id = req.id;
-        let tx = self.done_tx.clone();
-        tokio::task::spawn_blocking(move || {
-            let result = match io {
-                Io::Read(n) => export.read(offset, n),
-                Io::Write { data, fua } => export.write(offset, &data, fua).map(|()| Vec::new()),
-            };
-            let _ = tx.send(Msg::Done { id, result });
-        });
+        let f = InFlight { req, dispatch: now, emulated_finish, cookie, reply, _permit: permit, result: None };
+        self.inflight.insert(id, f);
+        // A small read the page cache holds completes right here: no thread hand-off.
+        if let Io::Read(n) = io {
+            if n <= INLINE_READ_MAX {
+                if let Some(data) = export.read_nowait(offset, n) {
+                    self.backend_done(id, Ok(data), now);
+                    return;
+                }
+            }
+        }
+        // `dispatch` runs only while a thread is idle.
+        let worker = self.idle.pop().unwrap_or(0);
+        if self.pool.submit(worker, Task { id, export, offset, io }).is_err() {
+            // The thread is gone (cannot happen: I/O does not panic): fail the request.
+            self.backend_done(id, Err(EIO), now);
+        }
     }
 
     fn finish(&mut self, id: u64, now: Nanos) {
         let Some(f) = self.inflight.remove(&id) else { return };
-        let result = f.result.unwrap_or(Err(crate::protocol::EIO));
+        let result = f.result.unwrap_or(Err(EIO));
         let done = Completion { req: f.req, dispatch: f.dispatch, finish: now };
         self.sched.complete(&done, now);
         if let Ok(mut s) = self.stats.lock() {

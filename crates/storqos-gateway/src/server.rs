@@ -187,8 +187,12 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
     let sched = config.policy.build().map_err(|e| Error::Config(format!("policy: {e}")))?;
     let policy = sched.name();
     let addr = config.listen_addr()?;
+    // One runtime thread for the connections and the scheduler loop: hand-offs between
+    // those tasks then wake no other thread. The backend I/O has threads of its own
+    // (`crate::pool`); on the 2-CPU benchmark machine one runtime thread gave 4–16 %
+    // more 4 KiB write IOPS than two, reads the same within the noise (BENCHMARKS.md).
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(1)
         .thread_name("storqos-gateway")
         .enable_io()
         .enable_time()
@@ -236,9 +240,10 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
         let _in_runtime = runtime.enter();
         Signals::register(&options)?
     };
+    let sched_loop = SchedLoop::new(sched, clock, depth, iops, stats.clone(), sched_tx.clone())
+        .map_err(|e| Error::Io(format!("cannot start the I/O threads: {e}")))?;
     runtime.spawn(async move {
-        let sched_task =
-            tokio::spawn(SchedLoop::new(sched, clock, depth, iops, stats.clone(), sched_tx.clone()).run(sched_rx));
+        let sched_task = tokio::spawn(sched_loop.run(sched_rx));
         serve(listener, shared.clone(), stop_rx, duration, signals).await;
         let elapsed_s = clock.now() as f64 / 1e9;
         let _ = sched_tx.send(Msg::Stop);
