@@ -532,3 +532,54 @@ fn sigterm_stops_a_gateway_that_asked_for_it_and_duration_stops_by_itself() {
     drop(gw);
     std::fs::remove_file(img).unwrap();
 }
+
+/// Seeded random bytes (xorshift64*: no dependency needed for a test's garbage).
+fn garbage(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 56) as u8
+        })
+        .collect()
+}
+
+#[test]
+fn random_garbage_in_either_phase_never_stops_the_server() {
+    let img = image("garbage", 1 << 20);
+    let (gw, lines) = gateway(&[("d", &img, 0)], "");
+    let addr = gw.addr();
+    const CLIENTS: u64 = 60;
+    rt().block_on(async {
+        let mut good = Client::connect(addr, "d").await;
+        for seed in 0..CLIENTS {
+            let bytes = garbage(seed, 1 + (seed as usize * 37) % 300);
+            let mut c = if seed % 2 == 0 {
+                // Negotiation: right after the greeting, instead of the client flags.
+                let mut s = TcpStream::connect(addr).await.unwrap();
+                let mut g = [0u8; 18];
+                s.read_exact(&mut g).await.unwrap();
+                Client { s }
+            } else {
+                // Transmission: after a proper GO.
+                Client::connect(addr, "d").await
+            };
+            // The server may close before it has read it all: a failed write is fine.
+            let _ = c.s.write_all(&bytes).await;
+            let _ = c.s.shutdown().await;
+            assert!(c.closed().await, "seed {seed}: the connection was not closed");
+            // The others are still served, every time.
+            good.request(0, 0, seed, seed * 512, 512, &[]).await;
+            assert_eq!(good.reply(512).await, (0, seed, vec![0; 512]), "seed {seed}");
+        }
+    });
+    let stats = gw.shutdown();
+    assert_eq!(stats.connections, CLIENTS + 1);
+    // Each bad connection logged at most one line, naming its client.
+    let l = lines.lock().unwrap();
+    assert!(l.len() as u64 <= CLIENTS, "{l:?}");
+    assert!(l.iter().all(|x| x.starts_with("client 127.0.0.1:")), "{l:?}");
+    std::fs::remove_file(img).unwrap();
+}
