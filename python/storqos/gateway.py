@@ -56,15 +56,19 @@ def gateway_config(
     depth: int = 8,
     iops: float | None = None,
     duration_s: float | None = None,
+    window_s: float | None = None,
 ) -> dict[str, Any]:
     """The gateway's JSON configuration. ``exports`` are ``NAME=PATH[:TENANT]`` strings
-    (tenant defaults to the position in the list) or ready dicts."""
+    (tenant defaults to the position in the list) or ready dicts; ``window_s`` asks for
+    the per-window series and the policy's gauges (``windows``, ``gauges`` in the
+    statistics)."""
     if not exports:
         raise InputError("give at least one export, e.g. --export web=/srv/web.img", "--export")
     ex = [e if isinstance(e, dict) else parse_export(e, default_tenant=i) for i, e in enumerate(exports)]
     if depth < 1:
         raise InputError(f"must be >= 1, got {depth}", "--depth")
-    return {"listen": listen, "exports": ex, "policy": policy, "depth": int(depth), "iops": iops, "duration_s": duration_s}
+    return {"listen": listen, "exports": ex, "policy": policy, "depth": int(depth), "iops": iops,
+            "duration_s": duration_s, "window_s": window_s}
 
 
 def serve(config: dict[str, Any], on_ready: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:

@@ -131,6 +131,38 @@ def test_sarc_avatar_serves_qemu_io_live(tmp_path: Path) -> None:
     assert b.read_bytes()[4096 : 4096 + (64 << 10)] == b"\x3d" * (64 << 10)
 
 
+def test_window_series_and_gauges_live(tmp_path: Path) -> None:
+    """--window keeps the simulator's per-window series and the policy's gauges (here
+    AVATAR's threshold `lo`), in --json and in Parquet with --out."""
+    import polars as pl
+
+    a = _image(tmp_path / "a.img")
+    out = tmp_path / "live" / "series.parquet"
+    s = Server("-e", f"a={a}", "--policy", "sarc+avatar", "--slo", "a:200iops@50ms", "--period", "20ms",
+               "--control-window", "100ms", "--iops", "1k", "--listen", "127.0.0.1:0", "--window", "100ms",
+               "--out", str(out), "--for", "1500ms")
+    try:
+        _, port = s.ready()
+        r = _qemu_io(port, "a", *[f"write -P 7 {i * 4}k 4k" for i in range(40)], "read -P 7 0 160k")
+        assert r.returncode == 0 and "Pattern verification failed" not in r.stdout + r.stderr, r.stdout + r.stderr
+    finally:
+        code, text, err = s.finish()  # --for ends it: about 15 windows of 100 ms
+    assert code == 0, (text, err)
+    assert "per-window series:" in text and str(out) in text, text
+    w = pl.read_parquet(out)
+    g = pl.read_parquet(out.with_name("series.gauges.parquet"))
+    assert w.columns == ["start_s", "length_s", "tenant", "ops", "bytes", "iops", "mean_us", "p50_us", "p95_us",
+                         "p99_us", "max_us"]
+    # Every operation lands in exactly one window; percentiles are ordered.
+    assert w["ops"].sum() == 41 and w["bytes"].sum() == 40 * 4096 + 160 * 1024
+    assert (w["p50_us"] <= w["p95_us"]).all() and (w["p95_us"] <= w["p99_us"]).all()
+    assert (w["p99_us"] <= w["max_us"]).all() and (w["length_s"] <= 0.1 + 1e-9).all()
+    assert w["start_s"].is_sorted()
+    lo = g.filter(pl.col("name") == "lo")
+    # Sampled at every window's end, idle ones included (a generous bound: 15 are due).
+    assert lo.height >= 8 and (lo["value"] >= 1).all(), g
+
+
 def test_sigterm_stops_with_the_table(tmp_path: Path) -> None:
     a = _image(tmp_path / "a.img")
     s = Server("--export", f"a={a}", "--listen", "127.0.0.1:0")
@@ -193,6 +225,8 @@ BAD_INPUT = [
     (["-e", "a={a}", "--iops", "fast"], ["--iops", "malformed rate"]),
     (["-e", "a={a}", "--for", "soon"], ["--for", "malformed duration"]),
     (["-e", "a={a}", "--depth", "0"], ["--depth", "must be >= 1"]),
+    (["-e", "a={a}", "--window", "0s"], ["--window", "must be > 0"]),
+    (["-e", "a={a}", "--out", "{tmp}/s.parquet"], ["--out", "give --window too"]),
     (["-e", "a={a}", "--listen", "localhost"], ["listen: expected HOST:PORT"]),
     ([], ["Missing option '--export'"]),
 ]

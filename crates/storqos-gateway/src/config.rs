@@ -78,6 +78,9 @@ pub struct Config {
     pub iops: Option<f64>,
     /// Stop after this many seconds (`None`: run until stopped).
     pub duration_s: Option<f64>,
+    /// Keep a per-window series (and the policy's gauges) in windows of this many
+    /// seconds (`None`: totals only).
+    pub window_s: Option<f64>,
 }
 
 /// Default listen address (the IANA NBD port on loopback).
@@ -101,6 +104,8 @@ struct RawConfig {
     iops: Option<f64>,
     #[serde(default)]
     duration_s: Option<f64>,
+    #[serde(default)]
+    window_s: Option<f64>,
 }
 
 fn one_line(e: &serde_json::Error) -> String {
@@ -137,6 +142,7 @@ impl Config {
             depth,
             iops: raw.iops,
             duration_s: raw.duration_s,
+            window_s: raw.window_s,
         };
         cfg.validate()?;
         Ok(cfg)
@@ -170,6 +176,11 @@ impl Config {
         if let Some(d) = self.duration_s {
             if !(d.is_finite() && d > 0.0) {
                 return bad(format!("duration_s: must be a finite number of seconds > 0 (or null), got {d}"));
+            }
+        }
+        if let Some(w) = self.window_s {
+            if !(w.is_finite() && w >= 1e-6) {
+                return bad(format!("window_s: must be a finite number of seconds >= 1e-6 (or null), got {w}"));
             }
         }
         self.policy.validate().map_err(|e| Error::Config(format!("policy: {e}")))?;
@@ -234,6 +245,7 @@ mod tests {
             (format!(r#"{{{ex},"depth":-3}}"#), "depth: must be an integer >= 1, got -3"),
             (format!(r#"{{{ex},"iops":0}}"#), "iops: the emulated capacity must be"),
             (format!(r#"{{{ex},"duration_s":-1}}"#), "duration_s: must be"),
+            (format!(r#"{{{ex},"window_s":0}}"#), "window_s: must be a finite number of seconds >= 1e-6"),
             (format!(r#"{{{ex},"policy":{{"kind":"wfq"}}}}"#), "policy: unknown variant `wfq`"),
             (format!(r#"{{{ex},"policy":{{"kind":"wf2q","weights":[0]}}}}"#), "policy: invalid configuration: wf2q: weights[0]"),
         ];

@@ -46,4 +46,4 @@ pub mod stats;
 
 pub use config::{Config, Error, ExportConfig, Result};
 pub use server::{run, start, start_with, ExportInfo, Handle, Logger, Options, ReadyInfo};
-pub use stats::{Stats, TenantStats};
+pub use stats::{GaugeRow, Stats, TenantStats, WindowRow};

@@ -17,7 +17,8 @@
 //!    data) to the connection's writer task;
 //! 4. it sleeps until the next message or `next_timer()`, then calls `on_timer(now)`;
 //!    messages already waiting are handled as one batch (up to [`BATCH`]) before it
-//!    dispatches again.
+//!    dispatches again. With a statistics window it also wakes at each window's end,
+//!    closes the window and samples the policy's `gauges` ([`crate::stats`]).
 //!
 //! **Emulated capacity** (`iops`): the backend then behaves as a constant-rate server
 //! of C IOPS (the simulator's `constant` device) in front of the real file: requests
@@ -213,6 +214,7 @@ impl SchedLoop {
         let mut stopping = false;
         loop {
             let mut now = self.clock.now();
+            self.roll_windows(now);
             if let Some(t) = self.sched.next_timer() {
                 if t <= now {
                     self.sched.on_timer(now);
@@ -235,16 +237,20 @@ impl SchedLoop {
                     }
                 }
             } else if self.inflight.is_empty() {
+                let now = self.clock.now();
+                if let Ok(mut s) = self.stats.lock() {
+                    let sched = &self.sched;
+                    s.finish_windows(now, &mut |sink| sched.gauges(sink));
+                }
                 break;
             }
-            // Sleep until the next message, policy timer or emulated completion.
+            // Sleep until the next message, policy timer, emulated completion or the end
+            // of the statistics window.
             now = self.clock.now();
             let timer = self.sched.next_timer().map(|t| if t <= now { now + 1_000_000 } else { t });
             let emu = self.waiting.peek().map(|r| r.0 .0);
-            let wake = match (timer, emu) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
+            let window = self.stats.lock().ok().and_then(|s| s.window_end());
+            let wake = [timer, emu, window].into_iter().flatten().min();
             let sleep = tokio::time::sleep_until(self.clock.instant(wake.unwrap_or(now)));
             tokio::select! {
                 msg = rx.recv() => {
@@ -351,11 +357,22 @@ impl SchedLoop {
         }
     }
 
+    /// Close the statistics window if `now` is past it, sampling the policy's gauges.
+    fn roll_windows(&mut self, now: Nanos) {
+        if let Ok(mut s) = self.stats.lock() {
+            if s.window_end().is_some_and(|end| now >= end) {
+                let sched = &self.sched;
+                s.roll(now, &mut |sink| sched.gauges(sink));
+            }
+        }
+    }
+
     fn finish(&mut self, id: u64, now: Nanos) {
         let Some(f) = self.inflight.remove(&id) else { return };
         let result = f.result.unwrap_or(Err(EIO));
         let done = Completion { req: f.req, dispatch: f.dispatch, finish: now };
         self.sched.complete(&done, now);
+        self.roll_windows(now);
         if let Ok(mut s) = self.stats.lock() {
             match &result {
                 Ok(_) => s.completed(f.req.tenant, f.req.op, f.req.bytes, done.response()),

@@ -166,7 +166,15 @@ impl Drop for Handle {
 }
 
 fn empty_stats() -> Stats {
-    Stats { policy: String::new(), elapsed_s: 0.0, connections: 0, protocol_errors: 0, tenants: Vec::new() }
+    Stats {
+        policy: String::new(),
+        elapsed_s: 0.0,
+        connections: 0,
+        protocol_errors: 0,
+        tenants: Vec::new(),
+        windows: Vec::new(),
+        gauges: Vec::new(),
+    }
 }
 
 /// Start the gateway with default [`Options`] (no signal handling, log to stderr):
@@ -219,7 +227,11 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
             .collect(),
     };
     let log = options.log.clone().unwrap_or_else(|| Arc::new(|m: &str| eprintln!("storqos serve: {m}")));
-    let stats = Arc::new(Mutex::new(Recorder::new(exports.iter().map(|e| (e.tenant, e.name.as_str())))));
+    let mut recorder = Recorder::new(exports.iter().map(|e| (e.tenant, e.name.as_str())));
+    if let Some(w) = config.window_s {
+        recorder = recorder.with_window((w * 1e9).round().max(1.0) as u64);
+    }
+    let stats = Arc::new(Mutex::new(recorder));
     let (sched_tx, sched_rx) = unbounded_channel();
     let shared = Arc::new(Shared {
         exports,

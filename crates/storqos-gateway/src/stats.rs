@@ -2,12 +2,19 @@
 //! histogram of the gateway-side response time (from the request entering the
 //! scheduler to its backend I/O completing), summarised as mean / p50 / p99 / max in
 //! microseconds and IOPS over the serving time.
+//!
+//! With a window length, also the per-window series the simulator keeps: one row per
+//! (window, tenant) with activity (operations, bytes, IOPS, mean and exact nearest-rank
+//! p50 / p95 / p99 and max response time), and the policy's gauges
+//! (`Scheduler::gauges`, e.g. AVATAR's threshold L^O) sampled at the end of every
+//! window, so a live run and a simulated one can be put side by side.
 
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use storqos_core::request::Op;
+use storqos_core::sim::quantile::exact_quantiles;
 use storqos_core::time::Nanos;
 
 /// Largest response time the histograms track exactly (1 hour); longer ones saturate.
@@ -60,6 +67,92 @@ pub struct Stats {
     pub protocol_errors: u64,
     /// Per tenant, in tenant order (every configured tenant, even idle ones).
     pub tenants: Vec<TenantStats>,
+    /// Per-window series (empty without a window length).
+    pub windows: Vec<WindowRow>,
+    /// The policy's gauges at the end of every window (empty without a window length).
+    pub gauges: Vec<GaugeRow>,
+}
+
+/// One (window, tenant) row of the per-window series.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WindowRow {
+    /// Window start (s since the gateway started).
+    pub start_s: f64,
+    /// Window length (s; the last window ends when the gateway stops).
+    pub length_s: f64,
+    /// Tenant id.
+    pub tenant: u32,
+    /// Reads and writes completed in the window.
+    pub ops: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// `ops / length_s`.
+    pub iops: f64,
+    /// Mean response time (µs).
+    pub mean_us: f64,
+    /// Exact nearest-rank median response time (µs).
+    pub p50_us: f64,
+    /// Exact nearest-rank 95th percentile (µs).
+    pub p95_us: f64,
+    /// Exact nearest-rank 99th percentile (µs).
+    pub p99_us: f64,
+    /// Largest response time (µs).
+    pub max_us: f64,
+}
+
+/// One gauge of the policy, sampled at the end of a window.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GaugeRow {
+    /// Start of the window it closes (s since the gateway started).
+    pub start_s: f64,
+    /// Gauge name (the policy's own, e.g. `lo`).
+    pub name: String,
+    /// Value.
+    pub value: f64,
+}
+
+/// The open window and the rows of the closed ones.
+struct Windows {
+    len: Nanos,
+    start: Nanos,
+    /// Per tenant: operations, bytes, response times (ns) of the open window.
+    open: BTreeMap<u32, (u64, u64, Vec<Nanos>)>,
+    rows: Vec<WindowRow>,
+    gauges: Vec<GaugeRow>,
+}
+
+impl Windows {
+    /// Close the open window as ending at `end` (rows and gauges).
+    fn close(&mut self, end: Nanos, gauges: &mut GaugeSampler) {
+        let start_s = self.start as f64 / 1e9;
+        let length_s = end.saturating_sub(self.start) as f64 / 1e9;
+        for (&tenant, (ops, bytes, lat)) in self.open.iter_mut() {
+            if *ops == 0 {
+                continue;
+            }
+            let us = |ns: Nanos| ns as f64 / 1e3;
+            let mean = lat.iter().map(|&x| x as f64).sum::<f64>() / lat.len() as f64 / 1e3;
+            let max = lat.iter().copied().max().unwrap_or(0);
+            let [p50, p95, p99] = exact_quantiles(lat, [0.50, 0.95, 0.99]);
+            self.rows.push(WindowRow {
+                start_s,
+                length_s,
+                tenant,
+                ops: *ops,
+                bytes: *bytes,
+                iops: if length_s > 0.0 { *ops as f64 / length_s } else { 0.0 },
+                mean_us: mean,
+                p50_us: us(p50),
+                p95_us: us(p95),
+                p99_us: us(p99),
+                max_us: us(max),
+            });
+            (*ops, *bytes) = (0, 0);
+            lat.clear();
+        }
+        let rows = &mut self.gauges;
+        gauges(&mut |name: &str, value: f64| rows.push(GaugeRow { start_s, name: name.to_string(), value }));
+    }
 }
 
 impl Stats {
@@ -98,7 +191,11 @@ impl Acc {
 /// Accumulates per-tenant statistics while the gateway runs.
 pub struct Recorder {
     tenants: BTreeMap<u32, Acc>,
+    windows: Option<Windows>,
 }
+
+/// Samples a policy's gauges into the sink it is given (`|sink| sched.gauges(sink)`).
+pub type GaugeSampler<'a> = dyn FnMut(&mut dyn FnMut(&str, f64)) + 'a;
 
 impl Recorder {
     /// A recorder knowing the configured `(tenant, export name)` pairs.
@@ -107,15 +204,55 @@ impl Recorder {
         for (t, name) in exports {
             tenants.entry(t).or_insert_with(Acc::new).exports.push(name.to_string());
         }
-        Recorder { tenants }
+        Recorder { tenants, windows: None }
+    }
+
+    /// Also keep the per-window series, in windows of `window` ns (> 0) from time 0.
+    pub fn with_window(mut self, window: Nanos) -> Self {
+        self.windows = Some(Windows { len: window.max(1), start: 0, open: BTreeMap::new(), rows: Vec::new(), gauges: Vec::new() });
+        self
+    }
+
+    /// End of the open window (`None` without windows): [`Recorder::roll`] is due at or
+    /// after it.
+    pub fn window_end(&self) -> Option<Nanos> {
+        self.windows.as_ref().map(|w| w.start + w.len)
+    }
+
+    /// Close the open window if `now` is past it (its rows, and `gauges` sampled once)
+    /// and open the window holding `now`; windows in between had no completions.
+    pub fn roll(&mut self, now: Nanos, gauges: &mut GaugeSampler) {
+        let Some(w) = self.windows.as_mut() else { return };
+        if now < w.start + w.len {
+            return;
+        }
+        let end = w.start + w.len;
+        w.close(end, gauges);
+        w.start = now / w.len * w.len;
+    }
+
+    /// Close the last, partial window at `now` (when the gateway stops).
+    pub fn finish_windows(&mut self, now: Nanos, gauges: &mut GaugeSampler) {
+        self.roll(now, gauges);
+        if let Some(w) = self.windows.as_mut() {
+            w.close(now.max(w.start), gauges);
+            w.start = now.max(w.start);
+        }
     }
 
     fn acc(&mut self, tenant: u32) -> &mut Acc {
         self.tenants.entry(tenant).or_insert_with(Acc::new)
     }
 
-    /// A read or write of `bytes` completed successfully after `response` ns.
+    /// A read or write of `bytes` completed successfully after `response` ns (in the
+    /// open window: [`Recorder::roll`] first).
     pub fn completed(&mut self, tenant: u32, op: Op, bytes: u32, response: Nanos) {
+        if let Some(w) = self.windows.as_mut() {
+            let e = w.open.entry(tenant).or_default();
+            e.0 += 1;
+            e.1 += u64::from(bytes);
+            e.2.push(response);
+        }
         let a = self.acc(tenant);
         match op {
             Op::Read => a.reads += 1,
@@ -162,7 +299,11 @@ impl Recorder {
                 }
             })
             .collect();
-        Stats { policy, elapsed_s, connections, protocol_errors, tenants }
+        let (windows, gauges) = match &self.windows {
+            Some(w) => (w.rows.clone(), w.gauges.clone()),
+            None => (Vec::new(), Vec::new()),
+        };
+        Stats { policy, elapsed_s, connections, protocol_errors, tenants, windows, gauges }
     }
 }
 
@@ -193,5 +334,44 @@ mod tests {
         assert_eq!((s.connections, s.protocol_errors), (3, 1));
         let j = serde_json::to_value(&s).unwrap();
         assert_eq!(j["tenants"][0]["ops"], 100);
+        assert!(s.windows.is_empty() && s.gauges.is_empty());
+    }
+
+    #[test]
+    fn windows_with_exact_percentiles_and_gauges() {
+        const MS: Nanos = 1_000_000;
+        let mut r = Recorder::new([(0, "a"), (1, "b")]).with_window(100 * MS);
+        let mut samples = 0;
+        let mut gauges = |sink: &mut dyn FnMut(&str, f64)| {
+            samples += 1;
+            sink("lo", samples as f64);
+        };
+        // Window [0, 100 ms): tenant 0 completes 1..=100 µs.
+        for i in 1..=100u64 {
+            r.roll(i * MS / 2, &mut gauges);
+            r.completed(0, Op::Read, 4096, i * 1_000);
+        }
+        assert_eq!(r.window_end(), Some(100 * MS));
+        // Nothing in [100, 300 ms); window [300, 400 ms): tenant 1, twice.
+        r.roll(310 * MS, &mut gauges);
+        r.completed(1, Op::Write, 512, 7_000);
+        r.completed(1, Op::Write, 512, 9_000);
+        assert_eq!(r.window_end(), Some(400 * MS));
+        // Stopped at 350 ms: the last window is 50 ms long.
+        r.finish_windows(350 * MS, &mut gauges);
+        let s = r.summary("fcfs".into(), 0.35, 2, 0);
+        assert_eq!(s.windows.len(), 2);
+        let w0 = &s.windows[0];
+        assert_eq!((w0.start_s, w0.length_s, w0.tenant, w0.ops, w0.bytes), (0.0, 0.1, 0, 100, 409_600));
+        assert_eq!((w0.p50_us, w0.p95_us, w0.p99_us, w0.max_us, w0.mean_us), (50.0, 95.0, 99.0, 100.0, 50.5));
+        assert!((w0.iops - 1000.0).abs() < 1e-9);
+        let w1 = &s.windows[1];
+        assert_eq!((w1.start_s, w1.tenant, w1.ops, w1.p50_us, w1.p99_us), (0.3, 1, 2, 7.0, 9.0));
+        assert!((w1.length_s - 0.05).abs() < 1e-12 && (w1.iops - 40.0).abs() < 1e-6);
+        // One gauge sample per closed window: at 100 ms (window 0) and at the stop.
+        let g: Vec<(f64, f64)> = s.gauges.iter().map(|g| (g.start_s, g.value)).collect();
+        assert_eq!(g, vec![(0.0, 1.0), (0.3, 2.0)]);
+        // The totals are unaffected.
+        assert_eq!((s.tenant(0).unwrap().ops, s.tenant(1).unwrap().ops), (100, 2));
     }
 }

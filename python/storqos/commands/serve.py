@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
+import polars as pl
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -20,6 +22,13 @@ out = Console()
 if not out.is_terminal:  # piped: keep the table unwrapped
     out = Console(width=max(out.width, 140))
 err = Console(stderr=True)
+
+
+#: Columns of the per-window series (units in the names, as in the simulator's series).
+WINDOW_SCHEMA = {"start_s": pl.Float64, "length_s": pl.Float64, "tenant": pl.Int64, "ops": pl.Int64, "bytes": pl.Int64,
+                 "iops": pl.Float64, "mean_us": pl.Float64, "p50_us": pl.Float64, "p95_us": pl.Float64,
+                 "p99_us": pl.Float64, "max_us": pl.Float64}
+GAUGE_SCHEMA = {"start_s": pl.Float64, "name": pl.Utf8, "value": pl.Float64}
 
 
 def _ready_line(info: dict[str, Any]) -> str:
@@ -65,6 +74,16 @@ def serve_cmd(
     depth: Annotated[int, typer.Option(help="I/Os outstanding on the backend at once (also SFQ(D)'s D).")] = 8,
     iops: Annotated[Optional[str], typer.Option(help="Emulate a device of this capacity (e.g. 2k) so QoS shows on fast disks.")] = None,
     duration: Annotated[Optional[str], typer.Option("--for", help="Stop after this long (e.g. 30s, 5min); default: until Ctrl-C / SIGTERM.")] = None,
+    window: Annotated[
+        Optional[str],
+        typer.Option(help="Also keep a per-window series (per tenant: ops, IOPS, exact p50/p95/p99 µs) and the "
+                          "policy's gauges, in windows of this length (e.g. 1s); in --json and --out."),
+    ] = None,
+    out_file: Annotated[
+        Optional[Path],
+        typer.Option("--out", "-o", help="Write the per-window series to this Parquet file (needs --window); "
+                                         "the gauges go beside it as NAME.gauges.parquet."),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON (for scripts); the ready line goes to stderr.")] = False,
 ) -> None:
     """Serve files over NBD through a QoS policy, one tenant per export, until Ctrl-C or --for.
@@ -97,7 +116,15 @@ def serve_cmd(
         if ns <= 0:
             raise InputError(f"must be > 0, got {duration!r}", "--for")
         dur = ns / 1e9
-    cfg = gateway_config(export, spec, listen=listen, depth=depth, iops=cap, duration_s=dur)
+    window_s = None
+    if window is not None:
+        ns = parse_duration(window, "--window")
+        if ns <= 0:
+            raise InputError(f"must be > 0, got {window!r}", "--window")
+        window_s = ns / 1e9
+    if out_file is not None and window_s is None:
+        raise InputError("give --window too: --out writes the per-window series", "--out")
+    cfg = gateway_config(export, spec, listen=listen, depth=depth, iops=cap, duration_s=dur, window_s=window_s)
 
     def ready(info: dict[str, Any]) -> None:
         stream = sys.stderr if json_out else sys.stdout
@@ -108,10 +135,21 @@ def serve_cmd(
         stream.flush()
 
     stats = serve(cfg, ready)
+    if out_file is not None:
+        out_file.parent.mkdir(parents=True, exist_ok=True)
+        pl.DataFrame(stats["windows"], schema=WINDOW_SCHEMA).write_parquet(out_file)
+        gauges_file = out_file.with_name(out_file.stem + ".gauges.parquet")
+        pl.DataFrame(stats["gauges"], schema=GAUGE_SCHEMA).write_parquet(gauges_file)
+        stats["windows_parquet"], stats["gauges_parquet"] = str(out_file), str(gauges_file)
     if json_out:
         sys.stdout.write(json.dumps(stats, indent=2) + "\n")
         return
     out.print(_table(stats))
+    if window_s is not None:
+        where = f": {out_file}" if out_file is not None else " (in --json, or --out FILE)"
+        n, g = len(stats["windows"]), len(stats["gauges"])
+        out.print(f"per-window series: {n:,} row{'s' if n != 1 else ''} of {window} windows with activity, "
+                  f"{g:,} gauge sample{'s' if g != 1 else ''}{where}")
     if stats["protocol_errors"]:
         out.print(f"[yellow]{stats['protocol_errors']} connection(s) closed for protocol errors (see the log above)[/yellow]")
 
