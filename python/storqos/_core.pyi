@@ -89,7 +89,11 @@ def fclb_tune(
 ) -> dict[str, Any]: ...
 def fclb_check_gain(gain_iops_per_ms: float, plant_gain_ms_per_iops: float) -> float: ...
 def fclb_experiment(cases: list[str], policies: list[str], pole: float | None = None, seed: int = 1) -> dict[str, Any]: ...
-def serve(config_json: str, on_ready: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+def serve(
+    config_json: str,
+    on_ready: Callable[[dict[str, Any]], None] | None = None,
+    on_window: Callable[[list[dict[str, Any]]], None] | None = None,
+) -> dict[str, Any]:
     """Run the NBD QoS gateway (crates/storqos-gateway) until duration_s, SIGTERM or Ctrl-C.
 
     ``on_ready(info)`` is called once it listens (``info["listen"]`` is the bound

@@ -23,6 +23,8 @@ from .errors import InputError
 
 #: Default listen address (the IANA NBD port on loopback).
 DEFAULT_LISTEN = "127.0.0.1:10809"
+#: Default backend depth on a real device (I/Os outstanding at once).
+DEFAULT_DEPTH = 8
 
 _EXPORT = re.compile(r"(?P<name>[^=]+)=(?P<rest>.+)")
 
@@ -53,7 +55,7 @@ def gateway_config(
     policy: dict[str, Any],
     *,
     listen: str = DEFAULT_LISTEN,
-    depth: int = 8,
+    depth: int = DEFAULT_DEPTH,
     iops: float | None = None,
     duration_s: float | None = None,
     window_s: float | None = None,
@@ -71,13 +73,19 @@ def gateway_config(
             "duration_s": duration_s, "window_s": window_s}
 
 
-def serve(config: dict[str, Any], on_ready: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+def serve(
+    config: dict[str, Any],
+    on_ready: Callable[[dict[str, Any]], None] | None = None,
+    on_window: Callable[[list[dict[str, Any]]], None] | None = None,
+) -> dict[str, Any]:
     """Serve until ``duration_s``, SIGTERM or Ctrl-C; return the per-tenant statistics.
 
     ``on_ready(info)`` is called once the gateway listens (``info["listen"]`` is the
-    bound address, useful with port 0). Bad configuration raises :class:`InputError`.
+    bound address, useful with port 0); with a ``window_s``, ``on_window(rows)`` gets
+    the rows of each window as it closes (within 0.1 s). Bad configuration raises
+    :class:`InputError`.
     """
     try:
-        return _core.serve(json.dumps(config), on_ready)
+        return _core.serve(json.dumps(config), on_ready, on_window)
     except ValueError as e:
         raise InputError(str(e)) from None

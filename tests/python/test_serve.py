@@ -142,13 +142,18 @@ def test_window_series_and_gauges_live(tmp_path: Path) -> None:
                "--control-window", "100ms", "--iops", "1k", "--listen", "127.0.0.1:0", "--window", "100ms",
                "--out", str(out), "--for", "1500ms")
     try:
-        _, port = s.ready()
+        line, port = s.ready()
+        assert "depth 1," in line, line  # --iops without --depth: one slot, as the simulator's device
         r = _qemu_io(port, "a", *[f"write -P 7 {i * 4}k 4k" for i in range(40)], "read -P 7 0 160k")
         assert r.returncode == 0 and "Pattern verification failed" not in r.stdout + r.stderr, r.stdout + r.stderr
     finally:
         code, text, err = s.finish()  # --for ends it: about 15 windows of 100 ms
     assert code == 0, (text, err)
     assert "per-window series:" in text and str(out) in text, text
+    # While serving: one line per window with activity, before the final table.
+    live = [ln for ln in text.splitlines() if re.match(r"\s*\d+\.\d{3} s  tenant 0: ", ln)]
+    assert live and text.index(live[-1]) < text.index("storqos serve: sarc+avatar"), text
+    assert all("IOPS, p50 " in ln and ", p99 " in ln for ln in live), live
     w = pl.read_parquet(out)
     g = pl.read_parquet(out.with_name("series.gauges.parquet"))
     assert w.columns == ["start_s", "length_s", "tenant", "ops", "bytes", "iops", "mean_us", "p50_us", "p95_us",
@@ -166,7 +171,8 @@ def test_window_series_and_gauges_live(tmp_path: Path) -> None:
 def test_sigterm_stops_with_the_table(tmp_path: Path) -> None:
     a = _image(tmp_path / "a.img")
     s = Server("--export", f"a={a}", "--listen", "127.0.0.1:0")
-    s.ready()
+    line, _ = s.ready()
+    assert "depth 8)" in line, line  # the default on a real device
     code, out, err = s.finish(signal.SIGTERM)
     assert code == 0, err
     assert "storqos serve: fcfs for" in out and "p99 µs" in out

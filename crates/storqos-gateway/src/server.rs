@@ -30,7 +30,7 @@ use crate::config::{Config, Error, Result};
 use crate::export::Export;
 use crate::protocol::*;
 use crate::sched::{Clock, Io, Job, Msg, Reply, SchedLoop};
-use crate::stats::{Recorder, Stats};
+use crate::stats::{Recorder, Stats, WindowRow};
 
 /// In-flight budget of one connection, in [`INFLIGHT_UNIT`]s: 1024 units = 64 MiB of
 /// request data (queued or on the backend). A request takes `max(1, ⌈bytes / unit⌉)`
@@ -102,6 +102,7 @@ pub struct Handle {
     info: ReadyInfo,
     stop: watch::Sender<bool>,
     finished: Finished,
+    stats: Arc<Mutex<Recorder>>,
     runtime: Option<tokio::runtime::Runtime>,
 }
 
@@ -114,6 +115,12 @@ impl Handle {
     /// What it serves.
     pub fn info(&self) -> &ReadyInfo {
         &self.info
+    }
+
+    /// The per-window rows closed since the last call (empty without a window length):
+    /// the live view of [`Stats::windows`](crate::Stats), which keeps them all.
+    pub fn new_windows(&self) -> Vec<WindowRow> {
+        self.stats.lock().map(|mut s| s.new_windows()).unwrap_or_default()
     }
 
     /// Ask the gateway to stop (returns at once; see [`Handle::wait`]).
@@ -232,6 +239,7 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
         recorder = recorder.with_window((w * 1e9).round().max(1.0) as u64);
     }
     let stats = Arc::new(Mutex::new(recorder));
+    let live_stats = stats.clone();
     let (sched_tx, sched_rx) = unbounded_channel();
     let shared = Arc::new(Shared {
         exports,
@@ -275,7 +283,7 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
         }
         cv.notify_all();
     });
-    Ok(Handle { addr, info, stop: stop_tx, finished, runtime: Some(runtime) })
+    Ok(Handle { addr, info, stop: stop_tx, finished, stats: live_stats, runtime: Some(runtime) })
 }
 
 /// Serve `config` until Ctrl-C, SIGTERM or `duration_s`, then return the statistics.

@@ -118,6 +118,8 @@ struct Windows {
     /// Per tenant: operations, bytes, response times (ns) of the open window.
     open: BTreeMap<u32, (u64, u64, Vec<Nanos>)>,
     rows: Vec<WindowRow>,
+    /// Rows already handed out by [`Recorder::new_windows`].
+    emitted: usize,
     gauges: Vec<GaugeRow>,
 }
 
@@ -209,7 +211,14 @@ impl Recorder {
 
     /// Also keep the per-window series, in windows of `window` ns (> 0) from time 0.
     pub fn with_window(mut self, window: Nanos) -> Self {
-        self.windows = Some(Windows { len: window.max(1), start: 0, open: BTreeMap::new(), rows: Vec::new(), gauges: Vec::new() });
+        self.windows = Some(Windows {
+            len: window.max(1),
+            start: 0,
+            open: BTreeMap::new(),
+            rows: Vec::new(),
+            emitted: 0,
+            gauges: Vec::new(),
+        });
         self
     }
 
@@ -229,6 +238,19 @@ impl Recorder {
         let end = w.start + w.len;
         w.close(end, gauges);
         w.start = now / w.len * w.len;
+    }
+
+    /// The rows of the windows closed since the last call (all are kept for the
+    /// summary too).
+    pub fn new_windows(&mut self) -> Vec<WindowRow> {
+        match self.windows.as_mut() {
+            Some(w) => {
+                let rows = w.rows[w.emitted..].to_vec();
+                w.emitted = w.rows.len();
+                rows
+            }
+            None => Vec::new(),
+        }
     }
 
     /// Close the last, partial window at `now` (when the gateway stops).
@@ -357,8 +379,12 @@ mod tests {
         r.completed(1, Op::Write, 512, 7_000);
         r.completed(1, Op::Write, 512, 9_000);
         assert_eq!(r.window_end(), Some(400 * MS));
+        // The live view hands each closed window's rows out once.
+        assert_eq!(r.new_windows().len(), 1);
+        assert!(r.new_windows().is_empty());
         // Stopped at 350 ms: the last window is 50 ms long.
         r.finish_windows(350 * MS, &mut gauges);
+        assert_eq!(r.new_windows().iter().map(|w| w.tenant).collect::<Vec<_>>(), vec![1]);
         let s = r.summary("fcfs".into(), 0.35, 2, 0);
         assert_eq!(s.windows.len(), 2);
         let w0 = &s.windows[0];

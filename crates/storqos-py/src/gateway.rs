@@ -20,15 +20,35 @@ fn to_py<'py, T: serde::Serialize>(py: Python<'py>, v: &T) -> PyResult<Bound<'py
     py.import("json")?.call_method1("loads", (s,))
 }
 
+/// Hand the rows of newly closed windows to `on_window(rows)`, if given.
+fn live_windows(py: Python<'_>, handle: &storqos_gateway::Handle, on_window: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    if let Some(cb) = on_window {
+        let rows = handle.new_windows();
+        if !rows.is_empty() {
+            if let Err(e) = to_py(py, &rows).and_then(|r| cb.call1((r,))) {
+                handle.stop();
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Serve the gateway described by `config_json` (the schema of
 /// `storqos_gateway::Config`) until its `duration_s`, SIGTERM, or Ctrl-C (Python's
 /// SIGINT handler, polled every 100 ms), with the GIL released. `on_ready(info)` is
-/// called once it listens, with the bound address and the exports. Returns the
+/// called once it listens, with the bound address and the exports; `on_window(rows)`
+/// with the rows of each window as it closes (with a `window_s`). Returns the
 /// per-tenant statistics. Configuration errors (a missing file, a bad policy, an
 /// address in use) raise `ValueError` with a one-line message.
 #[pyfunction]
-#[pyo3(signature = (config_json, on_ready=None))]
-pub fn serve<'py>(py: Python<'py>, config_json: &str, on_ready: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+#[pyo3(signature = (config_json, on_ready=None, on_window=None))]
+pub fn serve<'py>(
+    py: Python<'py>,
+    config_json: &str,
+    on_ready: Option<Bound<'py, PyAny>>,
+    on_window: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
     let cfg = Config::from_json(config_json).map_err(gw_err)?;
     let handle = py
         .detach(move || start_with(cfg, Options { sigterm: true, sigint: false, log: None }))
@@ -47,7 +67,9 @@ pub fn serve<'py>(py: Python<'py>, config_json: &str, on_ready: Option<Bound<'py
             // Ctrl-C: stop serving and report what was done (the interrupt is consumed).
             handle.stop();
         }
+        live_windows(py, &handle, on_window.as_ref())?;
     };
+    live_windows(py, &handle, on_window.as_ref())?;
     py.detach(move || drop(handle.wait()));
     to_py(py, &stats)
 }

@@ -13,10 +13,10 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import InputError
-from ..gateway import DEFAULT_LISTEN, gateway_config, serve
+from ..gateway import DEFAULT_DEPTH, DEFAULT_LISTEN, gateway_config, serve
 from .. import policy_options as po
 from ..specs import policy_spec
-from ..units import fmt_rate, fmt_size, parse_duration, parse_rate
+from ..units import fmt_duration, fmt_rate, fmt_size, parse_duration, parse_rate
 
 out = Console()
 if not out.is_terminal:  # piped: keep the table unwrapped
@@ -71,13 +71,18 @@ def serve_cmd(
     reservations: po.ReservationsOpt = None,
     limits: po.LimitsOpt = None,
     listen: Annotated[str, typer.Option(help="HOST:PORT to listen on (port 0 picks a free one).")] = DEFAULT_LISTEN,
-    depth: Annotated[int, typer.Option(help="I/Os outstanding on the backend at once (also SFQ(D)'s D).")] = 8,
+    depth: Annotated[
+        Optional[int],
+        typer.Option(help="I/Os outstanding on the backend at once (also SFQ(D)'s D); default 8, or 1 with --iops "
+                          "(the simulator's constant device has one slot: the policy holds the queue)."),
+    ] = None,
     iops: Annotated[Optional[str], typer.Option(help="Emulate a device of this capacity (e.g. 2k) so QoS shows on fast disks.")] = None,
     duration: Annotated[Optional[str], typer.Option("--for", help="Stop after this long (e.g. 30s, 5min); default: until Ctrl-C / SIGTERM.")] = None,
     window: Annotated[
         Optional[str],
         typer.Option(help="Also keep a per-window series (per tenant: ops, IOPS, exact p50/p95/p99 µs) and the "
-                          "policy's gauges, in windows of this length (e.g. 1s); in --json and --out."),
+                          "policy's gauges, in windows of this length (e.g. 1s): one line per window while "
+                          "serving, all of it in --json and --out."),
     ] = None,
     out_file: Annotated[
         Optional[Path],
@@ -96,9 +101,13 @@ def serve_cmd(
 
     then: [bold]qemu-io -f raw nbd://127.0.0.1:10809/a -c 'write -P 0xab 0 64k' -c 'read -P 0xab 0 64k'[/bold]
     """
+    cap = parse_rate(iops, "--iops") if iops is not None else None
+    if depth is None:
+        # An emulated constant-rate server serves its slots FIFO: deeper than 1, the queue
+        # (and QoS) moves from the policy into the device.
+        depth = 1 if cap is not None else DEFAULT_DEPTH
     if depth < 1:
         raise InputError(f"must be >= 1, got {depth}", "--depth")
-    cap = parse_rate(iops, "--iops") if iops is not None else None
     # The same options, the same spec as `storqos simulate` (rtt-fq's total capacity is
     # the emulated one).
     try:
@@ -134,7 +143,14 @@ def serve_cmd(
         stream.write("\n".join(lines) + "\n")
         stream.flush()
 
-    stats = serve(cfg, ready)
+    def live(rows: list[dict[str, Any]]) -> None:
+        # One line per closed window while serving (not with --json: stdout is the JSON).
+        for start in sorted({r["start_s"] for r in rows}):
+            parts = [f"tenant {r['tenant']}: {fmt_rate(r['iops'])}, p50 {fmt_duration(r['p50_us'] * 1e3)}, "
+                     f"p99 {fmt_duration(r['p99_us'] * 1e3)}" for r in rows if r["start_s"] == start]
+            out.print(f"[dim]{start:9.3f} s[/dim]  " + "  │  ".join(parts), highlight=False)
+
+    stats = serve(cfg, ready, live if window_s is not None and not json_out else None)
     if out_file is not None:
         out_file.parent.mkdir(parents=True, exist_ok=True)
         pl.DataFrame(stats["windows"], schema=WINDOW_SCHEMA).write_parquet(out_file)
