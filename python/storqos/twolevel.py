@@ -22,7 +22,7 @@ import polars as pl
 from .errors import InputError
 from .sim import SimResult, simulate as _simulate
 from .slo import ClassSlo, judge, parse_slo, slo_fields
-from .units import parse_duration
+from .units import parse_positive_duration
 
 #: Policy names → core kinds.
 KINDS: dict[str, str] = {
@@ -89,9 +89,9 @@ def twolevel_spec(
         raise InputError(f"{key} needs per-class SLOs, e.g. --slo web:160iops@400ms,oltp:190iops@900ms", "--slo")
     spec: dict[str, Any] = {"kind": KINDS[key], **slo_fields(slo, percentile)}
     if period is not None:
-        spec["period_ns"] = _positive(period, "--period")
+        spec["period_ns"] = parse_positive_duration(period, "--period", default_unit="ms")
     if window is not None:
-        spec["window_ns"] = _positive(window, "--control-window")
+        spec["window_ns"] = parse_positive_duration(window, "--control-window", default_unit="ms")
     adaptive = {"p_rt": p_rt, "p_inc": p_inc, "p_dec": p_dec}
     for name, v in adaptive.items():
         if v is None:
@@ -106,13 +106,6 @@ def twolevel_spec(
             raise InputError(f"must be per_class or total, got {facade_overload!r}", "--facade-overload")
         spec["facade_overload"] = facade_overload
     return spec
-
-
-def _positive(value: str | float, where: str) -> int:
-    ns = parse_duration(value, where, default_unit="ms")
-    if ns <= 0:
-        raise InputError(f"must be > 0, got {value!r}", where)
-    return ns
 
 
 def simulate(

@@ -76,6 +76,14 @@ def parse_duration(value: str | float | int, where: str = "duration", default_un
     return int(round(ns))
 
 
+def parse_positive_duration(value: str | float | int, where: str = "duration", default_unit: str = "s") -> int:
+    """:func:`parse_duration` for a length that must be > 0 (a period, a window, a run)."""
+    ns = parse_duration(value, where, default_unit)
+    if ns <= 0:
+        raise InputError(f"must be > 0, got {value!r}", where)
+    return ns
+
+
 def parse_rate(value: str | float | int, where: str = "rate") -> float:
     """Parse an IOPS rate (``"1.5k"`` → 1500.0; ``"200iops"`` accepted)."""
     if isinstance(value, (int, float)):

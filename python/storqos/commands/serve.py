@@ -16,7 +16,7 @@ from ..errors import InputError
 from ..gateway import DEFAULT_DEPTH, DEFAULT_LISTEN, gateway_config, serve
 from .. import policy_options as po
 from ..specs import policy_spec
-from ..units import fmt_duration, fmt_rate, fmt_size, parse_duration, parse_rate
+from ..units import fmt_duration, fmt_rate, fmt_size, parse_positive_duration, parse_rate
 
 out = Console()
 if not out.is_terminal:  # piped: keep the table unwrapped
@@ -119,18 +119,8 @@ def serve_cmd(
             raise
         # Here the device's capacity is the emulated one.
         raise InputError(e.message.replace("--capacity", "--iops"), "--iops") from None
-    dur = None
-    if duration is not None:
-        ns = parse_duration(duration, "--for")
-        if ns <= 0:
-            raise InputError(f"must be > 0, got {duration!r}", "--for")
-        dur = ns / 1e9
-    window_s = None
-    if window is not None:
-        ns = parse_duration(window, "--window")
-        if ns <= 0:
-            raise InputError(f"must be > 0, got {window!r}", "--window")
-        window_s = ns / 1e9
+    dur = None if duration is None else parse_positive_duration(duration, "--for") / 1e9
+    window_s = None if window is None else parse_positive_duration(window, "--window") / 1e9
     if out_file is not None and window_s is None:
         raise InputError("give --window too: --out writes the per-window series", "--out")
     cfg = gateway_config(export, spec, listen=listen, depth=depth, iops=cap, duration_s=dur, window_s=window_s)
