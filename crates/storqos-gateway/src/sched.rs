@@ -173,6 +173,8 @@ pub struct SchedLoop {
     /// I/Os done on the backend, waiting for their emulated finish: (time, id).
     waiting: BinaryHeap<Reverse<(Nanos, u64)>>,
     stats: Arc<Mutex<Recorder>>,
+    /// The recorder keeps a per-window series (checked once: no lock per request without).
+    windows: bool,
     pool: Pool,
     /// Indices of the idle I/O threads.
     idle: Vec<usize>,
@@ -202,6 +204,7 @@ impl SchedLoop {
             queued: HashMap::new(),
             inflight: HashMap::new(),
             waiting: BinaryHeap::new(),
+            windows: stats.lock().is_ok_and(|s| s.window_end().is_some()),
             stats,
             idle: (0..pool.len()).rev().collect(),
             pool,
@@ -249,7 +252,7 @@ impl SchedLoop {
             now = self.clock.now();
             let timer = self.sched.next_timer().map(|t| if t <= now { now + 1_000_000 } else { t });
             let emu = self.waiting.peek().map(|r| r.0 .0);
-            let window = self.stats.lock().ok().and_then(|s| s.window_end());
+            let window = if self.windows { self.stats.lock().ok().and_then(|s| s.window_end()) } else { None };
             let wake = [timer, emu, window].into_iter().flatten().min();
             let sleep = tokio::time::sleep_until(self.clock.instant(wake.unwrap_or(now)));
             tokio::select! {
@@ -359,6 +362,9 @@ impl SchedLoop {
 
     /// Close the statistics window if `now` is past it, sampling the policy's gauges.
     fn roll_windows(&mut self, now: Nanos) {
+        if !self.windows {
+            return;
+        }
         if let Ok(mut s) = self.stats.lock() {
             if s.window_end().is_some_and(|end| now >= end) {
                 let sched = &self.sched;
