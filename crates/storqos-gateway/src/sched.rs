@@ -362,13 +362,9 @@ impl SchedLoop {
 
     /// Close the statistics window if `now` is past it, sampling the policy's gauges.
     fn roll_windows(&mut self, now: Nanos) {
-        if !self.windows {
-            return;
-        }
-        if let Ok(mut s) = self.stats.lock() {
-            if s.window_end().is_some_and(|end| now >= end) {
-                let sched = &self.sched;
-                s.roll(now, &mut |sink| sched.gauges(sink));
+        if self.windows {
+            if let Ok(mut s) = self.stats.lock() {
+                roll(&mut s, &self.sched, now);
             }
         }
     }
@@ -378,8 +374,11 @@ impl SchedLoop {
         let result = f.result.unwrap_or(Err(EIO));
         let done = Completion { req: f.req, dispatch: f.dispatch, finish: now };
         self.sched.complete(&done, now);
-        self.roll_windows(now);
+        // One lock: close the window if `now` is past it, then account the completion.
         if let Ok(mut s) = self.stats.lock() {
+            if self.windows {
+                roll(&mut s, &self.sched, now);
+            }
             match &result {
                 Ok(_) => s.completed(f.req.tenant, f.req.op, f.req.bytes, done.response()),
                 Err(_) => s.error(f.req.tenant),
@@ -391,4 +390,9 @@ impl SchedLoop {
         };
         let _ = f.reply.send(reply);
     }
+}
+
+/// [`Recorder::roll`] with `sched`'s gauges (a no-op until `now` passes the window).
+fn roll(stats: &mut Recorder, sched: &AnyScheduler, now: Nanos) {
+    stats.roll(now, &mut |sink| sched.gauges(sink));
 }
