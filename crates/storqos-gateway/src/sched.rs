@@ -380,7 +380,7 @@ impl SchedLoop {
                 roll(&mut s, &self.sched, now);
             }
             match &result {
-                Ok(_) => s.completed(f.req.tenant, f.req.op, f.req.bytes, done.response()),
+                Ok(_) => s.completed(&done),
                 Err(_) => s.error(f.req.tenant),
             }
         }

@@ -1,6 +1,7 @@
-//! Per-tenant live statistics: completed operations, bytes, errors and an HDR
-//! histogram of the gateway-side response time (from the request entering the
-//! scheduler to its backend I/O completing), summarised as mean / p50 / p99 / max in
+//! Per-tenant live statistics: completed operations, bytes, errors, and the
+//! gateway-side response time (from the request entering the scheduler to its backend
+//! I/O completing) in the simulator's own per-tenant summary
+//! ([`GroupSummary`]: HDR histogram, exact max), reported as mean / p50 / p99 / max in
 //! microseconds and IOPS over the serving time.
 //!
 //! With a window length, also the per-window series the simulator keeps: one row per
@@ -11,16 +12,12 @@
 
 use std::collections::BTreeMap;
 
-use hdrhistogram::Histogram;
 use serde::Serialize;
-use storqos_core::request::Op;
+use storqos_core::request::{Completion, Op};
 use storqos_core::sim::quantile::exact_quantiles;
+use storqos_core::sim::GroupSummary;
 use storqos_core::time::Nanos;
 
-/// Largest response time the histograms track exactly (1 hour); longer ones saturate.
-const MAX_TRACKED_NS: u64 = 3_600_000_000_000;
-/// Significant digits of the histograms (0.1 % relative error).
-const SIGFIG: u8 = 3;
 
 /// The final statistics of one tenant.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -164,30 +161,16 @@ impl Stats {
     }
 }
 
+/// One tenant's counters; its response times (and completed bytes) are the simulator's
+/// own [`GroupSummary`].
+#[derive(Default)]
 struct Acc {
     exports: Vec<String>,
     reads: u64,
     writes: u64,
-    bytes: u64,
     flushes: u64,
     errors: u64,
-    sum_ns: u128,
-    hist: Histogram<u64>,
-}
-
-impl Acc {
-    fn new() -> Self {
-        Acc {
-            exports: Vec::new(),
-            reads: 0,
-            writes: 0,
-            bytes: 0,
-            flushes: 0,
-            errors: 0,
-            sum_ns: 0,
-            hist: Histogram::new_with_bounds(1, MAX_TRACKED_NS, SIGFIG).expect("valid histogram bounds"),
-        }
-    }
+    latency: GroupSummary,
 }
 
 /// Accumulates per-tenant statistics while the gateway runs.
@@ -204,7 +187,7 @@ impl Recorder {
     pub fn new<'a>(exports: impl IntoIterator<Item = (u32, &'a str)>) -> Self {
         let mut tenants = BTreeMap::new();
         for (t, name) in exports {
-            tenants.entry(t).or_insert_with(Acc::new).exports.push(name.to_string());
+            tenants.entry(t).or_insert_with(Acc::default).exports.push(name.to_string());
         }
         Recorder { tenants, windows: None }
     }
@@ -263,26 +246,25 @@ impl Recorder {
     }
 
     fn acc(&mut self, tenant: u32) -> &mut Acc {
-        self.tenants.entry(tenant).or_insert_with(Acc::new)
+        self.tenants.entry(tenant).or_default()
     }
 
-    /// A read or write of `bytes` completed successfully after `response` ns (in the
-    /// open window: [`Recorder::roll`] first).
-    pub fn completed(&mut self, tenant: u32, op: Op, bytes: u32, response: Nanos) {
+    /// A read or write completed successfully (in the open window: [`Recorder::roll`]
+    /// first); its response time is `c.finish − c.req.arrival`.
+    pub fn completed(&mut self, c: &Completion) {
+        let (tenant, bytes) = (c.req.tenant, c.req.bytes);
         if let Some(w) = self.windows.as_mut() {
             let e = w.open.entry(tenant).or_default();
             e.0 += 1;
             e.1 += u64::from(bytes);
-            e.2.push(response);
+            e.2.push(c.response());
         }
         let a = self.acc(tenant);
-        match op {
+        match c.req.op {
             Op::Read => a.reads += 1,
             Op::Write => a.writes += 1,
         }
-        a.bytes += u64::from(bytes);
-        a.sum_ns += u128::from(response);
-        a.hist.saturating_record(response.max(1));
+        a.latency.record(c);
     }
 
     /// A request of `tenant` was answered with an error.
@@ -302,22 +284,22 @@ impl Recorder {
             .tenants
             .iter()
             .map(|(&tenant, a)| {
-                let ops = a.reads + a.writes;
-                let q = |p: f64| if ops == 0 { 0.0 } else { us(a.hist.value_at_quantile(p) as f64) };
+                let (ops, l) = (a.reads + a.writes, &a.latency);
+                let q = |p: f64| us(l.quantile(p) as f64);
                 TenantStats {
                     tenant,
                     exports: a.exports.clone(),
                     ops,
                     reads: a.reads,
                     writes: a.writes,
-                    bytes: a.bytes,
+                    bytes: l.bytes,
                     flushes: a.flushes,
                     errors: a.errors,
                     iops: if elapsed_s > 0.0 { ops as f64 / elapsed_s } else { 0.0 },
-                    mean_us: if ops == 0 { 0.0 } else { us(a.sum_ns as f64 / ops as f64) },
+                    mean_us: us(l.mean_response()),
                     p50_us: q(0.50),
                     p99_us: q(0.99),
-                    max_us: if ops == 0 { 0.0 } else { us(a.hist.max() as f64) },
+                    max_us: us(l.max_response as f64),
                 }
             })
             .collect();
@@ -332,12 +314,19 @@ impl Recorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use storqos_core::request::Request;
+
+    /// A completion of `tenant` taking `response` ns.
+    fn done(tenant: u32, op: Op, bytes: u32, response: Nanos) -> Completion {
+        let req = Request { op, ..Request::new(0, tenant, 0, bytes) };
+        Completion { req, dispatch: 0, finish: response }
+    }
 
     #[test]
     fn summary_per_tenant() {
         let mut r = Recorder::new([(0, "a"), (1, "b"), (0, "c")]);
         for i in 1..=100u64 {
-            r.completed(0, if i % 2 == 0 { Op::Read } else { Op::Write }, 4096, i * 1_000);
+            r.completed(&done(0, if i % 2 == 0 { Op::Read } else { Op::Write }, 4096, i * 1_000));
         }
         r.error(0);
         r.flushed(1);
@@ -371,13 +360,13 @@ mod tests {
         // Window [0, 100 ms): tenant 0 completes 1..=100 µs.
         for i in 1..=100u64 {
             r.roll(i * MS / 2, &mut gauges);
-            r.completed(0, Op::Read, 4096, i * 1_000);
+            r.completed(&done(0, Op::Read, 4096, i * 1_000));
         }
         assert_eq!(r.window_end(), Some(100 * MS));
         // Nothing in [100, 300 ms); window [300, 400 ms): tenant 1, twice.
         r.roll(310 * MS, &mut gauges);
-        r.completed(1, Op::Write, 512, 7_000);
-        r.completed(1, Op::Write, 512, 9_000);
+        r.completed(&done(1, Op::Write, 512, 7_000));
+        r.completed(&done(1, Op::Write, 512, 9_000));
         assert_eq!(r.window_end(), Some(400 * MS));
         // The live view hands each closed window's rows out once.
         assert_eq!(r.new_windows().len(), 1);
