@@ -4,8 +4,10 @@ For each format, N synthetic requests are written to a temporary folder, then ti
 
 - ``read_trace``: storqos' reader (fast polars parse + whole-trace validation + unit
   conversion + canonical dtypes: the path every command uses);
-- ``polars floor`` (DiskSim only): a bare ``pl.read_csv`` of the same file with the same
-  schema and no validation, i.e. the cost of parsing alone;
+- ``polars floor`` (DiskSim and Parquet): a bare ``pl.read_csv`` of the same file with
+  the same schema / a bare ``pl.read_parquet``, with no validation, i.e. the cost of
+  parsing alone (storqos decodes Parquet with pyarrow, which reports a damaged file as
+  an error where polars' reader can abort the process);
 - ``python lines`` (DiskSim only): the exact line-by-line pass the readers fall back to
   on bad input (what a plain-Python reader costs), on ``--python-requests`` lines.
 
@@ -89,9 +91,15 @@ def main() -> None:
         secs = median_time(lambda: pl.read_csv(path, has_header=False, separator=" ", schema=DISKSIM_SCHEMA))
         rows.append({"format": "disksim", "reader": "polars floor", "requests": n, "seconds": secs,
                      "mreq_per_s": n / secs / 1e6, "mb": path.stat().st_size / 1e6})
+        path = files["parquet"]
+        secs = median_time(lambda: pl.read_parquet(path))
+        rows.append({"format": "parquet", "reader": "polars floor", "requests": n, "seconds": secs,
+                     "mreq_per_s": n / secs / 1e6, "mb": path.stat().st_size / 1e6})
+        path = files["disksim"]
         m = min(args.python_requests, n)
         secs = median_time(
-            lambda: parse_lines(path, disksim_line, skip_lines=0, unit_label=" ns", sort=False, limit=m)
+            lambda: parse_lines(path, disksim_line, skip_lines=0, unit_label=" ns", ns_per_unit=1, sort=False,
+                                limit=m)
         )
         rows.append({"format": "disksim", "reader": "python lines", "requests": m, "seconds": secs,
                      "mreq_per_s": m / secs / 1e6, "mb": path.stat().st_size / 1e6 * m / n})

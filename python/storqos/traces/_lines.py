@@ -28,7 +28,7 @@ import polars as pl
 
 from storqos.errors import InputError
 from storqos.traces._pipeline import Fallback, no_requests
-from storqos.traces.schema import MAX_SIZE
+from storqos.traces.schema import MAX_INT64, MAX_SIZE
 
 
 class FieldError(Exception):
@@ -57,8 +57,11 @@ def expect_fields(tokens: Sequence[str], n: int, names: str) -> None:
         raise FieldError(f"expected {n} fields ({names}), found {len(tokens)}")
 
 
-def int_field(tokens: Sequence[str], i: int, name: str, *, negative_ok: bool = False) -> int:
-    """Field ``i`` (0-based) as an int; messages number fields from 1."""
+def int_field(
+    tokens: Sequence[str], i: int, name: str, *, negative_ok: bool = False, scale: int = 1
+) -> int:
+    """Field ``i`` (0-based) as an int times ``scale`` (bytes per sector, ns per tick);
+    messages number fields from 1. The scaled value must fit in Int64."""
     tok = tokens[i]
     try:
         value = int(tok)
@@ -70,7 +73,9 @@ def int_field(tokens: Sequence[str], i: int, name: str, *, negative_ok: bool = F
         raise FieldError(f"field {i + 1} ({name}) is not an integer: {tok!r}") from None
     if value < 0 and not negative_ok:
         raise FieldError(f"field {i + 1} ({name}) is negative: {tok!r}")
-    return value
+    if abs(value) > MAX_INT64 // scale:
+        raise FieldError(f"field {i + 1} ({name}) is out of range: {tok!r} (at most {MAX_INT64 // scale:,})")
+    return value * scale
 
 
 def float_field(tokens: Sequence[str], i: int, name: str) -> float:
@@ -97,6 +102,15 @@ def size_field(tokens: Sequence[str], i: int, name: str, scale: int = 1) -> int:
     return value * scale
 
 
+def scaled(column: str, scale: int) -> pl.Expr:
+    """Fast-path ``column × scale`` (sectors → bytes, ticks → ns), null where the product
+    would leave Int64 (the null makes :func:`~._pipeline.finish` fall back to the exact
+    pass, which names the line) instead of wrapping around."""
+    c = pl.col(column).cast(pl.Int64)
+    limit = MAX_INT64 // scale
+    return pl.when((c <= limit) & (c >= -limit)).then(c * scale)
+
+
 def op_error(i: int, name: str, token: str, expected: str) -> FieldError:
     """The message for an operation field that is neither read nor write."""
     return FieldError(f"unknown op {token!r} in field {i + 1} ({name}); expected {expected}")
@@ -108,6 +122,7 @@ def parse_lines(
     *,
     skip_lines: int,
     unit_label: str,
+    ns_per_unit: int | float,
     extras: dict[str, pl.DataType] | None = None,
     sort: bool,
     limit: int | None,
@@ -117,7 +132,9 @@ def parse_lines(
 
     ``unit_label`` follows a time value in messages (``" s"``, ``" ns"``,
     ``" (100-ns ticks)"``). Blank lines are skipped; ``parse`` returns ``None`` for
-    lines that are valid but not requests (headers, file actions, summaries).
+    lines that are valid but not requests (headers, file actions, summaries). Times
+    spanning more than Int64 nanoseconds (``ns_per_unit`` converts) are an error at the
+    line that widens the span past it, rather than an overflow.
     """
     extras = extras or {}
     t_dtype = t_dtype or pl.Float64()
@@ -128,6 +145,8 @@ def parse_lines(
     devices: list[str] = []
     extra_cols: list[list[object]] = [[] for _ in extras]
     prev: Record | None = None
+    lo: Record | None = None  # the earliest and latest request so far
+    hi: Record | None = None
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
             if lineno <= skip_lines:
@@ -148,6 +167,20 @@ def parse_lines(
                     f"({prev.t_text}{unit_label}); pass --sort to sort the trace",
                     where,
                 )
+            if lo is None or hi is None:
+                lo = hi = rec
+            else:
+                if rec.t < lo.t:
+                    lo = rec
+                elif rec.t > hi.t:
+                    hi = rec
+                if (hi.t - lo.t) * ns_per_unit >= MAX_INT64:
+                    other = hi if rec is lo else lo
+                    raise InputError(
+                        f"timestamp {rec.t_text}{unit_label} is out of range: more than 292 years "
+                        f"(2^63 ns) from another request's ({other.t_text}{unit_label})",
+                        where,
+                    )
             prev = rec
             ts.append(rec.t)
             reads.append(rec.is_read)

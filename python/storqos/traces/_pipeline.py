@@ -23,7 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from storqos.errors import InputError
-from storqos.traces.schema import MAX_SIZE, conform
+from storqos.traces.schema import MAX_INT64, MAX_SIZE, conform
 
 _RAW_REQUIRED = ("t", "is_read", "offset", "size", "device")
 
@@ -64,7 +64,9 @@ def finish(
     requests in file order (before sorting). With ``sort=False`` a timestamp that goes
     backwards is an error; with ``sort=True`` the trace is sorted stably by time.
     Raises :class:`Fallback` if ``strict`` and any row is bad (null field, size outside
-    1..2**32-1, negative offset, non-finite or decreasing time).
+    1..2**32-1, negative offset, non-finite or decreasing time, times spanning more than
+    Int64 nanoseconds). Without ``strict`` the caller has checked every row; a span that
+    still does not fit is an :class:`InputError` rather than a wrapped-around time.
     """
     if limit is not None:
         raw = raw.head(limit)
@@ -88,6 +90,10 @@ def finish(
             raw.with_columns(pl.lit(0, pl.Int64).alias("arrival_ns")).drop("t")
         )
     t0 = raw["t"].min()
+    if float(raw["t"].max() - t0) * float(factor) >= MAX_INT64:  # type: ignore[operator, arg-type]
+        if strict:
+            raise Fallback
+        raise InputError("timestamps span more than 2^63 ns (292 years): not a trace storqos can hold")
     rel = pl.col("t") - pl.lit(t0)
     if raw.schema["t"].is_float() or isinstance(factor, float):
         arrival = (rel.cast(pl.Float64) * float(factor)).round(0).cast(pl.Int64)

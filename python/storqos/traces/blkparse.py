@@ -32,6 +32,7 @@ from storqos.traces._lines import (
     int_field,
     parse_lines,
     read_lines,
+    scaled,
     size_field,
 )
 from storqos.traces._pipeline import Fallback, check_limit, finish, no_requests, source_file
@@ -69,7 +70,7 @@ def _line_parser(action: str) -> LineParser:
             raise FieldError(
                 f"unknown op {rwbs!r} in field 7 (rwbs); expected letters from FRWDENASM"
             )
-        sector = int_field(tok, 7, "sector")
+        offset = int_field(tok, 7, "sector", scale=SECTOR_BYTES)
         if tok[8] != "+":
             raise FieldError(f"field 9 should be '+' (sector + sectors), found {tok[8]!r}")
         size = size_field(tok, 9, "sectors", SECTOR_BYTES)
@@ -79,7 +80,7 @@ def _line_parser(action: str) -> LineParser:
         if "R" not in rwbs and "W" not in rwbs:
             return None
         process = rest[1:-1] if rest and action != "C" else None
-        return Record(t, tok[3], "R" in rwbs, sector * SECTOR_BYTES, size, tok[0], (process,))
+        return Record(t, tok[3], "R" in rwbs, offset, size, tok[0], (process,))
 
     return parse
 
@@ -113,8 +114,8 @@ def read_blkparse(
         raw = ev.select(
             pl.col("t").cast(pl.Float64),
             pl.col("rwbs").str.contains("R").alias("is_read"),
-            (pl.col("sector").cast(pl.Int64) * SECTOR_BYTES).alias("offset"),
-            (pl.col("n").cast(pl.Int64) * SECTOR_BYTES).alias("size"),
+            scaled("sector", SECTOR_BYTES).alias("offset"),
+            scaled("n", SECTOR_BYTES).alias("size"),
             pl.col("dev").alias("device"),
             (pl.lit(None, pl.String) if action == "C" else pl.col("proc")).alias("process"),
         )
@@ -128,6 +129,7 @@ def read_blkparse(
         _line_parser(action),
         skip_lines=0,
         unit_label=" s",
+        ns_per_unit=factor,
         extras={"process": pl.String()},
         sort=sort,
         limit=limit,

@@ -26,6 +26,7 @@ from storqos.traces._lines import (
     int_field,
     parse_lines,
     read_fields,
+    scaled,
     size_field,
 )
 from storqos.traces._pipeline import Fallback, check_limit, finish, no_requests, source_file
@@ -47,10 +48,10 @@ def _parse_line(line: str) -> Record:
     tok = line.split()
     expect_fields(tok, 5, _NAMES)
     t = float_field(tok, 0, "time")
-    lba = int_field(tok, 2, "lba")
+    offset = int_field(tok, 2, "lba", scale=SECTOR_BYTES)
     size = size_field(tok, 3, "sectors", SECTOR_BYTES)
     flags = int_field(tok, 4, "flags")
-    return Record(t, tok[0], bool(flags & 1), lba * SECTOR_BYTES, size, tok[1])
+    return Record(t, tok[0], bool(flags & 1), offset, size, tok[1])
 
 
 def read_disksim(
@@ -70,8 +71,8 @@ def read_disksim(
         raw = cols.select(
             "t",
             ((pl.col("flags") & 1) == 1).alias("is_read"),
-            (pl.col("lba") * SECTOR_BYTES).alias("offset"),
-            (pl.col("sectors") * SECTOR_BYTES).alias("size"),
+            scaled("lba", SECTOR_BYTES).alias("offset"),
+            scaled("sectors", SECTOR_BYTES).alias("size"),
             "device",
         )
         if raw.height == 0 and limit != 0:
@@ -79,7 +80,7 @@ def read_disksim(
         return finish(raw, factor=factor, sort=sort, limit=limit)
     except Fallback:
         pass
-    raw = parse_lines(p, _parse_line, skip_lines=0, unit_label=f" {unit}", sort=sort, limit=limit)
+    raw = parse_lines(p, _parse_line, skip_lines=0, unit_label=f" {unit}", ns_per_unit=factor, sort=sort, limit=limit)
     return finish(raw, factor=factor, sort=sort, limit=limit, strict=False)
 
 

@@ -114,7 +114,7 @@ def _action(tok: list[str], base: int, v2: _V2Parser | None) -> Record | None:
         t: int | float = v2.now_us
         t_text = f"{v2.now_us}"
     else:
-        t, t_text = float(tok[0]), tok[0]
+        t, t_text = float_field(tok, 0, "timestamp"), tok[0]
     return Record(t, t_text, act == "read", offset, size, tok[base])
 
 
@@ -154,6 +154,7 @@ def read_fio(
         parser,
         skip_lines=1,
         unit_label=f" {unit}",
+        ns_per_unit=factor,
         sort=sort,
         limit=limit,
         t_dtype=pl.Int64() if version == 2 else pl.Float64(),

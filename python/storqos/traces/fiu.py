@@ -29,6 +29,7 @@ from storqos.traces._lines import (
     op_error,
     parse_lines,
     read_fields,
+    scaled,
     size_field,
 )
 from storqos.traces._pipeline import Fallback, check_limit, finish, no_requests, source_file
@@ -64,13 +65,13 @@ def _line_parser(pandas: bool) -> LineParser:
         tok = line.split("\t") if pandas else line.split()
         expect_fields(tok, n, names)
         t = int_field(tok, base + 0, "ts")
-        lba = int_field(tok, base + 3, "lba")
+        offset = int_field(tok, base + 3, "lba", scale=SECTOR_BYTES)
         size = size_field(tok, base + 4, "size", SECTOR_BYTES)
         op = tok[base + 5].strip().upper()
         if op not in ("R", "W"):
             raise op_error(base + 5, "op", tok[base + 5], "R or W")
         device = f"{tok[base + 6].strip()},{tok[base + 7].strip()}"
-        return Record(t, tok[base], op == "R", lba * SECTOR_BYTES, size, device, (tok[base + 2],))
+        return Record(t, tok[base], op == "R", offset, size, device, (tok[base + 2],))
 
     return parse
 
@@ -92,8 +93,8 @@ def read_fiu(path: str | Path, *, sort: bool = False, limit: int | None = None) 
         raw = cols.select(
             pl.col("ts").alias("t"),
             (op == "R").alias("is_read"),
-            (pl.col("lba") * SECTOR_BYTES).alias("offset"),
-            (pl.col("size") * SECTOR_BYTES).alias("size"),
+            scaled("lba", SECTOR_BYTES).alias("offset"),
+            scaled("size", SECTOR_BYTES).alias("size"),
             pl.concat_str(["major", "minor"], separator=",").alias("device"),
             "process",
         )
@@ -107,6 +108,7 @@ def read_fiu(path: str | Path, *, sort: bool = False, limit: int | None = None) 
         _line_parser(pandas),
         skip_lines=1 if pandas else 0,
         unit_label=" ns",
+        ns_per_unit=1,
         extras=_EXTRAS,
         sort=sort,
         limit=limit,

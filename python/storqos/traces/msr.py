@@ -29,6 +29,7 @@ from storqos.traces._lines import (
     op_error,
     parse_lines,
     read_fields,
+    scaled,
     size_field,
 )
 from storqos.traces._pipeline import Fallback, check_limit, finish, no_requests, source_file
@@ -58,9 +59,9 @@ def _parse_line(line: str) -> Record:
         raise op_error(3, "type", tok[3], "Read or Write")
     offset = int_field(tok, 4, "offset")
     size = size_field(tok, 5, "size")
-    resp = int_field(tok, 6, "response time")
+    resp_ns = int_field(tok, 6, "response time", scale=TICK_NS)
     return Record(
-        t, tok[0], op == "read", offset, size, f"{tok[1]}/{tok[2]}", (resp * TICK_NS, tok[1])
+        t, tok[0], op == "read", offset, size, f"{tok[1]}/{tok[2]}", (resp_ns, tok[1])
     )
 
 
@@ -88,9 +89,11 @@ def read_msr(path: str | Path, *, sort: bool = False, limit: int | None = None) 
             "offset",
             "size",
             pl.concat_str(["host", "disk"], separator="/").alias("device"),
-            (pl.col("resp") * TICK_NS).alias("response_ns"),
+            scaled("resp", TICK_NS).alias("response_ns"),
             "host",
         )
+        if raw["response_ns"].null_count():
+            raise Fallback  # a response time out of range: the exact pass names the line
         if raw.height == 0 and limit != 0:
             raise no_requests(p)
         return finish(raw, factor=TICK_NS, sort=sort, limit=limit)
@@ -101,6 +104,7 @@ def read_msr(path: str | Path, *, sort: bool = False, limit: int | None = None) 
         _parse_line,
         skip_lines=skip,
         unit_label=" (100-ns ticks)",
+        ns_per_unit=TICK_NS,
         extras=_EXTRAS,
         sort=sort,
         limit=limit,

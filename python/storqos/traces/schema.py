@@ -31,6 +31,10 @@ SECTOR_BYTES = 512
 #: Largest request size the ``size`` column (UInt32) can hold.
 MAX_SIZE = 2**32 - 1
 
+#: Largest byte offset, time (ns since the first request) or response time (ns) a
+#: trace may hold: readers work in Int64, so values beyond are errors, never wrapped.
+MAX_INT64 = 2**63 - 1
+
 REQUIRED_COLUMNS: dict[str, pl.DataType] = {
     "arrival_ns": pl.Int64(),
     "is_read": pl.Boolean(),

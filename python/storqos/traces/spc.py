@@ -27,6 +27,7 @@ from storqos.traces._lines import (
     op_error,
     parse_lines,
     read_fields,
+    scaled,
     size_field,
 )
 from storqos.traces._pipeline import Fallback, check_limit, finish, no_requests, source_file
@@ -47,13 +48,13 @@ _NAMES = "ASU,LBA,size,opcode,timestamp"
 def _parse_line(line: str) -> Record:
     tok = [x.strip() for x in line.split(",")]
     expect_fields(tok, 5, _NAMES)
-    lba = int_field(tok, 1, "LBA")
+    offset = int_field(tok, 1, "LBA", scale=SECTOR_BYTES)
     size = size_field(tok, 2, "size")
     op = tok[3].lower()
     if op not in ("r", "w"):
         raise op_error(3, "opcode", tok[3], "r or w")
     t = float_field(tok, 4, "timestamp")
-    return Record(t, tok[4], op == "r", lba * SECTOR_BYTES, size, tok[0])
+    return Record(t, tok[4], op == "r", offset, size, tok[0])
 
 
 def read_spc(
@@ -76,7 +77,7 @@ def read_spc(
         raw = cols.select(
             "t",
             (op == "r").alias("is_read"),
-            (pl.col("lba") * SECTOR_BYTES).alias("offset"),
+            scaled("lba", SECTOR_BYTES).alias("offset"),
             "size",
             "device",
         )
@@ -85,7 +86,7 @@ def read_spc(
         return finish(raw, factor=factor, sort=sort, limit=limit)
     except Fallback:
         pass
-    raw = parse_lines(p, _parse_line, skip_lines=0, unit_label=f" {unit}", sort=sort, limit=limit)
+    raw = parse_lines(p, _parse_line, skip_lines=0, unit_label=f" {unit}", ns_per_unit=factor, sort=sort, limit=limit)
     return finish(raw, factor=factor, sort=sort, limit=limit, strict=False)
 
 

@@ -36,10 +36,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from storqos.errors import InputError
 from storqos.traces._pipeline import check_limit, finish, no_requests, source_file
-from storqos.traces.schema import MAX_SIZE, SECTOR_BYTES, TIME_UNITS, conform, normalize_unit
+from storqos.traces.schema import MAX_INT64, MAX_SIZE, SECTOR_BYTES, TIME_UNITS, conform, normalize_unit
 
 _UNIT_SUFFIXES = tuple(TIME_UNITS)
 _TIME_BASES = ("arrival", "time", "timestamp", "ts")
@@ -163,10 +165,15 @@ def _first_bad(df: pl.DataFrame, bad: pl.Expr | pl.Series) -> int | None:
     return idx if idx is not None and flag[idx] else None
 
 
+def _is_integral(value: object) -> bool:
+    """True for an integer written out (``"18446744073709551616"``, ``2**64``)."""
+    return isinstance(value, int) or (isinstance(value, str) and value.strip().lstrip("+-").isdigit())
+
+
 def _as_int(s: pl.Series) -> pl.Series:
-    """``s`` as Int64; null where a value is not an integer."""
+    """``s`` as Int64; null where a value is not an integer or does not fit."""
     if s.dtype.is_integer():
-        return s.cast(pl.Int64)
+        return s.cast(pl.Int64, strict=False)
     if s.dtype == pl.String:
         return s.str.strip_chars().str.to_integer(strict=False)
     if s.dtype.is_float():
@@ -177,7 +184,7 @@ def _as_int(s: pl.Series) -> pl.Series:
 def _as_number(s: pl.Series) -> pl.Series:
     """``s`` as Int64 if every value is an integer, else Float64; null where not a number."""
     if s.dtype.is_integer():
-        return s.cast(pl.Int64)
+        return s.cast(pl.Int64, strict=False)
     if s.dtype == pl.String:
         text = s.str.strip_chars()
         ints = text.str.to_integer(strict=False)
@@ -211,6 +218,8 @@ def _convert(
 
     def num_msg(c: str, what: str) -> Callable[[int], str]:
         def msg(i: int) -> str:
+            if _is_integral(df[c][i]):
+                return f"field {pos[c]} ({c}) is out of range: {val(i, c)} (at most {MAX_INT64:,})"
             if what == "an integer" and _is_float(df[c][i]):
                 return f"field {pos[c]} ({c}) is not an integer: {val(i, c)}"
             return f"field {pos[c]} ({c}) is not a number: {val(i, c)}"
@@ -253,6 +262,19 @@ def _convert(
         col("offset") < 0,
         lambda i: f"field {pos[cols.offset]} ({cols.offset}) is negative: {val(i, cols.offset)}",
     )
+    _check(
+        conv,
+        col("offset") > MAX_INT64 // cols.offset_scale,
+        lambda i: f"field {pos[cols.offset]} ({cols.offset}) is out of range: {val(i, cols.offset)} "
+        f"(at most {MAX_INT64 // cols.offset_scale:,})",
+    )
+    factor = TIME_UNITS[unit]
+    _check(
+        conv,
+        (col("t").cast(pl.Float64) - col("t").cast(pl.Float64).min()) * factor >= MAX_INT64,
+        lambda i: f"field {pos[cols.time]} ({cols.time}) is out of range: {val(i, cols.time)} is more "
+        f"than 292 years after the earliest time",
+    )
     _check(conv, col("size").is_null(), num_msg(cols.size, "an integer"))
     _check(
         conv,
@@ -284,6 +306,11 @@ def _convert(
         bad_r = df[rcol].is_not_null() & resp.is_null()
         _check(conv, bad_r, num_msg(rcol, "a number"))
         r_factor = TIME_UNITS[cols.response_unit or "ns"]
+        _check(
+            conv,
+            resp.cast(pl.Float64).abs() * r_factor >= MAX_INT64,
+            lambda i: f"field {pos[rcol]} ({rcol}) is out of range: {val(i, rcol)}",
+        )
         extra.append((resp.cast(pl.Float64) * r_factor).round(0).cast(pl.Int64).alias("response_ns"))
     if cols.process:
         extra.append(df[cols.process].cast(pl.String).alias("process"))
@@ -303,7 +330,7 @@ def _convert(
                 f"timestamp {t_now} {unit} is before the previous one ({t_prev} {unit}); "
                 "pass --sort to sort the trace",
             )
-    return finish(raw, factor=TIME_UNITS[unit], sort=sort, limit=None, strict=False)
+    return finish(raw, factor=factor, sort=sort, limit=None, strict=False)
 
 
 def _csv_line_of_row(path: Path, row: int) -> tuple[int, int]:
@@ -380,9 +407,10 @@ def read_parquet(
     check_limit(limit)
     p = source_file(path)
     try:
-        df = pl.read_parquet(p, n_rows=limit)
-    except (pl.exceptions.PolarsError, OSError) as e:
-        raise InputError(f"cannot read as Parquet: {str(e).splitlines()[0]}", str(p)) from None
+        df = _parquet_frame(p, limit)
+    except (pa.ArrowException, pl.exceptions.PolarsError, OSError) as e:
+        first = (str(e).splitlines() or [type(e).__name__])[0]
+        raise InputError(f"cannot read as Parquet: {first}", str(p)) from None
     cols = resolve_columns(df.columns, str(p))
     if df.height == 0 and limit != 0:
         raise no_requests(p)
@@ -390,6 +418,40 @@ def read_parquet(
         return _convert(df, cols, time_unit, sort, limit)
     except _BadRow as e:
         raise InputError(e.message, f"{p}: row {e.row + 1}") from None
+
+
+def _parquet_frame(p: Path, limit: int | None) -> pl.DataFrame:
+    """The first ``limit`` rows (all if None) of a Parquet file.
+
+    Decoded by pyarrow, which reports a damaged file as an exception (polars' own reader
+    can abort the process on some corrupt pages: a failed huge allocation).
+    """
+    if limit is None:
+        table = pq.read_table(p)
+    else:
+        f = pq.ParquetFile(p)
+        batches, n = [], 0
+        for batch in f.iter_batches(batch_size=max(1, min(limit, 1 << 16))):
+            if n >= limit:
+                break
+            batches.append(batch)
+            n += batch.num_rows
+        table = pa.Table.from_batches(batches, schema=f.schema_arrow).slice(0, limit)
+    # Only what storqos reads goes on to polars, whose Arrow import panics on a damaged
+    # schema (a name or metadata that is not UTF-8): flat columns under their names,
+    # without metadata. Nested columns are ignored like every other unknown column.
+    try:
+        names = table.schema.names
+    except UnicodeDecodeError:
+        raise pa.ArrowInvalid("a column name is not UTF-8") from None
+    flat = [i for i, f in enumerate(table.schema) if not pa.types.is_nested(f.type)]
+    table = pa.Table.from_arrays([table.column(i) for i in flat], names=[names[i] for i in flat])
+    try:
+        df = pl.from_arrow(table)
+    except pl.exceptions.PanicException as e:  # a last guard: still a damaged file
+        raise pa.ArrowInvalid(str(e)) from None
+    assert isinstance(df, pl.DataFrame)
+    return df
 
 
 def write_csv(df: pl.DataFrame, path: str | Path) -> None:

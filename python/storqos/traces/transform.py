@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 import polars as pl
 
 from storqos.errors import InputError
-from storqos.traces.schema import conform, require_trace
+from storqos.traces.schema import MAX_INT64, conform, require_trace
 
 #: What :func:`split_tenants` can split by: a column name, ``"op"``, or a rule computing
 #: a key per request from the whole frame (returning a Series, an expression or a list).
@@ -44,6 +44,10 @@ def scale_rate(df: pl.DataFrame, k: float) -> pl.DataFrame:
     if not k > 0 or k != k or k == float("inf"):
         raise InputError(f"rate scale factor must be a positive finite number, got {k!r}")
     base = _rebase(df)
+    if base.height and float(base["arrival_ns"].max()) * k >= MAX_INT64:  # type: ignore[arg-type]
+        raise InputError(
+            f"rate scale factor {k!r} makes the trace span more than 2^63 ns (292 years)"
+        )
     if float(k).is_integer():
         scaled = pl.col("arrival_ns") * int(k)
     else:
@@ -65,8 +69,16 @@ def merge(dfs: Sequence[pl.DataFrame], shifts_ns: Sequence[int] | None = None) -
     if len(shifts_ns) != len(dfs):
         raise InputError(f"merge got {len(dfs)} traces but {len(shifts_ns)} shifts")
     parts = []
+    lo, hi = MAX_INT64, -MAX_INT64
     for i, (df, shift) in enumerate(zip(dfs, shifts_ns, strict=True)):
         require_trace(df, f"trace {i}")
+        if df.height:
+            lo = min(lo, int(df["arrival_ns"].min()) + int(shift))  # type: ignore[arg-type]
+            hi = max(hi, int(df["arrival_ns"].max()) + int(shift))  # type: ignore[arg-type]
+            if hi - lo > MAX_INT64 or hi > MAX_INT64 or lo < -MAX_INT64:
+                raise InputError(
+                    f"shift {int(shift)} ns of trace {i} puts the merged trace beyond 2^63 ns (292 years)"
+                )
         part = conform(df).with_columns(
             (pl.col("arrival_ns") + int(shift)).alias("arrival_ns"),
             pl.lit(i, dtype=pl.UInt32).alias("tenant"),

@@ -28,7 +28,7 @@ import polars as pl
 
 from storqos.errors import InputError
 from storqos.traces._pipeline import check_limit, finish, no_requests, source_file
-from storqos.traces.schema import MAX_SIZE, SECTOR_BYTES
+from storqos.traces.schema import MAX_INT64, MAX_SIZE, SECTOR_BYTES
 
 V1 = np.dtype(
     [("sn", "<u4"), ("len", "<u4"), ("nsg", "<u4"), ("cmd", "<u2"), ("ver", "<u2"), ("lbn", "<u8"), ("ts", "<u8")]
@@ -101,6 +101,16 @@ def read_vscsi(path: str | Path, *, sort: bool = False, limit: int | None = None
     if bad_len.any():
         i = int(np.argmax(bad_len))
         raise InputError(f"size {int(io['len'][i])} bytes: a READ/WRITE must move data", where(index[i]))
+    # 64-bit fields beyond what Int64 nanoseconds / bytes hold are errors, not wrapped.
+    for field, scale, what in (("lbn", SECTOR_BYTES, "sector number"), ("ts", 1000, "timestamp (us)")) + (
+        (("rt", 1000, "response time (us)"),) if version == 2 else ()
+    ):
+        big = io[field] > MAX_INT64 // scale
+        if big.any():
+            i = int(np.argmax(big))
+            raise InputError(
+                f"{what} {int(io[field][i])} is out of range (at most {MAX_INT64 // scale:,})", where(index[i])
+            )
     ts = io["ts"].astype(np.int64)
     if not sort and len(ts) > 1:
         back = np.diff(ts) < 0
