@@ -37,8 +37,9 @@ test-python: build
 setup: $(DEPS) system-deps
 
 # System packages (Debian): only what pip/cargo cannot provide. Chromium renders the
-# HTML report in the report test (headless); qemu-io (qemu-utils) is the real NBD
-# client of the `storqos serve` test.
+# HTML report in the report test (headless); qemu-io (qemu-utils), nbdcopy and nbdinfo
+# (libnbd-bin) and fio (its nbd engine) are the real NBD clients of the `storqos serve`
+# tests.
 system-deps:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
 	  echo "installing chromium with apt-get (headless report test)"; \
@@ -46,6 +47,12 @@ system-deps:
 	@command -v qemu-io >/dev/null 2>&1 || { \
 	  echo "installing qemu-utils with apt-get (qemu-io, the NBD client of the serve test)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-utils; }
+	@command -v nbdcopy >/dev/null 2>&1 && command -v nbdinfo >/dev/null 2>&1 || { \
+	  echo "installing libnbd-bin with apt-get (nbdcopy, nbdinfo: NBD clients of the serve tests)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libnbd-bin; }
+	@command -v fio >/dev/null 2>&1 || { \
+	  echo "installing fio with apt-get (its nbd engine is an NBD client of the serve tests)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio; }
 
 $(VPY):
 	@command -v $(CARGO) >/dev/null || { echo "error: cargo (Rust) is required: https://rustup.rs" >&2; exit 2; }
