@@ -110,6 +110,35 @@ def test_qemu_io_writes_and_reads_through_the_gateway_then_ctrl_c(tmp_path: Path
     assert int(rows["1"][3]) >= 1, out  # tenant 1's read
 
 
+def test_qemu_io_write_zeroes_discard_and_sparse_convert(tmp_path: Path) -> None:
+    """NBD_CMD_WRITE_ZEROES (with and without a hole) and NBD_CMD_TRIM from qemu-io, and
+    qemu-img convert of a mostly-zero image, which sends the zero ranges as
+    write-zeroes: the export reads back exactly what was asked."""
+    qemu_img = _tool("qemu-img", "qemu-utils")
+    a = _image(tmp_path / "a.img", 4 << 20)
+    s = Server("-e", f"a={a}", "--policy", "fcfs", "--listen", "127.0.0.1:0", "--for", "60s")
+    try:
+        _, port = s.ready()
+        r = _qemu_io(port, "a", "write -P 0x11 0 1M", "write -z 4k 8k", "write -z -u 64k 4k",
+                     "read -P 0x11 0 4k", "read -P 0 4k 8k", "read -P 0x11 12k 4k", "read -P 0 64k 4k",
+                     "discard 128k 64k", "read -P 0x11 192k 4k")
+        assert r.returncode == 0 and "Pattern verification failed" not in r.stdout + r.stderr, r.stdout + r.stderr
+        assert "discard 65536/65536 bytes at offset 131072" in r.stdout, r.stdout
+        src = tmp_path / "src.img"
+        src.write_bytes(bytes(2 << 20) + b"storqos" + bytes((2 << 20) - 7))
+        uri = f"nbd://127.0.0.1:{port}/a"
+        r = subprocess.run([qemu_img, "convert", "-n", "-f", "raw", "-O", "raw", str(src), uri],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        r = subprocess.run([qemu_img, "compare", "-f", "raw", "-F", "raw", str(src), uri],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and "Images are identical" in r.stdout, r.stdout + r.stderr
+    finally:
+        code, out, err = s.finish(signal.SIGINT)
+    assert code == 0, (out, err)
+    assert a.read_bytes() == src.read_bytes()
+
+
 def _tool(name: str, package: str) -> str:
     path = shutil.which(name)
     assert path, f"{name} (Debian {package}) is required: `make test` installs it"
@@ -132,7 +161,7 @@ def test_nbdcopy_and_nbdinfo_through_the_gateway(tmp_path: Path) -> None:
         export = json.loads(info.stdout)["exports"][0]
         assert export["export-size"] == 8 << 20
         assert export["can_flush"] and export["can_fua"] and not export["is_read_only"]
-        assert not export["can_trim"] and not export["can_multi_conn"]
+        assert export["can_trim"] and export["can_zero"] and not export["can_multi_conn"]
         r = subprocess.run([nbdcopy, str(src), uri], capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
         back = tmp_path / "back.bin"

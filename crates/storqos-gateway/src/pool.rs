@@ -51,6 +51,10 @@ impl Pool {
                     let result = match io {
                         Io::Read(n) => export.read(offset, n),
                         Io::Write { data, fua } => export.write(offset, &data, fua).map(|()| Vec::new()),
+                        Io::Trim { len, fua } => export.trim(offset, len, fua).map(|()| Vec::new()),
+                        Io::Zeroes { len, no_hole, fua } => {
+                            export.write_zeroes(offset, len, no_hole, fua).map(|()| Vec::new())
+                        }
                     };
                     if done.send(Msg::Done { id, worker, result }).is_err() {
                         return;

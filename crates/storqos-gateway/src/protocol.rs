@@ -16,7 +16,9 @@
 //! - **"Transmission"** with **simple replies** only (no structured replies, no
 //!   extended headers): the 28-byte request header (magic `0x25609513`) and the
 //!   16-byte simple reply (magic `0x67446698`), commands `NBD_CMD_READ`,
-//!   `NBD_CMD_WRITE`, `NBD_CMD_DISC`, `NBD_CMD_FLUSH` and the `NBD_CMD_FLAG_FUA` flag.
+//!   `NBD_CMD_WRITE`, `NBD_CMD_DISC`, `NBD_CMD_FLUSH`, `NBD_CMD_TRIM`,
+//!   `NBD_CMD_WRITE_ZEROES` and the flags `NBD_CMD_FLAG_FUA` and
+//!   `NBD_CMD_FLAG_NO_HOLE`.
 //! - **"Error values"**: `EINVAL`, `ENOSPC`, `EIO`...
 //!
 //! All integers are big-endian ("network byte order") on the wire.
@@ -86,15 +88,20 @@ pub const TFLAG_READ_ONLY: u16 = 1 << 1;
 pub const TFLAG_SEND_FLUSH: u16 = 1 << 2;
 /// Transmission flag: the server supports `NBD_CMD_FLAG_FUA`.
 pub const TFLAG_SEND_FUA: u16 = 1 << 3;
-/// Transmission flag: the server supports `NBD_CMD_TRIM` (not advertised here).
+/// Transmission flag: the server supports `NBD_CMD_TRIM`.
 pub const TFLAG_SEND_TRIM: u16 = 1 << 5;
+/// Transmission flag: the server supports `NBD_CMD_WRITE_ZEROES`.
+pub const TFLAG_SEND_WRITE_ZEROES: u16 = 1 << 6;
 
-/// The transmission flags this gateway advertises: flush and FUA; no trim, no
-/// write-zeroes, no cache, no block status, no multi-conn.
-pub const TRANSMISSION_FLAGS: u16 = TFLAG_HAS_FLAGS | TFLAG_SEND_FLUSH | TFLAG_SEND_FUA;
+/// The transmission flags this gateway advertises: flush, FUA, trim and write-zeroes;
+/// no cache, no block status, no multi-conn.
+pub const TRANSMISSION_FLAGS: u16 =
+    TFLAG_HAS_FLAGS | TFLAG_SEND_FLUSH | TFLAG_SEND_FUA | TFLAG_SEND_TRIM | TFLAG_SEND_WRITE_ZEROES;
 
 /// Command flag: force unit access (the data is durable when the reply is sent).
 pub const CMD_FLAG_FUA: u16 = 1 << 0;
+/// Command flag of `NBD_CMD_WRITE_ZEROES`: write the zeroes, do not punch a hole.
+pub const CMD_FLAG_NO_HOLE: u16 = 1 << 1;
 
 /// Largest READ / WRITE length accepted (and advertised as the maximum block size):
 /// 32 MiB, the limit the NBD spec recommends clients respect.
@@ -381,7 +388,12 @@ pub enum Command {
     Disc,
     /// `NBD_CMD_FLUSH` (3).
     Flush,
-    /// Any other type (`NBD_CMD_TRIM`, `NBD_CMD_WRITE_ZEROES`...): answered `EINVAL`.
+    /// `NBD_CMD_TRIM` (4): the client no longer needs `length` bytes at `offset`.
+    Trim,
+    /// `NBD_CMD_WRITE_ZEROES` (6): `length` bytes at `offset` read as zeroes after it
+    /// (no data follows the header).
+    WriteZeroes,
+    /// Any other type (`NBD_CMD_CACHE`, `NBD_CMD_BLOCK_STATUS`...): answered `EINVAL`.
     Other(u16),
 }
 
@@ -393,6 +405,8 @@ impl Command {
             1 => Command::Write,
             2 => Command::Disc,
             3 => Command::Flush,
+            4 => Command::Trim,
+            6 => Command::WriteZeroes,
             t => Command::Other(t),
         }
     }
@@ -403,6 +417,8 @@ impl Command {
             Command::Write => 1,
             Command::Disc => 2,
             Command::Flush => 3,
+            Command::Trim => 4,
+            Command::WriteZeroes => 6,
             Command::Other(t) => t,
         }
     }
@@ -562,7 +578,8 @@ mod tests {
         assert_eq!(&i[0..2], &[0, 0]);
         assert_eq!(be_u64(&i, 2), 1 << 20);
         assert_eq!(be_u16(&i, 10), TRANSMISSION_FLAGS);
-        assert_eq!(TRANSMISSION_FLAGS & TFLAG_SEND_TRIM, 0, "trim is not supported, so not advertised");
+        assert_ne!(TRANSMISSION_FLAGS & TFLAG_SEND_TRIM, 0);
+        assert_ne!(TRANSMISSION_FLAGS & TFLAG_SEND_WRITE_ZEROES, 0);
         assert_eq!(TRANSMISSION_FLAGS & TFLAG_READ_ONLY, 0);
         let bs = encode_info_block_size();
         assert_eq!((be_u16(&bs, 0), be_u32(&bs, 2), be_u32(&bs, 6), be_u32(&bs, 10)), (3, 1, 4096, 32 << 20));
@@ -572,11 +589,13 @@ mod tests {
 
     #[test]
     fn request_round_trip() {
-        for command in [Command::Read, Command::Write, Command::Disc, Command::Flush, Command::Other(4)] {
+        let all = [Command::Read, Command::Write, Command::Disc, Command::Flush, Command::Trim, Command::WriteZeroes];
+        for command in all.into_iter().chain([Command::Other(5)]) {
             let h = RequestHeader { flags: CMD_FLAG_FUA, command, cookie: 0xdead_beef_0102, offset: 1 << 40, length: 4096 };
             assert_eq!(RequestHeader::decode(&h.encode()), Ok(h));
         }
-        assert_eq!(Command::from_u16(4), Command::Other(4));
+        assert_eq!((Command::from_u16(4), Command::from_u16(6)), (Command::Trim, Command::WriteZeroes));
+        assert_eq!(Command::from_u16(5), Command::Other(5));
     }
 
     #[test]
@@ -590,9 +609,11 @@ mod tests {
         let long = RequestHeader { length: MAX_IO_BYTES + 1, command: Command::Write, ..h };
         let e = RequestHeader::decode(&long.encode()).unwrap_err();
         assert!(e.to_string().contains("exceeds the maximum of 33554432 bytes"), "{e}");
-        // A flush's length is not a transfer size: not limited.
-        let flush = RequestHeader { length: u32::MAX, command: Command::Flush, ..h };
-        assert!(RequestHeader::decode(&flush.encode()).is_ok());
+        // A flush's, trim's or write-zeroes' length is not a transfer size: not limited.
+        for command in [Command::Flush, Command::Trim, Command::WriteZeroes] {
+            let h = RequestHeader { length: u32::MAX, command, ..h };
+            assert!(RequestHeader::decode(&h.encode()).is_ok());
+        }
         assert!(matches!(RequestHeader::decode(&h.encode()[..27]), Err(ProtocolError::Truncated { needed: 28, got: 27, .. })));
     }
 

@@ -100,6 +100,23 @@ pub enum Io {
         /// Force unit access.
         fua: bool,
     },
+    /// Discard this many bytes (`NBD_CMD_TRIM`): the policy sees a write of 0 bytes.
+    Trim {
+        /// Length in bytes.
+        len: u32,
+        /// Force unit access.
+        fua: bool,
+    },
+    /// Zero this many bytes (`NBD_CMD_WRITE_ZEROES`): the policy sees a write of `len`
+    /// bytes.
+    Zeroes {
+        /// Length in bytes.
+        len: u32,
+        /// Write the zeroes rather than punch a hole (`NBD_CMD_FLAG_NO_HOLE`).
+        no_hole: bool,
+        /// Force unit access.
+        fua: bool,
+    },
 }
 
 /// A read or write a connection submits to the scheduler loop.
@@ -123,12 +140,14 @@ impl Job {
         match &self.io {
             Io::Read(n) => *n,
             Io::Write { data, .. } => data.len() as u32,
+            Io::Trim { .. } => 0,
+            Io::Zeroes { len, .. } => *len,
         }
     }
     fn op(&self) -> Op {
         match self.io {
             Io::Read(_) => Op::Read,
-            Io::Write { .. } => Op::Write,
+            Io::Write { .. } | Io::Trim { .. } | Io::Zeroes { .. } => Op::Write,
         }
     }
 }

@@ -3,7 +3,8 @@
 //! ([`start`], [`start_with`], [`run`], [`Handle`]).
 //!
 //! A connection's reader parses requests and checks them (range, flags, command);
-//! reads and writes go to the scheduler loop ([`crate::sched`]), flushes go straight to
+//! reads, writes, trims and write-zeroes go to the scheduler loop ([`crate::sched`])
+//! (the policy sees the last two as writes of 0 and of `length` bytes), flushes go straight to
 //! the backend (`fdatasync` covers every write completed before it, whichever
 //! connection issued it). Replies may leave out of order (NBD matches them by cookie).
 //!
@@ -617,10 +618,13 @@ async fn transmission(
         // Checks that answer with an error and keep the connection.
         let error = match h.command {
             Command::Other(_) => Some(EINVAL),
-            _ if h.flags & !CMD_FLAG_FUA != 0 => Some(EINVAL),
-            Command::Read | Command::Write if h.length == 0 => Some(EINVAL),
-            Command::Read if !export.contains(h.offset, h.length) => Some(EINVAL),
-            Command::Write if !export.contains(h.offset, h.length) => Some(ENOSPC),
+            Command::WriteZeroes if h.flags & !(CMD_FLAG_FUA | CMD_FLAG_NO_HOLE) != 0 => Some(EINVAL),
+            Command::Read | Command::Write | Command::Flush | Command::Trim if h.flags & !CMD_FLAG_FUA != 0 => {
+                Some(EINVAL)
+            }
+            Command::Read | Command::Write | Command::Trim | Command::WriteZeroes if h.length == 0 => Some(EINVAL),
+            Command::Read | Command::Trim if !export.contains(h.offset, h.length) => Some(EINVAL),
+            Command::Write | Command::WriteZeroes if !export.contains(h.offset, h.length) => Some(ENOSPC),
             _ => None,
         };
         if let Some(e) = error {
@@ -643,11 +647,13 @@ async fn transmission(
                     drop(permit);
                 });
             }
-            Command::Read | Command::Write => {
-                let io = if h.command == Command::Read {
-                    Io::Read(h.length)
-                } else {
-                    Io::Write { data: payload, fua: h.flags & CMD_FLAG_FUA != 0 }
+            Command::Read | Command::Write | Command::Trim | Command::WriteZeroes => {
+                let fua = h.flags & CMD_FLAG_FUA != 0;
+                let io = match h.command {
+                    Command::Read => Io::Read(h.length),
+                    Command::Write => Io::Write { data: payload, fua },
+                    Command::Trim => Io::Trim { len: h.length, fua },
+                    _ => Io::Zeroes { len: h.length, no_hole: h.flags & CMD_FLAG_NO_HOLE != 0, fua },
                 };
                 let job = Job { export: export.clone(), offset: h.offset, io, cookie: h.cookie, reply: replies.clone(), permit };
                 if let Err(e) = shared.sched_tx.send(Msg::Submit(job)) {

@@ -236,7 +236,8 @@ fn negotiation_write_read_flush_errors_disconnect() {
         assert_eq!(size, 1 << 20);
         assert_eq!(flags & 0b1, 1, "HAS_FLAGS");
         assert_ne!(flags & (1 << 2), 0, "SEND_FLUSH");
-        assert_eq!(flags & (1 << 5), 0, "TRIM not advertised");
+        assert_ne!(flags & (1 << 5), 0, "SEND_TRIM");
+        assert_ne!(flags & (1 << 6), 0, "SEND_WRITE_ZEROES");
         assert_eq!(flags & (1 << 1), 0, "not read-only");
         assert_eq!(c.go(7, "disk").await.unwrap().0, 1 << 20);
 
@@ -260,8 +261,8 @@ fn negotiation_write_read_flush_errors_disconnect() {
         assert_eq!(c.reply(512).await.0, EINVAL);
         c.request(1, 0, 17, 1 << 20, 4, &[1, 2, 3, 4]).await;
         assert_eq!(c.reply(0).await, (ENOSPC, 17, vec![]));
-        // Unsupported command (TRIM) and unknown flag → EINVAL, connection kept.
-        c.request(4, 0, 18, 0, 4096, &[]).await;
+        // Unsupported command (NBD_CMD_CACHE) and unknown flag → EINVAL, connection kept.
+        c.request(5, 0, 18, 0, 4096, &[]).await;
         assert_eq!(c.reply(0).await, (EINVAL, 18, vec![]));
         c.request(0, 1 << 4, 19, 0, 16, &[]).await;
         assert_eq!(c.reply(16).await.0, EINVAL);
@@ -281,6 +282,54 @@ fn negotiation_write_read_flush_errors_disconnect() {
     assert!(t0.p99_us > 0.0 && t0.mean_us > 0.0);
     assert_eq!(stats.tenant(1).unwrap().ops, 0);
     assert_eq!((stats.connections, stats.protocol_errors), (1, 0));
+    assert!(lines.lock().unwrap().is_empty(), "{:?}", lines.lock().unwrap());
+    std::fs::remove_file(img).unwrap();
+}
+
+#[test]
+fn trim_and_write_zeroes_go_through_the_policy() {
+    let img = image("zeroes", 1 << 20);
+    std::fs::write(&img, vec![0x33u8; 1 << 20]).unwrap();
+    let (gw, lines) = gateway(&[("disk", &img, 0)], "");
+    let addr = gw.addr();
+    rt().block_on(async {
+        let mut c = Client::connect(addr, "disk").await;
+        // WRITE_ZEROES (6): a hole, then with NO_HOLE (flag 2) and FUA (flag 1).
+        c.request(6, 0, 1, 4096, 8192, &[]).await;
+        assert_eq!(c.reply(0).await, (0, 1, vec![]));
+        c.request(6, 3, 2, 65536, 100, &[]).await;
+        assert_eq!(c.reply(0).await, (0, 2, vec![]));
+        c.request(0, 0, 3, 4096, 8192, &[]).await;
+        assert_eq!(c.reply(8192).await, (0, 3, vec![0; 8192]));
+        c.request(0, 0, 4, 65532, 108, &[]).await;
+        let (e, _, data) = c.reply(108).await;
+        assert_eq!((e, &data[..4], &data[4..104], &data[104..]), (0, &[0x33; 4][..], &[0; 100][..], &[0x33; 4][..]));
+        // TRIM (4) with FUA: answered; the file keeps its size.
+        c.request(4, 1, 5, 131072, 65536, &[]).await;
+        assert_eq!(c.reply(0).await, (0, 5, vec![]));
+        // Out of range: trim → EINVAL, write-zeroes → ENOSPC; NO_HOLE on a trim, a zero
+        // length → EINVAL. Nothing follows these headers.
+        c.request(4, 0, 6, (1 << 20) - 512, 1024, &[]).await;
+        assert_eq!(c.reply(0).await, (EINVAL, 6, vec![]));
+        c.request(6, 0, 7, 1 << 20, 1, &[]).await;
+        assert_eq!(c.reply(0).await, (ENOSPC, 7, vec![]));
+        c.request(4, 2, 8, 0, 512, &[]).await;
+        assert_eq!(c.reply(0).await, (EINVAL, 8, vec![]));
+        c.request(6, 0, 9, 0, 0, &[]).await;
+        assert_eq!(c.reply(0).await, (EINVAL, 9, vec![]));
+        // A write-zeroes longer than the largest READ/WRITE is fine (no payload).
+        c.request(6, 0, 10, 0, 1 << 20, &[]).await;
+        assert_eq!(c.reply(0).await, (0, 10, vec![]));
+        c.request(2, 0, 11, 0, 0, &[]).await;
+        assert!(c.closed().await);
+    });
+    let stats: Stats = gw.shutdown();
+    assert_eq!(std::fs::metadata(&img).unwrap().len(), 1 << 20);
+    assert!(std::fs::read(&img).unwrap().iter().all(|&b| b == 0));
+    // The policy saw them as writes: 3 write-zeroes of their length, 1 trim of 0 bytes.
+    let t0 = stats.tenant(0).unwrap();
+    assert_eq!((t0.ops, t0.reads, t0.writes, t0.errors), (6, 2, 4, 4));
+    assert_eq!(t0.bytes, 8192 + 100 + (1 << 20) + 8192 + 108);
     assert!(lines.lock().unwrap().is_empty(), "{:?}", lines.lock().unwrap());
     std::fs::remove_file(img).unwrap();
 }
