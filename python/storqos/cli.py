@@ -10,11 +10,12 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, NoReturn, Optional
 
 import polars as pl
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .errors import InputError
@@ -182,9 +183,12 @@ def simulate(
 
     Example: [bold]storqos simulate mix.trace --split-by device --policy sarc+avatar --slo web:160iops@400ms,oltp:190iops@900ms --device array --servers 8 --profile enterprise-10k --queue sptf[/bold]
     """
+    from .paths import check_output_file
     from .sim import simulate as run
     from .traces import split_tenants
 
+    if out_file is not None:
+        check_output_file(out_file, "--out")
     df = _load(trace, format, time_unit, sort)
     names: dict[int, str] | None = None
     if split_by:
@@ -284,7 +288,9 @@ def demo(
     Example: [bold]storqos demo --out out/demo[/bold]
     """
     from .demo import run_demo
+    from .paths import check_output_dir
 
+    check_output_dir(out_dir, "--out")
     result = run_with_progress("running the demo", lambda: run_demo(out_dir, trace))
     if json_out:
         _emit_json(result)
@@ -322,16 +328,24 @@ def main() -> None:
         if isinstance(rv, int) and rv != 0:
             sys.exit(rv)
     except InputError as e:
-        err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
+        err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except FileNotFoundError as e:
-        err.print(f"[red]error:[/red] {e.filename}: no such file", highlight=False, soft_wrap=True)
+        err.print(f"[red]error:[/red] {escape(str(e.filename))}: no such file", highlight=False, soft_wrap=True)
         sys.exit(2)
     except IsADirectoryError as e:
-        err.print(f"[red]error:[/red] {e.filename}: is a directory, expected a file", highlight=False, soft_wrap=True)
+        err.print(f"[red]error:[/red] {escape(str(e.filename))}: is a directory, expected a file", highlight=False, soft_wrap=True)
         sys.exit(2)
     except PermissionError as e:
-        err.print(f"[red]error:[/red] {e.filename}: permission denied", highlight=False, soft_wrap=True)
+        err.print(f"[red]error:[/red] {escape(str(e.filename))}: permission denied", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except OSError as e:
+        # A path the user gave that cannot be used (a file where a directory must be, a
+        # full disk, ...): name it and say why. Errors without a path are not about input.
+        if e.filename is None:
+            raise_internal(e)
+        where = f"{e.filename} -> {e.filename2}" if e.filename2 else str(e.filename)
+        err.print(f"[red]error:[/red] {escape(where)}: {escape((e.strerror or type(e).__name__).lower())}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except typer.Exit as e:
         sys.exit(e.exit_code)
@@ -347,14 +361,20 @@ def main() -> None:
             if type(e).__name__ == "NoArgsIsHelpError" or ctx is None or not callable(fmt):
                 show()  # the help text itself
             else:  # a usage error: one line, with where to get help
-                err.print(f"[red]error:[/red] {ctx.command_path}: {fmt()} (see '{ctx.command_path} --help')",
+                err.print(f"[red]error:[/red] {escape(f'{ctx.command_path}: {fmt()}')} (see '{escape(ctx.command_path)} --help')",
                           highlight=False, soft_wrap=True)
             sys.exit(code)
-        if os.environ.get("STORQOS_DEBUG"):
-            raise
-        err.print(f"[red]internal error:[/red] {type(e).__name__}: {e} (set STORQOS_DEBUG=1 for a traceback)",
-                  highlight=False, soft_wrap=True)
-        sys.exit(1)
+        raise_internal(e)
+
+
+def raise_internal(e: BaseException) -> NoReturn:
+    """An unexpected error (a bug, not bad input): one line and exit status 1, or the
+    traceback with STORQOS_DEBUG=1."""
+    if os.environ.get("STORQOS_DEBUG"):
+        raise e
+    err.print(f"[red]internal error:[/red] {escape(f'{type(e).__name__}: {e}')} (set STORQOS_DEBUG=1 for a traceback)",
+              highlight=False, soft_wrap=True)
+    sys.exit(1)
 
 
 if __name__ == "__main__":

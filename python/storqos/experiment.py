@@ -72,7 +72,7 @@ import polars as pl
 
 from .errors import InputError
 from .specs import canonical_policy, device_spec, mclock_spec, policy_spec
-from .units import parse_duration, parse_percent, parse_rate
+from .units import parse_count, parse_duration, parse_percent, parse_rate
 
 #: Top-level keys of an experiment file.
 TOP_KEYS = ("name", "description", "seed", "duration", "window", "percentile", "device", "trace", "tenant", "policy", "grid")
@@ -275,7 +275,7 @@ def from_dict(raw: dict[str, Any], *, base: Path = Path("."), where: str = "expe
     dup = sorted({x for x in labels if labels.count(x) > 1})
     if dup:
         raise InputError(f"[[policy]] name(s) {', '.join(dup)} given twice: give each a distinct name", where)
-    if "device" not in raw:
+    if not isinstance(raw.get("device"), dict):
         raise InputError("needs a [device] table (e.g. kind = \"constant\", capacity = \"1k\")", where)
     if not raw.get("trace") and not raw.get("tenant"):
         raise InputError("needs at least one [[trace]] or [[tenant]]", where)
@@ -395,14 +395,19 @@ def _load_trace(e: dict[str, Any], key: str, base: Path, where: str) -> pl.DataF
 
     path = _trace_path(e, key, base, where)
     limit = e.get("max_requests")
-    df = _read(str(path), e.get("format"), e.get("time_unit"), bool(e.get("sort", False)), None if limit is None else int(limit))
+    if limit is not None:
+        limit = parse_count(limit, f"{where}: max_requests", minimum=1, maximum=2**63 - 1)
+    df = _read(str(path), e.get("format"), e.get("time_unit"), bool(e.get("sort", False)), limit)
     if "start" in e or "end" in e:
         start = parse_duration(e.get("start", 0), f"{where}: start")
         end = parse_duration(e["end"], f"{where}: end") if "end" in e else int(df.select(pl.col("arrival_ns").max()).item() or 0) + 1
         df = time_window(df, start, end)
     if "rate_scale" in e:
-        k = float(e["rate_scale"])
-        if not k > 0:
+        try:
+            k = float(e["rate_scale"])
+        except (TypeError, ValueError):
+            k = float("nan")
+        if not (k > 0 and k < float("inf")):
             raise InputError(f"rate_scale must be > 0, got {e['rate_scale']!r}", where)
         df = scale_rate(df, 1.0 / k)
     return df
@@ -434,8 +439,8 @@ def _qos(e: dict[str, Any], where: str) -> dict[str, Any]:
 def _point_runs(cfg: dict[str, Any], point: dict[str, Any], base: Path, where: str,
                 traces: dict[str, pl.DataFrame], first_index: int) -> list[Run]:
     seed = cfg.get("seed", 1)
-    if not isinstance(seed, int) or seed < 0:
-        raise InputError(f"seed must be an integer >= 0, got {seed!r}", where)
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise InputError(f"seed must be an integer in [0, 2**64), got {seed!r}", where)
     duration_ns = parse_duration(cfg["duration"], f"{where}: duration") if "duration" in cfg else None
     window_ns = parse_duration(cfg.get("window", "1s"), f"{where}: window")
     if window_ns <= 0:
@@ -446,6 +451,7 @@ def _point_runs(cfg: dict[str, Any], point: dict[str, Any], base: Path, where: s
     frames: list[pl.DataFrame] = []
     generators: list[dict[str, Any]] = []
     closed: list[dict[str, Any]] = []
+    closed_where: list[str] = []  # each closed client's [[tenant]], for its errors
     pending_gen: list[tuple[int, dict[str, Any], str]] = []
 
     for i, e in enumerate(_list_of_tables(cfg, "trace", where)):
@@ -508,6 +514,7 @@ def _point_runs(cfg: dict[str, Any], point: dict[str, Any], base: Path, where: s
                 raise InputError("closed must be a table (outstanding, think, size, ...)", w)
             _known(c, CLOSED_KEYS, w, "closed: ")
             closed.append({"tenant": tid, **c})
+            closed_where.append(w)
         tenants.append(Tenant(name=str(e["name"]), source=src, **qos))
 
     names = [t.name for t in tenants]
@@ -531,7 +538,7 @@ def _point_runs(cfg: dict[str, Any], point: dict[str, Any], base: Path, where: s
 
     for tid, g, w in pending_gen:
         params = {k: v for k, v in g.items() if k != "kind"}
-        params.setdefault("seed", seed + GENERATOR_SEED_STRIDE * (tid + 1))
+        params.setdefault("seed", (seed + GENERATOR_SEED_STRIDE * (tid + 1)) % 2**64)
         if g["kind"] != "diurnal" and "count" not in params and "duration" not in params:
             if run_ns is None:
                 raise InputError("generator needs a count or duration (or give the experiment a duration)", w)
@@ -541,12 +548,15 @@ def _point_runs(cfg: dict[str, Any], point: dict[str, Any], base: Path, where: s
             generators.append(fn(tenant=tid, materialize=False, **params))
         except TypeError as e:
             raise InputError(f"generator: {e}", w) from None
-    for c in closed:
+        except InputError as e:  # where = the synth parameter's flag name: say the file's key
+            where_key = (e.where or "").lstrip("-").replace("-", "_")
+            raise InputError(f"generator: {where_key + ': ' if where_key else ''}{e.message}", w) from None
+    for c, cw in zip(closed, closed_where):
         if "stop" not in c:
             if run_ns is None:
                 raise InputError("closed-loop tenants need a stop time or an experiment duration", where)
             c["stop"] = f"{run_ns}ns"
-        _closed_client(c, where)  # validate now
+        _closed_client(c, cw)  # validate now
 
     dev = dict(cfg["device"])
     _known(dev, DEVICE_KEYS, f"{where}: [device]", "")
@@ -606,6 +616,8 @@ def _closed_client(c: dict[str, Any], where: str) -> Any:
         cc = ClosedClient(**c)
         cc.to_spec()
     except TypeError as e:
+        raise InputError(f"closed: {e}", where) from None
+    except InputError as e:
         raise InputError(f"closed: {e}", where) from None
     return cc
 

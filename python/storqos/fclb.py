@@ -20,7 +20,7 @@ import polars as pl
 from . import _core
 from .errors import InputError
 from .specs import device_spec
-from .units import parse_duration, parse_rate, parse_size
+from .units import check_seed, parse_duration, parse_rate, parse_size
 
 #: The seven runs of seed 003 §4.5: case 1 (one workload inactive), case 2 (a step at
 #: 30 s), case 3 (a pulse 5 s on / 5 s off) with each workload in the special role, and
@@ -277,7 +277,7 @@ def admit(
     try:
         out = _core.fclb_admit(
             json.dumps(rows), json.dumps(_device(device, profile, capacity)), json.dumps(back),
-            curve_rates=[float(x) for x in rates], duration_ns=dur, seed=int(seed),
+            curve_rates=[float(x) for x in rates], duration_ns=dur, seed=check_seed(seed),
         )
     except ValueError as e:
         raise InputError(str(e)) from None
@@ -303,7 +303,7 @@ def tune(
     try:
         out = _core.fclb_tune(
             json.dumps(rows), json.dumps(_device(device, profile, None)), json.dumps(back),
-            float(operating_iops), float(pole), duration_ns=parse_duration(duration, "--duration"), seed=int(seed),
+            float(operating_iops), float(pole), duration_ns=parse_duration(duration, "--duration"), seed=check_seed(seed),
         )
     except ValueError as e:
         raise InputError(str(e)) from None
@@ -332,7 +332,7 @@ def run_experiment(
     """Derive the setup the paper's way (admission → references, profiled G → K) and run
     ``cases`` under ``policies`` on the seed's disk with closed-loop W1 and W2."""
     try:
-        out = _core.fclb_experiment(list(cases), list(policies), pole=pole, seed=int(seed))
+        out = _core.fclb_experiment(list(cases), list(policies), pole=pole, seed=check_seed(seed))
     except ValueError as e:
         raise InputError(str(e)) from None
     rows: list[dict[str, Any]] = []

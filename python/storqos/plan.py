@@ -315,7 +315,9 @@ def _rotate(a: np.ndarray, shift_ns: int) -> np.ndarray:
     a0 = int(a[0])
     rel = (a - np.uint64(a0)).astype(np.int64)
     period = int(rel[-1]) + max(1, int(rel[-1]) // max(1, a.size - 1))
-    return (np.sort((rel + shift_ns) % period) + a0).astype(np.uint64)
+    # Reduce the shift first: a shift of many periods (up to the 292 years a duration may
+    # be) wraps to the same place, and rel + shift must not overflow int64.
+    return (np.sort((rel + shift_ns % period) % period) + a0).astype(np.uint64)
 
 
 def consolidate(
@@ -394,8 +396,8 @@ def power(
     d = parse_deadlines([deadline])[0]
     f = parse_fractions([fraction])[0]
     pool = parse_rate(pool_iops, "--pool-iops")
-    if disks_per_pool < 1:
-        raise InputError("disks per pool must be >= 1", "--disks-per-pool")
+    if not 1 <= disks_per_pool < 2**32:
+        raise InputError(f"disks per pool must be between 1 and {2**32 - 1}, got {disks_per_pool}", "--disks-per-pool")
     a = arrivals(trace)
     span = int(a[-1] - a[0])
     caps = _call(_core.capacity_table, a, [d], sorted({f, 1.0}))["cmin_iops"][0]

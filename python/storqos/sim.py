@@ -19,7 +19,7 @@ import polars as pl
 from . import _core
 from .errors import InputError
 from .specs import check, device_spec, policy_spec
-from .units import parse_duration, parse_size
+from .units import check_seed, parse_count, parse_duration, parse_size
 
 
 @dataclass
@@ -47,8 +47,8 @@ class ClosedClient:
         """The core's JSON form."""
         where = f"closed client of tenant {self.tenant}"
         spec: dict[str, Any] = {
-            "tenant": int(self.tenant),
-            "outstanding": int(self.outstanding),
+            "tenant": parse_count(self.tenant, f"{where}: tenant", maximum=2**16 - 1),
+            "outstanding": parse_count(self.outstanding, f"{where}: outstanding", minimum=1, maximum=2**32 - 1),
             "think_ns": parse_duration(self.think, where),
             "think_exponential": bool(self.think_exponential),
             "bytes": parse_size(self.size, where),
@@ -62,7 +62,7 @@ class ClosedClient:
             spec["on_ns"] = parse_duration(self.on, where)
             spec["off_ns"] = parse_duration(self.off or 0, where)
         if self.target is not None:
-            spec["target"] = int(self.target)
+            spec["target"] = parse_count(self.target, f"{where}: target", maximum=254)
         return spec
 
 
@@ -185,6 +185,7 @@ def simulate(
     if window_ns <= 0:
         raise InputError("summary window must be > 0", "--window")
     until_ns = None if until is None else parse_duration(until, "--until")
+    seed = check_seed(seed)
     cols = _columns(trace)
     t0 = time.perf_counter()
     try:
@@ -195,7 +196,7 @@ def simulate(
             json.dumps(dspec),
             closed_json=json.dumps([c.to_spec() for c in closed or []]),
             generators_json=json.dumps(generators or []),
-            seed=int(seed),
+            seed=seed,
             window_ns=window_ns,
             keep_requests=keep_requests,
             until_ns=until_ns,

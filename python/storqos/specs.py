@@ -16,7 +16,7 @@ from typing import Any
 
 from . import _core
 from .errors import InputError
-from .units import parse_duration, parse_rate, parse_size
+from .units import parse_count, parse_duration, parse_rate, parse_size
 
 #: Policy names and what they are (``storqos simulate --policy``).
 POLICIES: dict[str, str] = {
@@ -51,6 +51,10 @@ DEVICES: dict[str, str] = {
     "disk": "a mechanical disk model (seek + rotation + transfer) (--profile)",
     "tiered": "SSD + HDD tiers, tier from a hit ratio or the trace (--capacity SSD,HDD, --hit-ratio)",
 }
+
+
+#: Most servers an array device takes (``storqos_core::devices::array::MAX_SERVERS``).
+ARRAY_MAX_SERVERS = 65_536
 
 
 def canonical_policy(name: str) -> str:
@@ -179,7 +183,7 @@ def policy_spec(
         if cost is not None:
             spec["cost"] = cost
     if kind == "sfq":
-        d = 1 if depth is None else int(depth)
+        d = 1 if depth is None else parse_count(depth, "--depth", maximum=2**32 - 1)
         if d < 1:
             raise InputError(f"dispatch depth must be >= 1, got {depth}", "--depth")
         spec["depth"] = d
@@ -187,7 +191,10 @@ def policy_spec(
         if cmin is None or deadlines is None:
             raise InputError(f"{kind} needs --cmin (the primary-class capacity, IOPS) and --deadline (δ)", "--cmin")
         c = parse_rate(cmin, "--cmin")
-        first = deadlines.split(",")[0] if isinstance(deadlines, str) else list(deadlines)[0]
+        listed = deadlines.split(",") if isinstance(deadlines, str) else list(deadlines)
+        if not listed:
+            raise InputError(f"{kind} needs a deadline δ, e.g. --deadline 10ms", "--deadline")
+        first = listed[0]
         delta = parse_duration(first, "--deadline", default_unit="ms")
         if delta <= 0:
             raise InputError("the deadline must be > 0", "--deadline")
@@ -223,6 +230,8 @@ def policy_spec(
         if isinstance(deadlines, str):
             deadlines = [d for d in deadlines.split(",") if d.strip()]
         ns = [parse_duration(d, "--deadline", default_unit="ms") for d in deadlines]
+        if not ns:
+            raise InputError(f"edf needs at least one deadline, e.g. --deadline 10ms,50ms, got {deadlines!r}", "--deadline")
         if any(d <= 0 for d in ns):
             raise InputError("deadlines must be > 0", "--deadline")
         spec["deadlines_ns"] = ns
@@ -261,9 +270,9 @@ def device_spec(
     if kind == "exponential":
         return {"kind": "exponential", "iops": cap(capacity)}
     if kind == "array":
-        k = 1 if servers is None else int(servers)
-        if k < 1:
-            raise InputError(f"an array needs >= 1 server, got {servers}", "--servers")
+        k = 1 if servers is None else parse_count(servers, "--servers")
+        if not 1 <= k <= ARRAY_MAX_SERVERS:
+            raise InputError(f"an array needs between 1 and {ARRAY_MAX_SERVERS} servers, got {servers}", "--servers")
         if profile is not None:
             # A RAID-0-like array of disk models, striped by offset (seed 001's array).
             service: dict[str, Any] = {"kind": "disk", "profile": profile}
@@ -274,7 +283,7 @@ def device_spec(
             spec = {"kind": "array", "servers": k, "assign": "shared",
                     "service": {"kind": "exponential", "iops": cap(capacity)}}
         if depth is not None:
-            spec["depth"] = int(depth)
+            spec["depth"] = parse_count(depth, "--depth", minimum=1, maximum=2**63 - 1)
         return spec
     if kind == "disk":
         spec = {"kind": "disk"}
@@ -302,7 +311,7 @@ def device_spec(
             raise InputError(f"hit ratio must be in [0, 1], got {hit_ratio}", "--hit-ratio")
         spec["hit_ratio"] = float(hit_ratio)
     if depth is not None:
-        spec["depth"] = int(depth)
+        spec["depth"] = parse_count(depth, "--depth", minimum=1, maximum=2**63 - 1)
     return spec
 
 

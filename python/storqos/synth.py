@@ -14,7 +14,7 @@ import polars as pl
 
 from . import _core
 from .errors import InputError
-from .units import parse_duration, parse_rate, parse_size
+from .units import parse_count, parse_duration, parse_rate, parse_size
 
 #: 2**64 − 1: "no limit" for counts and stop times.
 _UNBOUNDED = 2**64 - 1
@@ -36,7 +36,7 @@ def _bounds(count: int | None, duration: str | float | None) -> dict[str, int]:
     if count is None and duration is None:
         raise InputError("give a request count or a duration")
     return {
-        "count": _UNBOUNDED if count is None else int(count),
+        "count": _UNBOUNDED if count is None else parse_count(count, "--count"),
         "until_ns": _UNBOUNDED if duration is None else parse_duration(duration, "--duration"),
     }
 

@@ -30,6 +30,11 @@ DURATION_NS: dict[str, float] = {
     "h": 3600e9,
     "d": 86400e9,
 }
+#: Longest duration accepted: 2**63 − 1 ns (about 292 years), the most the core's and
+#: polars' signed 64-bit nanosecond clocks hold.
+MAX_DURATION_NS = 2**63 - 1
+#: Largest size accepted: 2**63 − 1 bytes (8 EiB), the most a 64-bit offset holds.
+MAX_SIZE_BYTES = 2**63 - 1
 RATE_MULT: dict[str, float] = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
 SIZE_MULT: dict[str, int] = {
     "": 1,
@@ -56,8 +61,31 @@ def _split(text: str) -> tuple[float, str] | None:
     return float(m.group(1)), m.group(2)
 
 
+def _check_type(value: object, what: str, example: str, where: str) -> None:
+    """Config files hand the parsers any TOML value: only strings and numbers are units."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise InputError(f"expected a {what} (e.g. {example}), got {value!r}", where)
+
+
+def parse_count(value: object, where: str, *, minimum: int = 0, maximum: int = 2**64 - 1) -> int:
+    """An integer count in [minimum, maximum] (``4``, ``4.0``, ``"4"``), else an InputError."""
+    v: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        v = value
+    elif isinstance(value, float) and value.is_integer():
+        v = int(value)
+    elif isinstance(value, str) and value.strip().isdigit():
+        v = int(value.strip())
+    if v is None:
+        raise InputError(f"expected a whole number, got {value!r}", where)
+    if not minimum <= v <= maximum:
+        raise InputError(f"must be between {minimum} and {maximum}, got {value!r}", where)
+    return v
+
+
 def parse_duration(value: str | float | int, where: str = "duration", default_unit: str = "s") -> int:
     """Parse a duration into integer nanoseconds (``"10ms"`` → 10_000_000)."""
+    _check_type(value, "duration", "10ms, 1.5s", where)
     if isinstance(value, (int, float)):
         v, unit = float(value), default_unit
     else:
@@ -73,6 +101,8 @@ def parse_duration(value: str | float | int, where: str = "duration", default_un
     ns = v * DURATION_NS[unit]
     if not math.isfinite(ns) or ns < 0:
         raise InputError(f"duration {value!r} must be finite and >= 0", where)
+    if round(ns) > MAX_DURATION_NS:
+        raise InputError(f"duration {value!r} is too long (at most {MAX_DURATION_NS} ns, about 292 years)", where)
     return int(round(ns))
 
 
@@ -84,8 +114,16 @@ def parse_positive_duration(value: str | float | int, where: str = "duration", d
     return ns
 
 
+def check_seed(value: object, where: str = "--seed") -> int:
+    """A random seed: an integer in [0, 2**64) (the core's seeds are unsigned 64-bit)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**64:
+        raise InputError(f"seed must be an integer in [0, 2**64), got {value!r}", where)
+    return value
+
+
 def parse_rate(value: str | float | int, where: str = "rate") -> float:
     """Parse an IOPS rate (``"1.5k"`` → 1500.0; ``"200iops"`` accepted)."""
+    _check_type(value, "rate in IOPS", "500, 1.5k", where)
     if isinstance(value, (int, float)):
         v = float(value)
     else:
@@ -102,20 +140,29 @@ def parse_rate(value: str | float | int, where: str = "rate") -> float:
 
 def parse_size(value: str | int, where: str = "size") -> int:
     """Parse a size into bytes (``"4KiB"`` → 4096, ``"64GiB"``, ``"512"``)."""
+    _check_type(value, "size", "4KiB, 512B", where)
+    if isinstance(value, float):
+        value = str(value)
     if isinstance(value, int):
         v = value
     else:
         parsed = _split(value)
         if parsed is None or parsed[1].lower() not in SIZE_MULT:
             raise InputError(f"malformed size {value!r} (expected e.g. 4KiB, 512B, 64GiB)", where)
-        v = int(round(parsed[0] * SIZE_MULT[parsed[1].lower()]))
+        x = parsed[0] * SIZE_MULT[parsed[1].lower()]
+        if not math.isfinite(x):
+            raise InputError(f"size {value!r} must be a finite number of bytes", where)
+        v = int(round(x))
     if v <= 0:
         raise InputError(f"size {value!r} must be > 0 bytes", where)
+    if v > MAX_SIZE_BYTES:
+        raise InputError(f"size {value!r} is too large (at most {MAX_SIZE_BYTES} bytes, 8 EiB)", where)
     return v
 
 
 def parse_bandwidth(value: str | float, where: str = "bandwidth") -> float:
     """Parse a bandwidth into bytes per second (``"200MiB/s"``)."""
+    _check_type(value, "bandwidth", "200MiB/s", where)
     if isinstance(value, (int, float)):
         v = float(value)
     else:
@@ -123,13 +170,14 @@ def parse_bandwidth(value: str | float, where: str = "bandwidth") -> float:
         if not text.endswith("/s"):
             raise InputError(f"malformed bandwidth {value!r} (expected e.g. 200MiB/s)", where)
         v = float(parse_size(text[:-2], where))
-    if v <= 0:
-        raise InputError(f"bandwidth {value!r} must be > 0", where)
+    if not (math.isfinite(v) and v > 0):
+        raise InputError(f"bandwidth {value!r} must be finite and > 0", where)
     return v
 
 
 def parse_percent(value: str | float, where: str = "fraction") -> float:
     """Parse a percentage into a fraction in (0, 1] (``"99.9"`` or ``"99.9%"`` → 0.999)."""
+    _check_type(value, "percentage", "95, 99.9%", where)
     text = str(value).strip().rstrip("%")
     try:
         v = float(text)

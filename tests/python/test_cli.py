@@ -208,3 +208,60 @@ def test_simulate_sarc_avatar_reports_slo_compliance_and_misses(tmp_path: Path) 
     r = run_cli(*args)
     assert "SLO compliance" in r.out and "miss ratio" in r.out
     assert_one_line_error(run_cli(*args[:-10], "--slo", "a:160iops", "--capacity", "500"), "--slo")
+
+
+# --- Extreme and malformed flag values (CLI fuzzing): each is one line and exit 2, never
+# "internal error", an OverflowError from the Rust bindings, or an aborted process.
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        # Durations beyond 2**63 ns used to overflow the core's u64 arguments (OverflowError).
+        (["--window", "1e30s"], ["--window", "too long", "292 years"]),
+        (["--policy", "edf", "--deadline", "1e12d"], ["--deadline", "too long"]),
+        # Seeds outside u64 used to reach the bindings (OverflowError).
+        (["--seed", "-1"], ["--seed", "[0, 2**64)", "-1"]),
+        (["--seed", "18446744073709551616"], ["--seed", "18446744073709551616"]),
+        # A blank deadline list used to be an IndexError.
+        (["--policy", "edf", "--deadline", " "], ["--deadline", "at least one deadline"]),
+        # 2**32 servers used to abort the process (allocation failure in the array model).
+        (["--device", "array", "--servers", "4294967296"], ["--servers", "65536", "4294967296"]),
+    ],
+)
+def test_simulate_extreme_flag_values(tmp_path: Path, args: list[str], needles: list[str]) -> None:
+    f = tmp_path / "t.trace"
+    f.write_text(DISKSIM_OK)
+    assert_one_line_error(run_cli("simulate", str(f), "--capacity", "500", *args), *needles)
+
+
+def test_unwritable_out_is_reported_before_the_work(tmp_path: Path) -> None:
+    f = tmp_path / "t.trace"
+    f.write_text(DISKSIM_OK)
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    # A file where a directory must be used to end in "internal error: FileExistsError".
+    assert_one_line_error(run_cli("simulate", str(f), "--capacity", "10", "--out", f"{blocker}/r.parquet"),
+                          "--out", f"{blocker}/r.parquet", "is not a directory")
+    assert_one_line_error(run_cli("simulate", str(f), "--capacity", "10", "--out", str(tmp_path)),
+                          "--out", "is a directory, expected a file")
+    assert_one_line_error(run_cli("demo", "--out", str(blocker)), "--out", str(blocker), "not a directory")
+    assert blocker.read_text() == "not a directory"
+
+
+def test_os_errors_on_user_paths_are_one_line(tmp_path: Path) -> None:
+    """The safety net in main(): any OSError about a path (here ENOTDIR) is input."""
+    import subprocess
+    import sys
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code = ("import sys; from storqos import cli; from storqos.cli import app\n"
+            "@app.command('boom')\n"
+            "def boom() -> None:\n"
+            f"    open({str(blocker / 'x')!r}, 'w')\n"
+            "sys.argv = ['storqos', 'boom']; cli.main()\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={"NO_COLOR": "1", "PATH": ""})
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert p.returncode == 2 and len(lines) == 1, p.stderr
+    assert f"{blocker / 'x'}: not a directory" in lines[0] and "internal error" not in lines[0]

@@ -130,6 +130,83 @@ def test_schema_errors_name_file_and_key(tmp_path: Path, change: tuple[str, str]
     assert "\n" not in str(e.value)
 
 
+#: Wrong-typed, truncated or extreme values of an experiment file (fuzzing): each used to
+#: end in "internal error" (AttributeError, ValueError, TypeError, OverflowError), in an
+#: aborted process, or in a run that never ended.
+WRONG_TYPED = [
+    (('size = "64KiB"', "size = []"), "exp.toml: [[tenant]] 2 (backup): closed: closed client of tenant 2: expected a size"),
+    (('size = "64KiB"', "size = 0.5"), "[[tenant]] 2 (backup): closed: closed client of tenant 2: size '0.5' must be > 0"),
+    (("outstanding = 4", 'outstanding = ""'), "[[tenant]] 2 (backup): closed: closed client of tenant 2: outstanding: expected a whole number"),
+    (("outstanding = 4", "outstanding = 4294967296"), "outstanding: must be between 1 and 4294967295"),
+    (('mean_off = "900ms"', "mean_off = {}"), "[[tenant]] 1 (batch): generator: mean_off: expected a duration"),
+    (('reservation = "300"', "reservation = [1]"), "[[trace]] 1 (web): reservation: expected a rate in IOPS"),
+    (('path = "bundled:websearch"', 'path = "bundled:websearch"\nmax_requests = 1e308'),
+     "[[trace]] 1 (web): max_requests: must be between 1 and"),
+    (('path = "bundled:websearch"', 'path = "bundled:websearch"\nmax_requests = "1e19"'), "max_requests: expected a whole number"),
+    (('path = "bundled:websearch"', 'path = "bundled:websearch"\nstart = []'), "[[trace]] 1 (web): start: expected a duration"),
+    (('duration = "4s"', 'duration = "1e30s"'), "duration: duration '1e30s' is too long"),
+    (("seed = 3", "seed = 18446744073709551616"), "seed must be an integer in [0, 2**64)"),
+    (('path = "bundled:websearch"', 'path = "bundled:websearch"\nrate_scale = "10xs"'),
+     "[[trace]] 1 (web): rate_scale must be > 0, got '10xs'"),
+    (('[device]\nkind = "constant"\ncapacity = "900"', 'device = "0"'), "exp.toml: needs a [device] table"),
+    (('kind = "constant"', 'kind = "array"\nservers = "x"'), "--servers: expected a whole number, got 'x'"),
+]
+
+
+@pytest.mark.parametrize(("change", "message"), WRONG_TYPED, ids=[c[0][1][:30] for c in WRONG_TYPED])
+def test_wrong_typed_values_are_input_errors(tmp_path: Path, change: tuple[str, str], message: str) -> None:
+    old, new = change
+    assert old in SMALL
+    path = write(tmp_path, SMALL.replace(old, new, 1))
+    with pytest.raises(InputError) as e:
+        load(path)
+    assert message in str(e.value), str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_cli_error_keeps_the_brackets_of_table_names(tmp_path: Path, cli) -> None:
+    """rich used to read ``[device]`` and ``[[tenant]]`` in a message as markup and drop them."""
+    from conftest import assert_one_line_error
+
+    path = write(tmp_path, SMALL.replace('[device]\nkind = "constant"\ncapacity = "900"', 'device = "0"', 1))
+    assert_one_line_error(cli("run", str(path), "--out", str(tmp_path / "o")), "exp.toml: needs a [device] table")
+    path = write(tmp_path, SMALL.replace("outstanding = 4", 'outstanding = ""', 1))
+    assert_one_line_error(cli("run", str(path), "--out", str(tmp_path / "o")), "[[tenant]] 2 (backup): closed:")
+
+
+def test_cli_run_generator_faster_than_the_clock(tmp_path: Path, cli) -> None:
+    """Above one request per ns the gaps round to 0 and time stops: that run never ended."""
+    from conftest import assert_one_line_error
+
+    path = write(tmp_path, SMALL.replace('rate_on = "1k"', "rate_on = 9223372036854775807", 1))
+    assert_one_line_error(cli("run", str(path), "--workers", "1", "--out", str(tmp_path / "o")),
+                          "onoff: on rate must be at most 1e9 IOPS (one request per ns), got 9.223372036854776e18")
+
+
+def test_cli_run_slo_rate_faster_than_the_clock(tmp_path: Path, cli) -> None:
+    """A reservation (sarc+avatar's R_i) of 1e308 IOPS made the credits infinite: the run never ended."""
+    from conftest import assert_one_line_error
+
+    text = SMALL.replace('kind = "mclock"', 'kind = "sarc+avatar"', 1).replace('reservation = "300"', "reservation = 1e308", 1)
+    text = text.replace('weight = 1\nslo = "50ms"', 'weight = 1\nslo = "50ms"\nreservation = "100"', 1)
+    text = text.replace('limit = "150"', 'limit = "150"\nreservation = "100"\nslo = "1s"', 1)
+    path = write(tmp_path, text)
+    assert_one_line_error(cli("run", str(path), "--workers", "1", "--out", str(tmp_path / "o")),
+                          "[[policy]] 1 (sarc+avatar)", "slo[0].rate_iops must be at most 1e9 (one request per ns), got 1e308")
+
+
+def test_cli_run_checks_out_before_running(tmp_path: Path, cli) -> None:
+    from conftest import assert_one_line_error
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    path = write(tmp_path, SMALL)
+    assert_one_line_error(cli("run", str(path), "--out", str(blocker)), "--out", "exists and is not a directory")
+    assert_one_line_error(cli("run", str(path), "--out", str(tmp_path / "o"), "--markdown", f"{blocker}/r.md"),
+                          "--markdown", "is not a directory")
+    assert not (tmp_path / "o").exists()
+
+
 def test_structure_errors() -> None:
     base = {"device": {"kind": "constant", "capacity": 100}, "policy": [{"kind": "fcfs"}],
             "tenant": [{"name": "a", "generator": {"kind": "poisson", "rate": 10, "count": 5}}]}
@@ -201,7 +278,7 @@ def test_cli_run_writes_tables_summary_and_report(tmp_path: Path, cli) -> None:
     # Bad input: one line, exit 2.
     bad = write(tmp_path, SMALL.replace("seed = 3", "seed = -1"), "bad.toml")
     r = cli("run", str(bad), "--out", str(out))
-    assert r.code == 2 and r.err.strip().count("\n") == 0 and "bad.toml: seed must be an integer >= 0" in r.err
+    assert r.code == 2 and r.err.strip().count("\n") == 0 and "bad.toml: seed must be an integer in [0, 2**64), got -1" in r.err
     r = cli("run", str(path), "--dask", "nowhere")
     assert r.code == 2 and "--dask: expected tcp://HOST:PORT or local:N" in r.err
 

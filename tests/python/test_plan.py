@@ -236,3 +236,42 @@ def test_cli_plan_errors_are_one_line(cli, tmp_path) -> None:
         assert want in r.err and len(r.err.strip().splitlines()) == 1, r.err
     r = cli("plan", "--help")
     assert "Example:" in r.out
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        # Durations past 2**63 ns used to overflow numpy / the core's u64 (OverflowError).
+        (["--shift", "1e30s"], ["--shift", "too long", "292 years"]),
+        (["--deadline", "1e12d"], ["--deadline", "too long"]),
+        (["--power", "--deadline", "1e12d"], ["--deadline", "too long"]),
+        (["--recombine", "--deadline", "1e12d"], ["--deadline", "too long"]),
+        (["--rtd", "90%@1e30s"], ["--rtd", "too long"]),
+        # More disks than u32 holds used to be an OverflowError in the bindings.
+        (["--power", "--disks-per-pool", "4294967296"], ["--disks-per-pool", "4294967295", "4294967296"]),
+        (["--power", "--disks-per-pool", "0"], ["--disks-per-pool"]),
+    ],
+)
+def test_cli_plan_extreme_values_are_one_line(args: list[str], needles: list[str]) -> None:
+    from conftest import assert_one_line_error, run_cli
+
+    assert_one_line_error(run_cli("plan", str(storqos.bundled_trace()), *args), *needles)
+
+
+def test_cli_plan_checks_out_before_planning(tmp_path) -> None:
+    from conftest import assert_one_line_error, run_cli
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    # The type of --out and its directory are checked before the (slow) planning.
+    assert_one_line_error(run_cli("plan", str(storqos.bundled_trace()), "--recombine", "--out", str(tmp_path / "t.xlsx")),
+                          "--out", "unknown output type '.xlsx'")
+    assert_one_line_error(run_cli("plan", str(storqos.bundled_trace()), "--out", f"{blocker}/t.csv"),
+                          "--out", "is not a directory")
+
+
+def test_huge_shift_wraps_around_the_period() -> None:
+    """A shift of many periods (up to the longest duration) wraps, without int64 overflow."""
+    a = plan.arrivals(storqos.read_trace(storqos.bundled_trace()))
+    period = int(a[-1] - a[0]) + max(1, int(a[-1] - a[0]) // (a.size - 1))
+    np.testing.assert_array_equal(plan._rotate(a, 2**63 - 1), plan._rotate(a, (2**63 - 1) % period))

@@ -352,6 +352,13 @@ BAD_INPUT = [
     (["-e", "a={a}", "--window", "0s"], ["--window", "must be > 0"]),
     (["-e", "a={a}", "--out", "{tmp}/s.parquet"], ["--out", "give --window too"]),
     (["-e", "a={a}", "--listen", "localhost"], ["listen: expected HOST:PORT"]),
+    # Fuzzing: a huge --for used to panic in Duration::from_secs_f64 (PanicException).
+    (["-e", "a={a}", "--for", "1e30s"], ["--for", "too long", "292 years"]),
+    (["-e", "a={a}", "--window", "1e12d"], ["--window", "too long"]),
+    # A tenant id is an index: 4294967295 used to abort the gateway on the first request.
+    (["-e", "a={a}:4294967295"], ["--export", "tenant must be below 65536, got 4294967295"]),
+    # An unwritable --out used to fail only after the session (its series lost).
+    (["-e", "a={a}", "--window", "1s", "--out", "{a}/s.parquet"], ["--out", "is not a directory"]),
     ([], ["Missing option '--export'"]),
 ]
 

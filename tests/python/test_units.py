@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from storqos.errors import InputError
-from storqos.units import parse_bandwidth, parse_duration, parse_percent, parse_rate, parse_size
+from storqos.units import check_seed, parse_bandwidth, parse_duration, parse_percent, parse_rate, parse_size
 
 
 @pytest.mark.parametrize(
@@ -50,3 +50,26 @@ def test_bad_rates(bad: str) -> None:
 def test_bad_sizes(bad: str) -> None:
     with pytest.raises(InputError):
         parse_size(bad)
+
+
+@pytest.mark.parametrize("bad", ["1e30s", "1e12d", "9223372036854775808ns", "3e8h"])
+def test_durations_past_292_years_are_input_errors(bad: str) -> None:
+    # They used to come back as ints past u64 and overflow in the core's bindings.
+    with pytest.raises(InputError, match=r"^--for: duration .* is too long \(at most 9223372036854775807 ns"):
+        parse_duration(bad, "--for")
+    assert parse_duration("9223372036s") == 9_223_372_036 * 10**9  # just under the bound
+
+
+@pytest.mark.parametrize(("bad", "what"), [("1e400", "finite"), ("1e400KiB", "finite"), ("1e30", "too large"),
+                                           ("9EiB", "malformed")])
+def test_sizes_that_are_not_finite_or_too_large(bad: str, what: str) -> None:
+    # "1e400" used to raise OverflowError (int of inf).
+    with pytest.raises(InputError, match=f"^--fast-tier: .*{what}"):
+        parse_size(bad, "--fast-tier")
+
+
+@pytest.mark.parametrize("bad", [-1, 2**64, True, 1.5, "1"])
+def test_seeds_outside_u64(bad: object) -> None:
+    with pytest.raises(InputError, match=r"^--seed: seed must be an integer in \[0, 2\*\*64\)"):
+        check_seed(bad)
+    assert check_seed(2**64 - 1) == 2**64 - 1

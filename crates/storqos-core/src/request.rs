@@ -17,6 +17,12 @@ pub enum Op {
 /// tier from its hit ratio).
 pub const TARGET_ANY: u8 = u8::MAX;
 
+/// Bound on tenant ids: a tenant is `0..MAX_TENANTS`. Schedulers and statistics keep
+/// per-tenant state in vectors indexed by the tenant id, so an id is a size: the bound
+/// keeps a stray id (4294967295) an input error instead of an allocation of hundreds of
+/// gigabytes that aborts the process.
+pub const MAX_TENANTS: u32 = 65_536;
+
 /// One block I/O request.
 ///
 /// `tenant` is who issued it (a trace's device, host, ASU, a closed-loop client);

@@ -17,6 +17,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use serde::Deserialize;
+use storqos_core::request::MAX_TENANTS;
 use storqos_core::spec::SchedulerSpec;
 
 /// A gateway error: a bad configuration (one line naming the field) or an I/O failure
@@ -56,7 +57,8 @@ pub struct ExportConfig {
     pub name: String,
     /// Backing file: must exist, be a regular file and not be empty.
     pub path: PathBuf,
-    /// Tenant the export's requests belong to (the scheduler's flow by default).
+    /// Tenant the export's requests belong to (the scheduler's flow by default), below
+    /// [`MAX_TENANTS`].
     pub tenant: u32,
     /// Scheduling class of its requests (default: the tenant).
     #[serde(default)]
@@ -89,6 +91,9 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:10809";
 pub const DEFAULT_DEPTH: usize = 8;
 /// Largest dispatch depth accepted.
 pub const MAX_DEPTH: usize = 4096;
+/// Longest `duration_s` / `window_s` accepted: 2^63 ns (about 292 years), the longest
+/// time the clock's nanosecond counters and a `std::time::Duration` both hold.
+pub const MAX_SECONDS: f64 = 9_223_372_036.0;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -158,6 +163,12 @@ impl Config {
             if e.name.is_empty() {
                 return bad(format!("exports[{i}].name: must not be empty"));
             }
+            if e.tenant >= MAX_TENANTS {
+                return bad(format!("exports[{i}].tenant: must be below {MAX_TENANTS}, got {}", e.tenant));
+            }
+            if let Some(c) = e.class.filter(|&c| c >= MAX_TENANTS) {
+                return bad(format!("exports[{i}].class: must be below {MAX_TENANTS}, got {c}"));
+            }
             if e.name.len() > crate::protocol::MAX_NAME_BYTES {
                 return bad(format!("exports[{i}].name: longer than the NBD limit of 4096 bytes"));
             }
@@ -174,13 +185,17 @@ impl Config {
             }
         }
         if let Some(d) = self.duration_s {
-            if !(d.is_finite() && d > 0.0) {
-                return bad(format!("duration_s: must be a finite number of seconds > 0 (or null), got {d}"));
+            if !(d.is_finite() && d > 0.0 && d <= MAX_SECONDS) {
+                return bad(format!(
+                    "duration_s: must be a finite number of seconds > 0 and <= {MAX_SECONDS} (about 292 years) (or null), got {d}"
+                ));
             }
         }
         if let Some(w) = self.window_s {
-            if !(w.is_finite() && w >= 1e-6) {
-                return bad(format!("window_s: must be a finite number of seconds >= 1e-6 (or null), got {w}"));
+            if !(w.is_finite() && (1e-6..=MAX_SECONDS).contains(&w)) {
+                return bad(format!(
+                    "window_s: must be a finite number of seconds >= 1e-6 and <= {MAX_SECONDS} (about 292 years) (or null), got {w}"
+                ));
             }
         }
         self.policy.validate().map_err(|e| Error::Config(format!("policy: {e}")))?;
@@ -242,10 +257,18 @@ mod tests {
                 "exports[1].name: \"a\" is already the name of exports[0]",
             ),
             (format!(r#"{{{ex},"depth":0}}"#), "depth: must be between 1"),
+            // A tenant id is an index into per-tenant state: a huge one is an error, not an abort.
+            (
+                r#"{"exports":[{"name":"a","path":"/x","tenant":4294967295}]}"#.to_string(),
+                "exports[0].tenant: must be below 65536, got 4294967295",
+            ),
             (format!(r#"{{{ex},"depth":-3}}"#), "depth: must be an integer >= 1, got -3"),
             (format!(r#"{{{ex},"iops":0}}"#), "iops: the emulated capacity must be"),
             (format!(r#"{{{ex},"duration_s":-1}}"#), "duration_s: must be"),
             (format!(r#"{{{ex},"window_s":0}}"#), "window_s: must be a finite number of seconds >= 1e-6"),
+            // Beyond what a Duration holds: an error, not a panic in Duration::from_secs_f64.
+            (format!(r#"{{{ex},"duration_s":1e26}}"#), "duration_s: must be a finite number of seconds > 0 and <= 9223372036"),
+            (format!(r#"{{{ex},"window_s":1e300}}"#), "window_s: must be a finite number of seconds >= 1e-6 and <= 9223372036"),
             (format!(r#"{{{ex},"policy":{{"kind":"wfq"}}}}"#), "policy: unknown variant `wfq`"),
             (format!(r#"{{{ex},"policy":{{"kind":"wf2q","weights":[0]}}}}"#), "policy: invalid configuration: wf2q: weights[0]"),
         ];

@@ -12,7 +12,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use storqos_core::request::{Op, Request, TARGET_ANY};
+use storqos_core::request::{Op, Request, MAX_TENANTS, TARGET_ANY};
 use storqos_core::sim::summary::GroupSummary;
 use storqos_core::sim::{simulate_spec, ClosedClient, SimConfig, SimResult};
 use storqos_core::spec::generator::Generator;
@@ -218,6 +218,12 @@ fn simulate<'py>(
     let device: DeviceSpec = from_json("device", device_json).map_err(err)?;
     let closed: Vec<ClosedSpec> = from_json("closed-loop clients", closed_json).map_err(err)?;
     let gens: Vec<GeneratorSpec> = from_json("generators", generators_json).map_err(err)?;
+    if let Some(c) = closed.iter().find(|c| c.tenant >= MAX_TENANTS) {
+        return Err(PyValueError::new_err(format!(
+            "invalid configuration: closed-loop clients: tenant must be below {MAX_TENANTS}, got {}",
+            c.tenant
+        )));
+    }
     let closed: Vec<ClosedClient> = closed.into_iter().map(ClosedSpec::into_client).collect();
     let mut sched = policy.build().map_err(err)?;
     let mut dev = device.build().map_err(err)?;
@@ -233,6 +239,12 @@ fn simulate<'py>(
     let n = a.len();
     if t.len() != n || s.len() != n || o.len() != n || r.len() != n || tg.is_some_and(|x| x.len() != n) {
         return Err(PyValueError::new_err("trace columns have different lengths"));
+    }
+    if let Some(i) = t.iter().position(|&x| x >= MAX_TENANTS) {
+        return Err(PyValueError::new_err(format!(
+            "invalid input: request {i} has tenant {}, tenants must be below {MAX_TENANTS}",
+            t[i]
+        )));
     }
     if let Some(i) = s.iter().position(|&b| b == 0) {
         return Err(PyValueError::new_err(format!("invalid input: request {i} has size 0 bytes")));

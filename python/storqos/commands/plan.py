@@ -28,6 +28,19 @@ def _emit_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, default=float) + "\n")
 
 
+#: Output types of --out, by suffix.
+OUT_SUFFIXES = (".csv", ".json", ".parquet")
+
+
+def _check_out(path: Path) -> None:
+    """Before any work: --out has a known type and can be written."""
+    from ..paths import check_output_file
+
+    if path.suffix.lower() not in OUT_SUFFIXES:
+        raise InputError(f"unknown output type {path.suffix or path.name!r} (use .csv, .json or .parquet)", "--out")
+    check_output_file(path, "--out")
+
+
 def _write(df: pl.DataFrame, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     suffix = path.suffix.lower()
@@ -86,6 +99,8 @@ def plan_cmd(
 
     if method not in ("fast", "bisect"):
         raise InputError(f"unknown method {method!r} (fast or bisect)", "--method")
+    if out_file is not None:
+        _check_out(out_file)
     df = read_trace(trace, format=format, time_unit=time_unit, sort=sort)
     deadlines = plan.parse_deadlines(deadline)
     fractions = plan.parse_fractions(fraction)

@@ -42,10 +42,14 @@ def run_cmd(
     Example: [bold]storqos run examples/experiments/compare.toml --out out/compare[/bold]
     """
     from ..experiment import load, run_experiment
+    from ..paths import check_output_dir, check_output_file
     from ..sweep import parse_backend
 
     if workers is not None and workers < 1:
         raise InputError(f"must be >= 1, got {workers}", "--workers")
+    check_output_dir(out_dir, "--out")
+    if markdown is not None:
+        check_output_file(markdown, "--markdown")
     backend = parse_backend(dask) if dask else "local"
     exp = load(experiment)
     show = sys.stderr.isatty() and not json_out

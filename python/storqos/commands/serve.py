@@ -123,6 +123,12 @@ def serve_cmd(
     window_s = None if window is None else parse_positive_duration(window, "--window") / 1e9
     if out_file is not None and window_s is None:
         raise InputError("give --window too: --out writes the per-window series", "--out")
+    if out_file is not None:
+        # Checked before serving: the series of a long session must not be lost at the end.
+        from ..paths import check_output_file
+
+        check_output_file(out_file, "--out")
+        check_output_file(out_file.with_name(out_file.stem + ".gauges.parquet"), "--out")
     cfg = gateway_config(export, spec, listen=listen, depth=depth, iops=cap, duration_s=dur, window_s=window_s)
 
     def ready(info: dict[str, Any]) -> None:

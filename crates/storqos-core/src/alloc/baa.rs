@@ -98,6 +98,13 @@ fn solve_rho(problem: &Problem, sets: &BottleneckSets) -> [f64; 2] {
         hs.push(HalfPlane { a: [-c[0], c[1] * sets.envy[0][1]], b: 0.0 });
         hs.push(HalfPlane { a: [c[0] * sets.envy[1][0], -c[1]], b: 0.0 });
     }
+    // Each ρ_k is at most what its set's own load leaves of the fullest device. The
+    // capacity rows' feasibility test is relative to the terms' size, so without this
+    // bound a far-off vertex (where a near-zero load, e.g. a hit ratio of 1e-300, meets
+    // a capacity line at ρ ≈ 1e307) would pass it.
+    let rho_max: [f64; 2] = std::array::from_fn(|k| {
+        c.iter().zip(&sets.load[k]).filter(|(_, &l)| l > 0.0).map(|(&cap, &l)| cap / l).fold(f64::INFINITY, f64::min)
+    });
     let obj = [sets.fair_total[0], sets.fair_total[1]];
     let mut best = [0.0, 0.0];
     let mut best_val = f64::NEG_INFINITY;
@@ -109,7 +116,7 @@ fn solve_rho(problem: &Problem, sets: &BottleneckSets) -> [f64; 2] {
                 continue;
             }
             let v = [(p.b * q.a[1] - p.a[1] * q.b) / det, (p.a[0] * q.b - p.b * q.a[0]) / det];
-            if !hs.iter().all(|h| h.holds(v)) {
+            if !hs.iter().all(|h| h.holds(v)) || (0..2).any(|k| v[k] > rho_max[k] * (1.0 + FEASIBILITY_TOLERANCE)) {
                 continue;
             }
             let v = [v[0].max(0.0), v[1].max(0.0)];
@@ -155,5 +162,18 @@ mod tests {
         assert!(close(a.utilisation[0], 1.0, 1e-12));
         assert!(close(a.per_device[0][0], 50.0, 1e-9) && close(a.per_device[1][0], 50.0, 1e-9));
         assert!(solve(&Problem::new(vec![1.0], vec![vec![1.0]]).unwrap()).is_err());
+    }
+
+    #[test]
+    fn a_near_zero_hit_ratio_does_not_open_a_far_vertex() {
+        // Found by the Python property test: h = 8e-304 made the SSD row meet ρ_s = 0 at
+        // ρ_d ≈ 6e307, which passed the relative feasibility test (HDD utilisation ∞).
+        for h in [8.145962104806121e-304, 1e-300, 1e-200, 5e-324] {
+            let p = Problem::two_tier(10.0, 48814.0, &[0.0, 0.0, h]).unwrap();
+            let a = solve(&p).unwrap();
+            assert!(close(a.utilisation[0], 1.0, 1e-12), "h = {h}: {:?}", a.utilisation);
+            assert!(a.utilisation[1] <= 1.0 + 1e-12, "h = {h}: {:?}", a.utilisation);
+            assert!(close(a.amplification[0].unwrap(), 1.0, 1e-9), "h = {h}: {:?}", a.amplification);
+        }
     }
 }

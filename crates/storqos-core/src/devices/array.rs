@@ -52,6 +52,11 @@ use crate::time::Nanos;
 /// for themselves (AVATAR, Facade) hold requests back, or set a smaller depth.
 pub const DEFAULT_DEPTH: usize = 1024;
 
+/// Largest number of servers an array accepts. Every server holds its own queue and
+/// state, built when the array is: a bound keeps a mistyped count (4294967296) an
+/// error instead of an allocation failure that aborts the process.
+pub const MAX_SERVERS: usize = 65_536;
+
 /// Default stripe unit of a striped array: 64 KiB, a common RAID chunk size (seed 001
 /// does not state its own).
 pub const DEFAULT_STRIPE_BYTES: u64 = 64 * 1024;
@@ -208,6 +213,9 @@ impl Parallel {
     pub fn new(servers: usize, assign: Assign, service: ServiceModel) -> Result<Self> {
         if servers == 0 {
             return config("array: servers must be >= 1, got 0");
+        }
+        if servers > MAX_SERVERS {
+            return config(format!("array: servers must be at most {MAX_SERVERS}, got {servers}"));
         }
         if let Assign::Striped { stripe_bytes: 0 } = assign {
             return config("array: stripe_bytes must be > 0");

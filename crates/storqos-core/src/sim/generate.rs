@@ -87,9 +87,17 @@ pub(crate) fn round_ns(t: f64) -> Nanos {
     t as Nanos
 }
 
+/// Highest generator rate: one request per nanosecond, the clock's resolution. Faster,
+/// the gaps round to 0 ns, time stops advancing and a run bounded by a stop time never
+/// ends.
+pub const MAX_RATE_IOPS: f64 = 1e9;
+
 fn check_rate(name: &str, rate: f64) -> Result<()> {
     if !(rate >= 0.0 && rate.is_finite()) {
         return config(format!("{name} must be a finite rate >= 0 IOPS, got {rate}"));
+    }
+    if rate > MAX_RATE_IOPS {
+        return config(format!("{name} must be at most {MAX_RATE_IOPS:e} IOPS (one request per ns), got {rate:e}"));
     }
     Ok(())
 }

@@ -320,6 +320,17 @@ mod tests {
                 "unknown variant `diagonal`",
             ),
             (r#"{"kind": "array", "servers": 2, "assign": "shared"}"#, "missing field `service`"),
+            // A huge count is an error, not an allocation that aborts the process.
+            (
+                r#"{"kind": "array", "servers": 4294967296, "assign": "shared", "service": {"kind": "constant", "iops": 1}}"#,
+                "array: servers must be at most 65536, got 4294967296",
+            ),
+            (
+                // Past u64 serde_json reads a float; inside the tagged enum its message
+                // cannot name the field, but it is an error, not a panic.
+                r#"{"kind": "array", "servers": 18446744073709551616, "assign": "shared", "service": {"kind": "constant", "iops": 1}}"#,
+                "device: invalid type: floating point `1.8446744073709552e+19`, expected usize",
+            ),
             (
                 r#"{"kind": "array", "servers": 2, "assign": "shared", "service": {"kind": "exponential", "iops": -3}}"#,
                 "array service: exponential service: iops must be > 0, got -3",

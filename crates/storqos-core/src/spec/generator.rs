@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use crate::error::Result;
-use crate::request::Request;
+use crate::request::{Request, MAX_TENANTS};
 use crate::sim::generate::{Diurnal, OnOff, Poisson, Shape, DEFAULT_HOURLY_PROFILE};
 use crate::time::Nanos;
 
@@ -142,6 +142,12 @@ impl Iterator for Generator {
 impl GeneratorSpec {
     /// Build the streaming iterator.
     pub fn build(&self) -> Result<Generator> {
+        let shape = match self {
+            GeneratorSpec::Poisson { shape, .. } | GeneratorSpec::Onoff { shape, .. } | GeneratorSpec::Diurnal { shape, .. } => shape,
+        };
+        if shape.tenant >= MAX_TENANTS {
+            return crate::error::config(format!("generator: tenant must be below {MAX_TENANTS}, got {}", shape.tenant));
+        }
         Ok(match self {
             GeneratorSpec::Poisson { rate, count, until_ns, shape, seed } => {
                 Generator::Poisson(Poisson::new(*rate, *count, *until_ns, shape.into(), *seed)?)
@@ -313,5 +319,14 @@ mod tests {
         assert!(g.build().is_err());
         let g: GeneratorSpec = from_json("generator", r#"{"kind":"diurnal","peak_rate":1,"days":1,"hourly":[1,2]}"#).unwrap();
         assert!(g.build().err().unwrap().to_string().contains("24 values"));
+        // A tenant id is an index into per-tenant state: a huge one is an error, not an
+        // allocation that aborts the process when the first request arrives.
+        let g: GeneratorSpec = from_json("generator", r#"{"kind":"poisson","rate":1,"count":1,"tenant":4294967295}"#).unwrap();
+        let e = g.build().err().unwrap().to_string();
+        assert!(e.contains("generator: tenant must be below 65536, got 4294967295"), "{e}");
+        // Faster than one request per ns the clock stops: an error, not a run that never ends.
+        let g: GeneratorSpec = from_json("generator", r#"{"kind":"poisson","rate":9.2e18,"until_ns":1000}"#).unwrap();
+        let e = g.build().err().unwrap().to_string();
+        assert!(e.contains("poisson: rate must be at most 1e9 IOPS"), "{e}");
     }
 }

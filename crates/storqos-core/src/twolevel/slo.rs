@@ -15,6 +15,7 @@
 //! (§3.3), AVATAR's EDF deadlines `D_i` and its percentile statistic `T^O_i` (§3.4).
 
 use crate::error::{config, Result};
+use crate::sim::generate::MAX_RATE_IOPS;
 use crate::time::{Nanos, NS_PER_SEC};
 
 /// The percentile of the statistical latency guarantee in the paper's evaluation
@@ -59,6 +60,12 @@ impl SloSet {
         for (i, s) in classes.iter().enumerate() {
             if !(s.rate_iops > 0.0 && s.rate_iops.is_finite()) {
                 return config(format!("slo[{i}].rate_iops must be a finite number > 0, got {}", s.rate_iops));
+            }
+            if s.rate_iops > MAX_RATE_IOPS {
+                return config(format!(
+                    "slo[{i}].rate_iops must be at most {MAX_RATE_IOPS:e} (one request per ns), got {:e}",
+                    s.rate_iops
+                ));
             }
             if s.latency == 0 {
                 return config(format!("slo[{i}].latency_ns must be > 0"));
@@ -184,6 +191,9 @@ mod tests {
     fn bad_slos_are_named() {
         let e = SloSet::new(vec![Slo::new(1.0, 1), Slo::new(0.0, 1)], 0.95).unwrap_err().to_string();
         assert!(e.contains("slo[1].rate_iops"), "{e}");
+        // 1e308 IOPS made SARC's credits per period infinite and the run never ended.
+        let e = SloSet::new(vec![Slo::new(1e308, 1)], 0.95).unwrap_err().to_string();
+        assert!(e.contains("slo[0].rate_iops must be at most 1e9 (one request per ns), got 1e308"), "{e}");
         let e = SloSet::new(vec![Slo::new(1.0, 0)], 0.95).unwrap_err().to_string();
         assert!(e.contains("slo[0].latency_ns"), "{e}");
         let e = SloSet::new(vec![Slo::new(1.0, 1)], 1.5).unwrap_err().to_string();

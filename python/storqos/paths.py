@@ -1,0 +1,51 @@
+"""Checks of output paths, made before a command does its work: a run that takes minutes
+must not end with "cannot write --out" and lose its results.
+
+>>> check_output_file(Path("/dev/null/x.csv"), "--out")
+Traceback (most recent call last):
+...
+storqos.errors.InputError: --out: /dev/null/x.csv: /dev/null is not a directory
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import InputError
+
+
+def _check_parent(path: Path, where: str) -> None:
+    """The nearest existing ancestor of ``path`` must be a writable directory."""
+    anc = path.parent
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if not anc.is_dir():
+        raise InputError(f"{path}: {anc} is not a directory", where)
+    if not os.access(anc, os.W_OK | os.X_OK):
+        raise InputError(f"{path}: permission denied (cannot write in {anc})", where)
+
+
+def check_output_file(path: Path, where: str) -> None:
+    """``path`` can be created or overwritten as a file (its directories are made later)."""
+    if path.exists():
+        if path.is_dir():
+            raise InputError(f"{path}: is a directory, expected a file", where)
+        if not os.access(path, os.W_OK):
+            raise InputError(f"{path}: permission denied", where)
+        return
+    _check_parent(path, where)
+
+
+def check_output_dir(path: Path, where: str) -> None:
+    """``path`` is a writable directory or can be created as one."""
+    if path.exists():
+        if not path.is_dir():
+            raise InputError(f"{path}: exists and is not a directory", where)
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise InputError(f"{path}: permission denied", where)
+        return
+    _check_parent(path, where)
+
+
+__all__ = ["check_output_dir", "check_output_file"]
