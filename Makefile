@@ -24,6 +24,9 @@ demo: build
 test: build test-rust test-python
 
 test-rust: setup
+	@if $(CARGO) fmt --version >/dev/null 2>&1; then \
+	  $(CARGO) fmt --all --check || { echo "Rust code is not formatted: run cargo fmt (rustfmt.toml)" >&2; exit 1; }; \
+	else echo "rustfmt not installed: format check not run"; fi
 	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
 	  $(CARGO) nextest run --workspace --exclude storqos-py --no-fail-fast; \
 	else \

@@ -30,7 +30,8 @@ fn main() {
     let mut completed = Vec::new();
     if run("generic") {
         let t = Instant::now();
-        let r = simulate(reqs.iter().copied(), &[], &mut Fcfs::new(), &mut ConstantRate::new(1000.0).unwrap(), &cfg).unwrap();
+        let r = simulate(reqs.iter().copied(), &[], &mut Fcfs::new(), &mut ConstantRate::new(1000.0).unwrap(), &cfg)
+            .unwrap();
         out += &format!(" generic {:.1} M/s,", rate(t.elapsed().as_secs_f64()));
         completed.push(r.total.completed);
     }

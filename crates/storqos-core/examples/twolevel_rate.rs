@@ -20,9 +20,9 @@
 //! (KIND, DEVICE: run only that policy kind / device label prefix, e.g. `sarc_avatar exp`).
 use std::time::Instant;
 
+use storqos_core::sim::{simulate_spec, SimConfig};
 use storqos_core::spec::generator::{merge_streams, GeneratorSpec};
 use storqos_core::spec::{from_json, AnyDevice, DeviceSpec, SchedulerSpec};
-use storqos_core::sim::{simulate_spec, SimConfig};
 
 /// Classes (tenants), one Poisson generator each.
 const CLASSES: usize = 8;

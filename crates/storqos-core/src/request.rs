@@ -52,16 +52,7 @@ impl Request {
     /// A request with the given id, tenant, arrival and size; class = tenant, read,
     /// offset 0, any target.
     pub fn new(id: u64, tenant: u32, arrival: Nanos, bytes: u32) -> Self {
-        Request {
-            id,
-            arrival,
-            offset: 0,
-            bytes,
-            tenant,
-            class: tenant,
-            op: Op::Read,
-            target: TARGET_ANY,
-        }
+        Request { id, arrival, offset: 0, bytes, tenant, class: tenant, op: Op::Read, target: TARGET_ANY }
     }
 }
 

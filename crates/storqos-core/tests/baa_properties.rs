@@ -137,7 +137,7 @@ fn random_two_tier(rng: &mut SimRng, kind: usize) -> (f64, f64, Vec<f64>) {
     let n = 2 + rng.below(19) as usize; // 2..=20 clients
     let mut h: Vec<f64> = (0..n)
         .map(|_| match kind {
-            4 => h_bal * rng.uniform(),                 // all HDD-bound (one set)
+            4 => h_bal * rng.uniform(), // all HDD-bound (one set)
             5 => h_bal + (1.0 - h_bal) * (1.0 - rng.uniform()) * 0.999_999 + 1e-9 * (1.0 - h_bal), // all SSD-bound
             7 => (h_bal + 2e-3 * (rng.uniform() - 0.5)).clamp(0.0, 1.0), // crowding h_bal
             _ => rng.uniform(),
@@ -199,7 +199,8 @@ fn check_properties(p: &Problem, a: &Allocation, what: &str, strong_pareto: bool
     }
     // P1: within a set, A_i / f_i is the same.
     for k in 0..caps.len() {
-        let ratios: Vec<f64> = (0..n).filter(|&i| a.bottleneck[i] == k).map(|i| a.throughput[i] / a.fair_share[i]).collect();
+        let ratios: Vec<f64> =
+            (0..n).filter(|&i| a.bottleneck[i] == k).map(|i| a.throughput[i] / a.fair_share[i]).collect();
         if let Some(r0) = ratios.first() {
             assert!(ratios.iter().all(|r| close(*r, *r0, REL * r0)), "{what}: set {k} not proportional: {ratios:?}");
         }
@@ -248,7 +249,9 @@ fn direct_lp_total(p: &Problem, a: &Allocation, sharing_incentive: bool) -> f64 
     let w = p.weights();
     let mut vars = variables!();
     let x: Vec<_> = (0..n)
-        .map(|i| vars.add(if sharing_incentive { variable().min(a.fair_share[i] / scale) } else { variable().min(0.0) }))
+        .map(|i| {
+            vars.add(if sharing_incentive { variable().min(a.fair_share[i] / scale) } else { variable().min(0.0) })
+        })
         .collect();
     let total: Expression = x.iter().sum();
     let mut m = vars.maximise(total).using(microlp);
@@ -371,9 +374,8 @@ fn n_device_weighted_properties() {
         let n = 2 + rng.below(12) as usize;
         let fractions: Vec<Vec<f64>> = (0..n)
             .map(|i| {
-                let mut row: Vec<f64> = (0..nd)
-                    .map(|k| if (i + k + t) % 5 == 0 { 0.0 } else { -(1.0 - rng.uniform()).ln() })
-                    .collect();
+                let mut row: Vec<f64> =
+                    (0..nd).map(|k| if (i + k + t) % 5 == 0 { 0.0 } else { -(1.0 - rng.uniform()).ln() }).collect();
                 if row.iter().all(|x| *x == 0.0) {
                     row[i % nd] = 1.0;
                 }
@@ -395,7 +397,9 @@ fn n_device_weighted_properties() {
 #[test]
 fn bad_problems_are_named() {
     let e = |r: storqos_core::Result<Problem>| r.unwrap_err().to_string();
-    assert!(e(Problem::two_tier(100.0, 500.0, &[0.5, 1.5])).contains("hit ratio of client 1 must lie in [0, 1], got 1.5"));
+    assert!(
+        e(Problem::two_tier(100.0, 500.0, &[0.5, 1.5])).contains("hit ratio of client 1 must lie in [0, 1], got 1.5")
+    );
     assert!(e(Problem::two_tier(0.0, 500.0, &[0.5])).contains("capacity of device 0 must be a finite number > 0"));
     assert!(e(Problem::two_tier(100.0, 500.0, &[])).contains("at least one client"));
     assert!(e(Problem::new(vec![1.0, 1.0], vec![vec![0.5, 0.6]])).contains("must sum to 1"));

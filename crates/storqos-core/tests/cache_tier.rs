@@ -60,14 +60,22 @@ fn system_work_evicts_the_user_set_and_warm_up_restores_it() {
 #[test]
 fn bad_cache_specs_name_the_parameter() {
     for (json, want) in [
-        (r#"{"kind": "cache", "fast": {"kind": "constant", "iops": 1}, "slow": {"kind": "constant", "iops": 1}, "capacity_bytes": 100}"#,
-         "cache: capacity_bytes must hold at least one block of 4096 bytes, got 100"),
-        (r#"{"kind": "cache", "fast": {"kind": "constant", "iops": 1}, "slow": {"kind": "constant", "iops": 1}, "capacity_bytes": 8192, "block_bytes": 0}"#,
-         "block_bytes must be > 0"),
-        (r#"{"kind": "cache", "fast": {"kind": "constant", "iops": 1}, "slow": {"kind": "exponential", "iops": 0}, "capacity_bytes": 8192}"#,
-         "cache.slow: exponential device: iops must be > 0"),
-        (r#"{"kind": "cache", "fast": {"kind": "constant", "iops": 1}, "slow": {"kind": "constant", "iops": 1}}"#,
-         "missing field `capacity_bytes`"),
+        (
+            r#"{"kind": "cache", "fast": {"kind": "constant", "iops": 1}, "slow": {"kind": "constant", "iops": 1}, "capacity_bytes": 100}"#,
+            "cache: capacity_bytes must hold at least one block of 4096 bytes, got 100",
+        ),
+        (
+            r#"{"kind": "cache", "fast": {"kind": "constant", "iops": 1}, "slow": {"kind": "constant", "iops": 1}, "capacity_bytes": 8192, "block_bytes": 0}"#,
+            "block_bytes must be > 0",
+        ),
+        (
+            r#"{"kind": "cache", "fast": {"kind": "constant", "iops": 1}, "slow": {"kind": "exponential", "iops": 0}, "capacity_bytes": 8192}"#,
+            "cache.slow: exponential device: iops must be > 0",
+        ),
+        (
+            r#"{"kind": "cache", "fast": {"kind": "constant", "iops": 1}, "slow": {"kind": "constant", "iops": 1}}"#,
+            "missing field `capacity_bytes`",
+        ),
     ] {
         let e = match from_json::<DeviceSpec>("device", json).and_then(|s| s.build()) {
             Ok(d) => panic!("{json} built {}", d.name()),

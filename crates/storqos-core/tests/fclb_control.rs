@@ -102,7 +102,12 @@ fn profiled_gain_of_the_disk_is_positive_and_steeper_near_the_knee() {
     assert!(low.gain_ms_per_iops > 0.0 && knee.gain_ms_per_iops > 0.0);
     // The disk is non-linear (§4.4): the gain near the end of the stable area is many
     // times the gain at the admission point, so K must be tuned where the loop operates.
-    assert!(knee.gain_ms_per_iops > 5.0 * low.gain_ms_per_iops, "{} vs {}", knee.gain_ms_per_iops, low.gain_ms_per_iops);
+    assert!(
+        knee.gain_ms_per_iops > 5.0 * low.gain_ms_per_iops,
+        "{} vs {}",
+        knee.gain_ms_per_iops,
+        low.gain_ms_per_iops
+    );
     let t = pole_placement(knee.gain_ms_per_iops, 0.4).unwrap();
     assert!(t.gain_iops_per_ms < t.bound_iops_per_ms);
 }

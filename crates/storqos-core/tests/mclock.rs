@@ -144,11 +144,8 @@ fn mclock_tenant_returning_from_idle_neither_starves_others_nor_is_starved() {
         // Not starved: its first request waits at most two service times, and it gets
         // its half at once. Starves nobody: no burst, tenant 0 keeps its half.
         let log = r.log.as_ref().unwrap();
-        let first_wait = (0..log.id.len())
-            .filter(|&i| log.tenant[i] == 1)
-            .map(|i| log.dispatch[i] - log.arrival[i])
-            .next()
-            .unwrap();
+        let first_wait =
+            (0..log.id.len()).filter(|&i| log.tenant[i] == 1).map(|i| log.dispatch[i] - log.arrival[i]).next().unwrap();
         assert!(first_wait <= 2 * NS_PER_MS, "returning tenant waited {first_wait} ns");
         assert!((95..=105).contains(&ones), "reservation {reservation}: {ones} of 200 ({first:?})");
         assert!(longest_run(first, 1) <= 2 && longest_run(first, 0) <= 2, "{first:?}");

@@ -65,10 +65,8 @@ fn merge(mut parts: Vec<Vec<Request>>) -> Vec<Request> {
 }
 
 fn slo_json(slos: &[(f64, u64)]) -> String {
-    let v: Vec<String> = slos
-        .iter()
-        .map(|(r, d)| format!(r#"{{"rate_iops":{r},"latency_ns":{}}}"#, d * NS_PER_MS))
-        .collect();
+    let v: Vec<String> =
+        slos.iter().map(|(r, d)| format!(r#"{{"rate_iops":{r},"latency_ns":{}}}"#, d * NS_PER_MS)).collect();
     format!("[{}]", v.join(","))
 }
 
@@ -155,7 +153,16 @@ fn e1_avatar_adapts_where_facade_collapses() {
 /// Two-state on/off arrivals (MMPP-2): rate `on` for Exp(`mean_on` s), then `off` for
 /// Exp(`mean_off` s), until `until` s.
 #[allow(clippy::too_many_arguments)]
-fn onoff(tenant: u32, on: f64, off: f64, mean_on: f64, mean_off: f64, until: f64, bytes: u32, seed: u64) -> Vec<Request> {
+fn onoff(
+    tenant: u32,
+    on: f64,
+    off: f64,
+    mean_on: f64,
+    mean_off: f64,
+    until: f64,
+    bytes: u32,
+    seed: u64,
+) -> Vec<Request> {
     let mut rng = SimRng::new(seed ^ 0x5eed);
     let mut segs = Vec::new();
     let (mut t, mut is_on) = (0.0, true);
@@ -226,7 +233,9 @@ fn specs_name_and_reject() {
     assert_eq!(ok("sarc_facade"), "sarc+facade");
     assert_eq!(ok("fixed_avatar"), "fixed+avatar");
     assert_eq!(ok("adaptive_avatar"), "adaptive+avatar");
-    let err = |json: &str| from_json::<SchedulerSpec>("policy", json).and_then(|s| s.build().map(|_| ())).unwrap_err().to_string();
+    let err = |json: &str| {
+        from_json::<SchedulerSpec>("policy", json).and_then(|s| s.build().map(|_| ())).unwrap_err().to_string()
+    };
     let slo = r#""slo":[{"rate_iops":100,"latency_ns":5}]"#;
     for (json, want) in [
         (r#"{"kind":"sarc_avatar","slo":[]}"#.to_string(), "at least one class"),

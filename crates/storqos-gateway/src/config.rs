@@ -204,7 +204,9 @@ impl Config {
 
     /// The listen address as a socket address (`HOST:PORT`, IPv4 or `[IPv6]`).
     pub fn listen_addr(&self) -> Result<SocketAddr> {
-        self.listen.parse().or_else(|_| bad(format!("listen: expected HOST:PORT such as 127.0.0.1:10809, got {:?}", self.listen)))
+        self.listen
+            .parse()
+            .or_else(|_| bad(format!("listen: expected HOST:PORT such as 127.0.0.1:10809, got {:?}", self.listen)))
     }
 }
 
@@ -250,7 +252,10 @@ mod tests {
             (r#"{"exports":[]}"#.to_string(), "exports: give at least one export"),
             (r#"{"exports":[{"name":"a","path":"/x"}]}"#.to_string(), "exports[0]: missing field `tenant`"),
             (r#"{"exports":[{"name":"a","path":"/x","tenant":-1}]}"#.to_string(), "exports[0]: invalid value"),
-            (r#"{"exports":[{"name":"a","path":"/x","tenant":0,"size":5}]}"#.to_string(), "exports[0]: unknown field `size`"),
+            (
+                r#"{"exports":[{"name":"a","path":"/x","tenant":0,"size":5}]}"#.to_string(),
+                "exports[0]: unknown field `size`",
+            ),
             (r#"{"exports":[{"name":"","path":"/x","tenant":0}]}"#.to_string(), "exports[0].name: must not be empty"),
             (
                 r#"{"exports":[{"name":"a","path":"/x","tenant":0},{"name":"a","path":"/y","tenant":1}]}"#.to_string(),
@@ -267,10 +272,19 @@ mod tests {
             (format!(r#"{{{ex},"duration_s":-1}}"#), "duration_s: must be"),
             (format!(r#"{{{ex},"window_s":0}}"#), "window_s: must be a finite number of seconds >= 1e-6"),
             // Beyond what a Duration holds: an error, not a panic in Duration::from_secs_f64.
-            (format!(r#"{{{ex},"duration_s":1e26}}"#), "duration_s: must be a finite number of seconds > 0 and <= 9223372036"),
-            (format!(r#"{{{ex},"window_s":1e300}}"#), "window_s: must be a finite number of seconds >= 1e-6 and <= 9223372036"),
+            (
+                format!(r#"{{{ex},"duration_s":1e26}}"#),
+                "duration_s: must be a finite number of seconds > 0 and <= 9223372036",
+            ),
+            (
+                format!(r#"{{{ex},"window_s":1e300}}"#),
+                "window_s: must be a finite number of seconds >= 1e-6 and <= 9223372036",
+            ),
             (format!(r#"{{{ex},"policy":{{"kind":"wfq"}}}}"#), "policy: unknown variant `wfq`"),
-            (format!(r#"{{{ex},"policy":{{"kind":"wf2q","weights":[0]}}}}"#), "policy: invalid configuration: wf2q: weights[0]"),
+            (
+                format!(r#"{{{ex},"policy":{{"kind":"wf2q","weights":[0]}}}}"#),
+                "policy: invalid configuration: wf2q: weights[0]",
+            ),
         ];
         for (json, want) in cases {
             let e = err(&json);

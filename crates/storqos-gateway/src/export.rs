@@ -42,7 +42,8 @@ impl Export {
     /// are configuration errors.
     pub fn open(cfg: &ExportConfig, field: &str) -> Result<Export> {
         let p = cfg.path.display();
-        let meta = std::fs::metadata(&cfg.path).map_err(|e| Error::Config(format!("{field}.path: {p}: {}", describe(&e))))?;
+        let meta =
+            std::fs::metadata(&cfg.path).map_err(|e| Error::Config(format!("{field}.path: {p}: {}", describe(&e))))?;
         if !meta.is_file() {
             return Err(Error::Config(format!("{field}.path: {p}: not a regular file")));
         }

@@ -251,7 +251,11 @@ impl OptionHeader {
         }
         let h = OptionHeader { option: be_u32(b, 8), len: be_u32(b, 12) };
         if h.len > MAX_OPTION_BYTES {
-            return Err(ProtocolError::TooLong { what: "option data", len: h.len.into(), max: MAX_OPTION_BYTES.into() });
+            return Err(ProtocolError::TooLong {
+                what: "option data",
+                len: h.len.into(),
+                max: MAX_OPTION_BYTES.into(),
+            });
         }
         Ok(h)
     }
@@ -591,7 +595,8 @@ mod tests {
     fn request_round_trip() {
         let all = [Command::Read, Command::Write, Command::Disc, Command::Flush, Command::Trim, Command::WriteZeroes];
         for command in all.into_iter().chain([Command::Other(5)]) {
-            let h = RequestHeader { flags: CMD_FLAG_FUA, command, cookie: 0xdead_beef_0102, offset: 1 << 40, length: 4096 };
+            let h =
+                RequestHeader { flags: CMD_FLAG_FUA, command, cookie: 0xdead_beef_0102, offset: 1 << 40, length: 4096 };
             assert_eq!(RequestHeader::decode(&h.encode()), Ok(h));
         }
         assert_eq!((Command::from_u16(4), Command::from_u16(6)), (Command::Trim, Command::WriteZeroes));
@@ -614,7 +619,10 @@ mod tests {
             let h = RequestHeader { length: u32::MAX, command, ..h };
             assert!(RequestHeader::decode(&h.encode()).is_ok());
         }
-        assert!(matches!(RequestHeader::decode(&h.encode()[..27]), Err(ProtocolError::Truncated { needed: 28, got: 27, .. })));
+        assert!(matches!(
+            RequestHeader::decode(&h.encode()[..27]),
+            Err(ProtocolError::Truncated { needed: 28, got: 27, .. })
+        ));
     }
 
     #[test]

@@ -655,7 +655,14 @@ async fn transmission(
                     Command::Trim => Io::Trim { len: h.length, fua },
                     _ => Io::Zeroes { len: h.length, no_hole: h.flags & CMD_FLAG_NO_HOLE != 0, fua },
                 };
-                let job = Job { export: export.clone(), offset: h.offset, io, cookie: h.cookie, reply: replies.clone(), permit };
+                let job = Job {
+                    export: export.clone(),
+                    offset: h.offset,
+                    io,
+                    cookie: h.cookie,
+                    reply: replies.clone(),
+                    permit,
+                };
                 if let Err(e) = shared.sched_tx.send(Msg::Submit(job)) {
                     if let Msg::Submit(job) = e.0 {
                         let _ = replies.send(err_reply(job.cookie, ESHUTDOWN));

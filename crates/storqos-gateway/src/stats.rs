@@ -18,7 +18,6 @@ use storqos_core::sim::quantile::exact_quantiles;
 use storqos_core::sim::GroupSummary;
 use storqos_core::time::Nanos;
 
-
 /// The final statistics of one tenant.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TenantStats {

@@ -439,7 +439,8 @@ fn malformed_packets_close_only_that_connection() {
         "unknown client flags 0x80",
     ];
     for (peer, want) in peers.iter().zip(wants) {
-        let line = l.iter().find(|x| x.contains(&peer.to_string())).unwrap_or_else(|| panic!("no line for {peer}: {l:?}"));
+        let line =
+            l.iter().find(|x| x.contains(&peer.to_string())).unwrap_or_else(|| panic!("no line for {peer}: {l:?}"));
         assert!(line.contains(want), "{line:?} should say {want:?}");
         assert!(line.starts_with(&format!("client {peer}: ")), "{line}");
     }

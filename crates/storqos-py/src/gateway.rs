@@ -21,7 +21,11 @@ fn to_py<'py, T: serde::Serialize>(py: Python<'py>, v: &T) -> PyResult<Bound<'py
 }
 
 /// Hand the rows of newly closed windows to `on_window(rows)`, if given.
-fn live_windows(py: Python<'_>, handle: &storqos_gateway::Handle, on_window: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+fn live_windows(
+    py: Python<'_>,
+    handle: &storqos_gateway::Handle,
+    on_window: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
     if let Some(cb) = on_window {
         let rows = handle.new_windows();
         if !rows.is_empty() {
@@ -50,9 +54,8 @@ pub fn serve<'py>(
     on_window: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let cfg = Config::from_json(config_json).map_err(gw_err)?;
-    let handle = py
-        .detach(move || start_with(cfg, Options { sigterm: true, sigint: false, log: None }))
-        .map_err(gw_err)?;
+    let handle =
+        py.detach(move || start_with(cfg, Options { sigterm: true, sigint: false, log: None })).map_err(gw_err)?;
     if let Some(cb) = on_ready {
         if let Err(e) = to_py(py, handle.info()).and_then(|info| cb.call1((info,))) {
             py.detach(|| drop(handle.shutdown()));

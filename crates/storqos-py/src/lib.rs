@@ -231,7 +231,8 @@ fn simulate<'py>(
     for g in &gens {
         streams.push(g.build().map_err(err)?);
     }
-    let (a, t, s, o, r) = (arrival_ns.as_slice()?, tenant.as_slice()?, size.as_slice()?, offset.as_slice()?, is_read.as_slice()?);
+    let (a, t, s, o, r) =
+        (arrival_ns.as_slice()?, tenant.as_slice()?, size.as_slice()?, offset.as_slice()?, is_read.as_slice()?);
     let tg = match &target {
         Some(x) => Some(x.as_slice()?),
         None => None,
@@ -298,7 +299,11 @@ fn generate<'py>(py: Python<'py>, generators_json: &str) -> PyResult<Bound<'py, 
 
 /// Specialised FCFS + constant-rate kernel (the Lindley recursion): completion times.
 #[pyfunction]
-fn lindley_fcfs<'py>(py: Python<'py>, arrival_ns: PyReadonlyArray1<'py, u64>, service_ns: u64) -> PyResult<Bound<'py, numpy::PyArray1<u64>>> {
+fn lindley_fcfs<'py>(
+    py: Python<'py>,
+    arrival_ns: PyReadonlyArray1<'py, u64>,
+    service_ns: u64,
+) -> PyResult<Bound<'py, numpy::PyArray1<u64>>> {
     let a = arrival_ns.as_slice()?;
     let out = py.detach(|| storqos_core::sim::lindley::fcfs_constant(a, service_ns));
     Ok(out.into_pyarray(py))
@@ -307,7 +312,12 @@ fn lindley_fcfs<'py>(py: Python<'py>, arrival_ns: PyReadonlyArray1<'py, u64>, se
 /// Specialised FCFS + constant-rate kernel keeping the event loop's summaries (one
 /// tenant): returns (mean response ns, p99 ns, number of windows).
 #[pyfunction]
-fn lindley_fcfs_summary<'py>(py: Python<'py>, arrival_ns: PyReadonlyArray1<'py, u64>, service_ns: u64, window_ns: u64) -> PyResult<(f64, u64, usize)> {
+fn lindley_fcfs_summary<'py>(
+    py: Python<'py>,
+    arrival_ns: PyReadonlyArray1<'py, u64>,
+    service_ns: u64,
+    window_ns: u64,
+) -> PyResult<(f64, u64, usize)> {
     let a = arrival_ns.as_slice()?;
     let (g, w) = py.detach(|| storqos_core::sim::lindley::fcfs_constant_summary(a, service_ns, window_ns));
     Ok((g.mean_response(), g.quantile(0.99), w.start.len()))
@@ -316,7 +326,12 @@ fn lindley_fcfs_summary<'py>(py: Python<'py>, arrival_ns: PyReadonlyArray1<'py, 
 /// The leanest hand-written two-event simulation of FCFS + constant-rate, keeping the
 /// same summaries (one tenant): returns (mean response ns, p99 ns, number of windows).
 #[pyfunction]
-fn minimal_des_fcfs_summary<'py>(py: Python<'py>, arrival_ns: PyReadonlyArray1<'py, u64>, service_ns: u64, window_ns: u64) -> PyResult<(f64, u64, usize)> {
+fn minimal_des_fcfs_summary<'py>(
+    py: Python<'py>,
+    arrival_ns: PyReadonlyArray1<'py, u64>,
+    service_ns: u64,
+    window_ns: u64,
+) -> PyResult<(f64, u64, usize)> {
     let a = arrival_ns.as_slice()?;
     let (g, w) = py.detach(|| storqos_core::sim::minimal_des::fcfs_constant_des_summary(a, service_ns, window_ns));
     Ok((g.mean_response(), g.quantile(0.99), w.start.len()))
@@ -539,7 +554,13 @@ fn power_estimate<'py>(
 }
 
 /// Seed 003 profiling runs: device and back end specs (JSON), run length and seed.
-fn fclb_profile_config(device_json: &str, backend_json: &str, duration_ns: u64, seed: u64, span_bytes: Option<u64>) -> PyResult<storqos_core::fclb::ProfileConfig> {
+fn fclb_profile_config(
+    device_json: &str,
+    backend_json: &str,
+    duration_ns: u64,
+    seed: u64,
+    span_bytes: Option<u64>,
+) -> PyResult<storqos_core::fclb::ProfileConfig> {
     let device: DeviceSpec = from_json("device", device_json).map_err(err)?;
     let backend: SchedulerSpec = from_json("policy", backend_json).map_err(err)?;
     if duration_ns == 0 {
@@ -552,7 +573,10 @@ fn fclb_profile_config(device_json: &str, backend_json: &str, duration_ns: u64, 
     Ok(cfg)
 }
 
-fn profile_points_to_dict<'py>(py: Python<'py>, curve: &[storqos_core::fclb::ProfilePoint]) -> PyResult<Bound<'py, PyDict>> {
+fn profile_points_to_dict<'py>(
+    py: Python<'py>,
+    curve: &[storqos_core::fclb::ProfilePoint],
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("offered_iops", curve.iter().map(|p| p.offered_iops).collect::<Vec<_>>())?;
     d.set_item("achieved_iops", curve.iter().map(|p| p.achieved_iops).collect::<Vec<_>>())?;
@@ -607,8 +631,10 @@ fn fclb_admit<'py>(
         bytes: u32,
     }
     let ws: Vec<W> = from_json("workloads", workloads_json).map_err(err)?;
-    let cands: Vec<storqos_core::fclb::Candidate> =
-        ws.into_iter().map(|w| storqos_core::fclb::Candidate { name: w.name, iops: w.iops, rt_ns: w.rt_ns, bytes: w.bytes }).collect();
+    let cands: Vec<storqos_core::fclb::Candidate> = ws
+        .into_iter()
+        .map(|w| storqos_core::fclb::Candidate { name: w.name, iops: w.iops, rt_ns: w.rt_ns, bytes: w.bytes })
+        .collect();
     let cfg = fclb_profile_config(device_json, backend_json, duration_ns, seed, span_bytes)?;
     let report = py.detach(|| storqos_core::fclb::admit(&cfg, &cands, &curve_rates)).map_err(err)?;
     admission_to_dict(py, &report)
@@ -638,7 +664,8 @@ fn fclb_tune<'py>(
         bytes: u32,
     }
     let mix: Vec<M> = from_json("mix", mix_json).map_err(err)?;
-    let mix: Vec<storqos_core::fclb::MixEntry> = mix.into_iter().map(|m| storqos_core::fclb::MixEntry { iops: m.iops, bytes: m.bytes }).collect();
+    let mix: Vec<storqos_core::fclb::MixEntry> =
+        mix.into_iter().map(|m| storqos_core::fclb::MixEntry { iops: m.iops, bytes: m.bytes }).collect();
     let cfg = fclb_profile_config(device_json, backend_json, duration_ns, seed, span_bytes)?;
     let (t, est) = py.detach(|| storqos_core::fclb::tune(&cfg, &mix, operating_iops, pole)).map_err(err)?;
     let d = PyDict::new(py);
@@ -665,7 +692,13 @@ fn fclb_check_gain(gain_iops_per_ms: f64, plant_gain_ms_per_iops: f64) -> PyResu
 /// `step-w2`, `pulse-w1`) under each of `policies` (`fclb`, `fixed-bucket`, `yfq`).
 #[pyfunction]
 #[pyo3(signature = (cases, policies, pole=None, seed=1))]
-fn fclb_experiment<'py>(py: Python<'py>, cases: Vec<String>, policies: Vec<String>, pole: Option<f64>, seed: u64) -> PyResult<Bound<'py, PyDict>> {
+fn fclb_experiment<'py>(
+    py: Python<'py>,
+    cases: Vec<String>,
+    policies: Vec<String>,
+    pole: Option<f64>,
+    seed: u64,
+) -> PyResult<Bound<'py, PyDict>> {
     use storqos_core::fclb::experiment::{run_case, Case, Policy, Setup};
     let cases: Vec<Case> = cases.iter().map(|c| Case::parse(c)).collect::<Result<_, _>>().map_err(err)?;
     let policies: Vec<Policy> = policies.iter().map(|p| Policy::parse(p)).collect::<Result<_, _>>().map_err(err)?;

@@ -60,7 +60,6 @@ pub mod lp;
 pub mod scenario;
 pub mod sets;
 
-
 use crate::error::{config, Result};
 
 pub use sets::BottleneckSets;
@@ -148,7 +147,9 @@ impl Problem {
             }
             for (k, &p) in row.iter().enumerate() {
                 if !(0.0..=1.0).contains(&p) {
-                    return config(format!("allocation: client {i}'s fraction on device {k} must lie in [0, 1], got {p}"));
+                    return config(format!(
+                        "allocation: client {i}'s fraction on device {k} must lie in [0, 1], got {p}"
+                    ));
                 }
             }
             let s: f64 = row.iter().sum();
@@ -175,11 +176,7 @@ impl Problem {
     /// Give client `i` weight `weights[i]` (finite, > 0; one per client).
     pub fn with_weights(mut self, weights: Vec<f64>) -> Result<Self> {
         if weights.len() != self.fractions.len() {
-            return config(format!(
-                "allocation: {} weights given for {} clients",
-                weights.len(),
-                self.fractions.len()
-            ));
+            return config(format!("allocation: {} weights given for {} clients", weights.len(), self.fractions.len()));
         }
         for (i, &w) in weights.iter().enumerate() {
             if !(w.is_finite() && w > 0.0) {
@@ -225,8 +222,7 @@ impl Problem {
     ) -> Allocation {
         let per_device: Vec<Vec<f64>> =
             self.fractions.iter().zip(&throughput).map(|(row, &a)| row.iter().map(|p| a * p).collect()).collect();
-        let device_iops: Vec<f64> =
-            (0..self.devices()).map(|k| per_device.iter().map(|r| r[k]).sum()).collect();
+        let device_iops: Vec<f64> = (0..self.devices()).map(|k| per_device.iter().map(|r| r[k]).sum()).collect();
         let utilisation = device_iops.iter().zip(&self.capacities).map(|(x, c)| x / c).collect();
         debug_assert!(throughput.iter().all(|a| a.is_finite() && *a >= 0.0));
         Allocation {

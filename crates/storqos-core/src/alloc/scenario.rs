@@ -144,7 +144,8 @@ pub fn run(sc: &TieredScenario) -> Result<ScenarioResult> {
     if let Some(a) = sc.alarm {
         sched = sched.with_alarm(a)?;
     }
-    let tiered = Tiered::new(Exponential::new(sc.ssd_iops)?, Exponential::new(sc.hdd_iops)?, 0.0)?.with_depth(sc.depth)?;
+    let tiered =
+        Tiered::new(Exponential::new(sc.ssd_iops)?, Exponential::new(sc.hdd_iops)?, 0.0)?.with_depth(sc.depth)?;
     let mut dev = PhasedArray {
         inner: tiered,
         phases: sc.hit_phases.clone(),

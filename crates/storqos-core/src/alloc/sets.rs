@@ -60,13 +60,20 @@ impl BottleneckSets {
             .iter()
             .map(|m| (0..nd).map(|d| m.iter().map(|&i| fair_share[i] * fr[i][d]).sum()).collect())
             .collect();
-        let envy = (0..nd)
-            .map(|k| {
-                (0..nd)
-                    .map(|l| if k == l { 0.0 } else { members[l].iter().map(|&j| fr[j][k] / fr[j][l]).fold(0.0, f64::max) })
-                    .collect()
-            })
-            .collect();
+        let envy =
+            (0..nd)
+                .map(|k| {
+                    (0..nd)
+                        .map(|l| {
+                            if k == l {
+                                0.0
+                            } else {
+                                members[l].iter().map(|&j| fr[j][k] / fr[j][l]).fold(0.0, f64::max)
+                            }
+                        })
+                        .collect()
+                })
+                .collect();
         BottleneckSets { fair_share, bottleneck, members, fair_total, load, envy }
     }
 

@@ -186,7 +186,10 @@ mod tests {
         assert_eq!(b.next_token_at(0), NS_PER_SEC);
         assert_eq!(b.rate_iops(), 1.0);
         assert!(TokenBucket::new("w1", 0.0, 1.0).unwrap_err().to_string().contains("w1: replenish rate"));
-        assert!(TokenBucket::new("w1", 5.0, 0.5).unwrap_err().to_string().contains("bucket size must be a whole number >= 1"));
+        assert!(TokenBucket::new("w1", 5.0, 0.5)
+            .unwrap_err()
+            .to_string()
+            .contains("bucket size must be a whole number >= 1"));
         assert!(TokenBucket::new("w1", 5.0, 2.5).is_err());
     }
 }

@@ -105,7 +105,9 @@ impl IntegralController {
     /// by [`check_gain`], not here, so tests can build unstable loops on purpose).
     pub fn new(gain_iops_per_ms: f64) -> Result<Self> {
         if !gain_iops_per_ms.is_finite() || gain_iops_per_ms < 0.0 {
-            return config(format!("fclb: controller gain K must be a finite number >= 0 IOPS/ms, got {gain_iops_per_ms}"));
+            return config(format!(
+                "fclb: controller gain K must be a finite number >= 0 IOPS/ms, got {gain_iops_per_ms}"
+            ));
         }
         Ok(IntegralController { gain_iops_per_ms })
     }
@@ -145,7 +147,14 @@ impl LinearPlant {
 
     /// Run the closed loop for `periods` from rate `r_start` towards `reference_ms`:
     /// the measured response times `RT(1) … RT(periods)` (ms).
-    pub fn closed_loop(&self, ctl: &IntegralController, limits: &RateLimits, r_start: f64, reference_ms: f64, periods: usize) -> Vec<f64> {
+    pub fn closed_loop(
+        &self,
+        ctl: &IntegralController,
+        limits: &RateLimits,
+        r_start: f64,
+        reference_ms: f64,
+        periods: usize,
+    ) -> Vec<f64> {
         let mut r = r_start;
         (0..periods)
             .map(|_| {

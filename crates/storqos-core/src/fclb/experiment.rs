@@ -27,13 +27,13 @@
 //! the fraction of its completions whose response time (from its bucket) exceeded RT_i
 //! ("violation"), and the throughput ratio W1 : W2.
 
+use crate::devices::disk::SEED_DISK_CAPACITY_BYTES;
 use crate::devices::QueuePolicy;
 use crate::error::{config, Result};
 use crate::fclb::admission::{admit, AdmissionReport, Candidate};
 use crate::fclb::gate::{FclbParams, Mode, WorkloadSpec};
-use crate::fclb::tuning::{operating_point, tune, GainEstimate, ProfileConfig, Tuning, DEFAULT_POLE};
 use crate::fclb::tuning::MixEntry;
-use crate::devices::disk::SEED_DISK_CAPACITY_BYTES;
+use crate::fclb::tuning::{operating_point, tune, GainEstimate, ProfileConfig, Tuning, DEFAULT_POLE};
 use crate::schedulers::tags::{CostModel, FlowKey};
 use crate::sim::summary::{GaugeSeries, WindowSeries};
 use crate::sim::{simulate, ClosedClient, SimConfig};
@@ -205,10 +205,10 @@ impl Policy {
 
     /// Parse a [`Policy::name`].
     pub fn parse(s: &str) -> Result<Policy> {
-        Policy::ALL.into_iter().find(|p| p.name() == s).map_or_else(
-            || config(format!("unknown policy {s:?} (known: fclb, fixed-bucket, yfq)")),
-            Ok,
-        )
+        Policy::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .map_or_else(|| config(format!("unknown policy {s:?} (known: fclb, fixed-bucket, yfq)")), Ok)
     }
 
     fn mode(&self) -> Mode {
@@ -259,12 +259,13 @@ impl Setup {
         }
         let workloads = admission.workload_specs(&[Some(W1_BUCKET), Some(W2_BUCKET)]);
         let lowest_ref = workloads.iter().filter_map(|w| w.ref_ns).min().expect("two workloads");
-        let op = operating_point(&admission.curve, lowest_ref)
-            .or(admission.stable_limit_iops)
-            .unwrap_or(target);
+        let op = operating_point(&admission.curve, lowest_ref).or(admission.stable_limit_iops).unwrap_or(target);
         let mix: Vec<MixEntry> = cands.iter().map(|c| MixEntry { iops: c.iops, bytes: c.bytes }).collect();
         let (tuning, gain) = tune(&cfg, &mix, op, pole)?;
-        Ok((Setup { workloads, gain_iops_per_ms: tuning.gain_iops_per_ms, seed: 1 }, Derivation { admission, tuning, gain }))
+        Ok((
+            Setup { workloads, gain_iops_per_ms: tuning.gain_iops_per_ms, seed: 1 },
+            Derivation { admission, tuning, gain },
+        ))
     }
 
     /// [`Setup::derive`] with [`DEFAULT_POLE`].

@@ -132,7 +132,9 @@ impl FclbParams {
                 Ok(k)
             }
             (None, Some(p), g) => Ok(pole_placement(g.unwrap_or(PAPER_PLANT_GAIN_MS_PER_IOPS), p)?.gain_iops_per_ms),
-            (None, None, g) => Ok(pole_placement(g.unwrap_or(PAPER_PLANT_GAIN_MS_PER_IOPS), DEFAULT_POLE)?.gain_iops_per_ms),
+            (None, None, g) => {
+                Ok(pole_placement(g.unwrap_or(PAPER_PLANT_GAIN_MS_PER_IOPS), DEFAULT_POLE)?.gain_iops_per_ms)
+            }
         }
     }
 
@@ -316,7 +318,9 @@ impl<S: Scheduler> Fclb<S> {
 impl<S: Scheduler> Scheduler for Fclb<S> {
     fn name(&self) -> String {
         match self.mode {
-            Mode::Feedback => format!("fclb(K={:.3} IOPS/ms) > {}", self.controller.gain_iops_per_ms, self.inner.name()),
+            Mode::Feedback => {
+                format!("fclb(K={:.3} IOPS/ms) > {}", self.controller.gain_iops_per_ms, self.inner.name())
+            }
             Mode::Fixed => format!("leaky-bucket(fixed) > {}", self.inner.name()),
             Mode::Off => self.inner.name(),
         }

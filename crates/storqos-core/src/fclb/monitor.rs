@@ -9,8 +9,8 @@
 //! depend on how many requests a closed-loop client keeps outstanding (a greedy client
 //! waiting at its bucket sees *less* delay when its rate rises).
 
-use crate::sim::summary::{exact_quantile, GroupSummary};
 use crate::request::Completion;
+use crate::sim::summary::{exact_quantile, GroupSummary};
 use crate::time::Nanos;
 
 /// The percentile the controller regulates: "the 95th percentile of all response
@@ -92,7 +92,11 @@ impl Monitor {
 
     /// Fraction of completions that violated the demanded response time (0 if none).
     pub fn violation_fraction(&self) -> f64 {
-        if self.completed == 0 { 0.0 } else { self.violations as f64 / self.completed as f64 }
+        if self.completed == 0 {
+            0.0
+        } else {
+            self.violations as f64 / self.completed as f64
+        }
     }
 
     /// Whole-run summary of the controlled response time (bucket exit → completion).

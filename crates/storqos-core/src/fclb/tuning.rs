@@ -124,7 +124,13 @@ pub fn profile_point(cfg: &ProfileConfig, mix: &[MixEntry], total_iops: f64) -> 
     // belongs to workload i with probability IOPS_i / ΣIOPS and lands at a random offset.
     let n = (total_iops * cfg.duration as f64 / NS_PER_SEC as f64).floor() as u64;
     let mut rng = SimRng::new(cfg.seed ^ PROFILE_STREAM_SALT);
-    let cum: Vec<f64> = mix.iter().scan(0.0, |acc, m| { *acc += m.iops / sum; Some(*acc) }).collect();
+    let cum: Vec<f64> = mix
+        .iter()
+        .scan(0.0, |acc, m| {
+            *acc += m.iops / sum;
+            Some(*acc)
+        })
+        .collect();
     let requests: Vec<Request> = (0..n)
         .map(|k| {
             let u = rng.uniform();
@@ -190,7 +196,8 @@ pub fn operating_point(curve: &[ProfilePoint], reference_ns: Nanos) -> Option<f6
     let r = reference_ns as f64;
     curve.windows(2).find_map(|w| {
         let (a, b) = (w[0].p95_all_ns as f64, w[1].p95_all_ns as f64);
-        (a <= r && r <= b && b > a).then(|| w[0].offered_iops + (r - a) / (b - a) * (w[1].offered_iops - w[0].offered_iops))
+        (a <= r && r <= b && b > a)
+            .then(|| w[0].offered_iops + (r - a) / (b - a) * (w[1].offered_iops - w[0].offered_iops))
     })
 }
 
@@ -251,7 +258,12 @@ pub fn pole_placement(plant_ms_per_iops: f64, pole: f64) -> Result<Tuning> {
     let k = (1.0 - pole) / plant_ms_per_iops;
     check_gain(k, plant_ms_per_iops)?;
     debug_assert!((closed_loop_pole(k, plant_ms_per_iops) - pole).abs() < 1e-9);
-    Ok(Tuning { plant_gain_ms_per_iops: plant_ms_per_iops, pole, gain_iops_per_ms: k, bound_iops_per_ms: stable_gain_bound(plant_ms_per_iops) })
+    Ok(Tuning {
+        plant_gain_ms_per_iops: plant_ms_per_iops,
+        pole,
+        gain_iops_per_ms: k,
+        bound_iops_per_ms: stable_gain_bound(plant_ms_per_iops),
+    })
 }
 
 /// Profile G around `operating_iops` and place the pole: the tuning the paper's §4.4
@@ -276,8 +288,15 @@ mod tests {
 
     #[test]
     fn stable_limit_stops_at_the_first_unstable_rate() {
-        let pt = |o: f64, a: f64, p: u64| ProfilePoint { offered_iops: o, achieved_iops: a, p95_ns: vec![p], p95_all_ns: p, mean_ns: 0.0 };
-        let curve = [pt(10.0, 10.0, 20), pt(50.0, 49.5, 30), pt(70.0, 69.0, 55), pt(80.0, 76.0, 300), pt(90.0, 90.0, 30)];
+        let pt = |o: f64, a: f64, p: u64| ProfilePoint {
+            offered_iops: o,
+            achieved_iops: a,
+            p95_ns: vec![p],
+            p95_all_ns: p,
+            mean_ns: 0.0,
+        };
+        let curve =
+            [pt(10.0, 10.0, 20), pt(50.0, 49.5, 30), pt(70.0, 69.0, 55), pt(80.0, 76.0, 300), pt(90.0, 90.0, 30)];
         assert_eq!(stable_limit(&curve), Some(70.0));
         assert_eq!(stable_limit(&[]), None);
     }

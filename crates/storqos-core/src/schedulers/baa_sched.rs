@@ -180,9 +180,8 @@ impl BaaScheduler {
     }
 
     fn recompute(&mut self, now: Nanos) {
-        let (tenants, hits): (Vec<u32>, Vec<f64>) = (0..self.monitor.len() as u32)
-            .filter_map(|t| self.hit_ratio(t, now).map(|h| (t, h)))
-            .unzip();
+        let (tenants, hits): (Vec<u32>, Vec<f64>) =
+            (0..self.monitor.len() as u32).filter_map(|t| self.hit_ratio(t, now).map(|h| (t, h))).unzip();
         if !tenants.is_empty() {
             // Measured ratios lie in [0, 1] and capacities were checked: cannot fail.
             self.apply(&tenants, &hits).expect("valid allocation problem");

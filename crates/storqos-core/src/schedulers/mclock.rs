@@ -317,9 +317,7 @@ impl Mclock {
                 check_iops(format!("{NAME}: limits[{i}]"), l, false)?;
                 let r = reservations.get(i).copied().unwrap_or(DEFAULT_RESERVATION);
                 if r > l {
-                    return config(format!(
-                        "{NAME}: reservations[{i}] ({r} IOPS) exceeds limits[{i}] ({l} IOPS)"
-                    ));
+                    return config(format!("{NAME}: reservations[{i}] ({r} IOPS) exceeds limits[{i}] ({l} IOPS)"));
                 }
             }
         }
@@ -508,7 +506,11 @@ impl Scheduler for Mclock {
             }
         }
         // 4. Nothing eligible: wake up when the first R or L tag comes due.
-        let due = [self.resv.peek(), self.lim.peek()].into_iter().flatten().map(|(_, tag, _)| tag).fold(f64::INFINITY, f64::min);
+        let due = [self.resv.peek(), self.lim.peek()]
+            .into_iter()
+            .flatten()
+            .map(|(_, tag, _)| tag)
+            .fold(f64::INFINITY, f64::min);
         debug_assert!(due.is_finite() && due > nowf, "{NAME}: backlogged but nothing due ({due} vs {nowf})");
         self.timer = Some((due.ceil() as Nanos).max(now + 1));
         None

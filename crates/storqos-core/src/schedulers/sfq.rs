@@ -135,7 +135,6 @@ impl Sfq {
         self.in_flight
     }
 
-
     #[inline]
     fn end_busy_period_if_idle(&mut self) {
         if self.queued == 0 && self.in_flight == 0 {

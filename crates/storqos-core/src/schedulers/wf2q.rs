@@ -174,7 +174,6 @@ impl Wf2q {
             self.place(k);
         }
     }
-
 }
 
 impl FairQueue for Wf2q {

@@ -151,7 +151,6 @@ impl Yfq {
         self.batches
     }
 
-
     /// Bring v up to the smallest start tag of the busy requests (rule 2).
     fn update_vtime(&mut self) {
         let queued_min = self

@@ -253,10 +253,13 @@ impl Cell {
                 // Inverse quadratic interpolation through the nearest third point at
                 // this deadline, when it lands inside the bracket (d(C) is convex, so
                 // the chord alone overshoots).
-                let third = points
-                    .iter()
-                    .filter(|p| p.0 < self.lo || p.0 > self.hi)
-                    .min_by_key(|p| if p.0 < self.lo { self.lo - p.0 } else { p.0 - self.hi });
+                let third = points.iter().filter(|p| p.0 < self.lo || p.0 > self.hi).min_by_key(|p| {
+                    if p.0 < self.lo {
+                        self.lo - p.0
+                    } else {
+                        p.0 - self.hi
+                    }
+                });
                 if let Some(&(c3, d3)) = third {
                     let q = [(dl as f64, lo), (dh as f64, hi), (d3 as f64, c3 as f64)];
                     let distinct = q[0].0 != q[2].0 && q[1].0 != q[2].0;
@@ -353,7 +356,13 @@ fn run_probes(arrivals: &[Nanos], wanted: &[Want], simd: bool, stats: &mut Stats
 
 /// Cmin (milli-IOPS) of every cell deadlines × needs (row-major), by the search of the
 /// module notes. `arrivals` is checked by the caller.
-fn search(arrivals: &[Nanos], deadlines: &[Nanos], needs: &[u64], opts: &SearchOptions, stats: &mut Stats) -> Result<Vec<u64>> {
+fn search(
+    arrivals: &[Nanos],
+    deadlines: &[Nanos],
+    needs: &[u64],
+    opts: &SearchOptions,
+    stats: &mut Stats,
+) -> Result<Vec<u64>> {
     if let Some(&d) = deadlines.iter().find(|&&d| d == 0) {
         return Err(Error::InvalidConfig(format!("deadline must be > 0 ns, got {d}")));
     }
@@ -500,7 +509,8 @@ fn search(arrivals: &[Nanos], deadlines: &[Nanos], needs: &[u64], opts: &SearchO
         }
         let outcomes = run_probes(arrivals, &wanted, opts.simd, stats);
         for o in &outcomes {
-            let checks_closed_form = round == 0 && all.iter().zip(deadlines).any(|(&c, &d)| c == o.milli && d == o.deadline);
+            let checks_closed_form =
+                round == 0 && all.iter().zip(deadlines).any(|(&c, &d)| c == o.milli && d == o.deadline);
             if checks_closed_form && o.drops_min > 0 {
                 // A near-tie fooled the floating-point scan: fall back to a safe bound
                 // (C·δ ≥ n admits everything) and search these cells like the others.
@@ -723,7 +733,8 @@ mod tests {
             let mut ds: Vec<Nanos> = (0..1 + rng.below(4)).map(|_| (1 + rng.below(60)) * NS_PER_MS / 2).collect();
             ds.sort();
             ds.dedup();
-            let opts = if case % 2 == 0 { sampled } else { SearchOptions { simd: case % 4 == 1, ..Default::default() } };
+            let opts =
+                if case % 2 == 0 { sampled } else { SearchOptions { simd: case % 4 == 1, ..Default::default() } };
             let fast = capacity_table_with(&arr, &ds, &fs, &opts).unwrap();
             assert_eq!(fast.sample_requests > 0, case % 2 == 0);
             for (di, &d) in ds.iter().enumerate() {

@@ -107,7 +107,10 @@ fn min_spans(arrivals: &[Nanos], simd: bool) -> Vec<(u64, u64)> {
 /// (i, j) of g(r) for each. Branch-free (indices carried as exact f64) so that the four
 /// ratios share vector instructions.
 #[inline(always)]
-fn dinkelbach_pass_generic(arrivals: &[Nanos], r: &[f64; DEADLINES_PER_SWEEP]) -> [(usize, usize); DEADLINES_PER_SWEEP] {
+fn dinkelbach_pass_generic(
+    arrivals: &[Nanos],
+    r: &[f64; DEADLINES_PER_SWEEP],
+) -> [(usize, usize); DEADLINES_PER_SWEEP] {
     const K: usize = DEADLINES_PER_SWEEP;
     let a0 = arrivals[0];
     let mut head = [f64::NEG_INFINITY; K];
@@ -172,7 +175,11 @@ fn dinkelbach_pass_avx2(arrivals: &[Nanos], r: &[f64; DEADLINES_PER_SWEEP]) -> [
     std::array::from_fn(|l| (i4[l] as usize, j4[l] as usize))
 }
 
-fn dinkelbach_pass(arrivals: &[Nanos], r: &[f64; DEADLINES_PER_SWEEP], simd: bool) -> [(usize, usize); DEADLINES_PER_SWEEP] {
+fn dinkelbach_pass(
+    arrivals: &[Nanos],
+    r: &[f64; DEADLINES_PER_SWEEP],
+    simd: bool,
+) -> [(usize, usize); DEADLINES_PER_SWEEP] {
     #[cfg(target_arch = "x86_64")]
     if simd {
         // SAFETY: `simd` is true only when `has_avx2()` found AVX2 and FMA on this CPU.

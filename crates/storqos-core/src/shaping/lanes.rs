@@ -238,12 +238,8 @@ pub fn run_lanes(arr: &[Nanos], lanes: &[Lane], simd: bool) -> Vec<LaneResult> {
     let exact = lanes.iter().all(f64_exact);
     // Active lanes: index into `lanes`, packed at the front of the state arrays.
     let mut active: Vec<usize> = (0..lanes.len()).collect();
-    let mut s = F64Lanes {
-        cap: [0.0; MAX_LANES],
-        thr: [0.0; MAX_LANES],
-        backlog: [0.0; MAX_LANES],
-        drops: [0; MAX_LANES],
-    };
+    let mut s =
+        F64Lanes { cap: [0.0; MAX_LANES], thr: [0.0; MAX_LANES], backlog: [0.0; MAX_LANES], drops: [0; MAX_LANES] };
     let mut ub = vec![0u64; lanes.len()];
     let mut ud = vec![0u64; lanes.len()];
     let fill = |s: &mut F64Lanes, active: &[usize]| {
@@ -342,7 +338,13 @@ mod tests {
         // deadline (C·δ < 1: nothing fits) and a huge one (outside the f64 range).
         for k in [1usize, 3, 4, 7, 13, 24] {
             let lanes: Vec<Lane> = (0..k)
-                .map(|i| lane(2_500_123 + i as u64 * 313_377, [2 * NS_PER_MS, 10 * NS_PER_MS, 1_000, 50 * NS_PER_MS][i % 4], None))
+                .map(|i| {
+                    lane(
+                        2_500_123 + i as u64 * 313_377,
+                        [2 * NS_PER_MS, 10 * NS_PER_MS, 1_000, 50 * NS_PER_MS][i % 4],
+                        None,
+                    )
+                })
                 .collect();
             let truth: Vec<u64> = lanes
                 .iter()
@@ -364,7 +366,8 @@ mod tests {
     fn early_exits_bound_the_true_count_and_settle_the_verdict() {
         let arr = bursty(100_000, 500.0, 4);
         let n = arr.len() as u64;
-        let caps: Vec<(u64, Nanos)> = (0..11).map(|i| (1_000_000 + i * 400_000, [2, 10, 50][i as usize % 3] * NS_PER_MS)).collect();
+        let caps: Vec<(u64, Nanos)> =
+            (0..11).map(|i| (1_000_000 + i * 400_000, [2, 10, 50][i as usize % 3] * NS_PER_MS)).collect();
         let truth: Vec<u64> =
             caps.iter().map(|&(c, d)| n - admitted_count(&arr, Capacity::from_milli(c), d).unwrap()).collect();
         for budget in [0, 500, 5_000, n / 2, n] {

@@ -29,7 +29,8 @@ pub mod rtt;
 pub mod split;
 
 pub use cmin::{
-    capacity_table, capacity_table_bisect, capacity_table_with, cmin, cmin_all, cmin_count, CapacityTable, SearchOptions,
+    capacity_table, capacity_table_bisect, capacity_table_with, cmin, cmin_all, cmin_count, CapacityTable,
+    SearchOptions,
 };
 pub use miser::Miser;
 pub use recombine::{Recombiner, RttStage, PRIMARY, SECONDARY};

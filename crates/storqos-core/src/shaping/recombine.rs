@@ -140,7 +140,9 @@ impl Recombiner {
         Ok(match self {
             Recombiner::Fcfs => (AnyScheduler::Fcfs(Fcfs::new()), one_server()?),
             Recombiner::Split => (
-                AnyScheduler::Rtt(Box::new(RttStage::new(rtt()?, AnyScheduler::Fcfs(Fcfs::new())).routing_target(true))),
+                AnyScheduler::Rtt(Box::new(
+                    RttStage::new(rtt()?, AnyScheduler::Fcfs(Fcfs::new())).routing_target(true),
+                )),
                 AnyDevice::Tiered(Box::new(split_device(cmin.iops(), delta_c)?)),
             ),
             Recombiner::FairQueuing => {
@@ -208,14 +210,28 @@ mod tests {
         // (the overflow request already in service; dispatch is non-preemptive).
         assert!(split.classes[0].max_response <= d + 1_000, "split primary max {}", split.classes[0].max_response);
         let one_service = (1e9 / (c.iops() + dc)).ceil() as Nanos;
-        assert!(fq.classes[0].max_response <= d + (1e9 / c.iops()).ceil() as Nanos + one_service + 1_000, "fq primary max {}", fq.classes[0].max_response);
+        assert!(
+            fq.classes[0].max_response <= d + (1e9 / c.iops()).ceil() as Nanos + one_service + 1_000,
+            "fq primary max {}",
+            fq.classes[0].max_response
+        );
         // Miser and FQ meet δ for more requests than FCFS.
-        assert!(within(&miser) > within(&fcfs) && within(&fq) > within(&fcfs),
-            "fcfs {} fq {} miser {}", within(&fcfs), within(&fq), within(&miser));
+        assert!(
+            within(&miser) > within(&fcfs) && within(&fq) > within(&fcfs),
+            "fcfs {} fq {} miser {}",
+            within(&fcfs),
+            within(&fq),
+            within(&miser)
+        );
         // Sharing the server serves the overflow far sooner than Split's dedicated ΔC.
         let sec = |r: &crate::sim::SimResult| r.classes[1].mean_response();
-        assert!(sec(&split) > 2.0 * sec(&fq) && sec(&split) > 2.0 * sec(&miser),
-            "split {} fq {} miser {}", sec(&split), sec(&fq), sec(&miser));
+        assert!(
+            sec(&split) > 2.0 * sec(&fq) && sec(&split) > 2.0 * sec(&miser),
+            "split {} fq {} miser {}",
+            sec(&split),
+            sec(&fq),
+            sec(&miser)
+        );
         // Miser (slack from the deadlines, at the full rate; see miser.rs): every primary
         // request meets δ, and the overflow is served no later on average than under FQ
         // (§4.4.2; on the real traces in tests/python/test_plan.py).

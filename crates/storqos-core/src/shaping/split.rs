@@ -33,9 +33,9 @@ mod tests {
     use super::*;
     use crate::request::Request;
     use crate::rng::SimRng;
+    use crate::schedulers::Fcfs;
     use crate::shaping::recombine::RttStage;
     use crate::shaping::rtt::{Capacity, Rtt};
-    use crate::schedulers::Fcfs;
     use crate::sim::{simulate, SimConfig};
     use crate::time::NS_PER_MS;
 

@@ -394,13 +394,26 @@ mod tests {
 
     #[test]
     fn same_seed_same_result() {
-        let c = ClosedClient { outstanding: 3, think: NS_PER_MS, think_exponential: true, span_bytes: 1 << 30, stop: NS_PER_SEC, ..Default::default() };
+        let c = ClosedClient {
+            outstanding: 3,
+            think: NS_PER_MS,
+            think_exponential: true,
+            span_bytes: 1 << 30,
+            stop: NS_PER_SEC,
+            ..Default::default()
+        };
         let run = |seed| {
             let cfg = SimConfig { seed, keep_requests: true, ..Default::default() };
-            simulate(Vec::new(), std::slice::from_ref(&c), &mut Fcfs::new(), &mut ConstantRate::new(1000.0).unwrap(), &cfg)
-                .unwrap()
-                .log
-                .unwrap()
+            simulate(
+                Vec::new(),
+                std::slice::from_ref(&c),
+                &mut Fcfs::new(),
+                &mut ConstantRate::new(1000.0).unwrap(),
+                &cfg,
+            )
+            .unwrap()
+            .log
+            .unwrap()
         };
         assert_eq!(run(7).finish, run(7).finish);
         assert_ne!(run(7).finish, run(8).finish);
@@ -466,7 +479,8 @@ mod tests {
             }
             if let Some(l) = &r.log {
                 for i in 0..l.len() {
-                    for x in [l.id[i], l.tenant[i] as u64, l.class[i] as u64, l.arrival[i], l.dispatch[i], l.finish[i]] {
+                    for x in [l.id[i], l.tenant[i] as u64, l.class[i] as u64, l.arrival[i], l.dispatch[i], l.finish[i]]
+                    {
                         h.u(x);
                     }
                     h.u(l.target[i] as u64 | (l.bytes[i] as u64) << 8 | (l.is_read[i] as u64) << 40);
@@ -507,7 +521,8 @@ mod tests {
             "service":{"kind":"disk","profile":"enterprise-10k","queue":"sptf"}}"#;
 
         fn sarc_avatar() -> String {
-            let slo: Vec<String> = (0..8).map(|_| r#"{"rate_iops":187.5,"latency_ns":200000000}"#.to_string()).collect();
+            let slo: Vec<String> =
+                (0..8).map(|_| r#"{"rate_iops":187.5,"latency_ns":200000000}"#.to_string()).collect();
             format!(r#"{{"kind":"sarc_avatar","slo":[{}]}}"#, slo.join(","))
         }
 
@@ -529,14 +544,18 @@ mod tests {
         #[test]
         fn fcfs_constant_poisson() {
             let trace = crate::sim::generate::Poisson::new(900.0, 200_000, Nanos::MAX, Default::default(), 7).unwrap();
-            let r = simulate(trace, &[], &mut Fcfs::new(), &mut ConstantRate::new(1000.0).unwrap(), &SimConfig::default())
-                .unwrap();
+            let r =
+                simulate(trace, &[], &mut Fcfs::new(), &mut ConstantRate::new(1000.0).unwrap(), &SimConfig::default())
+                    .unwrap();
             let f = show("fcfs_constant", &r);
             let trace = crate::sim::generate::Poisson::new(900.0, 200_000, Nanos::MAX, Default::default(), 7).unwrap();
             let mut s = AnyScheduler::Fcfs(Fcfs::new());
             let mut d = AnyDevice::Constant(ConstantRate::new(1000.0).unwrap());
             assert_eq!(fingerprint(&simulate_spec(trace, &[], &mut s, &mut d, &SimConfig::default()).unwrap()), f);
-            assert_eq!((r.total.completed, r.total.sum_response, r.total.max_response), (200_000, 1_116_089_260_278, 44_670_034));
+            assert_eq!(
+                (r.total.completed, r.total.sum_response, r.total.max_response),
+                (200_000, 1_116_089_260_278, 44_670_034)
+            );
             assert_eq!(r.total.quantile(0.99), 22_872_063);
             assert_eq!((r.windows.start.len(), r.events, r.end), (222, 400_000, 221_922_228_493));
             assert_eq!(f, 0xb419_668f_0d0d_7441);
@@ -545,23 +564,43 @@ mod tests {
         #[test]
         fn fcfs_exponential_array_merged_generators() {
             let cfg = SimConfig { keep_requests: true, ..Default::default() };
-            let r = simulate(gens(80_000, 8), &[], &mut policy(r#"{"kind":"fcfs"}"#), &mut device(EXP_ARRAY), &cfg).unwrap();
+            let r = simulate(gens(80_000, 8), &[], &mut policy(r#"{"kind":"fcfs"}"#), &mut device(EXP_ARRAY), &cfg)
+                .unwrap();
             let f = show("fcfs_exp_array", &r);
-            let r2 = simulate_spec(gens(80_000, 8), &[], &mut policy(r#"{"kind":"fcfs"}"#), &mut device(EXP_ARRAY), &cfg);
+            let r2 =
+                simulate_spec(gens(80_000, 8), &[], &mut policy(r#"{"kind":"fcfs"}"#), &mut device(EXP_ARRAY), &cfg);
             assert_eq!(fingerprint(&r2.unwrap()), f);
-            assert_eq!((r.total.completed, r.total.sum_response, r.total.max_response), (80_000, 1_244_524_751_773, 132_278_747));
+            assert_eq!(
+                (r.total.completed, r.total.sum_response, r.total.max_response),
+                (80_000, 1_244_524_751_773, 132_278_747)
+            );
             assert_eq!((r.total.quantile(0.99), r.end), (69_861_375, 54_433_011_844));
             assert_eq!(f, 0xd0cf_7ef5_34a2_32c2);
         }
 
         #[test]
         fn sarc_avatar_arrays() {
-            let r = simulate(gens(80_000, 8), &[], &mut policy(&sarc_avatar()), &mut device(EXP_ARRAY), &SimConfig::default())
-                .unwrap();
+            let r = simulate(
+                gens(80_000, 8),
+                &[],
+                &mut policy(&sarc_avatar()),
+                &mut device(EXP_ARRAY),
+                &SimConfig::default(),
+            )
+            .unwrap();
             let f = show("sarc_avatar_exp_array", &r);
-            let r2 = simulate_spec(gens(80_000, 8), &[], &mut policy(&sarc_avatar()), &mut device(EXP_ARRAY), &SimConfig::default());
+            let r2 = simulate_spec(
+                gens(80_000, 8),
+                &[],
+                &mut policy(&sarc_avatar()),
+                &mut device(EXP_ARRAY),
+                &SimConfig::default(),
+            );
             assert_eq!(fingerprint(&r2.unwrap()), f);
-            assert_eq!((r.total.completed, r.total.sum_response, r.total.max_response), (80_000, 2_254_750_513_885, 381_423_729));
+            assert_eq!(
+                (r.total.completed, r.total.sum_response, r.total.max_response),
+                (80_000, 2_254_750_513_885, 381_423_729)
+            );
             assert_eq!((r.total.quantile(0.99), r.events), (214_040_575, 160_138));
             assert_eq!(f, 0x7d78_849f_0cc0_e429);
             let cfg = SimConfig { keep_requests: true, window: NS_PER_SEC / 4, ..Default::default() };
@@ -576,8 +615,22 @@ mod tests {
             // Two closed clients (one exponential think, one duty cycle) beside an
             // open-loop trace, under EDF on an exponential server; the log is kept.
             let c = [
-                ClosedClient { tenant: 1, outstanding: 3, think: NS_PER_MS, think_exponential: true, span_bytes: 1 << 30, stop: 20 * NS_PER_SEC, ..Default::default() },
-                ClosedClient { tenant: 2, outstanding: 2, on_off: Some((300 * NS_PER_MS, 200 * NS_PER_MS)), stop: 20 * NS_PER_SEC, ..Default::default() },
+                ClosedClient {
+                    tenant: 1,
+                    outstanding: 3,
+                    think: NS_PER_MS,
+                    think_exponential: true,
+                    span_bytes: 1 << 30,
+                    stop: 20 * NS_PER_SEC,
+                    ..Default::default()
+                },
+                ClosedClient {
+                    tenant: 2,
+                    outstanding: 2,
+                    on_off: Some((300 * NS_PER_MS, 200 * NS_PER_MS)),
+                    stop: 20 * NS_PER_SEC,
+                    ..Default::default()
+                },
             ];
             let trace = crate::sim::generate::Poisson::new(300.0, 5_000, Nanos::MAX, Default::default(), 3).unwrap();
             let cfg = SimConfig { seed: 5, keep_requests: true, window: NS_PER_SEC / 2, until: Some(30 * NS_PER_SEC) };
@@ -587,11 +640,11 @@ mod tests {
             // simulate_spec runs EDF monomorphised (device through the enum): the same run.
             let trace = crate::sim::generate::Poisson::new(300.0, 5_000, Nanos::MAX, Default::default(), 3).unwrap();
             let mut s = policy(r#"{"kind":"edf","deadlines_ns":[5000000,20000000],"default_deadline_ns":50000000}"#);
-            let r2 = simulate_spec(trace, &c, &mut s, &mut device(r#"{"kind":"exponential","iops":900}"#), &cfg).unwrap();
+            let r2 =
+                simulate_spec(trace, &c, &mut s, &mut device(r#"{"kind":"exponential","iops":900}"#), &cfg).unwrap();
             assert_eq!(fingerprint(&r2), f);
             assert_eq!((r.total.completed, r.total.sum_response, r.events), (17_835, 87_735_664_681, 35_670));
             assert_eq!(f, 0x18c1_a43b_5c30_6c3a);
         }
     }
 }
-

@@ -15,8 +15,8 @@
 use crate::error::{config, Result};
 use crate::request::{Request, TARGET_ANY};
 use crate::rng::SimRng;
-use crate::time::{Nanos, NS_PER_SEC};
 use crate::sim::workload::draw_request;
+use crate::time::{Nanos, NS_PER_SEC};
 
 /// What every generated request looks like.
 #[derive(Clone, Debug, PartialEq)]
@@ -47,7 +47,6 @@ impl Shape {
         }
         Ok(())
     }
-
 }
 
 /// A [`Shape`] with its number of request-sized blocks worked out once (a division per
@@ -122,7 +121,15 @@ impl Poisson {
             return config("poisson: rate must be > 0 IOPS");
         }
         shape.validate()?;
-        Ok(Poisson { shape: Maker::new(shape), mean_gap_ns: NS_PER_SEC as f64 / rate, t: 0.0, emitted: 0, count, until, rng: SimRng::new(seed) })
+        Ok(Poisson {
+            shape: Maker::new(shape),
+            mean_gap_ns: NS_PER_SEC as f64 / rate,
+            t: 0.0,
+            emitted: 0,
+            count,
+            until,
+            rng: SimRng::new(seed),
+        })
     }
 }
 
@@ -256,7 +263,14 @@ pub struct Diurnal {
 impl Diurnal {
     /// Rate at time t = `peak_rate` × `profile[hour(t)]` × (`weekend_factor` on days 5, 6
     /// of each week), for `days` days.
-    pub fn new(peak_rate: f64, profile: [f64; 24], weekend_factor: f64, days: u32, shape: Shape, seed: u64) -> Result<Self> {
+    pub fn new(
+        peak_rate: f64,
+        profile: [f64; 24],
+        weekend_factor: f64,
+        days: u32,
+        shape: Shape,
+        seed: u64,
+    ) -> Result<Self> {
         check_rate("diurnal: peak rate", peak_rate)?;
         if peak_rate <= 0.0 {
             return config("diurnal: peak rate must be > 0 IOPS");
@@ -319,9 +333,28 @@ mod tests {
     #[test]
     fn round_ns_is_round() {
         let mut rng = SimRng::new(1);
-        let mut xs = vec![0.0, -0.0, 0.5, 1.5, 2.5, -0.4, -0.5, -3.7, 0.49999999999999994, 4503599627370495.5,
-            4503599627370496.5, 9007199254740991.0, 9007199254740992.0, 1.8446744073709552e19, 1e30, f64::INFINITY,
-            f64::NEG_INFINITY, f64::NAN, f64::MAX, f64::MIN_POSITIVE];
+        let mut xs = vec![
+            0.0,
+            -0.0,
+            0.5,
+            1.5,
+            2.5,
+            -0.4,
+            -0.5,
+            -3.7,
+            0.49999999999999994,
+            4503599627370495.5,
+            4503599627370496.5,
+            9007199254740991.0,
+            9007199254740992.0,
+            1.8446744073709552e19,
+            1e30,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+        ];
         for k in 0..64 {
             let p = (1u64 << k) as f64;
             xs.extend([p, p - 0.5, p + 0.5, p * 1.5 + 0.5, p.next_down(), p.next_up()]);

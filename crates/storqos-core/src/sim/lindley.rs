@@ -30,7 +30,11 @@ pub fn fcfs_constant_mean_response(arrivals: &[Nanos], service: Nanos) -> f64 {
         last = last.max(a) + service;
         sum += (last - a) as u128;
     }
-    if arrivals.is_empty() { 0.0 } else { sum as f64 / arrivals.len() as f64 }
+    if arrivals.is_empty() {
+        0.0
+    } else {
+        sum as f64 / arrivals.len() as f64
+    }
 }
 
 /// FCFS at one constant-rate server with the same summaries the general event loop

@@ -78,7 +78,13 @@ mod tests {
                         1 => (rng.exp(1e6)) as u64,
                         2 => (rng.exp(1.0).powi(6) * 1e6) as u64,
                         3 => rng.below(5),
-                        4 => if i == n / 2 { u64::MAX - 1 } else { 1_000_000 + rng.below(1000) },
+                        4 => {
+                            if i == n / 2 {
+                                u64::MAX - 1
+                            } else {
+                                1_000_000 + rng.below(1000)
+                            }
+                        }
                         5 => 7,
                         _ => u64::MAX - rng.below(3),
                     })

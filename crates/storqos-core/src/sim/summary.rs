@@ -66,16 +66,28 @@ impl GroupSummary {
     }
     /// Mean response time (ns), 0 when empty.
     pub fn mean_response(&self) -> f64 {
-        if self.completed == 0 { 0.0 } else { self.sum_response as f64 / self.completed as f64 }
+        if self.completed == 0 {
+            0.0
+        } else {
+            self.sum_response as f64 / self.completed as f64
+        }
     }
     /// Mean scheduler wait (ns), 0 when empty.
     pub fn mean_wait(&self) -> f64 {
-        if self.completed == 0 { 0.0 } else { self.sum_wait as f64 / self.completed as f64 }
+        if self.completed == 0 {
+            0.0
+        } else {
+            self.sum_wait as f64 / self.completed as f64
+        }
     }
     /// Response-time quantile q in [0, 1] (ns, within 0.1 %, never above the maximum); 0
     /// when empty.
     pub fn quantile(&self, q: f64) -> Nanos {
-        if self.completed == 0 { 0 } else { self.hist.value_at_quantile(q).min(self.max_response) }
+        if self.completed == 0 {
+            0
+        } else {
+            self.hist.value_at_quantile(q).min(self.max_response)
+        }
     }
     /// Add another summary's counts into this one.
     pub fn merge(&mut self, o: &GroupSummary) {
@@ -122,7 +134,11 @@ fn hdr_lowest_value(i: usize) -> u64 {
     let half = 1usize << HDR_SUB_BUCKET_HALF_MAGNITUDE;
     let bucket = (i >> HDR_SUB_BUCKET_HALF_MAGNITUDE) as i64 - 1;
     let sub = (i & (half - 1)) + half;
-    if bucket < 0 { (sub - half) as u64 } else { (sub as u64) << bucket }
+    if bucket < 0 {
+        (sub - half) as u64
+    } else {
+        (sub as u64) << bucket
+    }
 }
 
 /// A [`GroupSummary`] under construction, for the simulator's hot loops: the same sums,
@@ -641,8 +657,14 @@ mod tests {
 
     fn same(a: &GroupSummary, b: &GroupSummary) {
         assert_eq!(a.hist, b.hist);
-        assert_eq!((a.hist.len(), a.hist.min_nz(), a.hist.max(), a.hist.min()), (b.hist.len(), b.hist.min_nz(), b.hist.max(), b.hist.min()));
-        assert_eq!((a.completed, a.bytes, a.sum_response, a.sum_wait), (b.completed, b.bytes, b.sum_response, b.sum_wait));
+        assert_eq!(
+            (a.hist.len(), a.hist.min_nz(), a.hist.max(), a.hist.min()),
+            (b.hist.len(), b.hist.min_nz(), b.hist.max(), b.hist.min())
+        );
+        assert_eq!(
+            (a.completed, a.bytes, a.sum_response, a.sum_wait),
+            (b.completed, b.bytes, b.sum_response, b.sum_wait)
+        );
         assert_eq!((a.max_response, a.first_arrival, a.last_finish), (b.max_response, b.first_arrival, b.last_finish));
         for q in [0.0, 0.1, 0.5, 0.99, 1.0] {
             assert_eq!(a.quantile(q), b.quantile(q));

@@ -21,11 +21,11 @@
 use serde::Deserialize;
 
 use crate::device::Device;
-use crate::spec::dispatch::AnyDevice;
 use crate::devices::{
     Assign, ConstantRate, Disk, DiskProfile, Exponential, Parallel, QueuePolicy, ServiceModel, Tiered,
 };
 use crate::error::{config, Error, Result};
+use crate::spec::dispatch::AnyDevice;
 
 /// A storage model and its parameters.
 #[derive(Clone, Debug, Deserialize, PartialEq)]

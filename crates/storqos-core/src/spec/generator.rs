@@ -143,10 +143,15 @@ impl GeneratorSpec {
     /// Build the streaming iterator.
     pub fn build(&self) -> Result<Generator> {
         let shape = match self {
-            GeneratorSpec::Poisson { shape, .. } | GeneratorSpec::Onoff { shape, .. } | GeneratorSpec::Diurnal { shape, .. } => shape,
+            GeneratorSpec::Poisson { shape, .. }
+            | GeneratorSpec::Onoff { shape, .. }
+            | GeneratorSpec::Diurnal { shape, .. } => shape,
         };
         if shape.tenant >= MAX_TENANTS {
-            return crate::error::config(format!("generator: tenant must be below {MAX_TENANTS}, got {}", shape.tenant));
+            return crate::error::config(format!(
+                "generator: tenant must be below {MAX_TENANTS}, got {}",
+                shape.tenant
+            ));
         }
         Ok(match self {
             GeneratorSpec::Poisson { rate, count, until_ns, shape, seed } => {
@@ -189,7 +194,8 @@ impl GeneratorSpec {
 /// type ([`Generator`] for specs), not boxed iterators behind virtual calls.
 pub fn merge_streams<I: Iterator<Item = Request>>(streams: Vec<I>) -> Merged<I> {
     let k = streams.len();
-    let mut m = Merged { heads: Vec::with_capacity(k), alive: vec![false; k], key: vec![NEVER; k], streams, next_id: 0 };
+    let mut m =
+        Merged { heads: Vec::with_capacity(k), alive: vec![false; k], key: vec![NEVER; k], streams, next_id: 0 };
     for i in 0..k {
         let h = m.streams[i].next();
         m.key[i] = h.map_or(NEVER, |r| r.arrival);
@@ -253,8 +259,10 @@ mod tests {
 
     #[test]
     fn merged_generators_are_ordered_and_tagged() {
-        let a: GeneratorSpec = from_json("generator", r#"{"kind":"poisson","rate":100,"count":1000,"tenant":0,"seed":1}"#).unwrap();
-        let b: GeneratorSpec = from_json("generator", r#"{"kind":"poisson","rate":300,"count":3000,"tenant":1,"seed":2}"#).unwrap();
+        let a: GeneratorSpec =
+            from_json("generator", r#"{"kind":"poisson","rate":100,"count":1000,"tenant":0,"seed":1}"#).unwrap();
+        let b: GeneratorSpec =
+            from_json("generator", r#"{"kind":"poisson","rate":300,"count":3000,"tenant":1,"seed":2}"#).unwrap();
         let v: Vec<Request> = merge_streams(vec![a.build().unwrap(), b.build().unwrap()]).collect();
         assert_eq!(v.len(), 4000);
         assert!(v.windows(2).all(|w| w[0].arrival <= w[1].arrival));
@@ -267,15 +275,11 @@ mod tests {
         let mk = |tenant: u32, times: &[Nanos]| -> Vec<Request> {
             times.iter().map(|&t| Request::new(0, tenant, t, 4096)).collect()
         };
-        let streams = vec![
-            mk(0, &[5, 5, 9]),
-            mk(1, &[]),
-            mk(2, &[1, 5, Nanos::MAX]),
-            mk(3, &[5, Nanos::MAX]),
-            mk(4, &[0]),
-        ];
-        let v: Vec<(Nanos, u32)> =
-            merge_streams(streams.into_iter().map(|s| s.into_iter()).collect()).map(|r| (r.arrival, r.tenant)).collect();
+        let streams =
+            vec![mk(0, &[5, 5, 9]), mk(1, &[]), mk(2, &[1, 5, Nanos::MAX]), mk(3, &[5, Nanos::MAX]), mk(4, &[0])];
+        let v: Vec<(Nanos, u32)> = merge_streams(streams.into_iter().map(|s| s.into_iter()).collect())
+            .map(|r| (r.arrival, r.tenant))
+            .collect();
         let m = Nanos::MAX;
         assert_eq!(v, vec![(0, 4), (1, 2), (5, 0), (5, 0), (5, 2), (5, 3), (9, 0), (m, 2), (m, 3)]);
         assert_eq!(merge_streams(Vec::<std::vec::IntoIter<Request>>::new()).count(), 0);
@@ -305,8 +309,9 @@ mod tests {
                 .collect();
             let mut want: Vec<(Nanos, u32)> = streams.iter().flatten().map(|r| (r.arrival, r.tenant)).collect();
             want.sort();
-            let got: Vec<(Nanos, u32)> =
-                merge_streams(streams.into_iter().map(|s| s.into_iter()).collect()).map(|r| (r.arrival, r.tenant)).collect();
+            let got: Vec<(Nanos, u32)> = merge_streams(streams.into_iter().map(|s| s.into_iter()).collect())
+                .map(|r| (r.arrival, r.tenant))
+                .collect();
             assert_eq!(got, want, "k = {k}");
         }
     }
@@ -317,11 +322,13 @@ mod tests {
         assert!(e.to_string().contains("unknown variant `poison`"), "{e}");
         let g: GeneratorSpec = from_json("generator", r#"{"kind":"poisson","rate":-1}"#).unwrap();
         assert!(g.build().is_err());
-        let g: GeneratorSpec = from_json("generator", r#"{"kind":"diurnal","peak_rate":1,"days":1,"hourly":[1,2]}"#).unwrap();
+        let g: GeneratorSpec =
+            from_json("generator", r#"{"kind":"diurnal","peak_rate":1,"days":1,"hourly":[1,2]}"#).unwrap();
         assert!(g.build().err().unwrap().to_string().contains("24 values"));
         // A tenant id is an index into per-tenant state: a huge one is an error, not an
         // allocation that aborts the process when the first request arrives.
-        let g: GeneratorSpec = from_json("generator", r#"{"kind":"poisson","rate":1,"count":1,"tenant":4294967295}"#).unwrap();
+        let g: GeneratorSpec =
+            from_json("generator", r#"{"kind":"poisson","rate":1,"count":1,"tenant":4294967295}"#).unwrap();
         let e = g.build().err().unwrap().to_string();
         assert!(e.contains("generator: tenant must be below 65536, got 4294967295"), "{e}");
         // Faster than one request per ns the clock stops: an error, not a run that never ends.

@@ -18,9 +18,9 @@
 use serde::Deserialize;
 
 use crate::error::Result;
-use crate::spec::dispatch::AnyScheduler;
 use crate::schedulers::{CostModel, Edf, FairQueue, Fcfs, FlowKey, Sfq, Wf2q};
 use crate::shaping::{Capacity, Miser, Rtt, RttStage};
+use crate::spec::dispatch::AnyScheduler;
 use crate::time::Nanos;
 use crate::twolevel::{TwoLevelSpec, Upper};
 
@@ -193,11 +193,22 @@ impl SchedulerSpec {
             SchedulerSpec::AdaptiveAvatar(p) => AnyScheduler::SarcAvatar(Box::new(p.build_avatar(Upper::Adaptive)?)),
             SchedulerSpec::SarcFacade(p) => AnyScheduler::SarcFacade(Box::new(p.build_facade()?)),
             SchedulerSpec::Yfq { weights, batch, by, cost } => AnyScheduler::Boxed(Box::new(
-                crate::schedulers::yfq::Yfq::new(weights.clone(), batch.unwrap_or(crate::schedulers::yfq::DEFAULT_BATCH))?
-                    .with_key(*by)
-                    .with_cost(*cost),
+                crate::schedulers::yfq::Yfq::new(
+                    weights.clone(),
+                    batch.unwrap_or(crate::schedulers::yfq::DEFAULT_BATCH),
+                )?
+                .with_key(*by)
+                .with_cost(*cost),
             )),
-            SchedulerSpec::Fclb { workloads, gain_iops_per_ms, plant_gain_ms_per_iops, pole, mode, period_ns, then } => {
+            SchedulerSpec::Fclb {
+                workloads,
+                gain_iops_per_ms,
+                plant_gain_ms_per_iops,
+                pole,
+                mode,
+                period_ns,
+                then,
+            } => {
                 let params = crate::fclb::FclbParams {
                     workloads: workloads.clone(),
                     gain_iops_per_ms: *gain_iops_per_ms,

@@ -155,7 +155,10 @@ mod tests {
         a.mark_backlogged(1);
         assert_eq!(a.adjust(3 * NS_PER_SEC, &mut full, &base, &slos, |_| Some(90)), Action::Hold);
         // A miss cuts classes above their SLO amount by 5 %, never below it.
-        assert_eq!(a.adjust(4 * NS_PER_SEC, &mut full, &base, &slos, |i| Some(if i == 0 { 101 } else { 1 })), Action::Decrease);
+        assert_eq!(
+            a.adjust(4 * NS_PER_SEC, &mut full, &base, &slos, |i| Some(if i == 0 { 101 } else { 1 })),
+            Action::Decrease
+        );
         assert_eq!(full, [1.0, 1.0]);
         assert!(Adaptive::new(1.0, 0.1, 0.1).unwrap_err().to_string().contains("p_rt"));
         assert!(Adaptive::new(0.1, -1.0, 0.1).unwrap_err().to_string().contains("p_inc"));

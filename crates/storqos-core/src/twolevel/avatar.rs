@@ -64,8 +64,8 @@ use crate::device::DeviceState;
 use crate::error::{config, Result};
 use crate::request::{Completion, Request};
 use crate::scheduler::Scheduler;
-use crate::twolevel::edf::ClassEdf;
 use crate::time::{Nanos, NS_PER_SEC};
+use crate::twolevel::edf::ClassEdf;
 use crate::twolevel::monitor::{Monitor, WindowStats};
 use crate::twolevel::slo::SloSet;
 use crate::twolevel::LowLevel;
@@ -161,7 +161,11 @@ pub fn control(inp: &ControllerInput) -> Decision {
     if inp.completed <= 0.0 {
         let idle = inp.outstanding == 0.0 && inp.edf_queued == 0.0;
         let t = if overload && idle { lref } else { inp.threshold };
-        return Decision { threshold: t, bounds: (f64::NAN, f64::NAN), classes: vec![(t, Branch::NoData); inp.classes.len()] };
+        return Decision {
+            threshold: t,
+            bounds: (f64::NAN, f64::NAN),
+            classes: vec![(t, Branch::NoData); inp.classes.len()],
+        };
     }
     let l_low = lref * x_low / inp.completed;
     let l_high = lref * x_high / inp.completed;

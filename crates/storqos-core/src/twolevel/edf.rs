@@ -64,7 +64,14 @@ impl ClassEdf {
     /// An empty queue for `classes` classes (class indices `0..classes`).
     pub fn new(classes: usize) -> Self {
         let m = classes.max(1);
-        ClassEdf { classes: vec![VecDeque::new(); m], fronts: vec![EMPTY; m], len: 0, seq: 0, head: 0, head_deadline: 0 }
+        ClassEdf {
+            classes: vec![VecDeque::new(); m],
+            fronts: vec![EMPTY; m],
+            len: 0,
+            seq: 0,
+            head: 0,
+            head_deadline: 0,
+        }
     }
 
     /// Insert `req` of class index `class` with absolute deadline `deadline`.

@@ -27,8 +27,8 @@ use std::cell::Cell;
 use crate::request::{Completion, Request};
 use crate::sim::summary::exact_quantile;
 use crate::time::Nanos;
-use crate::twolevel::slo::SloSet;
 use crate::twolevel::class_gauge_names;
+use crate::twolevel::slo::SloSet;
 
 /// Largest `n − rank + 1` (rank counted from the top) that [`nearest_rank`] selects with
 /// a sorted buffer on the stack; beyond it, a general selection.

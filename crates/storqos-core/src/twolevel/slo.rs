@@ -154,7 +154,11 @@ impl Verdict {
 pub fn judge(slo: &Slo, interval: Nanos, arrivals: u64, served: u64, latency: Option<Nanos>) -> Verdict {
     let owed = slo.rate_iops * interval as f64 / NS_PER_SEC as f64;
     if arrivals as f64 > owed {
-        if served as f64 >= owed { Verdict::ThroughputMet } else { Verdict::Violated }
+        if served as f64 >= owed {
+            Verdict::ThroughputMet
+        } else {
+            Verdict::Violated
+        }
     } else {
         match latency {
             Some(l) if l > slo.latency => Verdict::Violated,
