@@ -36,8 +36,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from storqos.errors import InputError
 from storqos.traces._pipeline import check_limit, finish, no_requests, source_file
@@ -404,6 +402,8 @@ def read_parquet(
     limit: int | None = None,
 ) -> pl.DataFrame:
     """Read a Parquet trace with named columns (see the module docstring)."""
+    import pyarrow as pa  # here, not at import: only Parquet reads pay for loading it
+
     check_limit(limit)
     p = source_file(path)
     try:
@@ -426,6 +426,9 @@ def _parquet_frame(p: Path, limit: int | None) -> pl.DataFrame:
     Decoded by pyarrow, which reports a damaged file as an exception (polars' own reader
     can abort the process on some corrupt pages: a failed huge allocation).
     """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     if limit is None:
         table = pq.read_table(p)
     else:
