@@ -241,13 +241,16 @@ fn simulate<'py>(
     if t.len() != n || s.len() != n || o.len() != n || r.len() != n || tg.is_some_and(|x| x.len() != n) {
         return Err(PyValueError::new_err("trace columns have different lengths"));
     }
-    if let Some(i) = t.iter().position(|&x| x >= MAX_TENANTS) {
+    // A max / min first (vectorised), the position only for the message.
+    if t.iter().copied().max().unwrap_or(0) >= MAX_TENANTS {
+        let i = t.iter().position(|&x| x >= MAX_TENANTS).unwrap_or(0);
         return Err(PyValueError::new_err(format!(
             "invalid input: request {i} has tenant {}, tenants must be below {MAX_TENANTS}",
             t[i]
         )));
     }
-    if let Some(i) = s.iter().position(|&b| b == 0) {
+    if s.iter().copied().min() == Some(0) {
+        let i = s.iter().position(|&b| b == 0).unwrap_or(0);
         return Err(PyValueError::new_err(format!("invalid input: request {i} has size 0 bytes")));
     }
     let cfg = SimConfig { seed, window: window_ns, keep_requests, until: until_ns };
