@@ -359,16 +359,6 @@ HUGE = str(2**64)
         ("blkparse", f"  8,0    1        1     0.1   697  Q   R {WRAPS} + 8 [fio]\n", 1, "field 8 (sector) is out of range"),
         ("csv", f"time_s,op,offset,size\n0,r,0,512\n1,r,{HUGE},512\n", 3, "field 3 (offset) is out of range"),
         ("csv", f"time_s,op,lba,size\n0,r,0,512\n1,r,{WRAPS},512\n", 3, "field 3 (lba) is out of range"),
-    ],
-)
-def test_offset_beyond_int64(tmp_path: Path, fmt: str, text: str, line: int, fragment: str) -> None:
-    p = _write(tmp_path, "t.trace", text)
-    _assert_at(_error(p, format=fmt), p, line, fragment)
-
-
-@pytest.mark.parametrize(
-    ("fmt", "text", "line", "fragment"),
-    [
         # 10^15 s after the first request is beyond 2^63 ns (292 years).
         ("spc", "0,0,4096,r,0.0\n0,0,4096,r,1e15\n", 2, "timestamp 1e15 s is out of range: more than 292 years"),
         ("disksim", "0 0 0 8 1\n1e19 0 8 8 1\n", 2, "timestamp 1e19 ns is out of range"),
@@ -376,7 +366,7 @@ def test_offset_beyond_int64(tmp_path: Path, fmt: str, text: str, line: int, fra
         ("csv", "time_s,op,offset,size\n0,r,0,512\n1e300,r,0,512\n", 3, "field 1 (time_s) is out of range"),
     ],
 )
-def test_time_span_beyond_int64_ns(tmp_path: Path, fmt: str, text: str, line: int, fragment: str) -> None:
+def test_offset_or_time_span_beyond_int64(tmp_path: Path, fmt: str, text: str, line: int, fragment: str) -> None:
     p = _write(tmp_path, "t.trace", text)
     _assert_at(_error(p, format=fmt), p, line, fragment)
 
