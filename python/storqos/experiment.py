@@ -251,7 +251,9 @@ def load(path: str | Path) -> Experiment:
     """Read and validate an experiment file (InputError naming the file and key)."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"not a TOML text file: byte {e.start} is not UTF-8", str(path)) from None
     except FileNotFoundError:
         raise InputError("no such file", str(path)) from None
     except IsADirectoryError:

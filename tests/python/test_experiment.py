@@ -174,6 +174,16 @@ def test_cli_error_keeps_the_brackets_of_table_names(tmp_path: Path, cli) -> Non
     assert_one_line_error(cli("run", str(path), "--out", str(tmp_path / "o")), "[[tenant]] 2 (backup): closed:")
 
 
+def test_cli_run_binary_file_is_one_line(tmp_path: Path, cli) -> None:
+    """A file that is not UTF-8 text (found by fuzzing: "internal error: UnicodeDecodeError")."""
+    from conftest import assert_one_line_error
+
+    path = tmp_path / "exp.toml"
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    assert_one_line_error(cli("run", str(path), "--out", str(tmp_path / "o")),
+                          f"{path}: not a TOML text file: byte 0 is not UTF-8")
+
+
 def test_cli_run_generator_faster_than_the_clock(tmp_path: Path, cli) -> None:
     """Above one request per ns the gaps round to 0 and time stops: that run never ended."""
     from conftest import assert_one_line_error
