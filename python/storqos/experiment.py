@@ -9,7 +9,7 @@ shipped with the package)::
 
     name = "compare"
     seed = 1                 # the run seed (devices, closed clients); generators derive theirs
-    duration = "30s"         # keep trace requests before this time; closed clients stop here
+    duration = "30s"         # keep trace requests before this time; generators and closed clients stop here
     window = "1s"            # time-series window
     percentile = 95          # SLO percentile
 
@@ -541,7 +541,12 @@ def _point_runs(cfg: dict[str, Any], point: dict[str, Any], base: Path, where: s
     for tid, g, w in pending_gen:
         params = {k: v for k, v in g.items() if k != "kind"}
         params.setdefault("seed", (seed + GENERATOR_SEED_STRIDE * (tid + 1)) % 2**64)
-        if g["kind"] != "diurnal" and "count" not in params and "duration" not in params:
+        if duration_ns is not None and g["kind"] != "diurnal":
+            # The experiment's duration ends the run for generators too (a count or a
+            # duration of their own may end them sooner).
+            own = parse_duration(params["duration"], f"{w}: generator: duration") if "duration" in params else None
+            params["duration"] = f"{duration_ns if own is None else min(own, duration_ns)}ns"
+        elif g["kind"] != "diurnal" and "count" not in params and "duration" not in params:
             if run_ns is None:
                 raise InputError("generator needs a count or duration (or give the experiment a duration)", w)
             params["duration"] = f"{run_ns}ns"

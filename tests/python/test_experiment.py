@@ -184,6 +184,23 @@ def test_cli_run_binary_file_is_one_line(tmp_path: Path, cli) -> None:
                           f"{path}: not a TOML text file: byte 0 is not UTF-8")
 
 
+def test_experiment_duration_ends_generators_with_a_count(tmp_path: Path) -> None:
+    """A generator's count of 2**31 at 1k IOPS would run for 25 days of simulated time
+    (found by fuzzing as a run that did not end); the experiment's 4 s end it, as they
+    end the trace and the closed clients."""
+    text = SMALL.replace('{ kind = "onoff", rate_on = "1k", rate_off = 0, mean_on = "100ms", mean_off = "900ms" }',
+                         '{ kind = "poisson", rate = "1k", count = 2147483648 }', 1)
+    res = run_experiment(load(write(tmp_path, text)), backend="serial")
+    batch = res.tenants.filter(pl.col("name") == "batch")
+    assert batch.height == 4
+    # ≈ 4,000 arrivals in 4 s (Poisson: ± a few %), whatever the policy completed of them.
+    assert (batch["completed"] <= 4_400).all() and (batch["completed"] >= 2_000).all(), batch
+    # The generator's own, shorter duration still ends it sooner.
+    text = text.replace("count = 2147483648", 'count = 2147483648, duration = "1s"', 1)
+    res = run_experiment(load(write(tmp_path, text)), backend="serial")
+    assert (res.tenants.filter(pl.col("name") == "batch")["completed"] <= 1_150).all()
+
+
 def test_cli_run_generator_faster_than_the_clock(tmp_path: Path, cli) -> None:
     """Above one request per ns the gaps round to 0 and time stops: that run never ended."""
     from conftest import assert_one_line_error
