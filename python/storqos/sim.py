@@ -21,6 +21,9 @@ from .errors import InputError
 from .specs import check, device_spec, policy_spec
 from .units import check_seed, parse_count, parse_duration, parse_size
 
+#: Most requests a closed client keeps in flight (``storqos_core::sim::workload::MAX_OUTSTANDING``).
+MAX_OUTSTANDING = 1 << 20
+
 
 @dataclass
 class ClosedClient:
@@ -48,7 +51,7 @@ class ClosedClient:
         where = f"closed client of tenant {self.tenant}"
         spec: dict[str, Any] = {
             "tenant": parse_count(self.tenant, f"{where}: tenant", maximum=2**16 - 1),
-            "outstanding": parse_count(self.outstanding, f"{where}: outstanding", minimum=1, maximum=2**32 - 1),
+            "outstanding": parse_count(self.outstanding, f"{where}: outstanding", minimum=1, maximum=MAX_OUTSTANDING),
             "think_ns": parse_duration(self.think, where),
             "think_exponential": bool(self.think_exponential),
             "bytes": parse_size(self.size, where),

@@ -137,7 +137,7 @@ WRONG_TYPED = [
     (('size = "64KiB"', "size = []"), "exp.toml: [[tenant]] 2 (backup): closed: closed client of tenant 2: expected a size"),
     (('size = "64KiB"', "size = 0.5"), "[[tenant]] 2 (backup): closed: closed client of tenant 2: size '0.5' must be > 0"),
     (("outstanding = 4", 'outstanding = ""'), "[[tenant]] 2 (backup): closed: closed client of tenant 2: outstanding: expected a whole number"),
-    (("outstanding = 4", "outstanding = 4294967296"), "outstanding: must be between 1 and 4294967295"),
+    (("outstanding = 4", "outstanding = 2147483648"), "outstanding: must be between 1 and 1048576"),
     (('mean_off = "900ms"', "mean_off = {}"), "[[tenant]] 1 (batch): generator: mean_off: expected a duration"),
     (('reservation = "300"', "reservation = [1]"), "[[trace]] 1 (web): reservation: expected a rate in IOPS"),
     (('path = "bundled:websearch"', 'path = "bundled:websearch"\nmax_requests = 1e308'),

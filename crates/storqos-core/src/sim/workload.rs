@@ -6,6 +6,11 @@ use crate::request::{Op, Request, TARGET_ANY};
 use crate::rng::SimRng;
 use crate::time::Nanos;
 
+/// Most requests one closed-loop client keeps in flight (2^20). Each is an entry in the
+/// loop's wake-up heap from the start: a mistyped depth (2^31) would be tens of GiB and
+/// an out-of-memory kill instead of an error. Real queue depths stay in the thousands.
+pub const MAX_OUTSTANDING: u32 = 1 << 20;
+
 /// A closed-loop client: keeps `outstanding` requests in flight; after each completion
 /// it thinks (constant or exponential time) and issues the next request.
 ///
@@ -16,7 +21,7 @@ use crate::time::Nanos;
 pub struct ClosedClient {
     /// Tenant index of every request this client issues.
     pub tenant: u32,
-    /// Requests kept in flight (≥ 1).
+    /// Requests kept in flight (1 ..= [`MAX_OUTSTANDING`]).
     pub outstanding: u32,
     /// Mean think time between a completion and the next request (0 = none).
     pub think: Nanos,
@@ -59,8 +64,11 @@ impl Default for ClosedClient {
 impl ClosedClient {
     /// Check the parameters, naming the bad one.
     pub fn validate(&self) -> Result<()> {
-        if self.outstanding == 0 {
-            return config(format!("closed client of tenant {}: outstanding must be >= 1", self.tenant));
+        if self.outstanding == 0 || self.outstanding > MAX_OUTSTANDING {
+            return config(format!(
+                "closed client of tenant {}: outstanding must be between 1 and {MAX_OUTSTANDING}, got {}",
+                self.tenant, self.outstanding
+            ));
         }
         if self.bytes == 0 {
             return config(format!("closed client of tenant {}: request size must be > 0 bytes", self.tenant));
@@ -157,5 +165,8 @@ mod tests {
         assert_eq!(c.next_active(995), None);
         assert!(c.validate().is_ok());
         assert!(ClosedClient { outstanding: 0, ..Default::default() }.validate().is_err());
+        let e = ClosedClient { outstanding: 1 << 31, ..Default::default() }.validate().unwrap_err().to_string();
+        assert!(e.contains("outstanding must be between 1 and 1048576, got 2147483648"), "{e}");
+        assert!(ClosedClient { outstanding: MAX_OUTSTANDING, ..Default::default() }.validate().is_ok());
     }
 }
