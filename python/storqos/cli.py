@@ -222,8 +222,10 @@ def simulate(
         ),
     )
     if out_file is not None and res.requests is not None:
-        out_file.parent.mkdir(parents=True, exist_ok=True)
-        res.requests.write_parquet(out_file)
+        from .paths import replacing
+
+        with replacing(out_file) as part:
+            res.requests.write_parquet(part)
     summary = res.summary()
     verdicts = None
     if slo:

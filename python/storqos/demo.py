@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 
 from . import synth
+from .paths import replacing
 from .sim import simulate
 from .traces import bundled, merge, read_trace, stats
 
@@ -88,10 +89,12 @@ def run_demo(out_dir: Path, trace_path: Path | None = None) -> dict[str, Any]:
     fig.suptitle(f"{path.name} + bursty batch tenant on one server: FCFS vs WF2Q+ (equal weights)")
     fig.tight_layout()
     plot = out_dir / "cdf.png"
-    fig.savefig(plot, dpi=110)
+    with replacing(plot) as part:
+        fig.savefig(part, dpi=110, format="png")
     plt.close(fig)
     table = out_dir / "table.csv"
-    pl.DataFrame(rows).write_csv(table)
+    with replacing(table) as part:
+        pl.DataFrame(rows).write_csv(part)
     return {
         "trace": path.name,
         "requests": df.height,

@@ -753,9 +753,11 @@ def write_outputs(result: ExperimentResult, out: Path, *, report: bool = True) -
         "cdf": out / "cdf.parquet",
         "summary": out / "summary.json",
     }
-    result.tenants.write_parquet(files["tenants"])
-    result.windows.write_parquet(files["windows"])
-    result.cdf.write_parquet(files["cdf"])
+    from .paths import replacing
+
+    for key in ("tenants", "windows", "cdf"):
+        with replacing(files[key]) as part:
+            getattr(result, key).write_parquet(part)
     if report:
         from .report import write_report
 
@@ -763,7 +765,8 @@ def write_outputs(result: ExperimentResult, out: Path, *, report: bool = True) -
         result.files = {k: str(v) for k, v in files.items()}
         write_report(result, files["report"])
     result.files = {k: str(v) for k, v in files.items()}
-    files["summary"].write_text(json.dumps(result.summary(), indent=2, default=float) + "\n")
+    with replacing(files["summary"]) as part:
+        part.write_text(json.dumps(result.summary(), indent=2, default=float) + "\n")
     return result.files
 
 

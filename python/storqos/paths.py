@@ -1,5 +1,6 @@
-"""Checks of output paths, made before a command does its work: a run that takes minutes
-must not end with "cannot write --out" and lose its results.
+"""Output paths: checked before a command does its work (a run that takes minutes must
+not end with "cannot write --out" and lose its results), and written whole or not at all
+(:func:`replacing`: a failure or a kill mid-write leaves the previous file intact).
 
 >>> check_output_file(Path("/dev/null/x.csv"), "--out")
 Traceback (most recent call last):
@@ -10,6 +11,8 @@ storqos.errors.InputError: --out: /dev/null/x.csv: /dev/null is not a directory
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import InputError
@@ -48,4 +51,21 @@ def check_output_dir(path: Path, where: str) -> None:
     _check_parent(path, where)
 
 
-__all__ = ["check_output_dir", "check_output_file"]
+@contextmanager
+def replacing(path: Path) -> Iterator[Path]:
+    """A temporary path beside ``path`` to write to; moved over ``path`` (atomically, on
+    the same file system) only when the block ends without an error.
+
+    >>> with replacing(Path(tmp) / "out.csv") as part:  # doctest: +SKIP
+    ...     df.write_csv(part)
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(f".{path.name}.{os.getpid()}.part")
+    try:
+        yield part
+        os.replace(part, path)
+    finally:
+        part.unlink(missing_ok=True)
+
+
+__all__ = ["check_output_dir", "check_output_file", "replacing"]

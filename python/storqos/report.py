@@ -273,8 +273,11 @@ def markdown(result: ExperimentResult, report_path: str | None = None) -> str:
 
 def write_report(result: ExperimentResult, path: str | Path) -> int:
     """Write the report to ``path``; return the number of figures."""
+    from .paths import replacing
+
     page, n = render(result)
-    Path(path).write_text(page, encoding="utf-8")
+    with replacing(Path(path)) as part:
+        part.write_text(page, encoding="utf-8")
     return n
 
 

@@ -265,3 +265,33 @@ def test_os_errors_on_user_paths_are_one_line(tmp_path: Path) -> None:
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert p.returncode == 2 and len(lines) == 1, p.stderr
     assert f"{blocker / 'x'}: not a directory" in lines[0] and "internal error" not in lines[0]
+
+
+def test_outputs_are_replaced_whole_or_not_at_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Results go to a temporary file beside the target and are moved over it only once
+    written: a write that fails (or a kill) leaves the previous results as they were."""
+    import polars as pl
+
+    from storqos.commands.plan import _write
+    from storqos.paths import replacing
+
+    out = tmp_path / "table.csv"
+    out.write_text("previous results\n")
+    real = pl.DataFrame.write_csv
+
+    def disk_full(self: pl.DataFrame, file: Path) -> None:
+        Path(file).write_text("half a tab")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pl.DataFrame, "write_csv", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        _write(pl.DataFrame({"a": [1, 2]}), out)
+    assert out.read_text() == "previous results\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["table.csv"]  # no .part left behind
+    monkeypatch.setattr(pl.DataFrame, "write_csv", real)
+    _write(pl.DataFrame({"a": [1, 2]}), out)
+    assert out.read_text() == "a\n1\n2\n"
+    with pytest.raises(RuntimeError), replacing(tmp_path / "sub" / "x.json") as part:
+        part.write_text("half")
+        raise RuntimeError("killed mid-write")
+    assert list((tmp_path / "sub").iterdir()) == []

@@ -42,16 +42,18 @@ def _check_out(path: Path) -> None:
 
 
 def _write(df: pl.DataFrame, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    from ..paths import replacing
+
     suffix = path.suffix.lower()
-    if suffix == ".csv":
-        df.write_csv(path)
-    elif suffix == ".json":
-        path.write_text(json.dumps(df.to_dicts(), indent=2, default=float) + "\n")
-    elif suffix == ".parquet":
-        df.write_parquet(path)
-    else:
+    if suffix not in OUT_SUFFIXES:
         raise InputError(f"unknown output type {suffix or path.name!r} (use .csv, .json or .parquet)", "--out")
+    with replacing(path) as part:
+        if suffix == ".csv":
+            df.write_csv(part)
+        elif suffix == ".json":
+            part.write_text(json.dumps(df.to_dicts(), indent=2, default=float) + "\n")
+        else:
+            df.write_parquet(part)
 
 
 def _print_df(title: str, df: pl.DataFrame) -> None:

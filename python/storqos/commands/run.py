@@ -42,7 +42,7 @@ def run_cmd(
     Example: [bold]storqos run examples/experiments/compare.toml --out out/compare[/bold]
     """
     from ..experiment import load, run_experiment
-    from ..paths import check_output_dir, check_output_file
+    from ..paths import check_output_dir, check_output_file, replacing
     from ..sweep import parse_backend
 
     if workers is not None and workers < 1:
@@ -63,8 +63,8 @@ def run_cmd(
     if markdown is not None:
         from ..report import markdown as to_markdown
 
-        markdown.parent.mkdir(parents=True, exist_ok=True)
-        markdown.write_text(to_markdown(result, result.files.get("report")) + "\n")
+        with replacing(markdown) as part:
+            part.write_text(to_markdown(result, result.files.get("report")) + "\n")
         result.files["markdown"] = str(markdown)
     summary = result.summary()
     if json_out:

@@ -148,10 +148,13 @@ def serve_cmd(
 
     stats = serve(cfg, ready, live if window_s is not None and not json_out else None)
     if out_file is not None:
-        out_file.parent.mkdir(parents=True, exist_ok=True)
-        pl.DataFrame(stats["windows"], schema=WINDOW_SCHEMA).write_parquet(out_file)
+        from ..paths import replacing
+
         gauges_file = out_file.with_name(out_file.stem + ".gauges.parquet")
-        pl.DataFrame(stats["gauges"], schema=GAUGE_SCHEMA).write_parquet(gauges_file)
+        with replacing(out_file) as part:
+            pl.DataFrame(stats["windows"], schema=WINDOW_SCHEMA).write_parquet(part)
+        with replacing(gauges_file) as part:
+            pl.DataFrame(stats["gauges"], schema=GAUGE_SCHEMA).write_parquet(part)
         stats["windows_parquet"], stats["gauges_parquet"] = str(out_file), str(gauges_file)
     if json_out:
         sys.stdout.write(json.dumps(stats, indent=2) + "\n")
