@@ -7,6 +7,9 @@ import numpy as np
 import numpy.typing as npt
 
 __version__: str
+MAX_TENANTS: int
+MAX_OUTSTANDING: int
+MAX_SERVERS: int
 
 def simulate(
     arrival_ns: npt.NDArray[np.uint64],

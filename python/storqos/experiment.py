@@ -72,7 +72,7 @@ import polars as pl
 
 from .errors import InputError
 from .specs import canonical_policy, device_spec, mclock_spec, policy_spec
-from .units import parse_count, parse_duration, parse_percent, parse_rate
+from .units import check_seed, parse_count, parse_duration, parse_percent, parse_rate
 
 #: Top-level keys of an experiment file.
 TOP_KEYS = ("name", "description", "seed", "duration", "window", "percentile", "device", "trace", "tenant", "policy", "grid")
@@ -441,8 +441,7 @@ def _qos(e: dict[str, Any], where: str) -> dict[str, Any]:
 def _point_runs(cfg: dict[str, Any], point: dict[str, Any], base: Path, where: str,
                 traces: dict[str, pl.DataFrame], first_index: int) -> list[Run]:
     seed = cfg.get("seed", 1)
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
-        raise InputError(f"seed must be an integer in [0, 2**64), got {seed!r}", where)
+    check_seed(seed, where)
     duration_ns = parse_duration(cfg["duration"], f"{where}: duration") if "duration" in cfg else None
     window_ns = parse_duration(cfg.get("window", "1s"), f"{where}: window")
     if window_ns <= 0:

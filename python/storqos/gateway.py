@@ -23,9 +23,6 @@ from .errors import InputError
 
 #: Default listen address (the IANA NBD port on loopback).
 DEFAULT_LISTEN = "127.0.0.1:10809"
-#: Tenant ids are below this (``storqos_core::request::MAX_TENANTS``: per-tenant state is
-#: indexed by the id).
-MAX_TENANTS = 65_536
 #: Default backend depth on a real device (I/Os outstanding at once).
 DEFAULT_DEPTH = 8
 
@@ -48,8 +45,8 @@ def parse_export(text: str, default_tenant: int = 0, where: str = "--export") ->
         raise InputError(f"{path}: no such file (export {name!r}; create it first, e.g. truncate -s 1G {path})", where)
     if not p.is_file():
         raise InputError(f"{path}: not a regular file (export {name!r})", where)
-    if tenant >= MAX_TENANTS:
-        raise InputError(f"tenant must be below {MAX_TENANTS}, got {tenant} in {text!r}", where)
+    if tenant >= _core.MAX_TENANTS:
+        raise InputError(f"tenant must be below {_core.MAX_TENANTS}, got {tenant} in {text!r}", where)
     return {"name": name, "path": str(p), "tenant": tenant}
 
 

@@ -21,9 +21,6 @@ from .errors import InputError
 from .specs import check, device_spec, policy_spec
 from .units import check_seed, parse_count, parse_duration, parse_size
 
-#: Most requests a closed client keeps in flight (``storqos_core::sim::workload::MAX_OUTSTANDING``).
-MAX_OUTSTANDING = 1 << 20
-
 
 @dataclass
 class ClosedClient:
@@ -50,8 +47,9 @@ class ClosedClient:
         """The core's JSON form."""
         where = f"closed client of tenant {self.tenant}"
         spec: dict[str, Any] = {
-            "tenant": parse_count(self.tenant, f"{where}: tenant", maximum=2**16 - 1),
-            "outstanding": parse_count(self.outstanding, f"{where}: outstanding", minimum=1, maximum=MAX_OUTSTANDING),
+            "tenant": parse_count(self.tenant, f"{where}: tenant", maximum=_core.MAX_TENANTS - 1),
+            "outstanding": parse_count(self.outstanding, f"{where}: outstanding", minimum=1,
+                                       maximum=_core.MAX_OUTSTANDING),
             "think_ns": parse_duration(self.think, where),
             "think_exponential": bool(self.think_exponential),
             "bytes": parse_size(self.size, where),

@@ -53,10 +53,6 @@ DEVICES: dict[str, str] = {
 }
 
 
-#: Most servers an array device takes (``storqos_core::devices::array::MAX_SERVERS``).
-ARRAY_MAX_SERVERS = 65_536
-
-
 def canonical_policy(name: str) -> str:
     """The canonical policy name for ``name`` or an :class:`InputError` listing them."""
     key = name.strip().lower()
@@ -271,8 +267,8 @@ def device_spec(
         return {"kind": "exponential", "iops": cap(capacity)}
     if kind == "array":
         k = 1 if servers is None else parse_count(servers, "--servers")
-        if not 1 <= k <= ARRAY_MAX_SERVERS:
-            raise InputError(f"an array needs between 1 and {ARRAY_MAX_SERVERS} servers, got {servers}", "--servers")
+        if not 1 <= k <= _core.MAX_SERVERS:
+            raise InputError(f"an array needs between 1 and {_core.MAX_SERVERS} servers, got {servers}", "--servers")
         if profile is not None:
             # A RAID-0-like array of disk models, striped by offset (seed 001's array).
             service: dict[str, Any] = {"kind": "disk", "profile": profile}

@@ -105,20 +105,14 @@ impl Export {
     /// returning.
     pub fn write(&self, offset: u64, data: &[u8], fua: bool) -> std::result::Result<(), u32> {
         self.file.write_all_at(data, offset).map_err(|e| errno(&e))?;
-        if fua {
-            self.flush()?;
-        }
-        Ok(())
+        self.sync_if(fua)
     }
 
     /// Discard `len` bytes at `offset` (blocking): punch a hole where the file system
     /// can, otherwise keep the data (a trim is only a hint). With `fua`, `fdatasync`.
     pub fn trim(&self, offset: u64, len: u32, fua: bool) -> std::result::Result<(), u32> {
         let _ = self.fallocate(FallocMode::PunchHole, offset, len);
-        if fua {
-            self.flush()?;
-        }
-        Ok(())
+        self.sync_if(fua)
     }
 
     /// Make `len` bytes at `offset` read as zeroes (blocking): a punched hole unless
@@ -136,10 +130,7 @@ impl Export {
                 at += n;
             }
         }
-        if fua {
-            self.flush()?;
-        }
-        Ok(())
+        self.sync_if(fua)
     }
 
     /// `fallocate` with `KEEP_SIZE` (Linux); `Err` where unsupported.
@@ -165,6 +156,15 @@ impl Export {
         {
             let _ = (mode, offset, len);
             Err(io::Error::from(io::ErrorKind::Unsupported))
+        }
+    }
+
+    /// With `fua` (force unit access), [`Export::flush`] before the reply.
+    fn sync_if(&self, fua: bool) -> std::result::Result<(), u32> {
+        if fua {
+            self.flush()
+        } else {
+            Ok(())
         }
     }
 

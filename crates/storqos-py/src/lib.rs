@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use storqos_core::request::{Op, Request, MAX_TENANTS, TARGET_ANY};
-use storqos_core::sim::summary::GroupSummary;
+use storqos_core::sim::summary::{GroupSummary, WindowSeries};
 use storqos_core::sim::{simulate_spec, ClosedClient, SimConfig, SimResult};
 use storqos_core::spec::generator::Generator;
 use storqos_core::spec::{from_json, merge_streams, DeviceSpec, GeneratorSpec, SchedulerSpec};
@@ -218,12 +218,6 @@ fn simulate<'py>(
     let device: DeviceSpec = from_json("device", device_json).map_err(err)?;
     let closed: Vec<ClosedSpec> = from_json("closed-loop clients", closed_json).map_err(err)?;
     let gens: Vec<GeneratorSpec> = from_json("generators", generators_json).map_err(err)?;
-    if let Some(c) = closed.iter().find(|c| c.tenant >= MAX_TENANTS) {
-        return Err(PyValueError::new_err(format!(
-            "invalid configuration: closed-loop clients: tenant must be below {MAX_TENANTS}, got {}",
-            c.tenant
-        )));
-    }
     let closed: Vec<ClosedClient> = closed.into_iter().map(ClosedSpec::into_client).collect();
     let mut sched = policy.build().map_err(err)?;
     let mut dev = device.build().map_err(err)?;
@@ -321,9 +315,7 @@ fn lindley_fcfs_summary<'py>(
     service_ns: u64,
     window_ns: u64,
 ) -> PyResult<(f64, u64, usize)> {
-    let a = arrival_ns.as_slice()?;
-    let (g, w) = py.detach(|| storqos_core::sim::lindley::fcfs_constant_summary(a, service_ns, window_ns));
-    Ok((g.mean_response(), g.quantile(0.99), w.start.len()))
+    fcfs_summary(py, arrival_ns, |a| storqos_core::sim::lindley::fcfs_constant_summary(a, service_ns, window_ns))
 }
 
 /// The leanest hand-written two-event simulation of FCFS + constant-rate, keeping the
@@ -335,8 +327,20 @@ fn minimal_des_fcfs_summary<'py>(
     service_ns: u64,
     window_ns: u64,
 ) -> PyResult<(f64, u64, usize)> {
+    fcfs_summary(py, arrival_ns, |a| {
+        storqos_core::sim::minimal_des::fcfs_constant_des_summary(a, service_ns, window_ns)
+    })
+}
+
+/// Run a one-tenant FCFS reference `run` over `arrival_ns` without the GIL and return
+/// (mean response ns, p99 ns, number of windows) of its summaries.
+fn fcfs_summary<'py>(
+    py: Python<'py>,
+    arrival_ns: PyReadonlyArray1<'py, u64>,
+    run: impl Fn(&[u64]) -> (GroupSummary, WindowSeries) + Send + Sync,
+) -> PyResult<(f64, u64, usize)> {
     let a = arrival_ns.as_slice()?;
-    let (g, w) = py.detach(|| storqos_core::sim::minimal_des::fcfs_constant_des_summary(a, service_ns, window_ns));
+    let (g, w) = py.detach(|| run(a));
     Ok((g.mean_response(), g.quantile(0.99), w.start.len()))
 }
 
@@ -768,6 +772,10 @@ fn fclb_experiment<'py>(
 /// The compiled core.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // The core's bounds, so that Python checks flags against them without restating them.
+    m.add("MAX_TENANTS", MAX_TENANTS)?;
+    m.add("MAX_OUTSTANDING", storqos_core::sim::workload::MAX_OUTSTANDING)?;
+    m.add("MAX_SERVERS", storqos_core::devices::array::MAX_SERVERS)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(generate, m)?)?;
     m.add_function(wrap_pyfunction!(lindley_fcfs, m)?)?;

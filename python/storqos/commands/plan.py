@@ -32,21 +32,26 @@ def _emit_json(obj: Any) -> None:
 OUT_SUFFIXES = (".csv", ".json", ".parquet")
 
 
+def _out_type(path: Path) -> str:
+    """The output type of --out (its suffix, lower case), or an InputError."""
+    suffix = path.suffix.lower()
+    if suffix not in OUT_SUFFIXES:
+        raise InputError(f"unknown output type {path.suffix or path.name!r} (use .csv, .json or .parquet)", "--out")
+    return suffix
+
+
 def _check_out(path: Path) -> None:
     """Before any work: --out has a known type and can be written."""
     from ..paths import check_output_file
 
-    if path.suffix.lower() not in OUT_SUFFIXES:
-        raise InputError(f"unknown output type {path.suffix or path.name!r} (use .csv, .json or .parquet)", "--out")
+    _out_type(path)
     check_output_file(path, "--out")
 
 
 def _write(df: pl.DataFrame, path: Path) -> None:
     from ..paths import replacing
 
-    suffix = path.suffix.lower()
-    if suffix not in OUT_SUFFIXES:
-        raise InputError(f"unknown output type {suffix or path.name!r} (use .csv, .json or .parquet)", "--out")
+    suffix = _out_type(path)
     with replacing(path) as part:
         if suffix == ".csv":
             df.write_csv(part)

@@ -2,7 +2,7 @@
 //! closed-loop clients that keep N requests outstanding with optional think time.
 
 use crate::error::{config, Result};
-use crate::request::{Op, Request, TARGET_ANY};
+use crate::request::{Op, Request, MAX_TENANTS, TARGET_ANY};
 use crate::rng::SimRng;
 use crate::time::Nanos;
 
@@ -19,7 +19,7 @@ pub const MAX_OUTSTANDING: u32 = 1 << 20;
 /// idle period are issued at the start of the next active period.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClosedClient {
-    /// Tenant index of every request this client issues.
+    /// Tenant index of every request this client issues (below [`MAX_TENANTS`]).
     pub tenant: u32,
     /// Requests kept in flight (1 ..= [`MAX_OUTSTANDING`]).
     pub outstanding: u32,
@@ -64,6 +64,9 @@ impl Default for ClosedClient {
 impl ClosedClient {
     /// Check the parameters, naming the bad one.
     pub fn validate(&self) -> Result<()> {
+        if self.tenant >= MAX_TENANTS {
+            return config(format!("closed client: tenant must be below {MAX_TENANTS}, got {}", self.tenant));
+        }
         if self.outstanding == 0 || self.outstanding > MAX_OUTSTANDING {
             return config(format!(
                 "closed client of tenant {}: outstanding must be between 1 and {MAX_OUTSTANDING}, got {}",
@@ -168,5 +171,8 @@ mod tests {
         let e = ClosedClient { outstanding: 1 << 31, ..Default::default() }.validate().unwrap_err().to_string();
         assert!(e.contains("outstanding must be between 1 and 1048576, got 2147483648"), "{e}");
         assert!(ClosedClient { outstanding: MAX_OUTSTANDING, ..Default::default() }.validate().is_ok());
+        // A tenant id indexes per-tenant state: a huge one is an error, not an abort.
+        let e = ClosedClient { tenant: u32::MAX, ..Default::default() }.validate().unwrap_err().to_string();
+        assert!(e.contains("closed client: tenant must be below 65536, got 4294967295"), "{e}");
     }
 }
