@@ -1,48 +1,62 @@
 # storqos: the two commands are `make demo` and `make test`; both install what they need.
 #
-#   make demo       build everything and run `storqos demo` on the bundled WebSearch excerpt
-#   make test       build everything and run all Rust and Python tests
+#   make demo       build everything the demo needs and run `storqos demo` on the bundled WebSearch excerpt
+#   make test       build everything, lint (rustfmt, clippy, ruff, mypy) and run all Rust and Python tests
 #   make bench      run the benchmarks (slow; results go to BENCHMARKS.md by hand)
 #   make reproduce  regenerate every examples/ experiment and docs/results/
 #
-# Everything Python lives in .venv (created here); Rust builds into target/.
+# Everything Python lives in .venv (created here); Rust builds into target/. The extension
+# (maturin) and the Rust tests build in the same `release` profile with the same features,
+# so the dependency graph is compiled once.
 
 PYTHON ?= python3
 VENV   := .venv
 VPY    := $(VENV)/bin/python
 DEPS   := $(VENV)/.deps-installed
-EXT    := $(VENV)/.ext-built
+TDEPS  := $(VENV)/.test-deps-installed
 CARGO  ?= cargo
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
+# maturin installs the package's dependencies with pip: say only what goes wrong.
+export PIP_QUIET := 1
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test test-rust test-python build setup system-deps bench reproduce clean
+.PHONY: demo test lint test-rust test-python build setup test-setup system-deps bench reproduce clean
 
 demo: build
 	$(VENV)/bin/storqos demo --out out/demo
 
-test: build test-rust test-python
+test: build lint test-rust test-python
 
-test-rust: setup
+# rustfmt and clippy (warnings are errors), ruff over the Python, mypy over the package.
+lint: test-setup
 	@if $(CARGO) fmt --version >/dev/null 2>&1; then \
 	  $(CARGO) fmt --all --check || { echo "Rust code is not formatted: run cargo fmt (rustfmt.toml)" >&2; exit 1; }; \
 	else echo "rustfmt not installed: format check not run"; fi
-	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
-	  $(CARGO) nextest run --workspace --exclude storqos-py --no-fail-fast; \
-	else \
-	  $(CARGO) test --workspace --exclude storqos-py; \
-	fi
-
-test-python: build
-	$(VPY) -m pytest
+	@if $(CARGO) clippy --version >/dev/null 2>&1; then \
+	  $(CARGO) clippy --release --workspace --all-targets -q -- -D warnings; \
+	else echo "clippy not installed: Rust lint not run"; fi
+	$(VENV)/bin/ruff check python tests benches scripts
 	$(VPY) -m mypy python/storqos
 
-setup: $(DEPS) system-deps
+test-rust: test-setup
+	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
+	  $(CARGO) nextest run --release --workspace --no-fail-fast; \
+	else \
+	  $(CARGO) test --release --workspace; \
+	fi
 
-# System packages (Debian): only what pip/cargo cannot provide. Chromium renders the
-# HTML report in the report test (headless); qemu-io (qemu-utils), nbdcopy and nbdinfo
-# (libnbd-bin) and fio (its nbd engine) are the real NBD clients of the `storqos serve`
-# tests.
+test-python: build test-setup
+	$(VPY) -m pytest
+
+setup: $(DEPS)
+
+test-setup: $(DEPS) $(TDEPS) system-deps
+
+# System packages (Debian), for the tests only: what pip/cargo cannot provide. Chromium
+# renders the HTML report in the report test (headless); qemu-io (qemu-utils), nbdcopy
+# and nbdinfo (libnbd-bin) and fio (its nbd engine) are the real NBD clients of the
+# `storqos serve` tests.
 system-deps:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
 	  echo "installing chromium with apt-get (headless report test)"; \
@@ -64,13 +78,18 @@ $(VPY):
 	  apt-get update -qq && apt-get install -y -qq python3-venv; }
 	$(PYTHON) -m venv $(VENV)
 
-# Python dependencies come from pyproject.toml (one list, read here).
+# Python dependencies come from pyproject.toml (one list, read here): the run-time ones
+# for the demo, the `test` extra on top for the tests.
 $(DEPS): pyproject.toml | $(VPY)
-	$(VPY) -m pip install -q --upgrade pip
 	$(VPY) -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb')); \
-	  print('\n'.join(p['build-system']['requires'] + p['project']['dependencies'] \
-	  + p['project']['optional-dependencies']['test']))" > $(VENV)/requirements.txt
-	$(VPY) -m pip install -q -r $(VENV)/requirements.txt
+	  print('\n'.join(p['build-system']['requires'] + p['project']['dependencies']))" > $(VENV)/requirements.txt
+	$(VPY) -m pip install -r $(VENV)/requirements.txt
+	touch $@
+
+$(TDEPS): pyproject.toml $(DEPS)
+	$(VPY) -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb')); \
+	  print('\n'.join(p['project']['optional-dependencies']['test']))" > $(VENV)/requirements-test.txt
+	$(VPY) -m pip install -r $(VENV)/requirements-test.txt
 	touch $@
 
 # The compiled extension, rebuilt by cargo incrementally when the Rust changes.
