@@ -1,9 +1,10 @@
 """storqos: a QoS toolkit for shared block storage.
 
 Simulate real traces through QoS policies far faster than real time, plan capacity from
-traces, and (later) serve the same policies in a live NBD gateway. The policies, device
-models and event loop are in the Rust core (``storqos._core``); this package reads
-traces, builds specs, and returns polars DataFrames.
+traces, and serve the same policies live in front of real storage (``storqos serve``, an
+NBD gateway). The policies, device models, event loop and gateway are in Rust
+(``storqos._core``); this package reads traces, builds specs, runs experiments and
+returns polars DataFrames.
 
 >>> import storqos
 >>> trace = storqos.read_trace(storqos.bundled_trace())
