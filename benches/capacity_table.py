@@ -21,7 +21,6 @@ import statistics
 import time
 
 import numpy as np
-
 import storqos
 from storqos import _core
 
@@ -82,7 +81,7 @@ def main() -> None:
             assert int(_core.rtt_classify(a, c * (1 - 1e-3), d).sum()) < need, f"{d} {frac}: {c} not minimal"
     print("checked: every cell of the fast table is feasible, and infeasible 0.1 % lower (within 0.1 % of Cmin)")
     print("table (IOPS), rows 5/10/20/50 ms, columns 90/95/99/99.5/99.9/100 %:")
-    for d, row in zip(DEADLINES_NS, f):
+    for d, row in zip(DEADLINES_NS, f, strict=True):
         print(f"  {d / 1e6:>4.0f} ms  " + "  ".join(f"{x:>9.1f}" for x in row))
 
 

@@ -26,7 +26,6 @@ import sys
 import time
 
 import numpy as np
-
 import storqos
 from storqos import _core
 

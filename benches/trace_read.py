@@ -27,7 +27,6 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-
 from storqos.traces import read_trace, write_csv, write_disksim, write_parquet, write_spc, write_vscsi
 from storqos.traces._lines import parse_lines
 from storqos.traces.disksim import _SCHEMA as DISKSIM_SCHEMA

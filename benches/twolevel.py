@@ -19,7 +19,8 @@ import statistics
 import time
 
 import storqos
-from storqos import synth, twolevel as tl
+from storqos import synth
+from storqos import twolevel as tl
 
 CLASSES = 8
 TOTAL_IOPS = 1500.0

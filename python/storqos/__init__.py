@@ -18,7 +18,8 @@ from . import synth
 from .errors import InputError
 from .sim import ClosedClient, SimResult, simulate
 from .specs import DEVICES, POLICIES, device_spec, policy_spec
-from .traces import FORMATS, bundled as bundled_trace, detect_format, read_trace
+from .traces import FORMATS, detect_format, read_trace
+from .traces import bundled as bundled_trace
 
 __all__ = [
     "ClosedClient",

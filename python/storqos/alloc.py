@@ -19,8 +19,9 @@ one, as the paper's ``h_i ≤ h_bal`` puts it in ``D``.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import polars as pl
 

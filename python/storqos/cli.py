@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, Optional
+from typing import Annotated, Any, NoReturn
 
 import polars as pl
 import typer
@@ -18,8 +19,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .errors import InputError
 from . import policy_options as po
+from .errors import InputError, InputWarning
 from .progress import run_with_progress
 from .units import fmt_duration, fmt_rate, fmt_size
 
@@ -40,11 +41,11 @@ if not out.is_terminal:  # piped or captured: no terminal width to honour, keep 
 err = Console(stderr=True)
 
 FormatOpt = Annotated[
-    Optional[str],
-    typer.Option("--format", "-f", help="Trace format (spc, msr, disksim, blkparse, fiu, srt, vscsi, fio, parquet, csv); detected when omitted."),
+    str | None,
+    typer.Option("--format", "-f", help="Trace format (spc, msr, disksim, mqsim, blkparse, fiu, srt, vscsi, fio, parquet, csv); detected when omitted."),
 ]
 TimeUnitOpt = Annotated[
-    Optional[str], typer.Option("--time-unit", help="Time unit of the trace's timestamps where the format leaves it open (ns, us, ms, s).")
+    str | None, typer.Option("--time-unit", help="Time unit of the trace's timestamps where the format leaves it open (ns, us, ms, s).")
 ]
 SortOpt = Annotated[bool, typer.Option("--sort", help="Sort requests by time instead of rejecting a trace whose timestamps go backwards.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON (for scripts) instead of tables.")]
@@ -104,7 +105,7 @@ def trace_info(
 
 DeviceOpt = Annotated[str, typer.Option("--device", "-d", help="constant | exponential | array | disk | tiered.")]
 CapacityOpt = Annotated[
-    Optional[str], typer.Option("--capacity", "-c", help="Device capacity in IOPS (500, 1.5k); tiered: FAST,SLOW.")
+    str | None, typer.Option("--capacity", "-c", help="Device capacity in IOPS (500, 1.5k); tiered: FAST,SLOW.")
 ]
 
 
@@ -146,7 +147,7 @@ def simulate(
     device: DeviceOpt = "constant",
     capacity: CapacityOpt = None,
     weights: po.WeightsOpt = None,
-    depth: Annotated[Optional[int], typer.Option(help="SFQ(D) dispatch depth D.")] = None,
+    depth: Annotated[int | None, typer.Option(help="SFQ(D) dispatch depth D.")] = None,
     deadline: po.DeadlineOpt = None,
     cmin: po.CminOpt = None,
     slo: po.SloOpt = None,
@@ -156,14 +157,14 @@ def simulate(
     facade_overload: po.FacadeOverloadOpt = None,
     reservations: po.ReservationsOpt = None,
     limits: po.LimitsOpt = None,
-    servers: Annotated[Optional[int], typer.Option(help="Array device: number of servers.")] = None,
-    hit_ratio: Annotated[Optional[float], typer.Option(help="Tiered device: probability a request hits the fast tier.")] = None,
+    servers: Annotated[int | None, typer.Option(help="Array device: number of servers.")] = None,
+    hit_ratio: Annotated[float | None, typer.Option(help="Tiered device: probability a request hits the fast tier.")] = None,
     profile: Annotated[
-        Optional[str], typer.Option(help="Disk model profile (enterprise-10k, desktop-7200) for --device disk or array.")
+        str | None, typer.Option(help="Disk model profile (enterprise-10k, desktop-7200) for --device disk or array.")
     ] = None,
-    queue: Annotated[Optional[str], typer.Option(help="Disk queue order: fifo, scan or sptf.")] = None,
+    queue: Annotated[str | None, typer.Option(help="Disk queue order: fifo, scan or sptf.")] = None,
     split_by: Annotated[
-        Optional[str], typer.Option(help="Make tenants from a trace field: device, host, process or op.")
+        str | None, typer.Option(help="Make tenants from a trace field: device, host, process or op.")
     ] = None,
     format: FormatOpt = None,
     time_unit: TimeUnitOpt = None,
@@ -171,7 +172,7 @@ def simulate(
     seed: Annotated[int, typer.Option(help="Random seed (devices with random service).")] = 1,
     window: Annotated[str, typer.Option(help="Length of the time-series windows.")] = "1s",
     out_file: Annotated[
-        Optional[Path], typer.Option("--out", "-o", help="Write per-request results to this Parquet file.")
+        Path | None, typer.Option("--out", "-o", help="Write per-request results to this Parquet file.")
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -193,7 +194,7 @@ def simulate(
     names: dict[int, str] | None = None
     if split_by:
         df, mapping = split_tenants(df, by=split_by)
-        names = {int(t): str(k) for t, k in zip(mapping["tenant"], mapping["key"])}
+        names = {int(t): str(k) for t, k in zip(mapping["tenant"], mapping["key"], strict=True)}
     res = run_with_progress(
         f"simulating {df.height:,} requests",
         lambda: run(
@@ -230,7 +231,6 @@ def simulate(
     verdicts = None
     if slo:
         from .slo import compliance, judge
-
         from .units import parse_duration
 
         kw: dict[str, Any] = {"interval_ns": parse_duration(window, "--window")}
@@ -282,7 +282,7 @@ def simulate(
 @app.command()
 def demo(
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Directory for the plot and the table.")] = Path("out/demo"),
-    trace: Annotated[Optional[Path], typer.Option(help="Use this trace instead of the bundled WebSearch excerpt.")] = None,
+    trace: Annotated[Path | None, typer.Option(help="Use this trace instead of the bundled WebSearch excerpt.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Run the bundled WebSearch excerpt beside a bursty batch tenant through FCFS and WF2Q+ at three capacities; print a table and plot the response-time CDFs.
@@ -323,8 +323,16 @@ from .commands import register_all  # noqa: E402  (commands register on the app 
 register_all(app)
 
 
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    """Doubtful input (an :class:`InputWarning`) as one ``warning:`` line on stderr."""
+    err.print(f"[yellow]warning:[/yellow] {escape(str(message))}", highlight=False, soft_wrap=True)
+
+
 def main() -> None:
     """Entry point: run the app, turning input errors into one line and exit status 2."""
+    warnings.simplefilter("default", InputWarning)
+    warnings.showwarning = _show_warning
     try:
         rv = app(standalone_mode=False)
         if isinstance(rv, int) and rv != 0:

@@ -55,7 +55,7 @@ def run_demo(out_dir: Path, trace_path: Path | None = None) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     fig, axes = plt.subplots(1, len(CAPACITY_FACTORS), figsize=(5.2 * len(CAPACITY_FACTORS), 4.2), sharey=True)
     colors = {"fcfs": "tab:red", "wf2q+": "tab:blue"}
-    for ax, factor in zip(np.atleast_1d(axes), CAPACITY_FACTORS):
+    for ax, factor in zip(np.atleast_1d(axes), CAPACITY_FACTORS, strict=True):
         cap = round(mean_iops * factor)
         for policy in POLICIES:
             res = simulate(df, policy, "constant", capacity=cap, keep_requests=True)

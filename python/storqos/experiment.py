@@ -288,7 +288,7 @@ def from_dict(raw: dict[str, Any], *, base: Path = Path("."), where: str = "expe
     traces: dict[str, pl.DataFrame] = {}
     keys = list(grid)
     for values in itertools.product(*(grid[k] for k in keys)) if keys else [()]:
-        point = dict(zip(keys, values))
+        point = dict(zip(keys, values, strict=True))
         cfg = copy.deepcopy(raw)
         for k, v in point.items():
             _set_path(cfg, k, v, where)
@@ -476,7 +476,7 @@ def _point_runs(cfg: dict[str, Any], point: dict[str, Any], base: Path, where: s
                     raise InputError(f"split keys {', '.join(missing)} not in the trace (has {', '.join(keys)})", w)
                 ids = [keys.index(k) for k in want]
                 keys = want
-            for local, key in zip(ids, keys):
+            for local, key in zip(ids, keys, strict=True):
                 part = df.filter(pl.col("tenant") == local)
                 frames.append(_canon(part, len(tenants)))
                 tenants.append(Tenant(name=f"{name}/{key}", source="trace", **qos))
@@ -557,7 +557,7 @@ def _point_runs(cfg: dict[str, Any], point: dict[str, Any], base: Path, where: s
         except InputError as e:  # where = the synth parameter's flag name: say the file's key
             where_key = (e.where or "").lstrip("-").replace("-", "_")
             raise InputError(f"generator: {where_key + ': ' if where_key else ''}{e.message}", w) from None
-    for c, cw in zip(closed, closed_where):
+    for c, cw in zip(closed, closed_where, strict=True):
         if "stop" not in c:
             if run_ns is None:
                 raise InputError("closed-loop tenants need a stop time or an experiment duration", where)

@@ -424,7 +424,7 @@ def power(
             "power_w": est["power_w"],
             "energy_j": est["energy_j"],
         }
-        for b, bns in zip(breakdown, bounds):
+        for b, bns in zip(breakdown, bounds, strict=True):
             row[f"within_{b}"] = float(np.mean(resp <= bns + ROUNDING_SLACK_NS))
         rows.append(row)
     df = pl.DataFrame(rows)

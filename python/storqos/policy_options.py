@@ -4,27 +4,27 @@ same options in both; :func:`storqos.specs.policy_spec` turns them into a spec).
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from .specs import POLICIES
 
 PolicyOpt = Annotated[str, typer.Option("--policy", "-p", help="Scheduling policy: " + " | ".join(POLICIES) + ".")]
-WeightsOpt = Annotated[Optional[str], typer.Option(help="Per-tenant weights (wf2q, sfq, yfq, mclock), in tenant order, e.g. 2,1.")]
+WeightsOpt = Annotated[str | None, typer.Option(help="Per-tenant weights (wf2q, sfq, yfq, mclock), in tenant order, e.g. 2,1.")]
 DeadlineOpt = Annotated[
-    Optional[str], typer.Option(help="EDF per-class relative deadlines (10ms,50ms); RTT policies: the deadline δ.")
+    str | None, typer.Option(help="EDF per-class relative deadlines (10ms,50ms); RTT policies: the deadline δ.")
 ]
-CminOpt = Annotated[Optional[str], typer.Option(help="miser / rtt-fq: primary-class capacity Cmin (IOPS).")]
+CminOpt = Annotated[str | None, typer.Option(help="miser / rtt-fq: primary-class capacity Cmin (IOPS).")]
 SloOpt = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(help="Per-tenant SLOs for sarc+avatar & co, in tenant order: web:160iops@400ms,oltp:190iops@900ms."),
 ]
-PercentileOpt = Annotated[Optional[str], typer.Option(help="SLO latency percentile (default 95).")]
-PeriodOpt = Annotated[Optional[str], typer.Option(help="sarc+*: SARC credit period T_SARC (default 100ms).")]
-ControlWindowOpt = Annotated[Optional[str], typer.Option(help="sarc+*: AVATAR / Facade control window (default 1s).")]
+PercentileOpt = Annotated[str | None, typer.Option(help="SLO latency percentile (default 95).")]
+PeriodOpt = Annotated[str | None, typer.Option(help="sarc+*: SARC credit period T_SARC (default 100ms).")]
+ControlWindowOpt = Annotated[str | None, typer.Option(help="sarc+*: AVATAR / Facade control window (default 1s).")]
 FacadeOverloadOpt = Annotated[
-    Optional[str], typer.Option(help="sarc+facade: overload test, 'class' (default) or 'total' (SPEC's literal).")
+    str | None, typer.Option(help="sarc+facade: overload test, 'class' (default) or 'total' (SPEC's literal).")
 ]
-ReservationsOpt = Annotated[Optional[str], typer.Option(help="mclock: per-tenant reservations in IOPS, e.g. 300,0,100.")]
-LimitsOpt = Annotated[Optional[str], typer.Option(help="mclock: per-tenant limits in IOPS (none = no limit), e.g. none,1k.")]
+ReservationsOpt = Annotated[str | None, typer.Option(help="mclock: per-tenant reservations in IOPS, e.g. 300,0,100.")]
+LimitsOpt = Annotated[str | None, typer.Option(help="mclock: per-tenant limits in IOPS (none = no limit), e.g. none,1k.")]

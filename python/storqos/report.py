@@ -69,6 +69,11 @@ def _numeric(v: Any) -> float | None:
     return None
 
 
+def _ms(ns: Any) -> str:
+    """A time in ns as ms with 3 significant digits, or a dash when there is none."""
+    return "–" if ns is None else f"{ns / 1e6:.3g}"
+
+
 def _point_label(point: dict[str, Any]) -> str:
     return ", ".join(f"{k} = {v}" for k, v in point.items()) or "single point"
 
@@ -82,7 +87,7 @@ def cdf_figure(result: ExperimentResult, point: dict[str, Any]) -> Any:
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[t.name for t in tenants], shared_yaxes=True)
     policies = result.experiment.policies
     for o in (o for o in result.outputs if o.point == point):
-        for ti, t in enumerate(tenants):
+        for ti in range(len(tenants)):
             c = _thin(o.cdf.filter(pl.col("tenant") == ti).sort("response_ns"), CDF_POINTS)
             fig.add_scatter(
                 x=(c["response_ns"] / 1e6).to_list(), y=c["fraction"].to_list(), mode="lines",
@@ -166,9 +171,8 @@ def _table(result: ExperimentResult, point: dict[str, Any]) -> str:
     body = []
     for o in (o for o in result.outputs if o.point == point):
         for r in o.tenants.to_dicts():
-            def ms(k: str) -> str:
-                v = r.get(k)
-                return "–" if v is None else f"{v / 1e6:.3g}"
+            def ms(k: str, r: dict[str, Any] = r) -> str:
+                return _ms(r.get(k))
             within = r.get("within_slo")
             met = r.get("slo_met")
             cells = [o.policy_name, r["name"], f"{r['completed']:,}", f"{(r.get('iops') or 0):.4g}", ms("p50_ns"),
@@ -211,7 +215,7 @@ def render(result: ExperimentResult) -> tuple[str, int]:
         sections.append("<h2>Curves over the grid</h2>")
         for k in numeric_keys:
             sections.append(fig_html(curve_figure(result, k)))
-    for i, point in enumerate(points[:MAX_POINT_FIGURES]):
+    for point in points[:MAX_POINT_FIGURES]:
         sections.append(f"<h2>{html.escape(_point_label(point))}</h2>")
         sections.append(_table(result, point))
         sections.append(fig_html(cdf_figure(result, point)))
@@ -261,9 +265,8 @@ def markdown(result: ExperimentResult, report_path: str | None = None) -> str:
                   "|---|---|---:|---:|---:|---:|---:|---:|"]
         for o in (o for o in result.outputs if o.point == point):
             for r in o.tenants.to_dicts():
-                def ms(k: str) -> str:
-                    v = r.get(k)
-                    return "–" if v is None else f"{v / 1e6:.3g}"
+                def ms(k: str, r: dict[str, Any] = r) -> str:
+                    return _ms(r.get(k))
                 w = r.get("within_slo")
                 lines.append(f"| {o.policy_name} | {r['name']} | {r['completed']:,} | {(r.get('iops') or 0):.4g} | "
                              f"{ms('p50_ns')} | {ms('p95_ns')} | {ms('p99_ns')} | {'–' if w is None else f'{100 * w:.1f} %'} |")

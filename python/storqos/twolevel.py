@@ -20,7 +20,8 @@ from typing import Any
 import polars as pl
 
 from .errors import InputError
-from .sim import SimResult, simulate as _simulate
+from .sim import SimResult
+from .sim import simulate as _simulate
 from .slo import ClassSlo, judge, parse_slo, slo_fields
 from .units import parse_positive_duration
 
@@ -241,7 +242,7 @@ def plot(
         ax.legend(fontsize=8)
         ax = axes[2][j]
         v = judge(res.windows, slos)
-        for k, s in enumerate(slos):
+        for k in range(len(slos)):
             rows = v.filter(pl.col("tenant") == k)
             ax.scatter(rows["start_s"], [k] * rows.height, c=[colours[x] for x in rows["verdict"]], s=8, marker="|")
         ax.set_yticks(range(len(slos)), [s.name for s in slos])
@@ -316,7 +317,7 @@ def _shapes(n: int, seed: int) -> pl.DataFrame:
     if path.exists():
         from .traces import read_trace
 
-        src = read_trace(path, format="disksim", time_unit="ns")
+        src = read_trace(path, format="mqsim")
         idx = rng.integers(0, src.height, n)
         return src.select("offset", "size", "is_read")[idx]
     return pl.DataFrame(
@@ -388,7 +389,7 @@ def e1_workload(
     if web != "trace":
         raise InputError(f"web must be 'trace' or 'synthetic', got {web!r}")
     ws = SHARED_TRACES / "umass-websearch-excerpt" / "wsrch-small.trace"
-    trace = read_trace(ws, format="disksim", time_unit="ns") if ws.exists() else read_trace(bundled("websearch"))
+    trace = read_trace(ws, format="mqsim") if ws.exists() else read_trace(bundled("websearch"))
     rate = trace.height / (int(trace.select(pl.col("arrival_ns").max()).item()) / 1e9)
     return _merge([_tile(scale_rate(trace, rate / (0.85 * 160 * scale)), dur_ns), oltp])
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,27 @@ REPO = Path(__file__).resolve().parents[2]
 settings.register_profile("default", derandomize=True)
 settings.register_profile("explore", derandomize=False, max_examples=2_000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def _untracked() -> set[str] | None:
+    """Files in the checkout that git neither tracks nor ignores (None outside a checkout)."""
+    try:
+        p = subprocess.run(["git", "ls-files", "--others", "--exclude-standard"], cwd=REPO,
+                           capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return set(p.stdout.splitlines()) if p.returncode == 0 else None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def tree_left_clean() -> Iterator[None]:
+    """Tests leave nothing behind in the tree: no new untracked, unignored file after the run."""
+    before = _untracked()
+    yield
+    after = _untracked()
+    if before is not None and after is not None:
+        left = sorted(after - before)
+        assert not left, f"tests left files in the tree: {left[:10]}"
 
 
 def shared_traces() -> Path | None:

@@ -9,7 +9,6 @@ import pytest
 from conftest import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from storqos.alloc import Client, Device, allocate, parse_client, parse_device
 from storqos.errors import InputError
 

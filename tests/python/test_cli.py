@@ -8,7 +8,6 @@ import struct
 from pathlib import Path
 
 import pytest
-
 from conftest import assert_one_line_error, run_cli, shared_traces
 
 DISKSIM_OK = "0 0 100 8 1\n1000000 1 200 8 0\n2000000 0 300 16 1\n"
@@ -271,7 +270,6 @@ def test_outputs_are_replaced_whole_or_not_at_all(tmp_path: Path, monkeypatch: p
     """Results go to a temporary file beside the target and are moved over it only once
     written: a write that fails (or a kill) leaves the previous results as they were."""
     import polars as pl
-
     from storqos.commands.plan import _write
     from storqos.paths import replacing
 

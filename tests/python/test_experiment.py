@@ -20,11 +20,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
+from conftest import REPO
 from storqos.errors import InputError
 from storqos.experiment import from_dict, load, run_experiment
-
-from conftest import REPO
 
 #: A small experiment: the bundled WebSearch excerpt (first 4 s), a Poisson tenant and a
 #: closed-loop tenant on a constant-rate device; 2 policies × 2 capacities.

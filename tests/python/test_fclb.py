@@ -7,7 +7,6 @@ import json
 
 import polars as pl
 import pytest
-
 from storqos import ClosedClient, simulate
 from storqos.errors import InputError
 from storqos.fclb import Workload, admit, check_gain, fclb_spec, run_experiment, workload_spec, yfq_spec
@@ -47,7 +46,7 @@ def test_fclb_through_the_public_simulator_shows_its_gauges():
     res = simulate(policy=spec, device=DISK, closed=clients, until="30s")
     names = set(res.gauges["name"].to_list())
     assert {"fclb_rate_iops.0", "fclb_tokens.1", "fclb_rt_p95_ms.0", "yfq_virtual_time"} <= names
-    done = dict(zip(res.tenants["tenant"].to_list(), res.tenants["completed"].to_list()))
+    done = dict(zip(res.tenants["tenant"].to_list(), res.tenants["completed"].to_list(), strict=True))
     assert done[0] / done[1] == pytest.approx(2.0, rel=0.1)
     # Each gets at least its demanded rate.
     assert done[0] >= 40 * 29 and done[1] >= 20 * 29

@@ -5,7 +5,6 @@ with closed-loop tenants (the exhaustive checks are crates/storqos-core/tests/mc
 from __future__ import annotations
 
 import pytest
-
 from storqos import simulate
 from storqos.errors import InputError
 from storqos.sim import ClosedClient
@@ -18,7 +17,7 @@ SECONDS = 5
 def rates(policy: dict, n: int) -> list[float]:
     clients = [ClosedClient(tenant=t, outstanding=8) for t in range(n)]
     res = simulate(None, policy, "constant", capacity=1000, closed=clients, until=f"{SECONDS}s")
-    done = dict(zip(res.tenants["tenant"].to_list(), res.tenants["completed"].to_list()))
+    done = dict(zip(res.tenants["tenant"].to_list(), res.tenants["completed"].to_list(), strict=True))
     return [done.get(t, 0) / SECONDS for t in range(n)]
 
 

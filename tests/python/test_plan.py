@@ -8,9 +8,8 @@ import json
 import numpy as np
 import polars as pl
 import pytest
-from conftest import shared_traces
-
 import storqos
+from conftest import shared_traces
 from storqos import _core, plan
 from storqos.errors import InputError
 
@@ -180,7 +179,7 @@ def test_consolidation_decomposed_estimates_err_less() -> None:
     df = plan.consolidate([_trace(WEBSEARCH)], names=["websearch"], shifts=["1s", "100s"], deadline="10ms")
     for shift in ("1s", "100s"):
         rows = df.filter(pl.col("workload").str.ends_with(f"shift {shift}"))
-        err = {round(f, 3): e for f, e in zip(rows["fraction"], rows["error_pct"])}
+        err = {round(f, 3): e for f, e in zip(rows["fraction"], rows["error_pct"], strict=True)}
         assert err[1.0] > 20, err
         assert abs(err[0.9]) < err[1.0] and abs(err[0.95]) < err[1.0], err
         assert (rows["merged_iops"] <= rows["sum_of_individual_iops"] * 1.001).all()

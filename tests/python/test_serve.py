@@ -17,7 +17,6 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, assert_one_line_error, run_cli
 
 # `make test` installs qemu-utils (Makefile `system-deps`): the real NBD client.
@@ -179,7 +178,8 @@ def _fio(tmp_path: Path, job: str) -> dict[str, dict[str, object]]:
     fio = _tool("fio", "fio")
     path = tmp_path / "job.fio"
     path.write_text(job)
-    r = subprocess.run([fio, "--output-format=json", str(path)], capture_output=True, text=True, timeout=120)
+    # cwd: fio writes its verify-state file (local-*-verify.state) into the current folder.
+    r = subprocess.run([fio, "--output-format=json", str(path)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr
     return {j["jobname"]: j for j in json.loads(r.stdout[r.stdout.index("{"):])["jobs"]}
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
 from storqos.errors import InputError
 from storqos.traces import read_trace, write_srt, write_vscsi
 
@@ -213,7 +212,7 @@ def test_zero_size_in_binaries(tmp_path: Path) -> None:
 BACKWARDS = [
     ("spc", "0,10,4096,r,1.0\n0,10,4096,r,2.0\n0,10,4096,r,1.5\n", 3,
      "timestamp 1.5 s is before the previous one (2.0 s); pass --sort to sort the trace"),
-    ("disksim", "0 0 0 8 1\n2000 0 0 8 1\n1500 0 0 8 1\n", 3,
+    ("mqsim", "0 0 0 8 1\n2000 0 0 8 1\n1500 0 0 8 1\n", 3,
      "timestamp 1500 ns is before the previous one (2000 ns); pass --sort"),
     ("msr", "128166386783630075,hm,0,Read,0,4096,1\n128166386783630070,hm,0,Read,0,4096,1\n", 2,
      "timestamp 128166386783630070 (100-ns ticks) is before the previous one (128166386783630075 (100-ns ticks))"),
@@ -361,7 +360,7 @@ HUGE = str(2**64)
         ("csv", f"time_s,op,lba,size\n0,r,0,512\n1,r,{WRAPS},512\n", 3, "field 3 (lba) is out of range"),
         # 10^15 s after the first request is beyond 2^63 ns (292 years).
         ("spc", "0,0,4096,r,0.0\n0,0,4096,r,1e15\n", 2, "timestamp 1e15 s is out of range: more than 292 years"),
-        ("disksim", "0 0 0 8 1\n1e19 0 8 8 1\n", 2, "timestamp 1e19 ns is out of range"),
+        ("mqsim", "0 0 0 8 1\n1e19 0 8 8 1\n", 2, "timestamp 1e19 ns is out of range"),
         ("fio", "fio version 3 iolog\n0 f add\n0 f open\n1 f read 0 4096\n1e17 f read 0 4096\n", 5, "timestamp 1e17 ms is out of range"),
         ("csv", "time_s,op,offset,size\n0,r,0,512\n1e300,r,0,512\n", 3, "field 1 (time_s) is out of range"),
     ],

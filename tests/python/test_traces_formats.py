@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import struct
+import warnings
 from pathlib import Path
 
 import polars as pl
 import pytest
-
-from storqos.errors import InputError
+from storqos.errors import InputError, InputWarning
 from storqos.traces import (
     FORMATS,
     bundled,
@@ -169,12 +169,49 @@ def test_msr_with_header_line(tmp_path: Path) -> None:
     assert _core(read_trace(p)).equals(_core(BASE))
 
 
-def test_disksim_ns_default_and_ms(tmp_path: Path) -> None:
+def test_mqsim_is_ns_and_disksim_is_ms(tmp_path: Path) -> None:
+    """The same five columns: MQSim's times are ns, DiskSim's (by its definition) ms."""
     p = _write(tmp_path, "t.trace", DISKSIM_TEXT)
-    df = read_trace(p)
-    assert _core(df).equals(_core(BASE))
-    ms = read_trace(p, time_unit="ms")
+    assert _core(read_trace(p, format="mqsim")).equals(_core(BASE))
+    ms = read_trace(p, format="disksim")
     assert ms["arrival_ns"].to_list() == [v * 1_000_000 for v in BASE["arrival_ns"].to_list()]
+    assert read_trace(p, format="mqsim", time_unit="ms").equals(ms)
+
+
+def test_detection_between_disksim_and_mqsim_says_which(tmp_path: Path) -> None:
+    """Integer times cannot tell the two apart: mqsim is chosen and a warning names
+    --format; a fractional time is DiskSim's (ms) without a word."""
+    p = _write(tmp_path, "t.trace", DISKSIM_TEXT)
+    with pytest.warns(InputWarning, match="--format disksim"):
+        assert detect_format(p) == "mqsim"
+    q = _write(tmp_path, "d.trace", "0.5 0 0 8 1\n1.25 0 8 8 0\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert detect_format(q) == "disksim"
+        assert read_trace(q)["arrival_ns"].to_list() == [0, 750_000]
+
+
+def test_implausible_rate_warns_naming_time_unit(tmp_path: Path) -> None:
+    """1,000 requests 1 unit apart: as ns that is 10^9 IOPS (a warning naming --time-unit);
+    as DiskSim's ms it is 1,000 IOPS (silent)."""
+    text = "".join(f"{i} 0 {8 * i} 8 1\n" for i in range(1000))
+    p = _write(tmp_path, "t.trace", text)
+    with pytest.warns(InputWarning, match="--time-unit") as rec:
+        read_trace(p, format="mqsim")
+    assert "1,000,000,000 IOPS" in str(rec[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        df = read_trace(p, format="disksim")
+    assert df["arrival_ns"].max() == 999 * 1_000_000
+
+
+def test_write_disksim_keeps_every_nanosecond_in_ms(tmp_path: Path) -> None:
+    df = BASE.with_columns(pl.col("arrival_ns") + 1)
+    write_disksim(df, tmp_path / "w.trace")
+    assert (tmp_path / "w.trace").read_text().split()[0] == "0.000001"
+    assert read_trace(tmp_path / "w.trace", format="disksim")["arrival_ns"].to_list() == (
+        (df["arrival_ns"] - 1).to_list()
+    )
 
 
 def test_disksim_fractional_ms(tmp_path: Path) -> None:
@@ -185,7 +222,7 @@ def test_disksim_fractional_ms(tmp_path: Path) -> None:
 def test_disksim_ragged_blanks_and_crlf(tmp_path: Path) -> None:
     messy = "\r\n".join("  " + line.replace(" ", " \t ") + "  " for line in DISKSIM_TEXT.splitlines())
     p = _write(tmp_path, "messy.trace", "\n" + messy + "\r\n\r\n")
-    assert read_trace(p, format="disksim").equals(read_trace(_write(tmp_path, "t.trace", DISKSIM_TEXT)))
+    assert read_trace(p, format="mqsim").equals(read_trace(_write(tmp_path, "t.trace", DISKSIM_TEXT), format="mqsim"))
 
 
 @pytest.mark.parametrize("text", [FIU_PANDAS_TEXT, FIU_ORIGINAL_TEXT], ids=["pandas", "original"])
@@ -389,7 +426,8 @@ def test_limit(tmp_path: Path) -> None:
 FIXTURES = {
     "spc": ("a.spc", SPC_TEXT),
     "msr": ("a.csv", MSR_TEXT),
-    "disksim": ("a.trace", DISKSIM_TEXT),
+    "disksim": ("d.trace", "0.5 0 0 8 1\n1.25 0 8 8 0\n"),
+    "mqsim": ("a.trace", DISKSIM_TEXT),
     "fiu": ("a.blkparse", FIU_PANDAS_TEXT),
     "blkparse": ("a.txt", BLKPARSE_TEXT),
     "fio": ("a.log", FIO3_TEXT),
@@ -410,8 +448,10 @@ def test_detect_every_format(tmp_path: Path, fmt: str) -> None:
     else:
         p = tmp_path / "x.bin"
         write_vscsi(BASE, p)
-    assert detect_format(p) == fmt
-    assert read_trace(p).height == 5
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InputWarning)  # mqsim's guess is said; tested above
+        assert detect_format(p) == fmt
+    assert read_trace(p, format=fmt).height == (2 if fmt == "disksim" else 5)
 
 
 def test_unknown_format_lists_known_ones(tmp_path: Path) -> None:
@@ -439,8 +479,8 @@ def test_bundled_websearch() -> None:
     assert p == bundled("websearch")
     assert p.stat().st_size < 300_000
     assert (p.parent / "README.md").is_file()
-    assert detect_format(p) == "disksim"
-    st = stats(read_trace(p))
+    assert detect_format(p) == "mqsim"
+    st = stats(read_trace(p, format="mqsim"))
     assert st["count"] == 8000
     assert st["devices"] == 6
     with pytest.raises(InputError, match="websearch"):

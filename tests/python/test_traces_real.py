@@ -12,7 +12,6 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
 from storqos.traces import FORMATS, detect_format, read_trace, stats
 
 
@@ -33,8 +32,8 @@ pytestmark = pytest.mark.skipif(
 # 100 ms (INDEX.md), peak IOPS over 1 s (SOURCE.md), mean IOPS (INDEX.md)
 EXPECTED = [
     ("hp-hplajw-1week/ajw.1week.srt", "srt", 44_519, 603_064.6, "29.3", 1_050, 106, "0.074"),
-    ("umass-websearch-excerpt/wsrch-small.trace", "disksim", 24_783, 60.06, "99.98", 670, 522, "413"),
-    ("tpcc-excerpt/tpcc-small.trace", "disksim", 6_999, 0.136, "62.6", 50_060, None, "51279"),
+    ("umass-websearch-excerpt/wsrch-small.trace", "mqsim", 24_783, 60.06, "99.98", 670, 522, "413"),
+    ("tpcc-excerpt/tpcc-small.trace", "mqsim", 6_999, 0.136, "62.6", 50_060, None, "51279"),
     ("msr-cambridge/rsrch_1.csv", "msr", 13_780, 576_558, "0.3", 2_080, 331, "0.024"),
     ("msr-cambridge/wdev_1.csv", "msr", 1_055, 595_003, "0", 50, 6, "0.0018"),
     ("msr-cambridge/hm_0_excerpt.csv", "msr", 7_016, 148.4, "83.0", 4_660, 2_204, "47.3"),

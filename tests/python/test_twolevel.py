@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-
-from storqos import InputError, policy_spec, slo, twolevel as tl
+from storqos import InputError, policy_spec, slo
+from storqos import twolevel as tl
 
 
 def test_parse_slo_and_spec_fields():

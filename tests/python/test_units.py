@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from storqos.errors import InputError
 from storqos.units import check_seed, parse_bandwidth, parse_duration, parse_percent, parse_rate, parse_size
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli, shared_traces
-
 from storqos.traces import write_parquet
 from storqos.warming.workload import bimodal_days
 

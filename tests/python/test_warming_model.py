@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from storqos.errors import InputError
 from storqos.warming.daymodel import DayModel, cluster_days, day_features, max_clusters
 from storqos.warming.intensity import DAY_MIN, HIGH, LOW, per_minute

@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import shared_traces
-
 from storqos.errors import InputError
 from storqos.warming.daymodel import DayModel
 from storqos.warming.fasttier import FastTier

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -26,9 +26,9 @@ def admit_cmd(
         ),
     ],
     device: Annotated[str, typer.Option("--device", "-d", help="Storage model: disk | constant | exponential | array.")] = "disk",
-    profile: Annotated[Optional[str], typer.Option(help="Disk profile (default desktop-7200, the seed's 7,200 RPM disk).")] = None,
-    capacity: Annotated[Optional[str], typer.Option("--capacity", "-c", help="Capacity in IOPS for constant / exponential / array.")] = None,
-    weights: Annotated[Optional[str], typer.Option(help="YFQ weights of the workloads, e.g. 2,1 (default: their IOPS).")] = None,
+    profile: Annotated[str | None, typer.Option(help="Disk profile (default desktop-7200, the seed's 7,200 RPM disk).")] = None,
+    capacity: Annotated[str | None, typer.Option("--capacity", "-c", help="Capacity in IOPS for constant / exponential / array.")] = None,
+    weights: Annotated[str | None, typer.Option(help="YFQ weights of the workloads, e.g. 2,1 (default: their IOPS).")] = None,
     duration: Annotated[str, typer.Option(help="Simulated length of each profiling run.")] = "60s",
     seed: Annotated[int, typer.Option(help="Random seed of the profiling runs.")] = 1,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON (for scripts) instead of tables.")] = False,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -35,7 +35,7 @@ def allocate_cmd(
         ),
     ],
     policy: Annotated[
-        Optional[list[str]], typer.Option("--policy", "-p", help="baa | drf | fq (repeat; default all three).")
+        list[str] | None, typer.Option("--policy", "-p", help="baa | drf | fq (repeat; default all three).")
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON (for scripts) instead of tables.")] = False,
 ) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import polars as pl
 import typer
@@ -75,13 +75,13 @@ def plan_cmd(
     deadline: Annotated[str, typer.Option("--deadline", "-D", help="Response-time bounds δ (bare numbers are ms).")] = "5ms,10ms,20ms,50ms",
     fraction: Annotated[str, typer.Option("--fraction", "-F", help="Fractions of requests to meet δ, in percent.")] = "90,95,99,99.5,99.9,100",
     consolidate: Annotated[
-        Optional[list[Path]], typer.Option("--consolidate", help="Merge with these traces: sum of individual Cmin vs Cmin of the merged workload (repeat).")
+        list[Path] | None, typer.Option("--consolidate", help="Merge with these traces: sum of individual Cmin vs Cmin of the merged workload (repeat).")
     ] = None,
     shift: Annotated[
-        Optional[str], typer.Option("--shift", help="Consolidate each trace with a copy of itself shifted by these amounts, e.g. 1s,100s.")
+        str | None, typer.Option("--shift", help="Consolidate each trace with a copy of itself shifted by these amounts, e.g. 1s,100s.")
     ] = None,
     rtd: Annotated[
-        Optional[str], typer.Option("--rtd", help="n-tier response-time distribution, e.g. 90%@20ms,99%@50ms,100%@500ms.")
+        str | None, typer.Option("--rtd", help="n-tier response-time distribution, e.g. 90%@20ms,99%@50ms,100%@500ms.")
     ] = None,
     power: Annotated[bool, typer.Option("--power", help="Pools, power and response-time breakdown: 100 %% vs the first --fraction at the first --deadline.")] = False,
     pool_iops: Annotated[str, typer.Option("--pool-iops", help="Capacity of one storage pool (IOPS) for --power.")] = "200",
@@ -89,12 +89,12 @@ def plan_cmd(
     recombine: Annotated[
         bool, typer.Option("--recombine", help="Simulate FCFS, Split, FQ and Miser at Cmin + ΔC (first --fraction / --deadline).")
     ] = False,
-    delta_c: Annotated[Optional[str], typer.Option("--delta-c", help="ΔC for --recombine in IOPS (default Cmin/5).")] = None,
+    delta_c: Annotated[str | None, typer.Option("--delta-c", help="ΔC for --recombine in IOPS (default Cmin/5).")] = None,
     method: Annotated[str, typer.Option("--method", help="fast (planner search) or bisect (per-cell bisection, for comparison).")] = "fast",
-    format: Annotated[Optional[str], typer.Option("--format", "-f", help="Trace format; detected when omitted.")] = None,
-    time_unit: Annotated[Optional[str], typer.Option("--time-unit", help="Time unit of the trace's timestamps where the format leaves it open.")] = None,
+    format: Annotated[str | None, typer.Option("--format", "-f", help="Trace format; detected when omitted.")] = None,
+    time_unit: Annotated[str | None, typer.Option("--time-unit", help="Time unit of the trace's timestamps where the format leaves it open.")] = None,
     sort: Annotated[bool, typer.Option("--sort", help="Sort requests by time instead of rejecting a trace whose timestamps go backwards.")] = False,
-    out_file: Annotated[Optional[Path], typer.Option("--out", "-o", help="Also write the table to this .csv, .json or .parquet file.")] = None,
+    out_file: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the table to this .csv, .json or .parquet file.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON (for scripts) instead of tables.")] = False,
 ) -> None:
     """Capacity planning by workload shaping: the capacity Cmin (IOPS) at which RTT lets each fraction of the requests meet each response-time bound (seed 000, Table 4.1); consolidation, RTD tiers, power pools and recombiners on request.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -22,13 +22,13 @@ def run_cmd(
     experiment: Annotated[Path, typer.Argument(help="Experiment file (TOML).", show_default=False)],
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Directory for the Parquet tables, summary.json and report.html.")] = Path("out/run"),
     dask: Annotated[
-        Optional[str],
+        str | None,
         typer.Option("--dask", help="Run on a Dask cluster: tcp://HOST:8786, or local:N for a LocalCluster of N workers."),
     ] = None,
-    workers: Annotated[Optional[int], typer.Option("--workers", "-w", help="Local process-pool size (default: CPU count; 1 = in this process).")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", "-w", help="Local process-pool size (default: CPU count; 1 = in this process).")] = None,
     report: Annotated[bool, typer.Option("--report/--no-report", help="Write report.html.")] = True,
     markdown: Annotated[
-        Optional[Path], typer.Option("--markdown", help="Also write the result tables as markdown here (docs/results/NAME.md).")
+        Path | None, typer.Option("--markdown", help="Also write the result tables as markdown here (docs/results/NAME.md).")
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON (for scripts) instead of tables.")] = False,
 ) -> None:

@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import polars as pl
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from .. import policy_options as po
 from ..errors import InputError
 from ..gateway import DEFAULT_DEPTH, DEFAULT_LISTEN, gateway_config, serve
-from .. import policy_options as po
 from ..specs import policy_spec
 from ..units import fmt_duration, fmt_rate, fmt_size, parse_positive_duration, parse_rate
 
@@ -72,20 +72,20 @@ def serve_cmd(
     limits: po.LimitsOpt = None,
     listen: Annotated[str, typer.Option(help="HOST:PORT to listen on (port 0 picks a free one).")] = DEFAULT_LISTEN,
     depth: Annotated[
-        Optional[int],
+        int | None,
         typer.Option(help="I/Os outstanding on the backend at once (also SFQ(D)'s D); default 8, or 1 with --iops "
                           "(the simulator's constant device has one slot: the policy holds the queue)."),
     ] = None,
-    iops: Annotated[Optional[str], typer.Option(help="Emulate a device of this capacity (e.g. 2k) so QoS shows on fast disks.")] = None,
-    duration: Annotated[Optional[str], typer.Option("--for", help="Stop after this long (e.g. 30s, 5min); default: until Ctrl-C / SIGTERM.")] = None,
+    iops: Annotated[str | None, typer.Option(help="Emulate a device of this capacity (e.g. 2k) so QoS shows on fast disks.")] = None,
+    duration: Annotated[str | None, typer.Option("--for", help="Stop after this long (e.g. 30s, 5min); default: until Ctrl-C / SIGTERM.")] = None,
     window: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(help="Also keep a per-window series (per tenant: ops, IOPS, exact p50/p95/p99 µs) and the "
                           "policy's gauges, in windows of this length (e.g. 1s): one line per window while "
                           "serving, all of it in --json and --out."),
     ] = None,
     out_file: Annotated[
-        Optional[Path],
+        Path | None,
         typer.Option("--out", "-o", help="Write the per-window series to this Parquet file (needs --window); "
                                          "the gauges go beside it as NAME.gauges.parquet."),
     ] = None,

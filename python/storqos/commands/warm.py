@@ -12,7 +12,7 @@ import json
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -60,17 +60,17 @@ def warm_cmd(
     trace: Annotated[Path, typer.Argument(help="Multi-day trace file (any supported format).", show_default=False)],
     fast_tier: Annotated[str, typer.Option("--fast-tier", help="Fast-tier capacity C (the user working set it holds).")] = "64GiB",
     warm_rate: Annotated[str, typer.Option("--warm-rate", help="Warm-up transfer speed F; T_fast = C / F (Eq. 7).")] = "200MiB/s",
-    train_days: Annotated[Optional[int], typer.Option("--train-days", help="Days to learn from (default 14, or all but the last 2 of a shorter trace).")] = None,
-    threshold: Annotated[Optional[float], typer.Option("--threshold", help="High/Low threshold in requests/min (default: learned by 2-means on log intensity).")] = None,
-    origin: Annotated[Optional[str], typer.Option("--origin", help="Local date and time of the trace's first request (default: an SRT header's tracedate, else Monday 00:00).")] = None,
+    train_days: Annotated[int | None, typer.Option("--train-days", help="Days to learn from (default 14, or all but the last 2 of a shorter trace).")] = None,
+    threshold: Annotated[float | None, typer.Option("--threshold", help="High/Low threshold in requests/min (default: learned by 2-means on log intensity).")] = None,
+    origin: Annotated[str | None, typer.Option("--origin", help="Local date and time of the trace's first request (default: an SRT header's tracedate, else Monday 00:00).")] = None,
     fast_time: Annotated[str, typer.Option("--fast-time", help="Mean user service time on the fast tier.")] = "0.2ms",
     slow_time: Annotated[str, typer.Option("--slow-time", help="Mean user service time on the slow tier.")] = "4ms",
     util_limit: Annotated[float, typer.Option("--util-limit", help="UTIL_threshold of Fig. 8: system work fills the device up to this utilisation.")] = 0.7,
     h_low: Annotated[str, typer.Option("--h-low", help="Hit-rate thresholds LOWER,UPPER in Low (stop system work at LOWER, resume at UPPER; 0,0 = never stop).")] = "0,0",
-    h_high: Annotated[Optional[str], typer.Option("--h-high", help="Hit-rate thresholds LOWER,UPPER in High (default: no system work in High).")] = None,
+    h_high: Annotated[str | None, typer.Option("--h-high", help="Hit-rate thresholds LOWER,UPPER in High (default: no system work in High).")] = None,
     schedule_rows: Annotated[int, typer.Option("--schedule-rows", help="Schedule events to print (the JSON has all).")] = 12,
-    format: Annotated[Optional[str], typer.Option("--format", "-f", help="Trace format; detected when omitted.")] = None,
-    time_unit: Annotated[Optional[str], typer.Option("--time-unit", help="Time unit of the trace's timestamps where the format leaves it open (ns, us, ms, s).")] = None,
+    format: Annotated[str | None, typer.Option("--format", "-f", help="Trace format; detected when omitted.")] = None,
+    time_unit: Annotated[str | None, typer.Option("--time-unit", help="Time unit of the trace's timestamps where the format leaves it open (ns, us, ms, s).")] = None,
     sort: Annotated[bool, typer.Option("--sort", help="Sort requests by time instead of rejecting a trace whose timestamps go backwards.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON (for scripts) instead of tables.")] = False,
 ) -> None:

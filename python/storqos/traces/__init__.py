@@ -9,7 +9,7 @@ optional ``response_ns, process, host``), sorted by time and rebased to start at
 >>> stats(df)["count"]
 8000
 
-Formats (:data:`FORMATS`): ``spc``, ``msr``, ``disksim``, ``blkparse``, ``fiu``, ``srt``,
+Formats (:data:`FORMATS`): ``spc``, ``msr``, ``disksim`` (ms), ``mqsim`` (ns), ``blkparse``, ``fiu``, ``srt``,
 ``vscsi``, ``fio``, ``parquet``, ``csv``; one module each. Bad input raises
 :class:`storqos.errors.InputError` naming the file and line (``trace.csv:17``) or byte
 (``trace.srt: byte 2260``) and what is wrong.
@@ -20,7 +20,7 @@ from __future__ import annotations
 from storqos.traces.blkparse import read_blkparse
 from storqos.traces.bundled import BUNDLED, bundled
 from storqos.traces.detect import detect_format
-from storqos.traces.disksim import read_disksim, write_disksim
+from storqos.traces.disksim import read_disksim, read_mqsim, write_disksim, write_mqsim
 from storqos.traces.fio import read_fio, write_fio
 from storqos.traces.fiu import read_fiu
 from storqos.traces.msr import read_msr
@@ -53,6 +53,7 @@ __all__ = [
     "read_disksim",
     "read_fio",
     "read_fiu",
+    "read_mqsim",
     "read_msr",
     "read_parquet",
     "read_spc",
@@ -67,6 +68,7 @@ __all__ = [
     "write_csv",
     "write_disksim",
     "write_fio",
+    "write_mqsim",
     "write_parquet",
     "write_spc",
     "write_srt",

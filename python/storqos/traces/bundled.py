@@ -1,7 +1,7 @@
 """Small traces shipped inside the package, so demos and tests run without ``../shared``.
 
 ``websearch``: the first 8,000 requests of the UMass/SPC WebSearch excerpt that MQSim
-ships as ``traces/wsrch-small.trace`` (MIT licence), DiskSim ASCII with ns timestamps.
+ships as ``traces/wsrch-small.trace`` (MIT licence): format ``mqsim``, DiskSim's layout with ns times.
 See ``storqos/data/README.md`` for origin and licence.
 """
 

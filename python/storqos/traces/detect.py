@@ -5,8 +5,12 @@ Checks, in order: Parquet magic ``PAR1`` (or a ``.parquet`` name); an SRT header
 field of the first records); a fio iolog header; the FIU pandas header (``\\t0\\t1``);
 blkparse event lines (``8,0  3  1  0.000000000  697  Q  W ...``); then by the first data
 line: MSR (7 comma fields, FILETIME ≈ 1.2e17, Read/Write), SPC (5 comma fields, r/w),
-FIU original (9 blank-separated fields, R/W, md5), DiskSim (5 numeric blank-separated
-fields), CSV with a header line naming the columns.
+FIU original (9 blank-separated fields, R/W, md5), DiskSim / MQSim (5 numeric
+blank-separated fields), CSV with a header line naming the columns.
+
+DiskSim and MQSim share a layout but not a time unit (ms and ns). Fractional times are
+DiskSim's; integer times are taken as MQSim's, with a warning naming ``--format``, since
+a DiskSim trace may have whole milliseconds too.
 """
 
 from __future__ import annotations
@@ -14,10 +18,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from storqos.errors import InputError
+from storqos.errors import InputError, warn_input
 from storqos.traces._pipeline import source_file
 from storqos.traces.fio import iolog_version
 from storqos.traces.fiu import is_pandas_header
+from storqos.traces.formats import FORMATS
 from storqos.traces.srt import header_end
 from storqos.traces.tabular import resolve_columns
 from storqos.traces.vscsi import vscsi_version
@@ -63,6 +68,8 @@ def detect_format(path: str | Path) -> str:
         return "blkparse"
     first = data[0]
     fmt = _by_fields(first)
+    if fmt == "disksim":
+        return _disksim_or_mqsim(p, data)
     if fmt:
         return fmt
     if "," in first and len(data) > 1:
@@ -97,9 +104,19 @@ def _by_fields(line: str) -> str | None:
     return None
 
 
-def _unknown(p: Path, why: str) -> InputError:
-    from storqos.traces.reader import FORMATS
+def _disksim_or_mqsim(p: Path, data: list[str]) -> str:
+    """DiskSim (ms) when a sampled time has a fraction or exponent, else MQSim (ns), said."""
+    if any(not _INT.match(ln.split()[0]) for ln in data[:1000] if ln.split()):
+        return "disksim"
+    warn_input(
+        "5-column DiskSim/MQSim layout with integer times: read as mqsim (times in ns); "
+        "pass --format disksim if the times are DiskSim's milliseconds, or --format mqsim to silence this",
+        str(p),
+    )
+    return "mqsim"
 
+
+def _unknown(p: Path, why: str) -> InputError:
     return InputError(
         f"cannot detect the trace format ({why}); pass --format, one of {', '.join(FORMATS)}", str(p)
     )

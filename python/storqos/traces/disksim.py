@@ -1,13 +1,15 @@
-"""DiskSim ASCII traces (also MQSim's trace format).
+"""DiskSim ASCII traces, and MQSim's look-alike.
 
 One request per line, blank separated::
 
     time device lba sectors flags
     11413000 0 657728 16 1
 
-* ``time``: arrival time; its unit is a parameter. DiskSim's own traces use
-  milliseconds, MQSim's use nanoseconds (the default here, as for the two MQSim traces in
-  ``shared/traces``). Parsed as a float: exact up to 2**53 units.
+* ``time``: arrival time. DiskSim's ASCII format defines it in milliseconds (a float:
+  ``0.521000``); MQSim reuses the layout with integer nanoseconds. They are two format
+  names: ``disksim`` (default unit ms) and ``mqsim`` (default unit ns, as for the
+  WebSearch and TPC-C excerpts in ``shared/traces``); ``time_unit`` overrides either.
+  Parsed as a float: exact up to 2**53 units.
 * ``device``: device number, kept as text in ``device``.
 * ``lba``, ``sectors``: start and length in 512-byte sectors.
 * ``flags``: bit 0 set = read (DiskSim's ``READ`` flag), clear = write.
@@ -32,7 +34,10 @@ from storqos.traces._lines import (
 from storqos.traces._pipeline import Fallback, check_limit, finish, no_requests, source_file
 from storqos.traces.schema import SECTOR_BYTES, normalize_unit, unit_ns
 
-DEFAULT_TIME_UNIT = "ns"
+#: DiskSim's ASCII traces: milliseconds, by the format's definition.
+DISKSIM_TIME_UNIT = "ms"
+#: MQSim's look-alike traces: nanoseconds.
+MQSIM_TIME_UNIT = "ns"
 
 _SCHEMA: dict[str, pl.DataType] = {
     "t": pl.Float64(),
@@ -61,9 +66,24 @@ def read_disksim(
     sort: bool = False,
     limit: int | None = None,
 ) -> pl.DataFrame:
-    """Read a DiskSim/MQSim ASCII trace (``time_unit`` default ``"ns"``)."""
+    """Read a DiskSim ASCII trace (``time_unit`` default ``"ms"``, DiskSim's own)."""
+    return _read(path, time_unit or DISKSIM_TIME_UNIT, sort=sort, limit=limit)
+
+
+def read_mqsim(
+    path: str | Path,
+    *,
+    time_unit: str | None = None,
+    sort: bool = False,
+    limit: int | None = None,
+) -> pl.DataFrame:
+    """Read an MQSim trace, DiskSim's layout with times in ns (``time_unit`` default ``"ns"``)."""
+    return _read(path, time_unit or MQSIM_TIME_UNIT, sort=sort, limit=limit)
+
+
+def _read(path: str | Path, time_unit: str, *, sort: bool, limit: int | None) -> pl.DataFrame:
     check_limit(limit)
-    unit = normalize_unit(time_unit or DEFAULT_TIME_UNIT)
+    unit = normalize_unit(time_unit)
     factor = unit_ns(unit)
     p = source_file(path)
     try:
@@ -84,17 +104,34 @@ def read_disksim(
     return finish(raw, factor=factor, sort=sort, limit=limit, strict=False)
 
 
-def write_disksim(df: pl.DataFrame, path: str | Path, *, time_unit: str = DEFAULT_TIME_UNIT) -> None:
+def write_disksim(df: pl.DataFrame, path: str | Path, *, time_unit: str = DISKSIM_TIME_UNIT) -> None:
     """Write a canonical trace as DiskSim ASCII (offsets/sizes rounded down to sectors).
 
-    Times are written as integers in ``time_unit`` (rounded down).
+    Times are written in ``time_unit`` (DiskSim's ms by default) with the decimals that
+    keep every nanosecond (``0.521000``, ``12.000001``).
     """
+    _write(df, path, time_unit)
+
+
+def write_mqsim(df: pl.DataFrame, path: str | Path, *, time_unit: str = MQSIM_TIME_UNIT) -> None:
+    """Write a canonical trace as an MQSim trace: DiskSim's layout, integer ns by default."""
+    _write(df, path, time_unit)
+
+
+def _write(df: pl.DataFrame, path: str | Path, time_unit: str) -> None:
     factor = unit_ns(time_unit)
+    digits = len(str(factor)) - 1  # decimals that keep whole nanoseconds (factor is 10**k)
+    whole = (pl.col("arrival_ns") // factor).cast(pl.String)
+    if digits:
+        frac = (pl.col("arrival_ns") % factor).cast(pl.String).str.zfill(digits)
+        t = pl.concat_str([whole, pl.lit("."), frac])
+    else:
+        t = whole
     out = df.select(
-        (pl.col("arrival_ns") // factor).alias("t"),
+        t.alias("t"),
         pl.col("device"),
         (pl.col("offset") // SECTOR_BYTES).alias("lba"),
         ((pl.col("size") + SECTOR_BYTES - 1) // SECTOR_BYTES).alias("sectors"),
         pl.col("is_read").cast(pl.UInt8).alias("flags"),
     )
-    out.write_csv(Path(path), separator=" ", include_header=False)
+    out.write_csv(Path(path), separator=" ", include_header=False, quote_style="never")

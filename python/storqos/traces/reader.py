@@ -17,26 +17,25 @@ from typing import Any
 
 import polars as pl
 
-from storqos.errors import InputError
+from storqos.errors import InputError, warn_input
 from storqos.traces.blkparse import read_blkparse
 from storqos.traces.detect import detect_format
-from storqos.traces.disksim import read_disksim
+from storqos.traces.disksim import read_disksim, read_mqsim
 from storqos.traces.fio import read_fio
 from storqos.traces.fiu import read_fiu
+from storqos.traces.formats import FORMATS, TIME_UNIT_FORMATS
 from storqos.traces.msr import read_msr
 from storqos.traces.spc import read_spc
 from storqos.traces.srt import read_srt
 from storqos.traces.tabular import read_csv, read_parquet
 from storqos.traces.vscsi import read_vscsi
 
-#: Every format name accepted by ``format=`` / ``--format``.
-FORMATS: tuple[str, ...] = ("spc", "msr", "disksim", "blkparse", "fiu", "srt", "vscsi", "fio", "parquet", "csv")
-
 #: The reader function of each format.
 READERS: dict[str, Callable[..., pl.DataFrame]] = {
     "spc": read_spc,
     "msr": read_msr,
     "disksim": read_disksim,
+    "mqsim": read_mqsim,
     "blkparse": read_blkparse,
     "fiu": read_fiu,
     "srt": read_srt,
@@ -45,9 +44,6 @@ READERS: dict[str, Callable[..., pl.DataFrame]] = {
     "parquet": read_parquet,
     "csv": read_csv,
 }
-
-#: Formats whose timestamps have no fixed unit (``time_unit`` applies).
-TIME_UNIT_FORMATS: tuple[str, ...] = ("disksim", "spc", "fio", "csv", "parquet")
 
 
 def read_trace(
@@ -83,7 +79,7 @@ def read_trace(
             )
         kwargs["time_unit"] = time_unit
     try:
-        return READERS[fmt](path, **kwargs)
+        df = READERS[fmt](path, **kwargs)
     except TypeError as e:
         if options and "unexpected keyword" in str(e):
             raise InputError(f"option not supported by the {fmt} reader: {e}") from None
@@ -93,3 +89,29 @@ def read_trace(
     except pl.exceptions.PolarsError as e:  # a safety net: readers report bad input themselves
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise InputError(f"cannot parse as {fmt}: {first}", str(path)) from None
+    if fmt in TIME_UNIT_FORMATS:
+        _check_rate(df, str(path), fmt, time_unit)
+    return df
+
+
+#: A mean rate above this over a whole trace is taken as a wrong time unit (10 M IOPS:
+#: beyond any single block device or volume; the fastest NVMe drives reach ~2-3 M IOPS).
+IMPLAUSIBLE_IOPS = 10_000_000.0
+#: Traces shorter than this are too small to judge their rate.
+_RATE_MIN_REQUESTS = 100
+
+
+def _check_rate(df: pl.DataFrame, where: str, fmt: str, time_unit: str | None) -> None:
+    """Warn when the timestamps imply an implausible mean rate (a wrong time unit)."""
+    n = df.height
+    if n < _RATE_MIN_REQUESTS:
+        return
+    span_ns = int(df["arrival_ns"].max()) - int(df["arrival_ns"].min())  # type: ignore[arg-type]
+    rate = float("inf") if span_ns <= 0 else (n - 1) * 1e9 / span_ns
+    if rate > IMPLAUSIBLE_IOPS:
+        unit = f"--time-unit {time_unit}" if time_unit else f"the {fmt} format's default time unit"
+        warn_input(
+            f"{n:,} requests in {span_ns:,} ns is a mean of {rate:,.0f} IOPS, implausible for one trace; "
+            f"read with {unit}: pass --time-unit (ns, us, ms, s) if the timestamps are in another unit",
+            where,
+        )
