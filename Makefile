@@ -36,7 +36,7 @@ lint: test-setup
 	@if $(CARGO) clippy --version >/dev/null 2>&1; then \
 	  $(CARGO) clippy --release --workspace --all-targets -q -- -D warnings; \
 	else echo "clippy not installed: Rust lint not run"; fi
-	$(VENV)/bin/ruff check python tests benches scripts
+	$(VENV)/bin/ruff check python tests benches scripts examples
 	$(VPY) -m mypy python/storqos
 
 test-rust: test-setup

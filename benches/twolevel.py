@@ -20,13 +20,13 @@ import time
 
 import storqos
 from storqos import synth
-from storqos import twolevel as tl
+from storqos.twolevel import spec
 
 CLASSES = 8
 TOTAL_IOPS = 1500.0
 REPEATS = 3
 #: The same striped array with exponential service per disk (75 % utilisation at 1,500 IOPS).
-ARRAY_8_EXP = {**tl.ARRAY_8_DISKS, "service": {"kind": "exponential", "iops": 250.0}}
+ARRAY_8_EXP = {**spec.ARRAY_8_DISKS, "service": {"kind": "exponential", "iops": 250.0}}
 
 
 def gens(n: int) -> list[dict]:
@@ -45,10 +45,10 @@ def main() -> None:
     slo = ",".join(f"c{i}:{TOTAL_IOPS / CLASSES:g}iops@200ms" for i in range(CLASSES))
     policies = {
         "fcfs": "fcfs",
-        "sarc+avatar": tl.twolevel_spec("sarc+avatar", slo),
-        "sarc+facade": tl.twolevel_spec("sarc+facade", slo),
+        "sarc+avatar": spec.twolevel_spec("sarc+avatar", slo),
+        "sarc+facade": spec.twolevel_spec("sarc+facade", slo),
     }
-    devices = {"8-disk striped array (SPTF disk model)": tl.ARRAY_8_DISKS, "8-way striped array (exponential)": ARRAY_8_EXP}
+    devices = {"8-disk striped array (SPTF disk model)": spec.ARRAY_8_DISKS, "8-way striped array (exponential)": ARRAY_8_EXP}
     print(f"{args.requests:,} requests, {CLASSES} classes, {TOTAL_IOPS:g} IOPS offered, best of {args.repeats}")
     for label, dev in devices.items():
         print(f"device: {label}")

@@ -9,9 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
-
 from _common import OUT, plot_case
-from storqos.fclb import CASES, COMPARED, run_experiment
+from storqos.fclb.cases import CASES, COMPARED, run_experiment
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "results" / "fclb.md"
 TITLES = {

@@ -19,11 +19,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 import storqos
+from storqos.shared import shared_dir
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs" / "results"
-SHARED = REPO.parent / "shared" / "traces"
-BUNDLED = REPO / "python" / "storqos" / "data" / "websearch-excerpt.trace"
+SHARED = (shared_dir() or Path("../shared")) / "traces"  # storqos.shared: $STORQOS_SHARED, else ../shared
+BUNDLED = REPO / "python" / "storqos" / "data" / "websearch-excerpt.mqsim"
 
 #: The four excerpts of ../shared/traces used by the thesis-style results.
 TRACE_FILES: dict[str, str] = {
@@ -61,7 +62,7 @@ SECTIONS: list[tuple[str, str]] = [
 
 
 def cli(doc: str | None) -> argparse.Namespace:
-    """``--shared DIR`` (default: the repo's sibling ../shared/traces) and ``--docs DIR``
+    """``--shared DIR`` (default: the traces of storqos.shared's folder) and ``--docs DIR``
     (default: docs/results)."""
     ap = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
     ap.add_argument(
@@ -196,7 +197,7 @@ def md(df: pl.DataFrame, fmt: dict[str, Any] | None = None, sig: int = 4) -> str
 
     lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
     lines += [
-        "| " + " | ".join(cell(c, v) for c, v in zip(df.columns, row)) + " |"
+        "| " + " | ".join(cell(c, v) for c, v in zip(df.columns, row, strict=False)) + " |"
         for row in df.iter_rows()
     ]
     return "\n".join(lines)

@@ -49,7 +49,7 @@ def main() -> None:
         rows, cols, figsize=(5.2 * cols, 3.6 * rows), squeeze=False
     )
     markers = "os^D"
-    for ax, (name, df) in zip(axes.flat, tables.items()):
+    for ax, (name, df) in zip(axes.flat, tables.items(), strict=False):
         for i, row in enumerate(df.iter_rows(named=True)):
             ax.plot(
                 range(len(fcols)),
@@ -85,14 +85,14 @@ def main() -> None:
             ),
             "",
             md(
-                df.rename({"deadline_ms": "δ (ms)", **dict(zip(fcols, flabels))}),
+                df.rename({"deadline_ms": "δ (ms)", **dict(zip(fcols, flabels, strict=False))}),
                 {"δ (ms)": "g"},
                 sig=5,
             ),
             "",
         ]
         for row in df.iter_rows(named=True):
-            c = {f: row[col] for f, col in zip(flabels, fcols)}
+            c = {f: row[col] for f, col in zip(flabels, fcols, strict=False)}
             ratio_rows.append(
                 {
                     "trace": name,

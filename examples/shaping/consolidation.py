@@ -71,7 +71,7 @@ def main() -> None:
     )
     fracs = sorted(df["fraction"].unique(), reverse=True)
     bw = 0.8 / len(fracs)
-    for ax, (kind, title) in zip(axes[0], kinds):
+    for ax, (kind, title) in zip(axes[0], kinds, strict=False):
         d = df.filter(pl.col("kind") == kind)
         groups = list(dict.fromkeys(d["workload"]))
         for k, f in enumerate(fracs):

@@ -85,7 +85,7 @@ def main() -> None:
     fig, axes = plt.subplots(
         1, len(fig42), figsize=(5.0 * len(fig42), 5.2), sharey=True
     )
-    for ax, (f, d) in zip(axes, fig42):
+    for ax, (f, d) in zip(axes, fig42, strict=False):
         dms = plan.parse_deadlines([d])[0] / 1e6
         for name in traces.names():
             c, r = curves[(name, f, d)]

@@ -83,7 +83,7 @@ def main() -> None:
     )
     b2 = a.bar(
         [i + bw / 2 for i in x],
-        [d["power_w"] / r["power_w"] for d, r in zip(dec, base)],
+        [d["power_w"] / r["power_w"] for d, r in zip(dec, base, strict=False)],
         bw,
         color="tab:green",
         label=f"decomposed: {FRACTION} % within 20 ms (RTT + Miser)",

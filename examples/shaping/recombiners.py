@@ -138,7 +138,7 @@ def main() -> None:
         )
 
     rows = []
-    for (name, f, d), r in runs.items():
+    for (name, f, _d), r in runs.items():
         rows.append(
             {
                 "trace": name,
@@ -224,7 +224,7 @@ def main() -> None:
         imgs[0],
         "",
     ]
-    for (name, f, d), r in runs.items():
+    for (name, f, _d), r in runs.items():
         if d != "50ms" or (name != "WebSearch" and f != 90.0):
             continue
         s = r.summary.with_columns(

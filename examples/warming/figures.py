@@ -21,7 +21,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-
+from storqos.shared import shared_dir
 from storqos.warming import DayModel, change_time_errors, error_summary, per_minute  # noqa: E402
 from storqos.warming.intensity import DAY_MIN  # noqa: E402
 from storqos.warming.multiday import F_BPS, evaluate_requests, setup_for  # noqa: E402
@@ -31,7 +31,7 @@ from storqos.warming.workload import bimodal_days  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "docs" / "results"
-HP = REPO.parent / "shared" / "traces" / "hp-hplajw-1week" / "ajw.1week.srt"
+HP = (shared_dir() or Path("../shared")) / "traces" / "hp-hplajw-1week" / "ajw.1week.srt"  # storqos.shared's folder
 #: Warm-up times of Figs. 14–15 (minutes).
 WARMUPS_MIN = (1, 15, 60)
 #: Wall-clock seconds of each request-level (workload, warm-up) evaluation.

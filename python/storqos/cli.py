@@ -140,9 +140,44 @@ def _summary_table(title: str, res_rows: list[dict[str, Any]], key: str, names: 
     return t
 
 
+def _tenants_from(
+    paths: list[Path], fmt: str | None, time_unit: str | None, sort: bool, split_by: str | None
+) -> tuple[pl.DataFrame, dict[int, str] | None]:
+    """Read ``paths`` into one trace of tenants, with a name per tenant id: one file keeps
+    its own tenants (or is split); several files are one tenant each (or are each split,
+    numbered after each other), named after the file."""
+    from .traces import split_tenants
+
+    if len(paths) == 1:
+        df = _load(paths[0], fmt, time_unit, sort)
+        if not split_by:
+            return df, None
+        df, mapping = split_tenants(df, by=split_by)
+        return df, {int(t): str(k) for t, k in zip(mapping["tenant"], mapping["key"], strict=True)}
+    frames: list[pl.DataFrame] = []
+    names: dict[int, str] = {}
+    for path in paths:
+        part = _load(path, fmt, time_unit, sort)
+        if split_by:
+            part, mapping = split_tenants(part, by=split_by)
+            for k in mapping["key"]:
+                names[len(names)] = f"{path.stem}:{k}"
+            part = part.with_columns(pl.col("tenant") + (len(names) - mapping.height))
+        else:
+            names[len(names)] = path.stem
+            part = part.with_columns(pl.lit(len(names) - 1, pl.UInt32).alias("tenant"))
+        frames.append(part)
+    df = pl.concat(frames, how="diagonal_relaxed").sort("arrival_ns", maintain_order=True)
+    return df, names
+
+
 @app.command()
 def simulate(
-    trace: Annotated[Path, typer.Argument(help="Trace file (any supported format).", show_default=False)],
+    traces: Annotated[
+        list[Path],
+        typer.Argument(help="Trace files (any supported format): one tenant each, ids in the order given; "
+                       "with --split-by, each file's tenants numbered after the previous file's.", show_default=False),
+    ],
     policy: po.PolicyOpt = "fcfs",
     device: DeviceOpt = "constant",
     capacity: CapacityOpt = None,
@@ -176,25 +211,24 @@ def simulate(
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Replay a trace through a QoS policy in front of a device model, in simulated time.
+    """Replay traces through a QoS policy in front of a device model, in simulated time.
 
-    Example: [bold]storqos simulate wsrch.trace --policy wf2q --weights 2,1 --split-by device --capacity 500[/bold]
+    Several traces are several tenants replayed together from time 0: the noisy-neighbour
+    question ("what does the batch trace do to the web trace under FCFS, under WF2Q+?")
+    needs no experiment file.
 
-    Example: [bold]storqos simulate wsrch.trace --split-by device --policy mclock --reservations 200,100,0 --limits none,none,50 --capacity 500[/bold]
+    Example: [bold]storqos simulate web.trace batch.trace --policy wf2q --weights 2,1 --capacity 500[/bold]
+
+    Example: [bold]storqos simulate web.trace mail.trace batch.trace --policy mclock --reservations 200,100,0 --limits none,none,50 --capacity 500[/bold]
 
     Example: [bold]storqos simulate mix.trace --split-by device --policy sarc+avatar --slo web:160iops@400ms,oltp:190iops@900ms --device array --servers 8 --profile enterprise-10k --queue sptf[/bold]
     """
     from .paths import check_output_file
     from .sim import simulate as run
-    from .traces import split_tenants
 
     if out_file is not None:
         check_output_file(out_file, "--out")
-    df = _load(trace, format, time_unit, sort)
-    names: dict[int, str] | None = None
-    if split_by:
-        df, mapping = split_tenants(df, by=split_by)
-        names = {int(t): str(k) for t, k in zip(mapping["tenant"], mapping["key"], strict=True)}
+    df, names = _tenants_from(traces, format, time_unit, sort, split_by)
     res = run_with_progress(
         f"simulating {df.height:,} requests",
         lambda: run(
@@ -240,7 +274,7 @@ def simulate(
         summary["slo_compliance"] = verdicts.to_dicts()
     misses = None
     if res.gauges.filter(pl.col("name").str.starts_with("low_done.")).height:
-        from .twolevel import miss_ratio
+        from .twolevel.analysis import miss_ratio
 
         misses = miss_ratio(res)  # seed 001's headline: low-level deadline misses per class
         summary["miss_ratio"] = misses.to_dicts()

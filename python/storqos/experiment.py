@@ -18,7 +18,7 @@ shipped with the package)::
     capacity = "1.2k"
 
     [[trace]]                # a trace file; `split` makes one tenant per key
-    path = "../../../shared/traces/msr-cambridge/hm_0_excerpt.csv"
+    path = "shared:traces/msr-cambridge/hm_0_excerpt.csv"   # or a path relative to this file
     fallback = "bundled:websearch"   # used when `path` does not exist
     split = "device"                  # device | host | process | op | a column
     max_requests = 20000              # read only the first requests of the file
@@ -70,7 +70,7 @@ from typing import Any
 
 import polars as pl
 
-from .errors import InputError
+from .errors import InputError, warn_input
 from .specs import canonical_policy, device_spec, mclock_spec, policy_spec
 from .units import check_seed, parse_count, parse_duration, parse_percent, parse_rate
 
@@ -365,10 +365,19 @@ def _entry_name(e: dict[str, Any], kind: str) -> str:
 
 
 def _resolve_path(p: str, base: Path) -> Path:
+    """``bundled:NAME`` (a trace shipped in the package), ``shared:PATH`` (inside the
+    shared folder: $STORQOS_SHARED, else ../shared), else a path relative to the file."""
     if p.startswith("bundled:"):
         from .traces import bundled
 
         return bundled(p.split(":", 1)[1])
+    if p.startswith("shared:"):
+        from .shared import shared_dir, where
+
+        root = shared_dir()
+        if root is None:
+            return Path(where()) / p.split(":", 1)[1]  # does not exist: the caller says so
+        return root / p.split(":", 1)[1]
     q = Path(p).expanduser()
     return q if q.is_absolute() else (base / q)
 
@@ -380,6 +389,7 @@ def _trace_path(e: dict[str, Any], key: str, base: Path, where: str) -> Path:
     if "fallback" in e:
         fb = _resolve_path(str(e["fallback"]), base)
         if fb.exists():
+            warn_input(f"{e[key]!r} not found (looked at {p}): using the fallback {e['fallback']!r}", where)
             return fb
         raise InputError(f"neither {e[key]!r} nor the fallback {e['fallback']!r} exists", where)
     raise InputError(f"trace file {e[key]!r} not found (looked at {p})", where)
@@ -496,7 +506,8 @@ def _point_runs(cfg: dict[str, Any], point: dict[str, Any], base: Path, where: s
         tid = len(tenants)
         qos = _qos(e, w)
         if src == "trace" and isinstance(e.get("fallback"), dict) and not _resolve_path(str(e["trace"]), base).exists():
-            # A synthetic stand-in when the real trace is absent (e.g. no ../shared).
+            # The file's own synthetic stand-in when the real trace is absent (e.g. no ../shared): said.
+            warn_input(f"trace {e['trace']!r} not found: using the fallback generator {e['fallback'].get('kind', '?')!r}", w)
             src, e = "generator", {**{k: v for k, v in e.items() if k not in ("trace", "fallback")}, "generator": e["fallback"]}
         if src == "trace":
             frames.append(_canon(_load_trace(e, "trace", base, w), tid))
@@ -721,52 +732,20 @@ def _trace_key(run: Run) -> str | None:
 
 def run_experiment(
     exp: Experiment,
-    out_dir: str | Path | None = None,
     *,
     backend: str | None = "local",
     workers: int | None = None,
-    report: bool = True,
     on_done: Any = None,
 ) -> ExperimentResult:
-    """Run every run of ``exp`` on ``backend`` (see :mod:`storqos.sweep`); with
-    ``out_dir``, write ``tenants.parquet``, ``windows.parquet``, ``cdf.parquet``,
-    ``summary.json`` and (``report=True``) ``report.html`` there."""
+    """Run every run of ``exp`` on ``backend`` (see :mod:`storqos.sweep`); write the
+    results with :func:`storqos.outputs.write_outputs`."""
     from .sweep import map_runs, parse_backend
 
     backend = parse_backend(backend)
     t0 = time.perf_counter()
     outputs = map_runs(run_one, exp.runs, shared=dict(exp.traces), key_of=_trace_key, backend=backend,
                        workers=workers, on_done=on_done)
-    result = ExperimentResult(experiment=exp, outputs=outputs, backend=backend, wall_s=time.perf_counter() - t0)
-    if out_dir is not None:
-        write_outputs(result, Path(out_dir), report=report)
-    return result
-
-
-def write_outputs(result: ExperimentResult, out: Path, *, report: bool = True) -> dict[str, str]:
-    """Write the Parquet tables, the JSON summary and the HTML report into ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    files = {
-        "tenants": out / "tenants.parquet",
-        "windows": out / "windows.parquet",
-        "cdf": out / "cdf.parquet",
-        "summary": out / "summary.json",
-    }
-    from .paths import replacing
-
-    for key in ("tenants", "windows", "cdf"):
-        with replacing(files[key]) as part:
-            getattr(result, key).write_parquet(part)
-    if report:
-        from .report import write_report
-
-        files["report"] = out / "report.html"
-        result.files = {k: str(v) for k, v in files.items()}
-        write_report(result, files["report"])
-    result.files = {k: str(v) for k, v in files.items()}
-    with replacing(files["summary"]) as part:
-        part.write_text(json.dumps(result.summary(), indent=2, default=float) + "\n")
-    return result.files
+    return ExperimentResult(experiment=exp, outputs=outputs, backend=backend, wall_s=time.perf_counter() - t0)
 
 
 __all__ = [
@@ -779,5 +758,4 @@ __all__ = [
     "load",
     "run_experiment",
     "run_one",
-    "write_outputs",
 ]

@@ -20,6 +20,7 @@ from typing import Any
 
 from . import _core
 from .errors import InputError
+from .specs import check_tenant_lists
 
 #: Default listen address (the IANA NBD port on loopback).
 DEFAULT_LISTEN = "127.0.0.1:10809"
@@ -69,6 +70,7 @@ def gateway_config(
     ex = [e if isinstance(e, dict) else parse_export(e, default_tenant=i) for i, e in enumerate(exports)]
     if depth < 1:
         raise InputError(f"must be >= 1, got {depth}", "--depth")
+    check_tenant_lists(policy, max(int(e["tenant"]) for e in ex) + 1)
     return {"listen": listen, "exports": ex, "policy": policy, "depth": int(depth), "iops": iops,
             "duration_s": duration_s, "window_s": window_s}
 

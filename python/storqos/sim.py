@@ -17,8 +17,8 @@ import numpy as np
 import polars as pl
 
 from . import _core
-from .errors import InputError
-from .specs import check, device_spec, policy_spec
+from .errors import InputError, warn_input
+from .specs import check, check_tenant_lists, device_spec, policy_spec
 from .units import check_seed, parse_count, parse_duration, parse_size
 
 
@@ -145,6 +145,32 @@ def _columns(trace: pl.DataFrame | None) -> _Columns:
     )
 
 
+def _warn_miser_slack(pspec: dict[str, Any], dspec: dict[str, Any]) -> None:
+    """Miser (seed 000) keeps the primary class within δ by serving the overflow class
+    only while every queued primary request has a free place to spare; that needs
+    ΔC·δ ≥ 1 spare service above Cmin. Below it, say so (the run goes on)."""
+    if pspec.get("kind") != "miser" or dspec.get("kind") not in ("constant", "exponential"):
+        return
+    cmin, total, delta_s = float(pspec["capacity_iops"]), float(dspec["iops"]), pspec["deadline_ns"] / 1e9
+    spare = (total - cmin) * delta_s
+    if spare < 1:
+        warn_input(
+            f"capacity {total:g} IOPS is Cmin {cmin:g} + ΔC {total - cmin:g}: ΔC·δ = {spare:.3g} < 1 request within the "
+            f"deadline δ = {delta_s * 1e3:g} ms, so Miser cannot guarantee the primary class's deadline; "
+            f"give --capacity ≥ {cmin + 1 / delta_s:g}",
+            "--capacity",
+        )
+
+
+def _tenant_count(trace_tenants: np.ndarray, generators: list[dict[str, Any]] | None,
+                  closed: list[ClosedClient] | None) -> int:
+    """Tenants of a run: one more than the highest id of the trace, generators and clients."""
+    ids = [int(trace_tenants.max())] if trace_tenants.size else []
+    ids += [int(g.get("tenant", 0)) for g in generators or []]
+    ids += [int(c.to_spec()["tenant"]) for c in closed or []]
+    return max(ids) + 1 if ids else 0
+
+
 def simulate(
     trace: pl.DataFrame | None = None,
     policy: str | dict[str, Any] = "fcfs",
@@ -182,12 +208,14 @@ def simulate(
         dparams["depth"] = params["device_depth"]
     dspec = device_spec(device, capacity=capacity, **dparams)
     pname, dname = check(pspec, dspec)
+    _warn_miser_slack(pspec, dspec)
     window_ns = parse_duration(window, "--window")
     if window_ns <= 0:
         raise InputError("summary window must be > 0", "--window")
     until_ns = None if until is None else parse_duration(until, "--until")
     seed = check_seed(seed)
     cols = _columns(trace)
+    check_tenant_lists(pspec, _tenant_count(cols[1], generators, closed))
     t0 = time.perf_counter()
     try:
         arrival, tenant, size, offset, is_read, target = cols
@@ -208,14 +236,18 @@ def simulate(
     return _result(out, pname, dname, wall, {"policy": pspec, "device": dspec, "seed": seed})
 
 
-def _groups(d: dict[str, np.ndarray], key: str) -> pl.DataFrame:
+def _groups(d: dict[str, np.ndarray], run_span_s: float) -> pl.DataFrame:
+    """Per-group summaries; ``iops`` is completions over the whole run's span (a tenant
+    or class active for part of the run is not credited with its own burst rate)."""
     df = pl.DataFrame(d)
-    return df.with_columns(
-        (pl.col("completed") / pl.col("span_s")).fill_nan(0.0).alias("iops"),
-    ) if df.height else df
+    if not df.height:
+        return df
+    return df.with_columns((pl.col("completed") / run_span_s if run_span_s > 0 else pl.lit(0.0)).alias("iops"))
 
 
 def _result(out: dict[str, Any], pname: str, dname: str, wall: float, params: dict[str, Any]) -> SimResult:
+    spans = out["total"]["span_s"]
+    run_span = float(spans[0]) if len(spans) else 0.0  # first arrival to last completion
     windows = pl.DataFrame(out["windows"])
     if windows.height:
         # IOPS in the window = completions / window length.
@@ -230,9 +262,9 @@ def _result(out: dict[str, Any], pname: str, dname: str, wall: float, params: di
     return SimResult(
         policy=pname,
         device=dname,
-        tenants=_groups(out["tenants"], "tenant"),
-        classes=_groups(out["classes"], "class"),
-        total=_groups(out["total"], "all").drop("all"),
+        tenants=_groups(out["tenants"], run_span),
+        classes=_groups(out["classes"], run_span),
+        total=_groups(out["total"], run_span).drop("all"),
         windows=windows,
         gauges=pl.DataFrame(out["gauges"], schema={"start_ns": pl.UInt64, "name": pl.Utf8, "value": pl.Float64}),
         cdf=pl.DataFrame(out["cdf"]),

@@ -16,6 +16,8 @@ from typing import Any
 
 from . import _core
 from .errors import InputError
+from .fclb.spec import fclb_spec, yfq_spec
+from .twolevel.spec import twolevel_spec
 from .units import parse_count, parse_duration, parse_rate, parse_size
 
 #: Policy names and what they are (``storqos simulate --policy``).
@@ -154,7 +156,7 @@ def policy_spec(
     """Build a policy spec from a name and its parameters (a dict is passed through).
 
     ``yfq`` takes ``weights`` and ``batch``; ``fclb`` takes ``workloads`` (``"40:35ms:8"``
-    = IOPS:RT[:bucket] strings or dicts, see :func:`storqos.fclb.workload_spec`), the
+    = IOPS:RT[:bucket] strings or dicts, see :func:`storqos.fclb.spec.workload_spec`), the
     back end's ``weights`` and ``batch``, the controller ``gain`` (IOPS/ms) or ``pole``,
     the ``plant_gain`` G (ms/IOPS) and ``mode`` (feedback, fixed, off).
 
@@ -164,7 +166,7 @@ def policy_spec(
     The seed-001 policies (``sarc+avatar``, ``sarc+facade``, ``fixed+avatar``,
     ``adaptive+avatar``) take ``slo`` (``"web:160iops@400ms,oltp:190iops@900ms"``),
     ``percentile``, ``period`` (T_SARC), ``control_window`` and ADAPTIVE's ``p_rt``,
-    ``p_inc``, ``p_dec`` (see :func:`storqos.twolevel.twolevel_spec`).
+    ``p_inc``, ``p_dec`` (see :func:`storqos.twolevel.spec.twolevel_spec`).
     """
     if isinstance(name, dict):
         return name
@@ -207,8 +209,6 @@ def policy_spec(
         return mclock_spec(reservations=reservations, weights=weights, limits=limits, cost=cost,
                            limit_break=limit_break, by=by)
     if kind in ("yfq", "fclb"):
-        from .fclb import fclb_spec, yfq_spec
-
         back = yfq_spec(weights=_weights(weights), batch=batch)
         if kind == "yfq":
             return back
@@ -216,8 +216,6 @@ def policy_spec(
             raise InputError("fclb needs its workloads, e.g. 40:35ms:8,20:38ms:4 (IOPS:RT[:bucket])", "--workloads")
         return fclb_spec(workloads, backend=back, gain=gain, pole=pole, plant_gain=plant_gain, mode=mode)
     if kind in ("sarc+avatar", "sarc+facade", "fixed+avatar", "adaptive+avatar"):
-        from .twolevel import twolevel_spec
-
         return twolevel_spec(kind, slo, percentile=percentile, period=period, window=control_window,
                              p_rt=p_rt, p_inc=p_inc, p_dec=p_dec, facade_overload=facade_overload)
     if kind == "edf":
@@ -309,6 +307,33 @@ def device_spec(
     if depth is not None:
         spec["depth"] = parse_count(depth, "--depth", minimum=1, maximum=2**63 - 1)
     return spec
+
+
+#: Per-tenant lists of a policy spec, and the option that gives each.
+TENANT_LISTS: dict[str, str] = {
+    "weights": "--weights",
+    "reservations": "--reservations",
+    "limits": "--limits",
+    "slo": "--slo",
+    "workloads": "--workloads",
+}
+
+
+def check_tenant_lists(policy: dict[str, Any], tenants: int) -> None:
+    """Every per-tenant list of ``policy`` has one entry per tenant: a list of another
+    length is an :class:`InputError` naming the option and both counts (it was padded or
+    cut without a word). Policies that key their lists by class (``by = "class"``) and
+    composite specs (RTT's inner policy) are checked by the core."""
+    if tenants <= 0 or policy.get("by", "tenant") != "tenant":
+        return
+    for key, option in TENANT_LISTS.items():
+        values = policy.get(key)
+        if isinstance(values, list) and len(values) != tenants:
+            ids = "id 0" if tenants == 1 else f"ids 0-{tenants - 1}"
+            raise InputError(
+                f"{len(values)} value(s) for {tenants} tenant(s) ({ids}); give one per tenant, in tenant order",
+                option,
+            )
 
 
 def check(policy: dict[str, Any], device: dict[str, Any]) -> tuple[str, str]:

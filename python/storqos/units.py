@@ -121,20 +121,30 @@ def check_seed(value: object, where: str = "--seed") -> int:
     return value
 
 
+#: The highest rate storqos accepts: one request per nanosecond, its time resolution.
+MAX_RATE_IOPS = 1e9
+
+
 def parse_rate(value: str | float | int, where: str = "rate") -> float:
-    """Parse an IOPS rate (``"1.5k"`` → 1500.0; ``"200iops"`` accepted)."""
+    """Parse an IOPS rate: ``"1.5k"`` → 1500.0, ``"2M"``, ``"200iops"``; at most 10^9.
+
+    A multiplier and the ``iops`` suffix together (``"5kiops"``) are refused: write
+    ``5k`` or ``5000iops``."""
     _check_type(value, "rate in IOPS", "500, 1.5k", where)
     if isinstance(value, (int, float)):
         v = float(value)
     else:
         text = value.strip()
-        text = re.sub(r"\s*(iops|IOPS)$", "", text)
-        m = re.fullmatch(_NUM + r"\s*([kKMG]?)", text)
+        m = re.fullmatch(_NUM + r"\s*(?:([kKMG])|(iops|IOPS))?", text)
         if not m:
-            raise InputError(f"malformed rate {value!r} (expected IOPS, e.g. 500, 1.5k, 2M)", where)
-        v = float(m.group(1)) * RATE_MULT[m.group(2)]
+            if re.search(r"[kKMG]\s*iops$", text, re.I):
+                raise InputError(f"malformed rate {value!r}: a multiplier or 'iops', not both (5k or 5000iops)", where)
+            raise InputError(f"malformed rate {value!r} (expected IOPS, e.g. 500, 1.5k, 2M, 200iops)", where)
+        v = float(m.group(1)) * RATE_MULT[m.group(2) or ""]
     if not math.isfinite(v) or v <= 0:
         raise InputError(f"rate {value!r} must be > 0 IOPS", where)
+    if v > MAX_RATE_IOPS:
+        raise InputError(f"rate {value!r} is above 10^9 IOPS (one request per ns, storqos' time resolution)", where)
     return v
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from storqos.shared import shared_dir
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -44,11 +45,10 @@ def tree_left_clean() -> Iterator[None]:
 
 
 def shared_traces() -> Path | None:
-    """../shared/traces beside the repository (or $STORQOS_SHARED/traces), if present."""
-    env = os.environ.get("STORQOS_SHARED")
-    base = Path(env) if env else REPO.parent / "shared"
-    p = base / "traces"
-    return p if p.is_dir() else None
+    """The shared traces folder (storqos.shared's resolver: $STORQOS_SHARED, else
+    ../shared from the repository root, where the tests run), if present."""
+    base = shared_dir()
+    return base / "traces" if base is not None and (base / "traces").is_dir() else None
 
 
 @dataclass

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import assert_one_line_error, run_cli, shared_traces
 
-DISKSIM_OK = "0 0 100 8 1\n1000000 1 200 8 0\n2000000 0 300 16 1\n"
+MQSIM_OK = "0 0 100 8 1\n1000000 1 200 8 0\n2000000 0 300 16 1\n"
 
 
 @pytest.mark.parametrize("cmd", [[], ["trace"], ["trace", "info"], ["simulate"], ["demo"]])
@@ -25,18 +25,20 @@ def test_help_everywhere_with_an_example(cmd: list[str]) -> None:
 
 def test_trace_info_table_and_json(tmp_path: Path) -> None:
     f = tmp_path / "t.trace"
-    f.write_text(DISKSIM_OK)
+    f.write_text(MQSIM_OK)
     r = run_cli("trace", "info", str(f))
     assert r.code == 0, r.err
-    assert "disksim" in r.out and "IOPS" in r.out and "requests" in r.out
+    assert "mqsim" in r.out and "IOPS" in r.out and "requests" in r.out
+    # integer times fit DiskSim (ms) and MQSim (ns): the guess is said on one line
+    assert r.err.count("\n") == 1 and r.err.startswith("warning:") and "--format disksim" in r.err
     j = json.loads(run_cli("trace", "info", str(f), "--json").out)
-    assert j["count"] == 3 and j["format"] == "disksim"
+    assert j["count"] == 3 and j["format"] == "mqsim"
     assert j["read_fraction"] == pytest.approx(2 / 3)
 
 
 def test_simulate_json_and_parquet(tmp_path: Path) -> None:
-    f = tmp_path / "t.trace"
-    f.write_text(DISKSIM_OK)
+    f = tmp_path / "t.mqsim"
+    f.write_text(MQSIM_OK)
     pq = tmp_path / "out.parquet"
     r = run_cli("simulate", str(f), "--policy", "wfq", "--weights", "2,1", "--split-by", "device",
                 "--capacity", "1k", "--out", str(pq), "--json")
@@ -50,8 +52,8 @@ def test_simulate_json_and_parquet(tmp_path: Path) -> None:
 
 
 def test_simulate_table_has_units(tmp_path: Path) -> None:
-    f = tmp_path / "t.trace"
-    f.write_text(DISKSIM_OK)
+    f = tmp_path / "t.mqsim"
+    f.write_text(MQSIM_OK)
     r = run_cli("simulate", str(f), "--capacity", "500")
     assert r.code == 0, r.err
     assert "ms" in r.out and "IOPS" in r.out
@@ -78,7 +80,7 @@ def test_demo_writes_plot_and_table(tmp_path: Path) -> None:
 def test_empty_file(tmp_path: Path) -> None:
     f = tmp_path / "empty.trace"
     f.write_text("")
-    assert_one_line_error(run_cli("trace", "info", str(f), "--format", "disksim"), "empty.trace", "empty")
+    assert_one_line_error(run_cli("trace", "info", str(f), "--format", "mqsim"), "empty.trace", "empty")
 
 
 def test_truncated_binary_record(tmp_path: Path) -> None:
@@ -92,27 +94,27 @@ def test_truncated_binary_record(tmp_path: Path) -> None:
 def test_non_numeric_field(tmp_path: Path) -> None:
     f = tmp_path / "bad.trace"
     f.write_text("0 0 100 8 1\n1000 0 x12 8 1\n")
-    assert_one_line_error(run_cli("trace", "info", str(f), "--format", "disksim"), "bad.trace:2", "x12")
+    assert_one_line_error(run_cli("trace", "info", str(f), "--format", "mqsim"), "bad.trace:2", "x12")
 
 
 @pytest.mark.parametrize("size", ["0", "-8"])
 def test_zero_or_negative_size(tmp_path: Path, size: str) -> None:
     f = tmp_path / "size.trace"
     f.write_text(f"0 0 100 8 1\n1000 0 100 {size} 1\n")
-    assert_one_line_error(run_cli("trace", "info", str(f), "--format", "disksim"), "size.trace:2", "size")
+    assert_one_line_error(run_cli("trace", "info", str(f), "--format", "mqsim"), "size.trace:2", "size")
 
 
 def test_timestamps_backwards_offers_sort(tmp_path: Path) -> None:
     f = tmp_path / "back.trace"
     f.write_text("5000 0 100 8 1\n1000 0 100 8 1\n")
-    assert_one_line_error(run_cli("trace", "info", str(f), "--format", "disksim"), "back.trace:2", "--sort")
-    r = run_cli("trace", "info", str(f), "--format", "disksim", "--sort", "--json")
+    assert_one_line_error(run_cli("trace", "info", str(f), "--format", "mqsim"), "back.trace:2", "--sort")
+    r = run_cli("trace", "info", str(f), "--format", "mqsim", "--sort", "--json")
     assert r.code == 0 and json.loads(r.out)["count"] == 2
 
 
 def test_unknown_format(tmp_path: Path) -> None:
-    f = tmp_path / "t.trace"
-    f.write_text(DISKSIM_OK)
+    f = tmp_path / "t.mqsim"
+    f.write_text(MQSIM_OK)
     assert_one_line_error(run_cli("trace", "info", str(f), "--format", "xyz"), "xyz", "disksim")
 
 
@@ -124,20 +126,20 @@ def test_undetectable_format(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("cap", ["0", "-5"])
 def test_capacity_not_positive(tmp_path: Path, cap: str) -> None:
-    f = tmp_path / "t.trace"
-    f.write_text(DISKSIM_OK)
+    f = tmp_path / "t.mqsim"
+    f.write_text(MQSIM_OK)
     assert_one_line_error(run_cli("simulate", str(f), f"--capacity={cap}"), "--capacity", "> 0")
 
 
 def test_unknown_policy(tmp_path: Path) -> None:
-    f = tmp_path / "t.trace"
-    f.write_text(DISKSIM_OK)
+    f = tmp_path / "t.mqsim"
+    f.write_text(MQSIM_OK)
     assert_one_line_error(run_cli("simulate", str(f), "--policy", "lottery", "--capacity", "10"), "lottery", "fcfs")
 
 
 def test_malformed_unit(tmp_path: Path) -> None:
-    f = tmp_path / "t.trace"
-    f.write_text(DISKSIM_OK)
+    f = tmp_path / "t.mqsim"
+    f.write_text(MQSIM_OK)
     assert_one_line_error(
         run_cli("simulate", str(f), "--policy", "edf", "--deadline", "10xs", "--capacity", "10"), "--deadline", "10xs"
     )
@@ -229,14 +231,14 @@ def test_simulate_sarc_avatar_reports_slo_compliance_and_misses(tmp_path: Path) 
     ],
 )
 def test_simulate_extreme_flag_values(tmp_path: Path, args: list[str], needles: list[str]) -> None:
-    f = tmp_path / "t.trace"
-    f.write_text(DISKSIM_OK)
+    f = tmp_path / "t.mqsim"
+    f.write_text(MQSIM_OK)
     assert_one_line_error(run_cli("simulate", str(f), "--capacity", "500", *args), *needles)
 
 
 def test_unwritable_out_is_reported_before_the_work(tmp_path: Path) -> None:
-    f = tmp_path / "t.trace"
-    f.write_text(DISKSIM_OK)
+    f = tmp_path / "t.mqsim"
+    f.write_text(MQSIM_OK)
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     # A file where a directory must be used to end in "internal error: FileExistsError".
@@ -293,3 +295,22 @@ def test_outputs_are_replaced_whole_or_not_at_all(tmp_path: Path, monkeypatch: p
         part.write_text("half")
         raise RuntimeError("killed mid-write")
     assert list((tmp_path / "sub").iterdir()) == []
+
+
+def test_simulate_several_traces_one_tenant_each(tmp_path: Path) -> None:
+    """Two files are two tenants (ids in the order given, named after the files), replayed
+    together from time 0; with --split-by each file's tenants follow the previous file's."""
+    web = tmp_path / "web.mqsim"
+    web.write_text("".join(f"{i * 1_000_000} 0 {8 * i} 8 1\n" for i in range(40)))
+    batch = tmp_path / "batch.mqsim"
+    batch.write_text("".join(f"{i * 500_000} {i % 2} {8 * i} 8 0\n" for i in range(30)))
+    j = json.loads(run_cli("simulate", str(web), str(batch), "--policy", "wf2q", "--weights", "2,1",
+                           "--capacity", "5k", "--json").out)
+    got = {(r["tenant"], r["name"]): r["completed"] for r in j["tenants"]}
+    assert got == {(0, "web"): 40, (1, "batch"): 30}
+    j = json.loads(run_cli("simulate", str(web), str(batch), "--split-by", "device", "--capacity", "5k", "--json").out)
+    got = {(r["tenant"], r["name"]): r["completed"] for r in j["tenants"]}
+    assert got == {(0, "web:0"): 40, (1, "batch:0"): 15, (2, "batch:1"): 15}
+    # one weight per tenant: two files are two tenants
+    assert_one_line_error(run_cli("simulate", str(web), str(batch), "--policy", "wf2q", "--weights", "2,1,1", "-c", "5k"),
+                          "--weights: 3 value(s) for 2 tenant(s)")

@@ -23,6 +23,7 @@ import pytest
 from conftest import REPO
 from storqos.errors import InputError
 from storqos.experiment import from_dict, load, run_experiment
+from storqos.outputs import write_outputs
 
 #: A small experiment: the bundled WebSearch excerpt (first 4 s), a Poisson tenant and a
 #: closed-loop tenant on a constant-rate device; 2 policies × 2 capacities.
@@ -205,7 +206,7 @@ def test_cli_run_generator_faster_than_the_clock(tmp_path: Path, cli) -> None:
 
     path = write(tmp_path, SMALL.replace('rate_on = "1k"', "rate_on = 9223372036854775807", 1))
     assert_one_line_error(cli("run", str(path), "--workers", "1", "--out", str(tmp_path / "o")),
-                          "onoff: on rate must be at most 1e9 IOPS (one request per ns), got 9.223372036854776e18")
+                          "[[tenant]] 1 (batch): generator: rate_on", "is above 10^9 IOPS (one request per ns")
 
 
 def test_cli_run_slo_rate_faster_than_the_clock(tmp_path: Path, cli) -> None:
@@ -217,7 +218,7 @@ def test_cli_run_slo_rate_faster_than_the_clock(tmp_path: Path, cli) -> None:
     text = text.replace('limit = "150"', 'limit = "150"\nreservation = "100"\nslo = "1s"', 1)
     path = write(tmp_path, text)
     assert_one_line_error(cli("run", str(path), "--workers", "1", "--out", str(tmp_path / "o")),
-                          "[[policy]] 1 (sarc+avatar)", "slo[0].rate_iops must be at most 1e9 (one request per ns), got 1e308")
+                          "[[trace]] 1 (web): reservation", "rate 1e+308 is above 10^9 IOPS (one request per ns")
 
 
 def test_cli_run_checks_out_before_running(tmp_path: Path, cli) -> None:
@@ -339,7 +340,8 @@ def test_report_renders_every_plot_in_headless_chromium(tmp_path: Path) -> None:
     assert any("probe error" in c for c in console) and any("Uncaught ReferenceError" in c for c in console), console
 
     exp = load(write(tmp_path, SMALL))
-    res = run_experiment(exp, tmp_path / "out", backend="serial")
+    res = run_experiment(exp, backend="serial")
+    write_outputs(res, tmp_path / "out")
     page = Path(res.files["report"])
     n = int(re.search(r'name="storqos-figures" content="(\d+)"', page.read_text()).group(1))
     assert n == 5

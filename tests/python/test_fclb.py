@@ -9,7 +9,9 @@ import polars as pl
 import pytest
 from storqos import ClosedClient, simulate
 from storqos.errors import InputError
-from storqos.fclb import Workload, admit, check_gain, fclb_spec, run_experiment, workload_spec, yfq_spec
+from storqos.fclb.admission import admit
+from storqos.fclb.cases import run_experiment
+from storqos.fclb.spec import Workload, check_gain, fclb_spec, workload_spec, yfq_spec
 from storqos.specs import POLICIES, policy_spec
 
 DISK = {"kind": "disk", "profile": "desktop-7200", "queue": "fifo"}

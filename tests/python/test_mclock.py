@@ -37,7 +37,7 @@ def test_spec_builder() -> None:
 
 def test_reservation_weight_and_limit_through_the_simulator() -> None:
     # Reservation 400 against weights 1:1:10 (which alone would give it 83 IOPS).
-    x = rates(mclock_spec(reservations=[400], weights=[1, 1, 10]), 3)
+    x = rates(mclock_spec(reservations=[400, 0, 0], weights=[1, 1, 10]), 3)
     assert abs(x[0] - 400) <= 4, x
     assert abs(x[2] / x[1] - 10) <= 0.5, x
     # Limit 200 on the heavier tenant; the other takes the rest.

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import polars as pl
 import pytest
 import storqos
 import storqos.traces
-from storqos.errors import InputError
+from storqos.errors import InputError, InputWarning
 
 
 def _trace(times_ms: list[float], tenants: list[int] | None = None) -> pl.DataFrame:
@@ -118,3 +120,49 @@ def test_onoff_off_rate_accepts_units_and_zero() -> None:
     assert a["arrival_ns"].max() < b["arrival_ns"].max()
     with pytest.raises(InputError, match="--rate-off"):
         storqos.synth.onoff("3k", "-1", "50ms", "200ms", count=10)
+
+
+def _three_tenants() -> pl.DataFrame:
+    n = 300
+    return pl.DataFrame({
+        "arrival_ns": [i * 1_000_000 for i in range(n)],
+        "tenant": [i % 3 for i in range(n)],
+        "size": [4096] * n,
+    })
+
+
+@pytest.mark.parametrize(
+    "policy, kw, option",
+    [
+        ("wf2q", {"weights": [2, 1]}, "--weights"),
+        ("sfq", {"weights": [1, 1, 1, 1]}, "--weights"),
+        ("mclock", {"reservations": "100,0"}, "--reservations"),
+        ("mclock", {"limits": "none,none,none,50"}, "--limits"),
+    ],
+)
+def test_a_per_tenant_list_of_another_length_is_an_error(policy: str, kw: dict[str, object], option: str) -> None:
+    """Three tenants: a list of two or four values was padded or cut without a word."""
+    given = len(next(iter(kw.values())).split(",") if isinstance(next(iter(kw.values())), str) else next(iter(kw.values())))
+    with pytest.raises(InputError, match=rf"^{option}: {given} value\(s\) for 3 tenant\(s\) \(ids 0-2\)"):
+        storqos.simulate(_three_tenants(), policy, "constant", capacity=2000, **kw)
+    full = {k: ([1, 1, 1] if k == "weights" else "100,0,0" if k == "reservations" else "none,none,50") for k in kw}
+    assert storqos.simulate(_three_tenants(), policy, "constant", capacity=2000, **full).tenants.height == 3
+
+
+def test_iops_is_over_the_runs_span_for_every_tenant() -> None:
+    """A tenant active for 1 ms of a 1 s run is credited 1 request per second, not 1,000."""
+    df = pl.DataFrame({"arrival_ns": [0, 500_000_000, 999_000_000], "tenant": [0, 1, 0], "size": [4096] * 3})
+    res = storqos.simulate(df, "fcfs", "constant", capacity="1M")
+    span_s = (999_000_000 + 1_000) / 1e9  # first arrival to the last completion (1 µs service)
+    got = dict(zip(res.tenants["tenant"].to_list(), res.tenants["iops"].to_list(), strict=True))
+    assert got[0] == pytest.approx(2 / span_s) and got[1] == pytest.approx(1 / span_s)
+
+
+def test_miser_without_slack_above_cmin_warns() -> None:
+    """ΔC·δ = (550 − 486) · 10 ms = 0.64 < 1: the deadline guarantee needs one spare slot."""
+    df = _three_tenants().with_columns(pl.lit(0, pl.UInt32).alias("tenant"))
+    with pytest.warns(InputWarning, match=r"ΔC·δ = 0.64 < 1 .* --capacity ≥ 586"):
+        storqos.simulate(df, "miser", "constant", capacity=550, cmin=486, deadlines="10ms")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        storqos.simulate(df, "miser", "constant", capacity=600, cmin=486, deadlines="10ms")

@@ -7,25 +7,17 @@ folder). Without it these tests are skipped.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import polars as pl
 import pytest
+from storqos.shared import shared_dir, where
 from storqos.traces import FORMATS, detect_format, read_trace, stats
 
-
-def _traces_dir() -> Path:
-    env = os.environ.get("STORQOS_SHARED")
-    if env:
-        p = Path(env)
-        return p if (p / "INDEX.md").is_file() else p / "traces"
-    return Path(__file__).resolve().parents[3] / "shared" / "traces"
-
-
-TRACES = _traces_dir()
+_SHARED = shared_dir()
+TRACES = _SHARED / "traces" if _SHARED else Path("/nonexistent")
 pytestmark = pytest.mark.skipif(
-    not TRACES.is_dir(), reason=f"shared traces not found at {TRACES} (set STORQOS_SHARED)"
+    not TRACES.is_dir(), reason=f"shared traces not found at {where()} (set STORQOS_SHARED)"
 )
 
 # file, format, requests, span (s), read % as stated (its decimals matter), peak IOPS over

@@ -5,7 +5,9 @@ from __future__ import annotations
 import polars as pl
 import pytest
 from storqos import InputError, policy_spec, slo
-from storqos import twolevel as tl
+from storqos.shared import shared_dir, shared_path
+from storqos.traces import read_trace
+from storqos.twolevel import analysis, plots, spec, workloads
 
 
 def test_parse_slo_and_spec_fields():
@@ -35,8 +37,8 @@ def test_bad_slo_strings_are_one_line_errors(text, want):
 
 
 def test_policy_specs():
-    spec = policy_spec("sarc+avatar", slo="web:160iops@400ms,oltp:190iops@900ms", period="50ms")
-    assert spec["kind"] == "sarc_avatar" and spec["period_ns"] == 50_000_000 and len(spec["slo"]) == 2
+    ps = policy_spec("sarc+avatar", slo="web:160iops@400ms,oltp:190iops@900ms", period="50ms")
+    assert ps["kind"] == "sarc_avatar" and ps["period_ns"] == 50_000_000 and len(ps["slo"]) == 2
     assert policy_spec("adaptive", slo="1@1s", p_inc=0.1)["p_inc"] == 0.1
     assert policy_spec("sarc+facade", slo="1@1s")["kind"] == "sarc_facade"
     assert policy_spec("fixed+avatar", slo="1@1s")["kind"] == "fixed_avatar"
@@ -44,9 +46,9 @@ def test_policy_specs():
         policy_spec("sarc+avatar")
     with pytest.raises(InputError, match="p_rt only applies"):
         policy_spec("sarc+avatar", slo="1@1s", p_rt=0.1)
-    assert tl.twolevel_spec("sarc+facade", "1@1s", facade_overload="total")["facade_overload"] == "total"
+    assert spec.twolevel_spec("sarc+facade", "1@1s", facade_overload="total")["facade_overload"] == "total"
     with pytest.raises(InputError, match="only applies to sarc\\+facade"):
-        tl.twolevel_spec("sarc+avatar", "1@1s", facade_overload="total")
+        spec.twolevel_spec("sarc+avatar", "1@1s", facade_overload="total")
 
 
 def test_judge_per_second():
@@ -68,15 +70,15 @@ def test_judge_per_second():
 
 
 def test_short_run_series_and_misses():
-    w = tl.e1_workload(duration=20.0, burst=(5.0, 10.0, 5.0), web="synthetic")
-    s = tl.e1_slo()
-    res = tl.simulate(w, "sarc+avatar", s)
+    w = workloads.e1_workload(duration=20.0, burst=(5.0, 10.0, 5.0), web="synthetic")
+    s = workloads.e1_slo()
+    res = analysis.simulate(w, "sarc+avatar", s)
     assert res.unfinished == 0 and res.policy == "sarc+avatar"
-    ts = tl.timeseries(res)
+    ts = analysis.timeseries(res)
     for col in ("start_s", "lo", "spare", "credits.0", "credits.1", "low_p_ms.1", "low_miss_ratio.0", "p95_ms.1"):
         assert col in ts.columns, col
     assert ts.height >= 20
-    m = tl.miss_ratio(res)
+    m = analysis.miss_ratio(res)
     assert m["completed"].sum() == w.height
     assert (m["miss_ratio"] < 0.5).all()
     v = slo.judge(res.windows, s)
@@ -84,34 +86,34 @@ def test_short_run_series_and_misses():
 
 
 def test_plot(tmp_path):
-    w = tl.e1_workload(duration=8.0, burst=(2.0, 4.0, 5.0), web="synthetic")
-    runs = {p: tl.simulate(w, p, tl.e1_slo()) for p in ("sarc+avatar", "sarc+facade")}
-    out = tl.plot(runs, tl.e1_slo(), tmp_path / "e1.png")
+    w = workloads.e1_workload(duration=8.0, burst=(2.0, 4.0, 5.0), web="synthetic")
+    runs = {p: analysis.simulate(w, p, workloads.e1_slo()) for p in ("sarc+avatar", "sarc+facade")}
+    out = plots.plot(runs, workloads.e1_slo(), tmp_path / "e1.png")
     assert out.exists() and out.stat().st_size > 10_000
 
 
 def test_e2_ordering_from_python():
-    w = tl.e2_workload(duration=60.0)
+    w = workloads.e2_workload(duration=60.0)
     total = {}
     for p in ("fixed+avatar", "adaptive+avatar", "sarc+avatar"):
-        r = tl.simulate(w, p, tl.e2_slo(), until="60s")
+        r = analysis.simulate(w, p, workloads.e2_slo(), until="60s")
         total[p] = r.tenants["completed"].sum() / 60.0
-        m = tl.miss_ratio(r)
+        m = analysis.miss_ratio(r)
         assert m["missed"].sum() / m["completed"].sum() < 0.05, p
     assert total["fixed+avatar"] < total["adaptive+avatar"] <= total["sarc+avatar"], total
 
 
-@pytest.mark.skipif(
-    not (tl.SHARED_TRACES / "umass-websearch-excerpt" / "wsrch-small.trace").exists(),
-    reason="needs ../shared/traces (the UMass WebSearch excerpt)",
-)
+@pytest.mark.skipif(shared_dir() is None, reason="needs the shared traces (../shared or STORQOS_SHARED)")
 def test_e1_on_the_websearch_trace():
-    # Seed 001 E1 (§4.1) with class 0 = the UMass WebSearch excerpt, at E1's scale with
-    # time-consistent controller constants (window 250 ms, T_SARC 25 ms).
-    w = tl.e1_workload(web="trace")
-    s = tl.e1_slo()
-    runs = {p: tl.simulate(w, p, s, window="250ms", **tl.e1_timing()) for p in ("sarc+avatar", "sarc+facade")}
-    miss = {p: tl.miss_ratio(r) for p, r in runs.items()}
+    # Seed 001 E1 (§4.1) with class 0 = the UMass WebSearch excerpt and class 1 shaped
+    # like the TPC-C excerpt, at E1's scale with time-consistent controller constants
+    # (window 250 ms, T_SARC 25 ms).
+    tpcc = read_trace(shared_path("traces/tpcc-excerpt/tpcc-small.trace"), format="mqsim")
+    w = workloads.e1_workload(web="trace", web_trace=read_trace(shared_path("traces/umass-websearch-excerpt/wsrch-small.trace"), format="mqsim"),
+                              oltp_shapes=tpcc)
+    s = workloads.e1_slo()
+    runs = {p: analysis.simulate(w, p, s, window="250ms", **workloads.e1_timing()) for p in ("sarc+avatar", "sarc+facade")}
+    miss = {p: analysis.miss_ratio(r) for p, r in runs.items()}
     total = {p: m["missed"].sum() / m["completed"].sum() for p, m in miss.items()}
     # "the miss ratio for SARC+AVATAR is less than 5%", "for SARC+Facade is above 50%".
     assert total["sarc+avatar"] < 0.05 and total["sarc+facade"] > 0.5, total
@@ -121,13 +123,13 @@ def test_e1_on_the_websearch_trace():
     assert all(r.unfinished == 0 for r in runs.values())
 
     def lo(p: str, a: float, b: float) -> pl.Series:
-        ts = tl.timeseries(runs[p])
+        ts = analysis.timeseries(runs[p])
         return ts.filter(pl.col("start_s").is_between(a, b, closed="left"))["lo"].clip(upper_bound=1e6)
 
     # AVATAR raises L^O during the overload (Fig. 5(f)) ...
     assert lo("sarc+avatar", 60, 100).mean() > 1.5 * lo("sarc+avatar", 20, 60).mean()
     # ... while Facade's depth collapses to 1 after the burst starts and stays there.
-    f = tl.timeseries(runs["sarc+facade"]).filter(pl.col("start_s") < 240)
+    f = analysis.timeseries(runs["sarc+facade"]).filter(pl.col("start_s") < 240)
     first_one = f.filter(pl.col("lo") <= 1)["start_s"].min()
     assert first_one is not None and first_one > 60, first_one
     assert f.filter(pl.col("start_s") >= first_one)["lo"].max() <= 2

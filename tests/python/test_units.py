@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from storqos.errors import InputError
 from storqos.units import check_seed, parse_bandwidth, parse_duration, parse_percent, parse_rate, parse_size
@@ -72,3 +74,24 @@ def test_seeds_outside_u64(bad: object) -> None:
     with pytest.raises(InputError, match=r"^--seed: seed must be an integer in \[0, 2\*\*64\)"):
         check_seed(bad)
     assert check_seed(2**64 - 1) == 2**64 - 1
+
+
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("5kiops", "a multiplier or 'iops', not both"),
+        ("1.5M IOPS", "a multiplier or 'iops', not both"),
+        ("2e9", "above 10^9 IOPS"),
+        ("1.1G", "above 10^9 IOPS"),
+        ("5 kilo", "malformed rate"),
+    ],
+)
+def test_rates_with_two_units_or_beyond_one_per_ns_are_errors(text: str, needle: str) -> None:
+    with pytest.raises(InputError, match=re.escape(needle)):
+        parse_rate(text, "--capacity")
+
+
+def test_rate_forms_that_are_accepted() -> None:
+    assert [parse_rate(t) for t in ("500", "1.5k", "2M", "1G", "200iops", "200 IOPS")] == [
+        500.0, 1500.0, 2e6, 1e9, 200.0, 200.0,
+    ]

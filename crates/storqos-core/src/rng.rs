@@ -39,8 +39,4 @@ impl SimRng {
     pub fn bernoulli(&mut self, p: f64) -> bool {
         self.uniform() < p
     }
-    /// Access the underlying `rand` generator (for `rand_distr` distributions).
-    pub fn inner(&mut self) -> &mut Xoshiro256PlusPlus {
-        &mut self.0
-    }
 }

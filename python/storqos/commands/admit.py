@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import InputError
-from ..fclb import admit
+from ..fclb.admission import admit
 
 out = Console()
 

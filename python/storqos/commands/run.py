@@ -42,6 +42,7 @@ def run_cmd(
     Example: [bold]storqos run examples/experiments/compare.toml --out out/compare[/bold]
     """
     from ..experiment import load, run_experiment
+    from ..outputs import write_outputs
     from ..paths import check_output_dir, check_output_file, replacing
     from ..sweep import parse_backend
 
@@ -58,8 +59,8 @@ def run_cmd(
         console=Console(stderr=True), transient=True, disable=not show,
     ) as progress:
         task = progress.add_task(f"{exp.name}: runs on {backend}", total=len(exp.runs))
-        result = run_experiment(exp, out_dir, backend=backend, workers=workers, report=report,
-                                on_done=lambda _i: progress.advance(task))
+        result = run_experiment(exp, backend=backend, workers=workers, on_done=lambda _i: progress.advance(task))
+    write_outputs(result, out_dir, report=report)
     if markdown is not None:
         from ..report import markdown as to_markdown
 

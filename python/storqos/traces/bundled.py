@@ -12,7 +12,7 @@ from pathlib import Path
 from storqos.errors import InputError
 
 #: Bundled trace name → file name in ``storqos/data``.
-BUNDLED: dict[str, str] = {"websearch": "websearch-excerpt.trace"}
+BUNDLED: dict[str, str] = {"websearch": "websearch-excerpt.mqsim"}
 
 _DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 

@@ -8,9 +8,10 @@ line: MSR (7 comma fields, FILETIME ≈ 1.2e17, Read/Write), SPC (5 comma fields
 FIU original (9 blank-separated fields, R/W, md5), DiskSim / MQSim (5 numeric
 blank-separated fields), CSV with a header line naming the columns.
 
-DiskSim and MQSim share a layout but not a time unit (ms and ns). Fractional times are
-DiskSim's; integer times are taken as MQSim's, with a warning naming ``--format``, since
-a DiskSim trace may have whole milliseconds too.
+DiskSim and MQSim share a layout but not a time unit (ms and ns). A ``.disksim`` or
+``.mqsim`` suffix decides; otherwise fractional times are DiskSim's, and integer times
+are taken as MQSim's with a warning naming ``--format``, since a DiskSim trace may have
+whole milliseconds too.
 """
 
 from __future__ import annotations
@@ -105,7 +106,10 @@ def _by_fields(line: str) -> str | None:
 
 
 def _disksim_or_mqsim(p: Path, data: list[str]) -> str:
-    """DiskSim (ms) when a sampled time has a fraction or exponent, else MQSim (ns), said."""
+    """By the file's suffix (``.disksim``, ``.mqsim``); else DiskSim (ms) when a sampled
+    time has a fraction or exponent, else MQSim (ns), said."""
+    if p.suffix.lower() in (".disksim", ".mqsim"):
+        return p.suffix.lower()[1:]
     if any(not _INT.match(ln.split()[0]) for ln in data[:1000] if ln.split()):
         return "disksim"
     warn_input(

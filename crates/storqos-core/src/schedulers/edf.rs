@@ -10,11 +10,12 @@
 //! Where the seeds use it:
 //! - seed 001 (SARC + AVATAR) §3.2: AVATAR's low level is an EDF queue whose deadlines are
 //!   "the sum of the request arrival time to the EDF queue and its class latency
-//!   requirement"; AVATAR only decides *how many* to release to the device. Composite
-//!   policies therefore use [`EdfQueue`] directly and insert requests with explicit
-//!   deadlines ([`EdfQueue::push`], [`Edf::enqueue_with_deadline`]).
-//! - Facade (Lumb et al., FAST'03), the seed-001 baseline: EDF plus a device queue-depth
-//!   controller.
+//!   requirement"; AVATAR only decides *how many* to release to the device. AVATAR and
+//!   Facade (Lumb et al., FAST'03, the seed-001 baseline: EDF plus a device queue-depth
+//!   controller) use `twolevel::edf::ClassEdf`, one deadline-sorted FIFO per class,
+//!   since a class's deadlines arrive in order; it dispatches in the same order as
+//!   [`EdfQueue`], which serves arbitrary deadlines ([`EdfQueue::push`],
+//!   [`Edf::enqueue_with_deadline`]).
 //!
 //! Optimality (tested in `tests/fairness.rs`): for requests of equal service time on one
 //! server, EDF minimises the maximum lateness among all work-conserving schedules (an

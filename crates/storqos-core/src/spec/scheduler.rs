@@ -1,4 +1,5 @@
-//! Scheduler specs: `{"kind": "...", ...}` → a boxed [`Scheduler`](crate::scheduler::Scheduler).
+//! Scheduler specs: `{"kind": "...", ...}` → an [`AnyScheduler`],
+//! the enum over the built-in policies that the simulator dispatches statically.
 //!
 //! Examples:
 //! ```json

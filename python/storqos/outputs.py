@@ -1,0 +1,33 @@
+"""An experiment's results written to a folder: Parquet tables, a JSON summary and the
+HTML report, each whole or not at all."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .experiment import ExperimentResult
+from .paths import replacing
+from .report import write_report
+
+
+def write_outputs(result: ExperimentResult, out: Path, *, report: bool = True) -> dict[str, str]:
+    """Write the Parquet tables, the JSON summary and the HTML report into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    files = {
+        "tenants": out / "tenants.parquet",
+        "windows": out / "windows.parquet",
+        "cdf": out / "cdf.parquet",
+        "summary": out / "summary.json",
+    }
+    for key in ("tenants", "windows", "cdf"):
+        with replacing(files[key]) as part:
+            getattr(result, key).write_parquet(part)
+    if report:
+        files["report"] = out / "report.html"
+        result.files = {k: str(v) for k, v in files.items()}
+        write_report(result, files["report"])
+    result.files = {k: str(v) for k, v in files.items()}
+    with replacing(files["summary"]) as part:
+        part.write_text(json.dumps(result.summary(), indent=2, default=float) + "\n")
+    return result.files

@@ -1,0 +1,109 @@
+"""No import cycles in the storqos package, counting the imports hidden inside functions
+and under ``TYPE_CHECKING`` (a cycle there still ties two modules into one)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import storqos
+
+PACKAGE = Path(storqos.__file__).resolve().parent
+
+
+def _modules(root: Path) -> dict[str, Path | None]:
+    """Dotted module name → file, for every module of the package rooted at ``root``
+    (compiled extensions are modules without a file to read)."""
+    mods: dict[str, Path | None] = {}
+    for f in root.rglob("*.py"):
+        parts = list(f.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        mods[".".join(parts)] = f
+    for f in root.rglob("*.so"):
+        parts = list(f.relative_to(root.parent).parts)
+        parts[-1] = parts[-1].split(".")[0]
+        mods[".".join(parts)] = None
+    return mods
+
+
+def _targets(mod: str, is_pkg: bool, node: ast.Import | ast.ImportFrom, mods: dict[str, Path | None]) -> set[str]:
+    """The package's modules one import statement of ``mod`` loads (``from a import b``
+    loads ``a.b`` when that is a module, else ``a``)."""
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    else:
+        base = node.module or ""
+        if node.level:
+            pkg = mod if is_pkg else mod.rsplit(".", 1)[0]
+            for _ in range(node.level - 1):
+                pkg = pkg.rsplit(".", 1)[0]
+            base = f"{pkg}.{base}" if base else pkg
+        names = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
+    return {n for n in names if n in mods and n != mod}
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """Module → the package's modules it imports anywhere in its source."""
+    mods = _modules(root)
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for m, f in mods.items():
+        if f is None:
+            continue
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                graph[m] |= _targets(m, f.name == "__init__.py", node, mods)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected set of two or more modules (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_checker_finds_a_cycle_hidden_in_a_function(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from .sub import b\n")
+    (pkg / "sub" / "b.py").write_text("def f():\n    from ..c import x\n    return x\n")
+    (pkg / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import y\nx = 1\n")
+    (pkg / "d.py").write_text("from . import c\n")
+    assert cycles(import_graph(pkg)) == [["pkg.a", "pkg.c", "pkg.sub.b"]]
+
+
+def test_no_import_cycles_in_storqos() -> None:
+    graph = import_graph(PACKAGE)
+    assert len(graph) > 50  # the whole package was read
+    assert cycles(graph) == []
