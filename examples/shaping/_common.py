@@ -291,7 +291,7 @@ def write_index(docs: Path) -> Path:
         "",
         (
             "Lu, *Workload Shaping for QoS and Power Efficiency of Storage Systems*: RTT decomposition, "
-            "the Miser recombiner, capacity planning (`storqos plan`, `python/storqos/plan.py`). Each "
+            "the Miser recombiner, capacity planning (`storqos plan`, `python/storqos/planner.py`). Each "
             "section below is written by one script in `examples/shaping/` (one command each, from the "
             "repository root, e.g. `.venv/bin/python examples/shaping/capacity_tables.py`); "
             "`scripts/reproduce.sh` runs them all. This index is rewritten by every one of them. "

@@ -21,10 +21,10 @@ from _common import (
     write_section,
 )
 from matplotlib.ticker import FuncFormatter
-from storqos import plan
+from storqos import planner
 
-DEADLINES = plan.DEFAULT_DEADLINES
-FRACTIONS = plan.DEFAULT_FRACTIONS
+DEADLINES = planner.DEFAULT_DEADLINES
+FRACTIONS = planner.DEFAULT_FRACTIONS
 
 
 def main() -> None:
@@ -32,7 +32,7 @@ def main() -> None:
     traces = load_traces(args.shared)
     tables: dict[str, pl.DataFrame] = {}
     for name in traces.names():
-        tables[name] = plan.capacity_table(traces[name], DEADLINES, FRACTIONS)
+        tables[name] = planner.capacity_table(traces[name], DEADLINES, FRACTIONS)
 
     fcols = [
         c for c in next(iter(tables.values())).columns if c.startswith("cmin_iops_")

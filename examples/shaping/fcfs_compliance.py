@@ -24,7 +24,7 @@ from _common import (
     save,
     write_section,
 )
-from storqos import _core, plan
+from storqos import _core, planner
 
 #: Fig. 4.2: f = 90 % at δ = 10, 20, 50 ms; Fig. 4.3: f = 95 %, 99 % at 50 ms.
 CASES = [(90.0, "10ms"), (90.0, "20ms"), (90.0, "50ms"), (95.0, "50ms"), (99.0, "50ms")]
@@ -50,10 +50,10 @@ def main() -> None:
     curves: dict[tuple[str, float, str], tuple[float, np.ndarray]] = {}
     for name in traces.names():
         t = traces[name]
-        a = plan.arrivals(t)
+        a = planner.arrivals(t)
         for f, d in CASES:
-            dn = plan.parse_deadlines([d])[0]
-            c = plan.cmin(t, f, d)
+            dn = planner.parse_deadlines([d])[0]
+            c = planner.cmin(t, f, d)
             resp = fcfs_responses(t, c)
             primary = np.asarray(_core.rtt_classify(a, c, dn), dtype=bool)
             # The decomposed primary class served alone by FCFS at C (what RTT promises).
@@ -86,7 +86,7 @@ def main() -> None:
         1, len(fig42), figsize=(5.0 * len(fig42), 5.2), sharey=True
     )
     for ax, (f, d) in zip(axes, fig42, strict=False):
-        dms = plan.parse_deadlines([d])[0] / 1e6
+        dms = planner.parse_deadlines([d])[0] / 1e6
         for name in traces.names():
             c, r = curves[(name, f, d)]
             y = np.arange(1, r.size + 1) / r.size

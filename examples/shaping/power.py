@@ -21,7 +21,7 @@ from _common import (
     save,
     write_section,
 )
-from storqos import plan
+from storqos import planner
 
 FRACTION = 99
 DEADLINE = "20ms"
@@ -46,7 +46,7 @@ def main() -> None:
     traces = load_traces(args.shared)
     frames = []
     for name in traces.names():
-        p = plan.power(
+        p = planner.power(
             traces[name],
             FRACTION,
             DEADLINE,

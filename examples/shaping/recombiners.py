@@ -28,7 +28,7 @@ from _common import (
     save,
     write_section,
 )
-from storqos import plan
+from storqos import planner
 
 #: (f, δ) cases of the Miser/FQ table; the first two are Fig. 4.4(a–b).
 CASES = [(90.0, "50ms"), (95.0, "50ms"), (90.0, "20ms"), (90.0, "10ms")]
@@ -41,7 +41,7 @@ CLASS_TITLES = {
 }
 
 
-def cdf_grid(plt: Any, runs: list[tuple[str, plan.RecombineResult]], title: str) -> Any:
+def cdf_grid(plt: Any, runs: list[tuple[str, planner.RecombineResult]], title: str) -> Any:
     """One row per run, one column per class; a log-x CDF per recombiner."""
     fig, axes = plt.subplots(
         len(runs), 3, figsize=(14, 3.1 * len(runs) + 0.9), sharey=True, squeeze=False
@@ -99,10 +99,10 @@ def cdf_grid(plt: Any, runs: list[tuple[str, plan.RecombineResult]], title: str)
 def main() -> None:
     args = cli(__doc__)
     traces = load_traces(args.shared)
-    runs: dict[tuple[str, float, str], plan.RecombineResult] = {}
+    runs: dict[tuple[str, float, str], planner.RecombineResult] = {}
     for name in traces.names():
         for f, d in CASES:
-            runs[(name, f, d)] = plan.recombine(traces[name], f, d, cdf_points=400)
+            runs[(name, f, d)] = planner.recombine(traces[name], f, d, cdf_points=400)
 
     plt = pyplot()
     imgs = []
@@ -130,7 +130,7 @@ def main() -> None:
         imgs.append(save(fig, args.docs, "shaping_recombiners_traces"))
 
     # Miser against FQ (Fig. 4.4(c)).
-    def get(r: plan.RecombineResult, pol: str, cls: str, col: str) -> float:
+    def get(r: planner.RecombineResult, pol: str, cls: str, col: str) -> float:
         return float(
             r.summary.filter((pl.col("policy") == pol) & (pl.col("class") == cls))[
                 col

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 from _common import cli, load_traces, md, num, pct, write_section
-from storqos import plan
+from storqos import planner
 
 SPEC = "90%@20ms,99%@50ms,100%@500ms"
 
@@ -18,7 +18,7 @@ SPEC = "90%@20ms,99%@50ms,100%@500ms"
 def main() -> None:
     args = cli(__doc__)
     traces = load_traces(args.shared)
-    results = {name: plan.rtd(traces[name], SPEC) for name in traces.names()}
+    results = {name: planner.rtd(traces[name], SPEC) for name in traces.names()}
     fmt = {
         "fraction": lambda v: f"{100 * v:g} %",
         "δ (ms)": "g",

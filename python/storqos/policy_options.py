@@ -24,7 +24,7 @@ PercentileOpt = Annotated[str | None, typer.Option(help="SLO latency percentile 
 PeriodOpt = Annotated[str | None, typer.Option(help="sarc+*: SARC credit period T_SARC (default 100ms).")]
 ControlWindowOpt = Annotated[str | None, typer.Option(help="sarc+*: AVATAR / Facade control window (default 1s).")]
 FacadeOverloadOpt = Annotated[
-    str | None, typer.Option(help="sarc+facade: overload test, 'class' (default) or 'total' (SPEC's literal).")
+    str | None, typer.Option(help="sarc+facade: how Facade detects overload: 'class' (default: any class above its rate) or 'total' (the sum of arrivals above the sum of rates).")
 ]
 ReservationsOpt = Annotated[str | None, typer.Option(help="mclock: per-tenant reservations in IOPS, e.g. 300,0,100.")]
 LimitsOpt = Annotated[str | None, typer.Option(help="mclock: per-tenant limits in IOPS (none = no limit), e.g. none,1k.")]

@@ -201,7 +201,7 @@ def parse_percent(value: str | float, where: str = "fraction") -> float:
 def fmt_duration(ns: float) -> str:
     """Human-readable duration with its unit (``12.3 ms``)."""
     ns = float(ns)
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
         if abs(ns) >= scale:
             return f"{ns / scale:.3g} {unit}"
     return f"{ns:.0f} ns"

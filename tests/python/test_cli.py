@@ -7,6 +7,8 @@ import json
 import struct
 from pathlib import Path
 
+import numpy as np
+import polars as pl
 import pytest
 from conftest import assert_one_line_error, run_cli, shared_traces
 
@@ -56,7 +58,16 @@ def test_simulate_table_has_units(tmp_path: Path) -> None:
     f.write_text(MQSIM_OK)
     r = run_cli("simulate", str(f), "--capacity", "500")
     assert r.code == 0, r.err
-    assert "ms" in r.out and "IOPS" in r.out
+    j = json.loads(run_cli("simulate", str(f), "--capacity", "500", "--json").out)
+    # The per-tenant table's header names the unit and its cells are the JSON's ns in ms.
+    lines = r.out.splitlines()
+    head = next(ln for ln in lines if "p99 ms" in ln)
+    cells = [c.strip() for c in head.split("┃")]
+    row = next(ln for ln in lines[lines.index(head):] if ln.startswith("│ 0"))
+    values = [c.strip() for c in row.split("│")]
+    for col in ("mean", "p50", "p99", "max"):
+        shown = float(values[cells.index(f"{col} ms")].replace(",", ""))
+        assert shown == pytest.approx(j["tenants"][0][f"{col}_ns"] / 1e6, rel=5e-3), col
 
 
 def test_demo_writes_plot_and_table(tmp_path: Path) -> None:
@@ -72,6 +83,36 @@ def test_demo_writes_plot_and_table(tmp_path: Path) -> None:
     assert rows[("wf2q+", hi)]["web_p99_ns"] < rows[("fcfs", hi)]["web_p99_ns"] / 2
     # More capacity never hurts FCFS.
     assert rows[("fcfs", caps[0])]["web_p99_ns"] >= rows[("fcfs", caps[-1])]["web_p99_ns"]
+
+
+def test_demo_on_a_users_trace_sizes_capacity_from_its_burstiness(tmp_path: Path) -> None:
+    """With --trace the capacities are Cmin(95/99/100 %, 10 ms) of that trace plus the
+    neighbour's mean rate, and the tenant is named after the file. Checked independently:
+    alone at (capacity - neighbour's rate) under FCFS, every request finishes within
+    10 ms at the 100 % capacity (at Cmin(f < 100 %) RTT admits f, FCFS serves fewer in
+    time), and not at 2 % less."""
+    import storqos
+
+    rng = np.random.default_rng(3)
+    t = np.cumsum(np.where(rng.random(3000) < 0.1, rng.exponential(20e6, 3000), rng.exponential(0.5e6, 3000)))
+    src = tmp_path / "bursty.mqsim"
+    src.write_text("".join(f"{int(x)} 0 {8 * i} 8 1\n" for i, x in enumerate(t)))
+    j = json.loads(run_cli("demo", "--trace", str(src), "--out", str(tmp_path / "o"), "--json").out)
+    assert j["tenant"] == "bursty"
+    caps = sorted({r["capacity_iops"] for r in j["rows"]})
+    assert len(caps) == 3
+    alone = storqos.read_trace(src)
+
+    def within_10ms(cap: float) -> float:
+        res = storqos.simulate(alone, "fcfs", "constant", capacity=cap, keep_requests=True)
+        assert res.requests is not None
+        return float((res.requests["response_ns"] <= 10_000_000).mean())
+
+    full = caps[-1] - j["burst_iops"]
+    assert within_10ms(full + 1) == 1.0 and within_10ms(0.98 * full) < 1.0
+    r = run_cli("demo", "--trace", str(src), "--capacity", "900,1.2k", "--out", str(tmp_path / "p"), "--json")
+    assert sorted({row["capacity_iops"] for row in json.loads(r.out)["rows"]}) == [900.0, 1200.0]
+    assert_one_line_error(run_cli("demo", "--capacity", "fast", "--out", str(tmp_path / "q")), "--capacity", "fast")
 
 
 # ---- bad input: one line, what and where, exit 2 -------------------------------------
@@ -172,11 +213,11 @@ def test_simulate_miser_keeps_the_primary_class_within_the_deadline(tmp_path: Pa
     # thesis says) within δ (thesis §4, Algorithm 2).
     tr = tmp_path / "b.trace"
     import storqos
-    from storqos import plan
+    from storqos import planner
 
     df = storqos.synth.onoff(3000, 100, "50ms", "450ms", count=6000, seed=5)
     storqos.traces.write_disksim(df, tr)
-    cmin = plan.cmin(df, 90, "10ms")
+    cmin = planner.cmin(df, 90, "10ms")
     r = run_cli("simulate", str(tr), "--policy", "miser", "--cmin", f"{cmin}", "--deadline", "10ms",
                 "--capacity", f"{1.2 * cmin}", "--json")
     assert r.code == 0, r.err
@@ -314,3 +355,55 @@ def test_simulate_several_traces_one_tenant_each(tmp_path: Path) -> None:
     # one weight per tenant: two files are two tenants
     assert_one_line_error(run_cli("simulate", str(web), str(batch), "--policy", "wf2q", "--weights", "2,1,1", "-c", "5k"),
                           "--weights: 3 value(s) for 2 tenant(s)")
+
+
+def test_version() -> None:
+    import storqos
+
+    r = run_cli("--version")
+    assert r.code == 0 and r.out.strip() == f"storqos {storqos.__version__}"
+
+
+@pytest.mark.parametrize("suffix, fmt", [(".parquet", "parquet"), (".csv", "csv"), (".spc", "spc"), (".disksim", "disksim"),
+                                         (".mqsim", "mqsim"), (".vscsi", "vscsi"), (".srt", "srt")])
+def test_trace_convert_round_trips(tmp_path: Path, suffix: str, fmt: str) -> None:
+    """What convert writes reads back as the same requests (times, offsets, sizes, ops)."""
+    from storqos.traces import read_trace
+
+    src = tmp_path / "in.mqsim"
+    src.write_text("".join(f"{i * 1_500_000 + i} {i % 3} {16 * i} {8 * (1 + i % 4)} {i % 2}\n" for i in range(50)))
+    dst = tmp_path / f"out{suffix}"
+    r = run_cli("trace", "convert", str(src), str(dst))
+    assert r.code == 0, r.err
+    assert f"wrote 50 requests to {dst} ({fmt})" in r.out
+    a, b = read_trace(src), read_trace(dst, format=fmt)
+    cols = ["arrival_ns", "offset", "size", "is_read"]
+    if fmt in ("srt", "vscsi"):  # µs / no timestamps below µs in these formats
+        a = a.with_columns(pl.col("arrival_ns") // 1000 * 1000)
+        b = b.with_columns(pl.col("arrival_ns") // 1000 * 1000)
+    if fmt == "vscsi":
+        cols.remove("arrival_ns")
+    assert a.select(cols).equals(b.select(cols))
+
+
+def test_trace_convert_bad_output_is_one_line(tmp_path: Path) -> None:
+    src = tmp_path / "in.mqsim"
+    src.write_text(MQSIM_OK)
+    assert_one_line_error(run_cli("trace", "convert", str(src), str(tmp_path / "out.xyz")), "out.xyz", "pass --to")
+    assert_one_line_error(run_cli("trace", "convert", str(src), str(tmp_path / "o"), "--to", "blkparse"),
+                          "--to", "cannot write 'blkparse'")
+    assert not (tmp_path / "o").exists()
+
+
+COMMANDS = [["simulate"], ["plan"], ["run"], ["serve"], ["allocate"], ["admit"], ["warm"], ["demo"],
+            ["trace", "info"], ["trace", "convert"], []]
+
+
+@pytest.mark.parametrize("cmd", COMMANDS, ids=lambda c: " ".join(c) or "storqos")
+def test_help_speaks_the_users_words(cmd: list[str]) -> None:
+    """Flags show bare (no `<bool>` as if they took a value), no `%%`, and no paper
+    section numbers or internal references."""
+    r = run_cli(*cmd, "--help")
+    assert r.code == 0, r.err
+    for bad in ("<bool>", "%%", "§", "seed 00", "SPEC", "Table 4", "Fig. ", "Eq. "):
+        assert bad not in r.out, (bad, cmd)

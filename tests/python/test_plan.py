@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 import storqos
 from conftest import shared_traces
-from storqos import _core, plan
+from storqos import _core, planner
 from storqos.errors import InputError
 
 SHARED = shared_traces()
@@ -34,12 +34,12 @@ def _rtt_admitted(a: np.ndarray, iops: float, d_ns: int) -> int:
 
 def test_bundled_table_is_monotone_and_minimal() -> None:
     t = storqos.read_trace(storqos.bundled_trace())
-    df = plan.capacity_table(t, "5ms,10ms,20ms,50ms", "90,95,99,99.5,99.9,100")
+    df = planner.capacity_table(t, "5ms,10ms,20ms,50ms", "90,95,99,99.5,99.9,100")
     assert df.columns == ["deadline_ms", *[f"cmin_iops_{p}%" for p in ("90", "95", "99", "99.5", "99.9", "100")]]
     m = df.drop("deadline_ms").to_numpy()
     assert (np.diff(m, axis=1) >= 0).all(), "Cmin grows with the fraction"
     assert (np.diff(m, axis=0) <= 0).all(), "Cmin shrinks as the deadline grows"
-    a = plan.arrivals(t)
+    a = planner.arrivals(t)
     n = a.size
     for i, d in enumerate((5, 10, 20, 50)):
         for j, f in enumerate((0.9, 0.95, 0.99, 0.995, 0.999, 1.0)):
@@ -51,10 +51,10 @@ def test_bundled_table_is_monotone_and_minimal() -> None:
 
 def test_fast_search_equals_bisection() -> None:
     t = storqos.read_trace(storqos.bundled_trace())
-    fast = plan.capacity_table(t).drop("deadline_ms").to_numpy()
-    slow = plan.capacity_table(t, method="bisect").drop("deadline_ms").to_numpy()
+    fast = planner.capacity_table(t).drop("deadline_ms").to_numpy()
+    slow = planner.capacity_table(t, method="bisect").drop("deadline_ms").to_numpy()
     assert np.allclose(fast, slow, rtol=2e-3)
-    a, b = plan.table_info(t), plan.table_info(t, method="bisect")
+    a, b = planner.table_info(t), planner.table_info(t, method="bisect")
     assert a["passes"] * 3 < b["passes"]
 
 
@@ -71,31 +71,31 @@ def test_admitted_fraction_is_monotone_in_capacity_and_deadline() -> None:
 
 def test_bad_input_is_an_input_error() -> None:
     with pytest.raises(InputError, match="sort the trace"):
-        plan.capacity_table(np.array([5, 3], dtype=np.uint64), ["10ms"], [90])
+        planner.capacity_table(np.array([5, 3], dtype=np.uint64), ["10ms"], [90])
     with pytest.raises(InputError, match="no requests"):
-        plan.capacity_table(np.array([], dtype=np.uint64), ["10ms"], [90])
+        planner.capacity_table(np.array([], dtype=np.uint64), ["10ms"], [90])
     with pytest.raises(InputError, match="--fraction"):
-        plan.capacity_table(np.array([1, 2], dtype=np.uint64), ["10ms"], [0])
+        planner.capacity_table(np.array([1, 2], dtype=np.uint64), ["10ms"], [0])
     with pytest.raises(InputError, match="--deadline"):
-        plan.capacity_table(np.array([1, 2], dtype=np.uint64), ["-1ms"], [90])
+        planner.capacity_table(np.array([1, 2], dtype=np.uint64), ["-1ms"], [90])
     with pytest.raises(InputError, match="FRACTION@DEADLINE"):
-        plan.parse_rtd("90%20ms")
+        planner.parse_rtd("90%20ms")
     with pytest.raises(InputError, match="tier 2"):
-        plan.rtd(pl.DataFrame({"arrival_ns": [0, 1], "size": [4096, 4096]}), "99%@20ms,90%@50ms")
+        planner.rtd(pl.DataFrame({"arrival_ns": [0, 1], "size": [4096, 4096]}), "99%@20ms,90%@50ms")
 
 
 @needs_shared
 @pytest.mark.parametrize("name", list(BURSTY))
 def test_bursty_traces_need_over_twice_the_capacity_for_100_percent(name: str) -> None:
     # §4.2: exempting 10 % of the requests at 10 ms cuts the capacity by a factor > 2.
-    df = plan.capacity_table(_trace(BURSTY[name]), ["10ms"], [90, 100])
+    df = planner.capacity_table(_trace(BURSTY[name]), ["10ms"], [90, 100])
     c90, c100 = df["cmin_iops_90%"].item(), df["cmin_iops_100%"].item()
     assert c100 / c90 > 2, f"{name}: {c100:.0f} / {c90:.0f}"
 
 
 @needs_shared
 def test_websearch_table_matches_the_thesis_shape() -> None:
-    t = plan.capacity_table(_trace(WEBSEARCH))
+    t = planner.capacity_table(_trace(WEBSEARCH))
     m = t.drop("deadline_ms").to_numpy()
     # Table 4.1 (WebSearch): 100 % at 5 ms ≈ 2325 IOPS, at 10 ms ≈ 1538; 90 % far lower.
     assert abs(m[0, -1] - 2325) / 2325 < 0.05
@@ -107,7 +107,7 @@ def test_websearch_table_matches_the_thesis_shape() -> None:
 @needs_shared
 def test_recombiners_on_websearch() -> None:
     # §4.4.2 / Fig. 4.4(a): WebSearch, (90 %, 50 ms), total capacity Cmin + ΔC.
-    r = plan.recombine(_trace(WEBSEARCH), 90, "50ms")
+    r = planner.recombine(_trace(WEBSEARCH), 90, "50ms")
     s = r.summary
 
     def get(pol: str, cls: str, col: str) -> float:
@@ -139,7 +139,7 @@ def test_recombiners_on_websearch() -> None:
 def test_miser_serves_the_overflow_no_later_than_fq(name: str, fraction: int, deadline: str) -> None:
     # §4.4.2: at Cmin(f) + ΔC Miser's mean secondary response is ≤ FQ's, and (our reading of
     # Algorithm 2, miser.rs) every primary request still meets δ.
-    r = plan.recombine(_trace(BURSTY[name]), fraction, deadline, policies=("fq", "miser"))
+    r = planner.recombine(_trace(BURSTY[name]), fraction, deadline, policies=("fq", "miser"))
     s = r.summary
 
     def get(pol: str, cls: str, col: str) -> float:
@@ -155,16 +155,16 @@ def test_fcfs_compliance_at_cmin90() -> None:
     # Fig. 4.2: FCFS on the undecomposed trace at Cmin(90 %) meets δ for far fewer than 90 %.
     t = _trace(WEBSEARCH)
     for d in ("20ms", "50ms"):
-        c = plan.cmin(t, 90, d)
+        c = planner.cmin(t, 90, d)
         res = storqos.simulate(t, "fcfs", "constant", capacity=c, keep_requests=True)
         assert res.requests is not None
-        within = float((res.requests["response_ns"] <= plan.parse_deadlines([d])[0]).mean())
+        within = float((res.requests["response_ns"] <= planner.parse_deadlines([d])[0]).mean())
         assert within < 0.85, f"{d}: {within}"
 
 
 @needs_shared
 def test_rtd_tiers_are_met_in_simulation() -> None:
-    r = plan.rtd(_trace(WEBSEARCH), "90%@20ms,99%@50ms,100%@500ms")
+    r = planner.rtd(_trace(WEBSEARCH), "90%@20ms,99%@50ms,100%@500ms")
     tiers = r.tiers
     assert (tiers["achieved_fraction"] >= tiers["fraction"]).all()
     assert (tiers["tier_max_response_ms"] <= tiers["deadline_ms"] + 1e-3).all()
@@ -176,7 +176,7 @@ def test_rtd_tiers_are_met_in_simulation() -> None:
 def test_consolidation_decomposed_estimates_err_less() -> None:
     # §4.5 / Fig. 4.5: two shifted copies; the sum of individual capacities overestimates
     # the merged need a lot at 100 %, much less after 90 % / 95 % decomposition.
-    df = plan.consolidate([_trace(WEBSEARCH)], names=["websearch"], shifts=["1s", "100s"], deadline="10ms")
+    df = planner.consolidate([_trace(WEBSEARCH)], names=["websearch"], shifts=["1s", "100s"], deadline="10ms")
     for shift in ("1s", "100s"):
         rows = df.filter(pl.col("workload").str.ends_with(f"shift {shift}"))
         err = {round(f, 3): e for f, e in zip(rows["fraction"], rows["error_pct"], strict=True)}
@@ -185,14 +185,14 @@ def test_consolidation_decomposed_estimates_err_less() -> None:
         assert (rows["merged_iops"] <= rows["sum_of_individual_iops"] * 1.001).all()
     # Different workloads merged as they are (Fig. 4.6): peaks do not line up, so the
     # merged workload needs less than the sum at 100 %.
-    two = plan.consolidate([_trace(WEBSEARCH), _trace(BURSTY["fiu-mail"])], names=["ws", "fiu"], deadline="10ms")
+    two = planner.consolidate([_trace(WEBSEARCH), _trace(BURSTY["fiu-mail"])], names=["ws", "fiu"], deadline="10ms")
     full = two.filter(pl.col("fraction") == 1.0).row(0, named=True)
     assert full["merged_iops"] < full["sum_of_individual_iops"]
 
 
 @needs_shared
 def test_power_decomposition_needs_fewer_pools() -> None:
-    df = plan.power(_trace(WEBSEARCH), 99, "20ms")
+    df = planner.power(_trace(WEBSEARCH), 99, "20ms")
     base = df.filter(pl.col("provisioning") == "base").row(0, named=True)
     dec = df.filter(pl.col("provisioning") == "decomposed").row(0, named=True)
     assert base["on_pools"] > dec["on_pools"]
@@ -271,6 +271,6 @@ def test_cli_plan_checks_out_before_planning(tmp_path) -> None:
 
 def test_huge_shift_wraps_around_the_period() -> None:
     """A shift of many periods (up to the longest duration) wraps, without int64 overflow."""
-    a = plan.arrivals(storqos.read_trace(storqos.bundled_trace()))
+    a = planner.arrivals(storqos.read_trace(storqos.bundled_trace()))
     period = int(a[-1] - a[0]) + max(1, int(a[-1] - a[0]) // (a.size - 1))
-    np.testing.assert_array_equal(plan._rotate(a, 2**63 - 1), plan._rotate(a, (2**63 - 1) % period))
+    np.testing.assert_array_equal(planner._rotate(a, 2**63 - 1), planner._rotate(a, (2**63 - 1) % period))

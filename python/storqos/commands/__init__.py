@@ -1,18 +1,23 @@
-"""CLI commands beyond the core ones, one module per command (``plan``, ``allocate``...).
+"""The CLI's commands, one module per command (``storqos simulate`` is
+:mod:`storqos.commands.simulate`), plus :mod:`storqos.commands.options` for the options
+several share.
 
-Each module defines ``register(app: typer.Typer) -> None``; :func:`register_all` adds
-every module found here to the ``storqos`` app, in name order.
+Each command module defines ``register(app: typer.Typer) -> None``; :func:`register_all`
+adds them to the ``storqos`` app in the order of :data:`COMMANDS` (the order of
+``storqos --help``).
 """
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
 
 import typer
 
+#: Command modules, in the order ``storqos --help`` lists them.
+COMMANDS: tuple[str, ...] = ("trace", "simulate", "plan", "run", "serve", "allocate", "admit", "warm", "demo")
+
 
 def register_all(app: typer.Typer) -> None:
-    """Import every command module of this package and let it add its commands."""
-    for mod in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+    """Import every command module and let it add its command(s) to ``app``."""
+    for mod in COMMANDS:
         importlib.import_module(f"{__name__}.{mod}").register(app)

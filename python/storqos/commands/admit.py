@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from ..console import emit_json, out
 from ..errors import InputError
 from ..fclb.admission import admit
-
-out = Console()
 
 
 def admit_cmd(
@@ -33,7 +29,7 @@ def admit_cmd(
     seed: Annotated[int, typer.Option(help="Random seed of the profiling runs.")] = 1,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON (for scripts) instead of tables.")] = False,
 ) -> None:
-    """Decide whether the storage can guarantee every workload's demanded response time (seed 003 §2).
+    """Decide whether the storage can guarantee every workload's demanded response time: drive the mix at the sum of the demanded rates, measure the 95th-percentile response time and admit when every demand is at least 1.2× it.
 
     Drives the mixed workload at T = Σ IOPS, takes each workload's 95th percentile RT′,
     adds a 20 % margin (RT″ = 1.2·RT′) and admits the set iff every demanded RT ≥ RT″.
@@ -52,7 +48,7 @@ def admit_cmd(
             raise InputError(f"give one weight > 0 per workload ({len(workload)}), got {weights!r}", "--weights")
     rep = admit(workload, device=device, profile=profile, capacity=capacity, weights=w, duration=duration, seed=seed)
     if json_out:
-        sys.stdout.write(json.dumps(rep.to_dict(), indent=2) + "\n")
+        emit_json(rep.to_dict())
         return
     verdict = "[green]ADMITTED[/green]" if rep.admitted else "[red]REJECTED[/red]"
     t = Table(title=f"T = {rep.target_iops:,.1f} IOPS (achieved {rep.achieved_iops:,.1f} IOPS): {verdict}")

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from ..alloc import POLICIES, allocate, parse_client, parse_device
+from ..console import emit_json, out
 from ..errors import InputError
-
-out = Console()
 
 
 def _iops(x: float) -> str:
@@ -41,7 +37,7 @@ def allocate_cmd(
 ) -> None:
     """Split the devices' throughput among backlogged clients: fair share, allocation, per-device IOPS and utilisation for BAA, DRF and FQ.
 
-    BAA (bottleneck-aware allocation, seed 004) gives clients bound on the same device
+    BAA (bottleneck-aware allocation) gives clients bound on the same device
     allocations proportional to their fair shares, keeps clients on different devices
     envy-free, and maximises the total; DRF equalises dominant shares; FQ equal throughputs.
 
@@ -51,7 +47,7 @@ def allocate_cmd(
     clients = [parse_client(c) for c in client]
     res = allocate(devices, clients, policy or POLICIES)
     if json_out:
-        sys.stdout.write(json.dumps(res.to_dict(), indent=2) + "\n")
+        emit_json(res.to_dict())
         return
     names = res.device_names
     two_tier = all(c.hit is not None for c in clients)

@@ -9,24 +9,16 @@ With ``--recombine``: FCFS / Split / FQ / Miser at Cmin + ΔC (Fig. 4.4).
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import polars as pl
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from ..console import emit_json, out
 from ..errors import InputError
 from ..units import fmt_duration, fmt_rate
-
-out = Console()
-
-
-def _emit_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, indent=2, default=float) + "\n")
-
 
 #: Output types of --out, by suffix.
 OUT_SUFFIXES = (".csv", ".json", ".parquet")
@@ -83,7 +75,7 @@ def plan_cmd(
     rtd: Annotated[
         str | None, typer.Option("--rtd", help="n-tier response-time distribution, e.g. 90%@20ms,99%@50ms,100%@500ms.")
     ] = None,
-    power: Annotated[bool, typer.Option("--power", help="Pools, power and response-time breakdown: 100 %% vs the first --fraction at the first --deadline.")] = False,
+    power: Annotated[bool, typer.Option("--power", help="Pools, power and response-time breakdown: 100 % vs the first --fraction at the first --deadline.")] = False,
     pool_iops: Annotated[str, typer.Option("--pool-iops", help="Capacity of one storage pool (IOPS) for --power.")] = "200",
     disks_per_pool: Annotated[int, typer.Option("--disks-per-pool", help="Disks per pool for --power.")] = 4,
     recombine: Annotated[
@@ -97,11 +89,11 @@ def plan_cmd(
     out_file: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the table to this .csv, .json or .parquet file.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON (for scripts) instead of tables.")] = False,
 ) -> None:
-    """Capacity planning by workload shaping: the capacity Cmin (IOPS) at which RTT lets each fraction of the requests meet each response-time bound (seed 000, Table 4.1); consolidation, RTD tiers, power pools and recombiners on request.
+    """Capacity planning by workload shaping: the capacity Cmin (IOPS) at which RTT lets each fraction of the requests meet each response-time bound; consolidation, RTD tiers, power pools and recombiners on request.
 
     Example: [bold]storqos plan wsrch-small.trace --deadline 5ms,10ms,20ms,50ms --fraction 90,95,99,99.5,99.9,100 --out table.csv[/bold]
     """
-    from .. import plan
+    from .. import planner
     from ..traces import read_trace
 
     if method not in ("fast", "bisect"):
@@ -109,41 +101,41 @@ def plan_cmd(
     if out_file is not None:
         _check_out(out_file)
     df = read_trace(trace, format=format, time_unit=time_unit, sort=sort)
-    deadlines = plan.parse_deadlines(deadline)
-    fractions = plan.parse_fractions(fraction)
+    deadlines = planner.parse_deadlines(deadline)
+    fractions = planner.parse_fractions(fraction)
     title: str
     result: pl.DataFrame
     extra: dict[str, Any] = {}
     if consolidate or shift:
         traces = [df] + [read_trace(p, format=None, sort=sort) for p in consolidate or []]
         names = [trace.name] + [p.name for p in consolidate or []]
-        result = plan.consolidate(
-            traces, names=names, shifts=plan._list(shift) if shift else (), deadline=f"{deadlines[0]}ns", fractions=[100 * f for f in fractions]
+        result = planner.consolidate(
+            traces, names=names, shifts=planner._list(shift) if shift else (), deadline=f"{deadlines[0]}ns", fractions=[100 * f for f in fractions]
         )
         title = f"consolidation at {fmt_duration(deadlines[0])}: sum of individual Cmin vs Cmin of the merged workload (IOPS)"
     elif rtd:
-        r = plan.rtd(df, rtd)
+        r = planner.rtd(df, rtd)
         result = r.tiers
         extra = {"total_iops": r.total_iops, "all_at_first_deadline_iops": r.all_at_first_deadline_iops}
         title = (f"RTD {rtd}: {fmt_rate(r.total_iops)} in total "
-                 f"(100 % within {fmt_duration(plan.parse_rtd(rtd)[0][1])} would need {fmt_rate(r.all_at_first_deadline_iops)})")
+                 f"(100 % within {fmt_duration(planner.parse_rtd(rtd)[0][1])} would need {fmt_rate(r.all_at_first_deadline_iops)})")
     elif power:
-        result = plan.power(df, 100 * fractions[0], f"{deadlines[-1] if len(deadlines) == 1 else deadlines[0]}ns",
+        result = planner.power(df, 100 * fractions[0], f"{deadlines[-1] if len(deadlines) == 1 else deadlines[0]}ns",
                             pool_iops=pool_iops, disks_per_pool=disks_per_pool)
         title = f"power: 100 % vs {100 * fractions[0]:g} % within {fmt_duration(deadlines[0])} (pools of {pool_iops} IOPS, {disks_per_pool} disks)"
     elif recombine:
-        rc = plan.recombine(df, 100 * fractions[0], f"{deadlines[0]}ns", delta_c=delta_c)
+        rc = planner.recombine(df, 100 * fractions[0], f"{deadlines[0]}ns", delta_c=delta_c)
         result = rc.summary
         extra = {"cmin_iops": rc.cmin_iops, "delta_c_iops": rc.delta_c_iops}
         title = (f"recombiners at Cmin {fmt_rate(rc.cmin_iops)} + ΔC {fmt_rate(rc.delta_c_iops)}, "
                  f"δ = {fmt_duration(rc.deadline_ns)} (times in ns)")
     else:
-        result = plan.capacity_table(df, [f"{d}ns" for d in deadlines], [100 * f for f in fractions], method=method)
+        result = planner.capacity_table(df, [f"{d}ns" for d in deadlines], [100 * f for f in fractions], method=method)
         title = f"{trace.name}: {df.height:,} requests — capacity (IOPS) for a fraction of requests to meet a response time"
     if out_file is not None:
         _write(result, out_file)
     if json_out:
-        _emit_json({"trace": str(trace), "requests": df.height, **extra, "rows": result.to_dicts(),
+        emit_json({"trace": str(trace), "requests": df.height, **extra, "rows": result.to_dicts(),
                     **({"out": str(out_file)} if out_file else {})})
         return
     if not (consolidate or shift or rtd or power or recombine):

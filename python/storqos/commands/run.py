@@ -3,19 +3,16 @@ Parquet tables, a JSON summary and a self-contained HTML report."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ..console import emit_json, err, out
 from ..errors import InputError
-
-out = Console()
 
 
 def run_cmd(
@@ -56,7 +53,7 @@ def run_cmd(
     show = sys.stderr.isatty() and not json_out
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=Console(stderr=True), transient=True, disable=not show,
+        console=err, transient=True, disable=not show,
     ) as progress:
         task = progress.add_task(f"{exp.name}: runs on {backend}", total=len(exp.runs))
         result = run_experiment(exp, backend=backend, workers=workers, on_done=lambda _i: progress.advance(task))
@@ -69,7 +66,7 @@ def run_cmd(
         result.files["markdown"] = str(markdown)
     summary = result.summary()
     if json_out:
-        sys.stdout.write(json.dumps(summary, indent=2, default=float) + "\n")
+        emit_json(summary)
         return
     t = Table(title=f"{exp.name}: {len(exp.runs)} runs on {backend} in {result.wall_s:.1f} s")
     for col in ("policy", "grid point", "tenant", "IOPS", "p95 ms", "p99 ms", "≤ SLO"):

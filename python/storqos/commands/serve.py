@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import polars as pl
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from .. import policy_options as po
+from ..console import emit_json, out
 from ..errors import InputError
 from ..gateway import DEFAULT_DEPTH, DEFAULT_LISTEN, gateway_config, serve
 from ..specs import policy_spec
 from ..units import fmt_duration, fmt_rate, fmt_size, parse_positive_duration, parse_rate
-
-out = Console()
-if not out.is_terminal:  # piped: keep the table unwrapped
-    out = Console(width=max(out.width, 140))
-err = Console(stderr=True)
-
 
 #: Columns of the per-window series (units in the names, as in the simulator's series).
 WINDOW_SCHEMA = {"start_s": pl.Float64, "length_s": pl.Float64, "tenant": pl.Int64, "ops": pl.Int64, "bytes": pl.Int64,
@@ -157,7 +150,7 @@ def serve_cmd(
             pl.DataFrame(stats["gauges"], schema=GAUGE_SCHEMA).write_parquet(part)
         stats["windows_parquet"], stats["gauges_parquet"] = str(out_file), str(gauges_file)
     if json_out:
-        sys.stdout.write(json.dumps(stats, indent=2) + "\n")
+        emit_json(stats)
         return
     out.print(_table(stats))
     if window_s is not None:

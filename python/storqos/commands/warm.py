@@ -8,22 +8,16 @@ prediction / oracle for a fast tier of the given capacity and warm-up rate.
 
 from __future__ import annotations
 
-import json
-import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from ..console import emit_json, out
 from ..errors import InputError
 from ..units import fmt_size, parse_bandwidth, parse_duration, parse_size
-
-out = Console()
-if not out.is_terminal:
-    out = Console(width=max(out.width, 120))
 
 
 def _pair(text: str | None, where: str) -> tuple[float, float] | None:
@@ -59,13 +53,13 @@ def _origin(path: Path, fmt: str | None, origin: str | None) -> datetime | None:
 def warm_cmd(
     trace: Annotated[Path, typer.Argument(help="Multi-day trace file (any supported format).", show_default=False)],
     fast_tier: Annotated[str, typer.Option("--fast-tier", help="Fast-tier capacity C (the user working set it holds).")] = "64GiB",
-    warm_rate: Annotated[str, typer.Option("--warm-rate", help="Warm-up transfer speed F; T_fast = C / F (Eq. 7).")] = "200MiB/s",
+    warm_rate: Annotated[str, typer.Option("--warm-rate", help="Warm-up transfer speed F; the fast tier takes its capacity / this speed to warm.")] = "200MiB/s",
     train_days: Annotated[int | None, typer.Option("--train-days", help="Days to learn from (default 14, or all but the last 2 of a shorter trace).")] = None,
     threshold: Annotated[float | None, typer.Option("--threshold", help="High/Low threshold in requests/min (default: learned by 2-means on log intensity).")] = None,
     origin: Annotated[str | None, typer.Option("--origin", help="Local date and time of the trace's first request (default: an SRT header's tracedate, else Monday 00:00).")] = None,
     fast_time: Annotated[str, typer.Option("--fast-time", help="Mean user service time on the fast tier.")] = "0.2ms",
     slow_time: Annotated[str, typer.Option("--slow-time", help="Mean user service time on the slow tier.")] = "4ms",
-    util_limit: Annotated[float, typer.Option("--util-limit", help="UTIL_threshold of Fig. 8: system work fills the device up to this utilisation.")] = 0.7,
+    util_limit: Annotated[float, typer.Option("--util-limit", help="background work fills the device up to this utilisation.")] = 0.7,
     h_low: Annotated[str, typer.Option("--h-low", help="Hit-rate thresholds LOWER,UPPER in Low (stop system work at LOWER, resume at UPPER; 0,0 = never stop).")] = "0,0",
     h_high: Annotated[str | None, typer.Option("--h-high", help="Hit-rate thresholds LOWER,UPPER in High (default: no system work in High).")] = None,
     schedule_rows: Annotated[int, typer.Option("--schedule-rows", help="Schedule events to print (the JSON has all).")] = 12,
@@ -74,7 +68,7 @@ def warm_cmd(
     sort: Annotated[bool, typer.Option("--sort", help="Sort requests by time instead of rejecting a trace whose timestamps go backwards.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON (for scripts) instead of tables.")] = False,
 ) -> None:
-    """Learn High/Low periods of a multi-day trace and compare tier-warming policies (seed 002).
+    """Learn High/Low periods of a multi-day trace and compare tier-warming policies (user-only, feedback, prediction, oracle).
 
     Prints the learned model (threshold, day classes, state durations), the error of
     predicted change times on the days not used for training, the prediction policy's
@@ -104,7 +98,7 @@ def warm_cmd(
     summary |= {"trace": str(trace), "origin": None if start is None else start.isoformat(" "),
                 "fast_tier_bytes": cap, "warm_rate_bytes_per_s": rate}
     if json_out:
-        sys.stdout.write(json.dumps(summary, indent=2, default=float) + "\n")
+        emit_json(summary)
         return
     _print(summary, rep, tier, schedule_rows)
 

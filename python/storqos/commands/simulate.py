@@ -1,0 +1,224 @@
+"""``storqos simulate``: replay traces through a QoS policy in front of a device model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import polars as pl
+import typer
+from rich.table import Table
+
+from .. import policy_options as po
+from ..console import emit_json, out
+from ..progress import run_with_progress
+from ..units import fmt_rate
+from .options import CapacityOpt, DeviceOpt, FormatOpt, JsonOpt, SortOpt, TimeUnitOpt, load_trace
+
+
+def _fmt_in(ns: float, scale: float) -> str:
+    """A time in the table's unit, 3 significant digits below 100 (the header has the unit)."""
+    v = ns / scale
+    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
+
+
+def _summary_table(title: str, res_rows: list[dict[str, Any]], key: str, names: dict[int, str] | None = None) -> Table:
+    """Per-group response times, units in the headers."""
+    cols = ("mean_ns", "p50_ns", "p95_ns", "p99_ns", "max_ns")
+    unit, scale = "ms", 1e6
+    t = Table(title=title)
+    t.add_column(key)
+    if names and all(names.get(int(r.get(key, -1)), "") == str(r.get(key)) for r in res_rows):
+        names = None  # the names are just the ids
+    if names:
+        t.add_column("name")
+    for col in ("requests", "IOPS", f"mean {unit}", f"p50 {unit}", f"p95 {unit}", f"p99 {unit}", f"max {unit}"):
+        t.add_column(col, justify="right")
+    for r in res_rows:
+        label = [str(r.get(key, "all"))]
+        if names:
+            label.append(names.get(int(r.get(key, -1)), ""))
+        t.add_row(
+            *label,
+            f"{r['completed']:,}",
+            f"{r.get('iops', 0.0):.4g}",
+            *(_fmt_in(r[c], scale) for c in cols),
+        )
+    return t
+
+
+def _tenants_from(
+    paths: list[Path], fmt: str | None, time_unit: str | None, sort: bool, split_by: str | None
+) -> tuple[pl.DataFrame, dict[int, str] | None]:
+    """Read ``paths`` into one trace of tenants, with a name per tenant id: one file keeps
+    its own tenants (or is split); several files are one tenant each (or are each split,
+    numbered after each other), named after the file."""
+    from ..traces import split_tenants
+
+    if len(paths) == 1:
+        df = load_trace(paths[0], fmt, time_unit, sort)
+        if not split_by:
+            return df, None
+        df, mapping = split_tenants(df, by=split_by)
+        return df, {int(t): str(k) for t, k in zip(mapping["tenant"], mapping["key"], strict=True)}
+    frames: list[pl.DataFrame] = []
+    names: dict[int, str] = {}
+    for path in paths:
+        part = load_trace(path, fmt, time_unit, sort)
+        if split_by:
+            part, mapping = split_tenants(part, by=split_by)
+            for k in mapping["key"]:
+                names[len(names)] = f"{path.stem}:{k}"
+            part = part.with_columns(pl.col("tenant") + (len(names) - mapping.height))
+        else:
+            names[len(names)] = path.stem
+            part = part.with_columns(pl.lit(len(names) - 1, pl.UInt32).alias("tenant"))
+        frames.append(part)
+    df = pl.concat(frames, how="diagonal_relaxed").sort("arrival_ns", maintain_order=True)
+    return df, names
+
+
+def simulate(
+    traces: Annotated[
+        list[Path],
+        typer.Argument(help="Trace files (any supported format): one tenant each, ids in the order given; "
+                       "with --split-by, each file's tenants numbered after the previous file's.", show_default=False),
+    ],
+    policy: po.PolicyOpt = "fcfs",
+    device: DeviceOpt = "constant",
+    capacity: CapacityOpt = None,
+    weights: po.WeightsOpt = None,
+    depth: Annotated[int | None, typer.Option(help="SFQ(D) dispatch depth D.")] = None,
+    deadline: po.DeadlineOpt = None,
+    cmin: po.CminOpt = None,
+    slo: po.SloOpt = None,
+    percentile: po.PercentileOpt = None,
+    period: po.PeriodOpt = None,
+    control_window: po.ControlWindowOpt = None,
+    facade_overload: po.FacadeOverloadOpt = None,
+    reservations: po.ReservationsOpt = None,
+    limits: po.LimitsOpt = None,
+    servers: Annotated[int | None, typer.Option(help="Array device: number of servers.")] = None,
+    hit_ratio: Annotated[float | None, typer.Option(help="Tiered device: probability a request hits the fast tier.")] = None,
+    profile: Annotated[
+        str | None, typer.Option(help="Disk model profile (enterprise-10k, desktop-7200) for --device disk or array.")
+    ] = None,
+    queue: Annotated[str | None, typer.Option(help="Disk queue order: fifo, scan or sptf.")] = None,
+    split_by: Annotated[
+        str | None, typer.Option(help="Make tenants from a trace field: device, host, process or op.")
+    ] = None,
+    format: FormatOpt = None,
+    time_unit: TimeUnitOpt = None,
+    sort: SortOpt = False,
+    seed: Annotated[int, typer.Option(help="Random seed (devices with random service).")] = 1,
+    window: Annotated[str, typer.Option(help="Length of the time-series windows.")] = "1s",
+    out_file: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write per-request results to this Parquet file.")
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Replay traces through a QoS policy in front of a device model, in simulated time.
+
+    Several traces are several tenants replayed together from time 0: the noisy-neighbour
+    question ("what does the batch trace do to the web trace under FCFS, under WF2Q+?")
+    needs no experiment file.
+
+    Example: [bold]storqos simulate web.trace batch.trace --policy wf2q --weights 2,1 --capacity 500[/bold]
+
+    Example: [bold]storqos simulate web.trace mail.trace batch.trace --policy mclock --reservations 200,100,0 --limits none,none,50 --capacity 500[/bold]
+
+    Example: [bold]storqos simulate mix.trace --split-by device --policy sarc+avatar --slo web:160iops@400ms,oltp:190iops@900ms --device array --servers 8 --profile enterprise-10k --queue sptf[/bold]
+    """
+    from ..paths import check_output_file
+    from ..sim import simulate as run
+
+    if out_file is not None:
+        check_output_file(out_file, "--out")
+    df, names = _tenants_from(traces, format, time_unit, sort, split_by)
+    res = run_with_progress(
+        f"simulating {df.height:,} requests",
+        lambda: run(
+            df,
+            policy,
+            device,
+            capacity=capacity,
+            weights=weights,
+            depth=depth,
+            deadlines=deadline,
+            cmin=cmin,
+            slo=slo,
+            percentile=percentile,
+            period=period,
+            control_window=control_window,
+            facade_overload=facade_overload,
+            reservations=reservations,
+            limits=limits,
+            servers=servers,
+            hit_ratio=hit_ratio,
+            profile=profile,
+            queue=queue,
+            seed=seed,
+            window=window,
+            keep_requests=out_file is not None,
+        ),
+    )
+    if out_file is not None and res.requests is not None:
+        from ..paths import replacing
+
+        with replacing(out_file) as part:
+            res.requests.write_parquet(part)
+    summary = res.summary()
+    verdicts = None
+    if slo:
+        from ..slo import compliance, judge
+        from ..units import parse_duration
+
+        kw: dict[str, Any] = {"interval_ns": parse_duration(window, "--window")}
+        if percentile is not None:
+            kw["percentile"] = percentile
+        verdicts = compliance(judge(res.windows, slo, **kw))
+        summary["slo_compliance"] = verdicts.to_dicts()
+    misses = None
+    if res.gauges.filter(pl.col("name").str.starts_with("low_done.")).height:
+        from ..twolevel.analysis import miss_ratio
+
+        misses = miss_ratio(res)  # seed 001's headline: low-level deadline misses per class
+        summary["miss_ratio"] = misses.to_dicts()
+    if names:
+        for row in summary["tenants"]:
+            row["name"] = names.get(int(row["tenant"]), "")
+    if out_file is not None:
+        summary["requests_parquet"] = str(out_file)
+    if json_out:
+        emit_json(summary)
+        return
+    out.print(f"[bold]{res.policy}[/bold] on [bold]{res.device}[/bold]: {res.arrived:,} requests, "
+              f"{res.end_ns / 1e9:.3f} s simulated in {res.wall_s:.3f} s wall ({fmt_rate(res.sim_rate)} simulated)")
+    out.print(_summary_table("response time per tenant", res.tenants.to_dicts(), "tenant", names))
+    if not res.classes.equals(res.tenants.rename({"tenant": "class"})):
+        out.print(_summary_table("response time per class (assigned by the policy)", res.classes.to_dicts(), "class"))
+    out.print(_summary_table("all requests", res.total.to_dicts(), "all"))
+    if verdicts is not None:
+        t = Table(title=f"SLO compliance per {window} interval (--window)")
+        for col in ("tenant", "name", "intervals", "latency met %", "throughput met %", "violated %"):
+            t.add_column(col, justify="left" if col in ("tenant", "name") else "right")
+        for r in verdicts.to_dicts():
+            t.add_row(str(r["tenant"]), str(r["name"]), f"{r['intervals']:,}", f"{100 * r['latency_met']:.1f}",
+                      f"{100 * r['throughput_met']:.1f}", f"{100 * r['violated']:.1f}")
+        out.print(t)
+    if misses is not None:
+        t = Table(title="low-level deadline misses (seed 001's miss ratio)")
+        for col in ("class", "completed", "missed", "miss ratio %"):
+            t.add_column(col, justify="right")
+        for r in misses.to_dicts():
+            t.add_row(str(r["class"]), f"{r['completed']:,}", f"{r['missed']:,}", f"{100 * r['miss_ratio']:.2f}")
+        out.print(t)
+    if res.unfinished:
+        out.print(f"[yellow]{res.unfinished:,} requests had not completed when the run ended[/yellow]")
+    if out_file is not None:
+        out.print(f"per-request results: {out_file}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``storqos simulate`` to the app."""
+    app.command("simulate")(simulate)
