@@ -10,7 +10,8 @@
   handles an arrival and a completion per request costs at the least;
 - a NumPy Lindley recursion (vectorised: f_i = (i+1)·s + max_{j≤i}(a_j − j·s));
 - an equivalent SimPy model (on a smaller sample: SimPy runs in Python);
-- peak RSS of summaries-only mode over a 100 M-request streamed generator (subprocess).
+- peak RSS of summaries-only mode over a 100 M-request streamed generator, and over
+  100 M requests of 8 closed-loop clients (each in its own process; ``--rss-only``).
 
 Every rate is the median of REPEATS runs. Usage:
     python benches/event_loop.py [--requests 10000000] [--simpy-requests 200000] [--rss-requests 100000000]
@@ -74,10 +75,16 @@ def numpy_lindley(arrivals_ns: np.ndarray, service_ns: int) -> np.ndarray:
     return (i + 1) * service_ns + np.maximum.accumulate(a - i * service_ns)
 
 
-def rss_child(n: int) -> None:
-    spec = storqos.synth.poisson(RATE_IOPS, count=n, seed=11, materialize=False)
+def rss_child(n: int, closed: bool) -> None:
     t0 = time.perf_counter()
-    res = storqos.simulate(None, "fcfs", "constant", capacity=CAPACITY_IOPS, generators=[spec])
+    if closed:
+        # 8 clients of one request outstanding each, no think time: the device completes
+        # CAPACITY_IOPS requests per simulated second, so n requests take n / CAPACITY_IOPS s.
+        clients = [storqos.ClosedClient(tenant=i % 2, outstanding=1, stop=f"{n / CAPACITY_IOPS}s") for i in range(8)]
+        res = storqos.simulate(None, "fcfs", "constant", capacity=CAPACITY_IOPS, closed=clients)
+    else:
+        spec = storqos.synth.poisson(RATE_IOPS, count=n, seed=11, materialize=False)
+        res = storqos.simulate(None, "fcfs", "constant", capacity=CAPACITY_IOPS, generators=[spec])
     wall = time.perf_counter() - t0
     # VmHWM is this process's own peak (ru_maxrss would carry the forking parent's
     # peak across exec on Linux).
@@ -87,15 +94,29 @@ def rss_child(n: int) -> None:
     print(json.dumps({"requests": res.arrived, "wall_s": wall, "peak_rss_mib": rss_mib}))
 
 
+def _rss(n: int, closed: bool) -> dict[str, float]:
+    """Peak RSS of one summaries-only run of ``n`` requests, in a fresh process."""
+    cmd = [sys.executable, __file__, "--rss-child", str(n)] + (["--rss-closed"] if closed else [])
+    return json.loads(subprocess.check_output(cmd))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--requests", type=int, default=10_000_000)
     ap.add_argument("--simpy-requests", type=int, default=200_000)
     ap.add_argument("--rss-requests", type=int, default=100_000_000)
     ap.add_argument("--rss-child", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--rss-closed", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--rss-only", action="store_true", help="only the two 100 M-request memory runs")
     args = ap.parse_args()
     if args.rss_child:
-        rss_child(args.rss_child)
+        rss_child(args.rss_child, args.rss_closed)
+        return
+    if args.rss_only:
+        for kind in ("open", "closed"):
+            rss = _rss(args.rss_requests, kind == "closed")
+            print(f"summaries-only, {kind}-loop, {rss['requests']:,} requests: {rss['wall_s']:.1f} s wall, "
+                  f"peak RSS {rss['peak_rss_mib']:.0f} MiB")
         return
 
     n = args.requests
@@ -139,7 +160,8 @@ def main() -> None:
     assert abs(mean_np - mean_rk) < 1e-6 * mean_rk
     assert abs(mean_sp_sub - mean_rk_sub) < 1e-6 * mean_rk_sub
 
-    rss = json.loads(subprocess.check_output([sys.executable, __file__, "--rss-child", str(args.rss_requests)]))
+    rss = _rss(args.rss_requests, False)
+    rss_closed = _rss(args.rss_requests, True)
 
     rates = {
         "storqos event loop": n / t_sq,
@@ -167,6 +189,8 @@ def main() -> None:
           f"{t_core * 1e3:.0f} ms ({n / t_core / 1e6:.1f} M/s) + result tables")
     print(f"summaries-only, {rss['requests']:,} streamed requests: {rss['wall_s']:.1f} s wall, "
           f"{rss['requests'] / rss['wall_s']:,.0f} requests/s, peak RSS {rss['peak_rss_mib']:.0f} MiB")
+    print(f"summaries-only, closed loop (8 clients), {rss_closed['requests']:,} requests: "
+          f"{rss_closed['wall_s']:.1f} s wall, peak RSS {rss_closed['peak_rss_mib']:.0f} MiB")
 
 
 if __name__ == "__main__":

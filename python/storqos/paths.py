@@ -10,12 +10,17 @@ storqos.errors.InputError: --out: /dev/null/x.csv: /dev/null is not a directory
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import InputError
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 def _check_parent(path: Path, where: str) -> None:
@@ -68,4 +73,31 @@ def replacing(path: Path) -> Iterator[Path]:
         part.unlink(missing_ok=True)
 
 
-__all__ = ["check_output_dir", "check_output_file", "replacing"]
+#: Table files storqos writes, by suffix.
+TABLE_SUFFIXES = (".csv", ".json", ".parquet")
+
+
+def check_table_file(path: Path, where: str) -> str:
+    """Before any work: ``path`` names a table type storqos writes (by its suffix) and can
+    be written; returns the suffix. A ``.csv`` is written as CSV, never Parquet."""
+    check_output_file(path, where)
+    suffix = path.suffix.lower()
+    if suffix not in TABLE_SUFFIXES:
+        raise InputError(f"unknown output type {path.suffix or path.name!r} (use .csv, .json or .parquet)", where)
+    return suffix
+
+
+def write_table(df: pl.DataFrame, path: Path, where: str = "--out") -> None:
+    """Write ``df`` whole or not at all, as CSV, JSON (a list of rows) or Parquet by the
+    suffix of ``path``."""
+    suffix = check_table_file(path, where)
+    with replacing(path) as part:
+        if suffix == ".csv":
+            df.write_csv(part)
+        elif suffix == ".json":
+            part.write_text(json.dumps(df.to_dicts(), indent=2, default=float) + "\n")
+        else:
+            df.write_parquet(part)
+
+
+__all__ = ["TABLE_SUFFIXES", "check_output_dir", "check_output_file", "check_table_file", "replacing", "write_table"]

@@ -313,7 +313,7 @@ def test_outputs_are_replaced_whole_or_not_at_all(tmp_path: Path, monkeypatch: p
     """Results go to a temporary file beside the target and are moved over it only once
     written: a write that fails (or a kill) leaves the previous results as they were."""
     import polars as pl
-    from storqos.commands.plan import _write
+    from storqos.paths import write_table
     from storqos.paths import replacing
 
     out = tmp_path / "table.csv"
@@ -326,11 +326,11 @@ def test_outputs_are_replaced_whole_or_not_at_all(tmp_path: Path, monkeypatch: p
 
     monkeypatch.setattr(pl.DataFrame, "write_csv", disk_full)
     with pytest.raises(OSError, match="No space left"):
-        _write(pl.DataFrame({"a": [1, 2]}), out)
+        write_table(pl.DataFrame({"a": [1, 2]}), out)
     assert out.read_text() == "previous results\n"
     assert [p.name for p in tmp_path.iterdir()] == ["table.csv"]  # no .part left behind
     monkeypatch.setattr(pl.DataFrame, "write_csv", real)
-    _write(pl.DataFrame({"a": [1, 2]}), out)
+    write_table(pl.DataFrame({"a": [1, 2]}), out)
     assert out.read_text() == "a\n1\n2\n"
     with pytest.raises(RuntimeError), replacing(tmp_path / "sub" / "x.json") as part:
         part.write_text("half")
@@ -407,3 +407,22 @@ def test_help_speaks_the_users_words(cmd: list[str]) -> None:
     assert r.code == 0, r.err
     for bad in ("<bool>", "%%", "§", "seed 00", "SPEC", "Table 4", "Fig. ", "Eq. "):
         assert bad not in r.out, (bad, cmd)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".json", ".parquet"])
+def test_simulate_out_writes_the_type_its_name_says(tmp_path: Path, suffix: str) -> None:
+    f = tmp_path / "t.mqsim"
+    f.write_text(MQSIM_OK)
+    out = tmp_path / f"requests{suffix}"
+    r = run_cli("simulate", str(f), "--capacity", "500", "--out", str(out))
+    assert r.code == 0, r.err
+    if suffix == ".csv":
+        df = pl.read_csv(out)
+    elif suffix == ".json":
+        df = pl.DataFrame(json.loads(out.read_text()))
+    else:
+        df = pl.read_parquet(out)
+    assert df.height == 3 and sorted(df["arrival_ns"].to_list()) == [0, 1_000_000, 2_000_000]
+    assert_one_line_error(run_cli("simulate", str(f), "--capacity", "500", "--out", str(tmp_path / "r.xlsx")),
+                          "--out", "unknown output type '.xlsx'")
+    assert not (tmp_path / "r.xlsx").exists()

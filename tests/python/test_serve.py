@@ -304,9 +304,9 @@ def test_sigterm_stops_with_the_table(tmp_path: Path) -> None:
         (["--policy", "sfq", "--weights", "3,1"], "sfq(d=2)"),
         # The seed policies take the same options as in `storqos simulate`.
         (["--policy", "sarc+avatar", "--slo", "a:100iops@50ms,b:50iops@200ms", "--iops", "500"], "sarc+avatar"),
-        (["--policy", "miser", "--cmin", "300", "--deadline", "10ms", "--iops", "500"], "miser(300 IOPS, 10000000 ns)"),
+        (["--policy", "miser", "--cmin", "300", "--deadline", "10ms", "--iops", "500"], "miser(300 IOPS, δ 10 ms)"),
         (["--policy", "rtt-fq", "--cmin", "300", "--deadline", "10ms", "--iops", "500"],
-         "rtt(300 IOPS, 10000000 ns) > wf2q+"),
+         "rtt(300 IOPS, δ 10 ms) > wf2q+"),
     ],
 )
 def test_for_duration_and_json(tmp_path: Path, args: list[str], policy: str) -> None:

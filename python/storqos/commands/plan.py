@@ -8,7 +8,6 @@ With ``--recombine``: FCFS / Split / FQ / Miser at Cmin + ΔC (Fig. 4.4).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,41 +17,11 @@ from rich.table import Table
 
 from ..console import emit_json, out
 from ..errors import InputError
+from ..paths import check_table_file, write_table
 from ..units import fmt_duration, fmt_rate
 
+
 #: Output types of --out, by suffix.
-OUT_SUFFIXES = (".csv", ".json", ".parquet")
-
-
-def _out_type(path: Path) -> str:
-    """The output type of --out (its suffix, lower case), or an InputError."""
-    suffix = path.suffix.lower()
-    if suffix not in OUT_SUFFIXES:
-        raise InputError(f"unknown output type {path.suffix or path.name!r} (use .csv, .json or .parquet)", "--out")
-    return suffix
-
-
-def _check_out(path: Path) -> None:
-    """Before any work: --out has a known type and can be written."""
-    from ..paths import check_output_file
-
-    _out_type(path)
-    check_output_file(path, "--out")
-
-
-def _write(df: pl.DataFrame, path: Path) -> None:
-    from ..paths import replacing
-
-    suffix = _out_type(path)
-    with replacing(path) as part:
-        if suffix == ".csv":
-            df.write_csv(part)
-        elif suffix == ".json":
-            part.write_text(json.dumps(df.to_dicts(), indent=2, default=float) + "\n")
-        else:
-            df.write_parquet(part)
-
-
 def _print_df(title: str, df: pl.DataFrame) -> None:
     t = Table(title=title)
     for c in df.columns:
@@ -99,7 +68,7 @@ def plan_cmd(
     if method not in ("fast", "bisect"):
         raise InputError(f"unknown method {method!r} (fast or bisect)", "--method")
     if out_file is not None:
-        _check_out(out_file)
+        check_table_file(out_file, "--out")
     df = read_trace(trace, format=format, time_unit=time_unit, sort=sort)
     deadlines = planner.parse_deadlines(deadline)
     fractions = planner.parse_fractions(fraction)
@@ -133,7 +102,7 @@ def plan_cmd(
         result = planner.capacity_table(df, [f"{d}ns" for d in deadlines], [100 * f for f in fractions], method=method)
         title = f"{trace.name}: {df.height:,} requests — capacity (IOPS) for a fraction of requests to meet a response time"
     if out_file is not None:
-        _write(result, out_file)
+        write_table(result, out_file)
     if json_out:
         emit_json({"trace": str(trace), "requests": df.height, **extra, "rows": result.to_dicts(),
                     **({"out": str(out_file)} if out_file else {})})

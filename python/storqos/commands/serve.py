@@ -14,6 +14,7 @@ from .. import policy_options as po
 from ..console import emit_json, out
 from ..errors import InputError
 from ..gateway import DEFAULT_DEPTH, DEFAULT_LISTEN, gateway_config, serve
+from ..paths import check_table_file, write_table
 from ..specs import policy_spec
 from ..units import fmt_duration, fmt_rate, fmt_size, parse_positive_duration, parse_rate
 
@@ -79,8 +80,8 @@ def serve_cmd(
     ] = None,
     out_file: Annotated[
         Path | None,
-        typer.Option("--out", "-o", help="Write the per-window series to this Parquet file (needs --window); "
-                                         "the gauges go beside it as NAME.gauges.parquet."),
+        typer.Option("--out", "-o", help="Write the per-window series to this file, .parquet, .csv or .json "
+                                         "(needs --window); the gauges go beside it as NAME.gauges.SUFFIX."),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON (for scripts); the ready line goes to stderr.")] = False,
 ) -> None:
@@ -118,10 +119,9 @@ def serve_cmd(
         raise InputError("give --window too: --out writes the per-window series", "--out")
     if out_file is not None:
         # Checked before serving: the series of a long session must not be lost at the end.
-        from ..paths import check_output_file
 
-        check_output_file(out_file, "--out")
-        check_output_file(out_file.with_name(out_file.stem + ".gauges.parquet"), "--out")
+        check_table_file(out_file, "--out")
+        check_table_file(_gauges_file(out_file), "--out")
     cfg = gateway_config(export, spec, listen=listen, depth=depth, iops=cap, duration_s=dur, window_s=window_s)
 
     def ready(info: dict[str, Any]) -> None:
@@ -141,14 +141,10 @@ def serve_cmd(
 
     stats = serve(cfg, ready, live if window_s is not None and not json_out else None)
     if out_file is not None:
-        from ..paths import replacing
-
-        gauges_file = out_file.with_name(out_file.stem + ".gauges.parquet")
-        with replacing(out_file) as part:
-            pl.DataFrame(stats["windows"], schema=WINDOW_SCHEMA).write_parquet(part)
-        with replacing(gauges_file) as part:
-            pl.DataFrame(stats["gauges"], schema=GAUGE_SCHEMA).write_parquet(part)
-        stats["windows_parquet"], stats["gauges_parquet"] = str(out_file), str(gauges_file)
+        gauges_file = _gauges_file(out_file)
+        write_table(pl.DataFrame(stats["windows"], schema=WINDOW_SCHEMA), out_file)
+        write_table(pl.DataFrame(stats["gauges"], schema=GAUGE_SCHEMA), gauges_file)
+        stats["windows_file"], stats["gauges_file"] = str(out_file), str(gauges_file)
     if json_out:
         emit_json(stats)
         return
@@ -160,6 +156,11 @@ def serve_cmd(
                   f"{g:,} gauge sample{'s' if g != 1 else ''}{where}")
     if stats["protocol_errors"]:
         out.print(f"[yellow]{stats['protocol_errors']} connection(s) closed for protocol errors (see the log above)[/yellow]")
+
+
+def _gauges_file(series: Path) -> Path:
+    """Where the gauges go beside the series file: NAME.gauges.SUFFIX."""
+    return series.with_name(f"{series.stem}.gauges{series.suffix}")
 
 
 def register(app: typer.Typer) -> None:

@@ -113,7 +113,7 @@ def simulate(
     seed: Annotated[int, typer.Option(help="Random seed (devices with random service).")] = 1,
     window: Annotated[str, typer.Option(help="Length of the time-series windows.")] = "1s",
     out_file: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Write per-request results to this Parquet file.")
+        Path | None, typer.Option("--out", "-o", help="Write per-request results to this file: .parquet, .csv or .json.")
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -129,11 +129,11 @@ def simulate(
 
     Example: [bold]storqos simulate mix.trace --split-by device --policy sarc+avatar --slo web:160iops@400ms,oltp:190iops@900ms --device array --servers 8 --profile enterprise-10k --queue sptf[/bold]
     """
-    from ..paths import check_output_file
+    from ..paths import check_table_file
     from ..sim import simulate as run
 
     if out_file is not None:
-        check_output_file(out_file, "--out")
+        check_table_file(out_file, "--out")
     df, names = _tenants_from(traces, format, time_unit, sort, split_by)
     res = run_with_progress(
         f"simulating {df.height:,} requests",
@@ -163,10 +163,9 @@ def simulate(
         ),
     )
     if out_file is not None and res.requests is not None:
-        from ..paths import replacing
+        from ..paths import write_table
 
-        with replacing(out_file) as part:
-            res.requests.write_parquet(part)
+        write_table(res.requests, out_file)
     summary = res.summary()
     verdicts = None
     if slo:
@@ -188,7 +187,7 @@ def simulate(
         for row in summary["tenants"]:
             row["name"] = names.get(int(row["tenant"]), "")
     if out_file is not None:
-        summary["requests_parquet"] = str(out_file)
+        summary["requests_file"] = str(out_file)
     if json_out:
         emit_json(summary)
         return

@@ -181,7 +181,7 @@ impl Miser {
 
 impl Scheduler for Miser {
     fn name(&self) -> String {
-        format!("miser({} IOPS, {} ns)", self.rtt.capacity().iops(), self.rtt.deadline())
+        format!("miser({} IOPS, δ {} ms)", self.rtt.capacity().iops(), self.rtt.deadline() as f64 / 1e6)
     }
 
     fn enqueue(&mut self, mut req: Request, now: Nanos) {

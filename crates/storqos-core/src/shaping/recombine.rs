@@ -66,7 +66,12 @@ impl<S: Scheduler> RttStage<S> {
 
 impl<S: Scheduler> Scheduler for RttStage<S> {
     fn name(&self) -> String {
-        format!("rtt({} IOPS, {} ns) > {}", self.rtt.capacity().iops(), self.rtt.deadline(), self.inner.name())
+        format!(
+            "rtt({} IOPS, δ {} ms) > {}",
+            self.rtt.capacity().iops(),
+            self.rtt.deadline() as f64 / 1e6,
+            self.inner.name()
+        )
     }
     #[inline]
     fn enqueue(&mut self, mut req: Request, now: Nanos) {

@@ -11,7 +11,8 @@
 //! a policy chooses among all requests that arrived at that instant. The run is a pure function of its inputs and seed.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -22,6 +23,26 @@ use crate::sim::summary::{GaugeSeries, GroupSummary, Recorder, RequestLog, Windo
 use crate::sim::workload::ClosedClient;
 use crate::spec::{AnyDevice, AnyScheduler};
 use crate::time::{Nanos, NS_PER_SEC};
+
+/// Hashes a request id by one multiplication (Fibonacci hashing): ids are unique
+/// integers, so this spreads them over the table's buckets and control bytes at a
+/// fraction of SipHash's cost.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
 
 /// First id of closed-loop requests (open-loop requests keep their trace ids).
 pub const CLOSED_ID_BASE: u64 = 1 << 62;
@@ -166,9 +187,10 @@ where
         }
     }
     let mut next_closed_id = CLOSED_ID_BASE;
-    // Which closed client issued each in-flight closed request is kept in its class-free
-    // id space: id − CLOSED_ID_BASE indexes this table.
-    let mut closed_owner: Vec<u32> = Vec::new();
+    // Which closed client issued each in-flight closed request, by request id: an entry
+    // lives from issue to completion, so the table holds at most the requests the clients
+    // keep outstanding, however long the run.
+    let mut closed_owner: HashMap<u64, u32, BuildHasherDefault<IdHasher>> = HashMap::default();
 
     let mut rec = Recorder::new(cfg.window, cfg.keep_requests);
     let mut arrived = 0u64;
@@ -236,7 +258,7 @@ where
                 sched.complete(&c, now);
                 rec.completion(c);
                 if c.req.id >= CLOSED_ID_BASE {
-                    let ci = closed_owner[(c.req.id - CLOSED_ID_BASE) as usize] as usize;
+                    let ci = closed_owner.remove(&c.req.id).expect("a closed request completes once") as usize;
                     let client = &closed[ci];
                     let t = now + client.draw_think(&mut rng);
                     if let Some(t) = client.next_active(t) {
@@ -266,7 +288,7 @@ where
                     let Reverse((_, _, ci)) = wakes.pop().expect("peeked");
                     t_wake = wakes.peek().map_or(NEVER, |w| w.0 .0);
                     let r = closed[ci].make_request(next_closed_id, now, &mut rng);
-                    closed_owner.push(ci as u32);
+                    closed_owner.insert(next_closed_id, ci as u32);
                     next_closed_id += 1;
                     rec.arrival(r.tenant);
                     sched.enqueue(r, now);

@@ -253,10 +253,10 @@ mod tests {
             (r#"{"kind":"mclock","cost":{"size":32768},"limit_break":true}"#, "mclock(limit break)"),
             (r#"{"kind":"wf2q","weights":[2,1],"by":"class","cost":"bytes"}"#, "wf2q+"),
             (r#"{"kind":"sfq","weights":[2.5,1],"depth":4,"by":"tenant","cost":"iops"}"#, "sfq(d=4)"),
-            (r#"{"kind":"miser","capacity_iops":500,"deadline_ns":10000000}"#, "miser(500 IOPS, 10000000 ns)"),
+            (r#"{"kind":"miser","capacity_iops":500,"deadline_ns":10000000}"#, "miser(500 IOPS, δ 10 ms)"),
             (
                 r#"{"kind":"rtt","capacity_iops":500,"deadline_ns":10000000,"then":{"kind":"wf2q","weights":[5,1],"by":"class"}}"#,
-                "rtt(500 IOPS, 10000000 ns) > wf2q+",
+                "rtt(500 IOPS, δ 10 ms) > wf2q+",
             ),
         ];
         for (json, name) in cases {
