@@ -313,8 +313,7 @@ def test_outputs_are_replaced_whole_or_not_at_all(tmp_path: Path, monkeypatch: p
     """Results go to a temporary file beside the target and are moved over it only once
     written: a write that fails (or a kill) leaves the previous results as they were."""
     import polars as pl
-    from storqos.paths import write_table
-    from storqos.paths import replacing
+    from storqos.paths import replacing, write_table
 
     out = tmp_path / "table.csv"
     out.write_text("previous results\n")
