@@ -319,7 +319,7 @@ def test_for_duration_and_json(tmp_path: Path, args: list[str], policy: str) -> 
     assert r.returncode == 0, r.stderr
     stats = json.loads(r.stdout)
     assert stats["policy"] == policy
-    assert 0.25 <= stats["elapsed_s"] < 5
+    assert stats["elapsed_s"] >= 0.3 - 0.01  # --for 300ms: not before its time (the 60 s timeout catches "never")
     assert [t["tenant"] for t in stats["tenants"]] == [0, 1]
     assert [t["exports"] for t in stats["tenants"]] == [["a"], ["b"]]
     assert all(t["ops"] == 0 for t in stats["tenants"])

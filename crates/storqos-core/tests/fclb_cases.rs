@@ -28,9 +28,8 @@ fn admission_admits_the_paper_set_and_rejects_an_overload() {
     assert!(a.admitted, "{a:?}");
     assert_eq!(a.target_iops, 60.0);
     for r in &a.rows {
-        // RT″ = 1.2·RT′ (20 % margin), and the demand covers it.
-        assert!((r.rt_target_ns as f64 / r.rt_measured_ns as f64 - 1.2).abs() < 1e-6);
-        assert!(r.rt_ns >= r.rt_target_ns && r.ok);
+        // The demand covers the measured p95 with the 20 % margin (RT″ = 1.2·RT′).
+        assert!(r.rt_ns as f64 >= 1.2 * r.rt_measured_ns as f64 && r.rt_ns >= r.rt_target_ns && r.ok);
     }
     // The stable area ends near 75 IOPS like the seed's disk (Fig. 4).
     let limit = a.stable_limit_iops.unwrap();

@@ -559,27 +559,20 @@ fn fcfs_shares_equally_between_equal_clients() {
 }
 
 #[test]
-fn sigterm_stops_a_gateway_that_asked_for_it_and_duration_stops_by_itself() {
+fn duration_stops_the_gateway_by_itself() {
+    // SIGTERM / SIGINT are tested on a `storqos serve` child process (tests/python/test_serve.py):
+    // a test must not signal its own test runner.
     let img = image("signals", 4096);
-    let cfg = |extra: &str| {
-        Config::from_json(&format!(
-            r#"{{"listen":"127.0.0.1:0","exports":[{{"name":"d","path":"{}","tenant":0}}]{extra}}}"#,
-            img.display()
-        ))
-        .unwrap()
-    };
-    // duration_s: stops on its own.
+    let cfg = Config::from_json(&format!(
+        r#"{{"listen":"127.0.0.1:0","exports":[{{"name":"d","path":"{}","tenant":0}}],"duration_s":0.3}}"#,
+        img.display()
+    ))
+    .unwrap();
     let t0 = Instant::now();
-    let stats = start_with(cfg(r#","duration_s":0.3"#), Options::default()).unwrap().wait();
-    let took = t0.elapsed();
-    assert!(took >= Duration::from_millis(290) && took < Duration::from_secs(5), "{took:?}");
-    assert!((0.29..1.0).contains(&stats.elapsed_s), "{}", stats.elapsed_s);
-    // SIGTERM right after start (the handler is registered before start returns).
-    let gw = start_with(cfg(""), Options { sigterm: true, ..Options::default() }).unwrap();
-    let status = std::process::Command::new("kill").args(["-TERM", &std::process::id().to_string()]).status().unwrap();
-    assert!(status.success());
-    assert!(gw.wait_timeout(Duration::from_secs(5)).is_some(), "SIGTERM stops the gateway");
-    drop(gw);
+    let stats = start_with(cfg, Options::default()).unwrap().wait();
+    // Not before its time; the upper bound only catches a gateway that never stops.
+    assert!(t0.elapsed() >= Duration::from_millis(290), "{:?}", t0.elapsed());
+    assert!(stats.elapsed_s >= 0.29 && stats.elapsed_s < 60.0, "{}", stats.elapsed_s);
     std::fs::remove_file(img).unwrap();
 }
 

@@ -574,6 +574,15 @@ mod tests {
             let mut s = AnyScheduler::Fcfs(Fcfs::new());
             let mut d = AnyDevice::Constant(ConstantRate::new(1000.0).unwrap());
             assert_eq!(fingerprint(&simulate_spec(trace, &[], &mut s, &mut d, &SimConfig::default()).unwrap()), f);
+            // Independently of the event loop: FCFS on one server of 1 ms per request is
+            // the Lindley recursion finish_i = max(arrival_i, finish_{i-1}) + 1 ms.
+            let (mut finish, mut sum, mut max) = (0u64, 0u128, 0u64);
+            for q in crate::sim::generate::Poisson::new(900.0, 200_000, Nanos::MAX, Default::default(), 7).unwrap() {
+                finish = finish.max(q.arrival) + NS_PER_MS;
+                sum += u128::from(finish - q.arrival);
+                max = max.max(finish - q.arrival);
+            }
+            assert_eq!((r.total.sum_response, r.total.max_response, r.end), (sum, max, finish));
             assert_eq!(
                 (r.total.completed, r.total.sum_response, r.total.max_response),
                 (200_000, 1_116_089_260_278, 44_670_034)
