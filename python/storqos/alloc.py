@@ -26,7 +26,7 @@ from typing import Any
 import polars as pl
 
 from . import _core
-from .errors import InputError
+from .errors import CoreError, InputError
 from .units import parse_rate
 
 #: Policies in report order.
@@ -212,8 +212,8 @@ def allocate(
     for pol in policies:
         try:
             r = _core.allocate(caps, frs, pol, weights)
-        except ValueError as e:
-            raise InputError(str(e).removeprefix("invalid configuration: ").removeprefix("invalid input: ")) from None
+        except CoreError as e:
+            raise InputError(e.message) from None  # the kind adds nothing to an allocation's message
         for i, c in enumerate(clients):
             crow["policy"].append(pol)
             crow["client"].append(c.name)
@@ -282,8 +282,8 @@ def simulate_tiered(
             parse_duration(duration, "duration"), parse_duration(sample, "sample"),
             outstanding=outstanding, depth=depth, seed=seed, initial_allocation=initial_allocation, **kw,
         )
-    except ValueError as e:
-        raise InputError(str(e).removeprefix("invalid configuration: ")) from None
+    except CoreError as e:
+        raise InputError(e.message) from None
     rows: dict[str, list[Any]] = {k: [] for k in ("start_s", "client", "throughput_iops", "hdd_utilisation", "ssd_utilisation")}
     for s, start in enumerate(r["start_ns"]):
         for i, tp in enumerate(r["throughput"][s]):

@@ -22,6 +22,36 @@ class InputError(ValueError):
         super().__init__(f"{where}: {message}" if where else message)
 
 
+class CoreError(InputError):
+    """Input the Rust core refused. Raised by ``storqos._core`` itself (one subclass per
+    kind of core error), so Python code catches a type, not a message: ``message`` is
+    the core's own line, ``str()`` puts the kind in front as the core says it."""
+
+    #: What the core calls this kind of error, in front of the message.
+    kind = "invalid input"
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.kind}: {self.message}" if self.where else f"{self.kind}: {self.message}"
+
+
+class ConfigError(CoreError):
+    """A parameter the core refused: out of range or inconsistent (the message names it)."""
+
+    kind = "invalid configuration"
+
+
+class DataError(CoreError):
+    """Input data the core refused: a request stream or trace it cannot run."""
+
+    kind = "invalid input"
+
+
+class GatewayConfigError(CoreError):
+    """A gateway configuration the NBD server refused (the message names the field)."""
+
+    kind = "invalid gateway configuration"
+
+
 class InputWarning(UserWarning):
     """Input that is accepted but probably not what the user meant (a guessed format, an
     implausible rate). The CLI prints it as one ``warning:`` line on stderr."""

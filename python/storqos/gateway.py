@@ -87,7 +87,4 @@ def serve(
     the rows of each window as it closes (within 0.1 s). Bad configuration raises
     :class:`InputError`.
     """
-    try:
-        return _core.serve(json.dumps(config), on_ready, on_window)
-    except ValueError as e:
-        raise InputError(str(e)) from None
+    return _core.serve(json.dumps(config), on_ready, on_window)

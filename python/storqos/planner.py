@@ -99,13 +99,6 @@ def _pct(f: float) -> str:
     return f"{100 * f:.10g}%"
 
 
-def _call(fn: Any, *args: Any, **kw: Any) -> Any:
-    try:
-        return fn(*args, **kw)
-    except ValueError as e:
-        raise InputError(str(e)) from None
-
-
 def capacity_table(
     trace: pl.DataFrame | np.ndarray,
     deadlines: str | Sequence[str | float] = DEFAULT_DEADLINES,
@@ -123,7 +116,7 @@ def capacity_table(
     a = arrivals(trace)
     ds = parse_deadlines(deadlines)
     fs = parse_fractions(fractions)
-    res = _call(_core.capacity_table, a, ds, fs, method=method)
+    res = _core.capacity_table(a, ds, fs, method=method)
     cols: dict[str, Any] = {"deadline_ms": [d / 1e6 for d in ds]}
     for j, f in enumerate(fs):
         cols[f"cmin_iops_{_pct(f)}"] = [row[j] for row in res["cmin_iops"]]
@@ -139,7 +132,7 @@ def table_info(
 ) -> dict[str, Any]:
     """The raw kernel answer (``cmin_iops`` rows, ``passes``, ``probes``...)."""
     a = arrivals(trace)
-    return _call(_core.capacity_table, a, parse_deadlines(deadlines), parse_fractions(fractions), method=method)
+    return _core.capacity_table(a, parse_deadlines(deadlines), parse_fractions(fractions), method=method)
 
 
 def cmin(trace: pl.DataFrame | np.ndarray, fraction: str | float, deadline: str | float) -> float:
@@ -276,7 +269,7 @@ def rtd(trace: pl.DataFrame, spec: str | Sequence[tuple[float, int]]) -> RtdResu
 
     tiers = parse_rtd(spec) if isinstance(spec, str) else list(spec)
     a = arrivals(trace)
-    plan = _call(_core.rtd_plan, a, [t[0] for t in tiers], [int(t[1]) for t in tiers])
+    plan = _core.rtd_plan(a, [t[0] for t in tiers], [int(t[1]) for t in tiers])
     tier_of = plan["tier"]
     n = a.size
     resp = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
@@ -303,7 +296,7 @@ def rtd(trace: pl.DataFrame, spec: str | Sequence[tuple[float, int]]) -> RtdResu
                 "achieved_fraction": float(np.mean(resp <= d + ROUNDING_SLACK_NS)),
             }
         )
-    first = _call(_core.capacity_table, a, [int(tiers[0][1])], [1.0])["cmin_iops"][0][0]
+    first = _core.capacity_table(a, [int(tiers[0][1])], [1.0])["cmin_iops"][0][0]
     return RtdResult(pl.DataFrame(rows), float(sum(plan["capacity_iops"])), first)
 
 
@@ -352,13 +345,13 @@ def consolidate(
     if not groups:
         raise InputError("consolidation needs two or more traces, or --shift", "--consolidate")
     # A shifted copy needs what the original needs (RTT sees only the gaps).
-    indiv_all = [_call(_core.capacity_table, a, [d], fs)["cmin_iops"][0] for a in arrs]
+    indiv_all = [_core.capacity_table(a, [d], fs)["cmin_iops"][0] for a in arrs]
     rows = []
     for label, members in groups:
         indiv = [indiv_all[i] for i, _ in members]
         parts = [arrs[i] if sh == 0 else _rotate(arrs[i], sh) for i, sh in members]
         merged_arr = np.sort(np.concatenate(parts), kind="stable")
-        merged = _call(_core.capacity_table, merged_arr, [d], fs)["cmin_iops"][0]
+        merged = _core.capacity_table(merged_arr, [d], fs)["cmin_iops"][0]
         for j, f in enumerate(fs):
             total = float(sum(c[j] for c in indiv))
             rows.append(
@@ -400,11 +393,11 @@ def power(
         raise InputError(f"disks per pool must be between 1 and {2**32 - 1}, got {disks_per_pool}", "--disks-per-pool")
     a = arrivals(trace)
     span = int(a[-1] - a[0])
-    caps = _call(_core.capacity_table, a, [d], sorted({f, 1.0}))["cmin_iops"][0]
+    caps = _core.capacity_table(a, [d], sorted({f, 1.0}))["cmin_iops"][0]
     bounds = [parse_duration(b, "--breakdown", default_unit="ms") for b in breakdown]
     rows = []
     for label, frac, c in (("base", 1.0, caps[-1]), ("decomposed", f, caps[0])):
-        est = _call(_core.power_estimate, c, int(a.size), span, pool_iops=pool, disks_per_pool=int(disks_per_pool))
+        est = _core.power_estimate(c, int(a.size), span, pool_iops=pool, disks_per_pool=int(disks_per_pool))
         served = est["on_pools"] * pool
         if label == "base":
             res = simulate(trace, "fcfs", "constant", capacity=served, keep_requests=True)

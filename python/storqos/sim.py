@@ -217,21 +217,18 @@ def simulate(
     cols = _columns(trace)
     check_tenant_lists(pspec, _tenant_count(cols[1], generators, closed))
     t0 = time.perf_counter()
-    try:
-        arrival, tenant, size, offset, is_read, target = cols
-        out = _core.simulate(
-            arrival, tenant, size, offset, is_read, target,
-            json.dumps(pspec),
-            json.dumps(dspec),
-            closed_json=json.dumps([c.to_spec() for c in closed or []]),
-            generators_json=json.dumps(generators or []),
-            seed=seed,
-            window_ns=window_ns,
-            keep_requests=keep_requests,
-            until_ns=until_ns,
-        )
-    except ValueError as e:
-        raise InputError(str(e)) from None
+    arrival, tenant, size, offset, is_read, target = cols
+    out = _core.simulate(
+        arrival, tenant, size, offset, is_read, target,
+        json.dumps(pspec),
+        json.dumps(dspec),
+        closed_json=json.dumps([c.to_spec() for c in closed or []]),
+        generators_json=json.dumps(generators or []),
+        seed=seed,
+        window_ns=window_ns,
+        keep_requests=keep_requests,
+        until_ns=until_ns,
+    )
     wall = time.perf_counter() - t0
     return _result(out, pname, dname, wall, {"policy": pspec, "device": dspec, "seed": seed})
 

@@ -43,10 +43,7 @@ def _bounds(count: int | None, duration: str | float | None) -> dict[str, int]:
 
 def to_frame(specs: list[dict[str, Any]]) -> pl.DataFrame:
     """Materialise generator specs (merged by time) into a canonical trace DataFrame."""
-    try:
-        cols = _core.generate(json.dumps(specs))
-    except ValueError as e:
-        raise InputError(str(e)) from None
+    cols = _core.generate(json.dumps(specs))
     df = pl.DataFrame(cols)
     return df.select(
         pl.col("arrival_ns").cast(pl.Int64),

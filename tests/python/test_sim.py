@@ -166,3 +166,17 @@ def test_miser_without_slack_above_cmin_warns() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         storqos.simulate(df, "miser", "constant", capacity=600, cmin=486, deadlines="10ms")
+
+
+def test_core_errors_arrive_typed() -> None:
+    """The core's refusals are InputError subclasses by kind, carrying the core's own line."""
+    from storqos.errors import ConfigError, DataError
+
+    with pytest.raises(ConfigError) as e:
+        storqos.specs.check({"kind": "wf2q", "weights": [0]}, {"kind": "constant", "iops": 10})
+    assert isinstance(e.value, InputError)
+    assert e.value.message == "wf2q: weights[0] must be a finite number > 0, got 0"
+    assert str(e.value) == "invalid configuration: " + e.value.message
+    backwards = pl.DataFrame({"arrival_ns": [10, 5], "size": [4096, 4096]})
+    with pytest.raises(DataError, match="^invalid input: request 1 arrives at 5 ns"):
+        storqos.simulate(backwards, "fcfs", "constant", capacity=100)

@@ -2,14 +2,16 @@
 
 use std::time::Duration;
 
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
 use storqos_gateway::{start_with, Config, Error, Options};
 
+/// A configuration error as `storqos.errors.GatewayConfigError` (an `InputError`); an
+/// I/O error starting the server as `RuntimeError` (not the user's input).
 fn gw_err(e: Error) -> PyErr {
     match e {
-        Error::Config(_) => PyValueError::new_err(e.to_string()),
+        Error::Config(m) => crate::typed_error("GatewayConfigError", m),
         Error::Io(_) => PyRuntimeError::new_err(e.to_string()),
     }
 }

@@ -20,8 +20,28 @@ use storqos_core::spec::{from_json, merge_streams, DeviceSpec, GeneratorSpec, Sc
 use storqos_core::time::Nanos;
 use storqos_core::{Device, Error, Scheduler};
 
+/// A core error as the Python exception of its kind (`storqos.errors.ConfigError` or
+/// `DataError`, subclasses of `InputError`) carrying the core's message.
 fn err(e: Error) -> PyErr {
-    PyValueError::new_err(e.to_string())
+    match e {
+        Error::InvalidConfig(m) => typed_error("ConfigError", m),
+        Error::InvalidInput(m) => typed_error("DataError", m),
+    }
+}
+
+/// An instance of `storqos.errors.<class>` with `message`; a `ValueError` with the message
+/// if that module cannot be imported (the extension used without its package).
+pub(crate) fn typed_error(class: &str, message: String) -> PyErr {
+    Python::attach(|py| {
+        let ty = py.import("storqos.errors").and_then(|m| m.getattr(class));
+        match ty {
+            Ok(ty) => match ty.call1((message.as_str(),)) {
+                Ok(instance) => PyErr::from_value(instance),
+                Err(e) => e,
+            },
+            Err(_) => PyValueError::new_err(message),
+        }
+    })
 }
 
 /// Quantiles reported for every group summary.
@@ -233,19 +253,19 @@ fn simulate<'py>(
     };
     let n = a.len();
     if t.len() != n || s.len() != n || o.len() != n || r.len() != n || tg.is_some_and(|x| x.len() != n) {
-        return Err(PyValueError::new_err("trace columns have different lengths"));
+        return Err(err(Error::InvalidInput("trace columns have different lengths".into())));
     }
     // A max / min first (vectorised), the position only for the message.
     if t.iter().copied().max().unwrap_or(0) >= MAX_TENANTS {
         let i = t.iter().position(|&x| x >= MAX_TENANTS).unwrap_or(0);
-        return Err(PyValueError::new_err(format!(
-            "invalid input: request {i} has tenant {}, tenants must be below {MAX_TENANTS}",
+        return Err(err(Error::InvalidInput(format!(
+            "request {i} has tenant {}, tenants must be below {MAX_TENANTS}",
             t[i]
-        )));
+        ))));
     }
     if s.iter().copied().min() == Some(0) {
         let i = s.iter().position(|&b| b == 0).unwrap_or(0);
-        return Err(PyValueError::new_err(format!("invalid input: request {i} has size 0 bytes")));
+        return Err(err(Error::InvalidInput(format!("request {i} has size 0 bytes"))));
     }
     let cfg = SimConfig { seed, window: window_ns, keep_requests, until: until_ns };
     let res = py.detach(move || {
@@ -422,7 +442,7 @@ fn baa_scenario<'py>(
     let alarm = match (alarm_threshold, alarm_check_ns) {
         (Some(threshold), Some(check)) => Some(Alarm { threshold, check }),
         (None, None) => None,
-        _ => return Err(PyValueError::new_err("alarm needs both a threshold and a check interval")),
+        _ => return Err(err(Error::InvalidConfig("alarm needs both a threshold and a check interval".into()))),
     };
     let sc = scenario::TieredScenario {
         hdd_iops,
@@ -472,7 +492,7 @@ fn capacity_table<'py>(
     let f = match method {
         "fast" => fast,
         "bisect" => bisect,
-        other => return Err(PyValueError::new_err(format!("unknown method {other:?} (fast or bisect)"))),
+        other => return Err(err(Error::InvalidConfig(format!("unknown method {other:?} (fast or bisect)")))),
     };
     let t = py.detach(|| f(a, &deadlines_ns, &fractions)).map_err(err)?;
     let d = PyDict::new(py);
@@ -515,7 +535,7 @@ fn rtd_plan<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     use storqos_core::shaping::rtd::{plan_rtd, Tier};
     if fractions.len() != deadlines_ns.len() {
-        return Err(PyValueError::new_err("rtd: as many fractions as deadlines are needed"));
+        return Err(err(Error::InvalidConfig("rtd: as many fractions as deadlines are needed".into())));
     }
     let tiers: Vec<Tier> =
         fractions.iter().zip(&deadlines_ns).map(|(&fraction, &deadline)| Tier { fraction, deadline }).collect();
@@ -571,7 +591,7 @@ fn fclb_profile_config(
     let device: DeviceSpec = from_json("device", device_json).map_err(err)?;
     let backend: SchedulerSpec = from_json("policy", backend_json).map_err(err)?;
     if duration_ns == 0 {
-        return Err(PyValueError::new_err("invalid configuration: profile duration must be > 0"));
+        return Err(err(Error::InvalidConfig("profile duration must be > 0".into())));
     }
     let span = span_bytes.unwrap_or(storqos_core::devices::disk::SEED_DISK_CAPACITY_BYTES);
     let mut cfg = storqos_core::fclb::ProfileConfig::new(device, backend, span);

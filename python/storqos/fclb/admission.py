@@ -118,13 +118,10 @@ def admit(
     dur = parse_duration(duration, "--duration")
     if dur <= 0:
         raise InputError("duration must be > 0", "--duration")
-    try:
-        out = _core.fclb_admit(
-            json.dumps(rows), json.dumps(_device(device, profile, capacity)), json.dumps(back),
-            curve_rates=[float(x) for x in rates], duration_ns=dur, seed=check_seed(seed),
-        )
-    except ValueError as e:
-        raise InputError(str(e)) from None
+    out = _core.fclb_admit(
+        json.dumps(rows), json.dumps(_device(device, profile, capacity)), json.dumps(back),
+        curve_rates=[float(x) for x in rates], duration_ns=dur, seed=check_seed(seed),
+    )
     return admission_report(out)
 
 
@@ -144,12 +141,9 @@ def tune(
     ws = [Workload.parse(w) if isinstance(w, str) else w for w in mix]
     rows = [{"iops": w.iops_value(), "bytes": w.size_bytes()} for w in ws]
     back = yfq_spec(list(weights) if weights is not None else [r["iops"] for r in rows])
-    try:
-        out = _core.fclb_tune(
-            json.dumps(rows), json.dumps(_device(device, profile, None)), json.dumps(back),
-            float(operating_iops), float(pole), duration_ns=parse_duration(duration, "--duration"), seed=check_seed(seed),
-        )
-    except ValueError as e:
-        raise InputError(str(e)) from None
+    out = _core.fclb_tune(
+        json.dumps(rows), json.dumps(_device(device, profile, None)), json.dumps(back),
+        float(operating_iops), float(pole), duration_ns=parse_duration(duration, "--duration"), seed=check_seed(seed),
+    )
     out["probes"] = curve_frame(out["probes"])
     return out

@@ -10,7 +10,6 @@ from typing import Any
 import polars as pl
 
 from .. import _core
-from ..errors import InputError
 from ..units import check_seed
 from .admission import AdmissionReport, admission_report, curve_frame
 
@@ -42,10 +41,7 @@ def run_experiment(
 ) -> Experiment:
     """Derive the setup the paper's way (admission → references, profiled G → K) and run
     ``cases`` under ``policies`` on the seed's disk with closed-loop W1 and W2."""
-    try:
-        out = _core.fclb_experiment(list(cases), list(policies), pole=pole, seed=check_seed(seed))
-    except ValueError as e:
-        raise InputError(str(e)) from None
+    out = _core.fclb_experiment(list(cases), list(policies), pole=pole, seed=check_seed(seed))
     rows: list[dict[str, Any]] = []
     series: list[pl.DataFrame] = []
     for run in out["runs"]:

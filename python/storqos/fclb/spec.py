@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import _core
-from ..errors import InputError
+from ..errors import ConfigError, InputError
 from ..units import parse_duration, parse_rate, parse_size
 
 #: Controller modes of the ``fclb`` policy.
@@ -150,10 +150,7 @@ def fclb_spec(
             raise InputError(f"unknown mode {mode!r} (known: {', '.join(MODES)})", "--mode")
         spec["mode"] = mode
     spec["then"] = backend or yfq_spec()
-    try:
-        _core.check_policy(json.dumps(spec))
-    except ValueError as e:
-        raise InputError(str(e)) from None
+    _core.check_policy(json.dumps(spec))
     return spec
 
 
@@ -162,5 +159,5 @@ def check_gain(gain: float, plant_gain: float) -> float:
     bound 0 < K < 2/G."""
     try:
         return _core.fclb_check_gain(float(gain), float(plant_gain))
-    except ValueError as e:
-        raise InputError(str(e), "--gain") from None
+    except ConfigError as e:
+        raise ConfigError(e.message, "--gain") from None
