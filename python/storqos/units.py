@@ -207,6 +207,15 @@ def fmt_duration(ns: float) -> str:
     return f"{ns:.0f} ns"
 
 
+def fmt_ms(ns: float | None) -> str:
+    """A time in ns as a number of ms for a column headed "ms": 3 significant digits
+    below 100, whole ms with thousands separators above (``9.81``, ``1,070``), ``–`` for none."""
+    if ns is None:
+        return "–"
+    v = float(ns) / 1e6
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
 def fmt_rate(iops: float) -> str:
     """Human-readable IOPS (``1.5k IOPS``)."""
     for unit, scale in (("M", 1e6), ("k", 1e3)):

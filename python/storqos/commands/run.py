@@ -13,6 +13,7 @@ from rich.table import Table
 
 from ..console import emit_json, err, out
 from ..errors import InputError
+from ..units import fmt_ms
 
 
 def run_cmd(
@@ -69,10 +70,14 @@ def run_cmd(
         emit_json(summary)
         return
     t = Table(title=f"{exp.name}: {len(exp.runs)} runs on {backend} in {result.wall_s:.1f} s")
+    keys = sorted({k for run in summary["runs"] for k in run["point"]})
+    if keys:
+        t.caption = "grid: " + ", ".join(keys)
     for col in ("policy", "grid point", "tenant", "IOPS", "p95 ms", "p99 ms", "≤ SLO"):
         t.add_column(col, justify="left" if col in ("policy", "grid point", "tenant") else "right")
     for run in summary["runs"]:
-        point = ", ".join(f"{k}={v}" for k, v in run["point"].items())
+        # One line per grid key, by its last part (the caption names the whole key).
+        point = "\n".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in run["point"].items())
         for i, row in enumerate(run["tenants"]):
             within = row.get("within_slo")
             t.add_row(
@@ -80,8 +85,8 @@ def run_cmd(
                 point if i == 0 else "",
                 row["name"],
                 f"{row.get('iops') or 0:.4g}",
-                "–" if row.get("p95_ns") is None else f"{row['p95_ns'] / 1e6:.3g}",
-                "–" if row.get("p99_ns") is None else f"{row['p99_ns'] / 1e6:.3g}",
+                fmt_ms(row.get("p95_ns")),
+                fmt_ms(row.get("p99_ns")),
                 "–" if within is None else f"{100 * within:.1f} %",
                 end_section=i == len(run["tenants"]) - 1,
             )

@@ -12,37 +12,31 @@ from rich.table import Table
 from .. import policy_options as po
 from ..console import emit_json, out
 from ..progress import run_with_progress
-from ..units import fmt_rate
+from ..units import fmt_ms, fmt_rate
 from .options import CapacityOpt, DeviceOpt, FormatOpt, JsonOpt, SortOpt, TimeUnitOpt, load_trace
-
-
-def _fmt_in(ns: float, scale: float) -> str:
-    """A time in the table's unit, 3 significant digits below 100 (the header has the unit)."""
-    v = ns / scale
-    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
 
 
 def _summary_table(title: str, res_rows: list[dict[str, Any]], key: str, names: dict[int, str] | None = None) -> Table:
     """Per-group response times, units in the headers."""
     cols = ("mean_ns", "p50_ns", "p95_ns", "p99_ns", "max_ns")
-    unit, scale = "ms", 1e6
+    unit = "ms"
     t = Table(title=title)
-    t.add_column(key)
     if names and all(names.get(int(r.get(key, -1)), "") == str(r.get(key)) for r in res_rows):
         names = None  # the names are just the ids
-    if names:
-        t.add_column("name")
+    # With names, one column "id name": long names fold onto a second line rather than
+    # end in "…" on every row, and the table keeps to 80 columns.
+    t.add_column(key, overflow="fold", min_width=10 if names else None)
     for col in ("requests", "IOPS", f"mean {unit}", f"p50 {unit}", f"p95 {unit}", f"p99 {unit}", f"max {unit}"):
         t.add_column(col, justify="right")
     for r in res_rows:
-        label = [str(r.get(key, "all"))]
+        label = str(r.get(key, "all"))
         if names:
-            label.append(names.get(int(r.get(key, -1)), ""))
+            label = f"{label} {names.get(int(r.get(key, -1)), '')}"
         t.add_row(
-            *label,
+            label,
             f"{r['completed']:,}",
-            f"{r.get('iops', 0.0):.4g}",
-            *(_fmt_in(r[c], scale) for c in cols),
+            f"{r.get('iops', 0.0):,.4g}" if r.get("iops", 0.0) >= 1 else f"{r.get('iops', 0.0):.2g}",
+            *(fmt_ms(r[c]) for c in cols),
         )
     return t
 
