@@ -59,11 +59,11 @@ def allocate_cmd(
         t.add_column("client")
         if two_tier:
             t.add_column("hit ratio", justify="right")
-        t.add_column("bottleneck")
-        t.add_column("fair share (IOPS)", justify="right")
-        t.add_column("allocation (IOPS)", justify="right")
+        t.add_column("bound\non")  # the device that bottlenecks the client
+        t.add_column("fair share\n(IOPS)", justify="right")
+        t.add_column("allocated\n(IOPS)", justify="right")
         for n in names:
-            t.add_column(f"{n} (IOPS)", justify="right")
+            t.add_column(f"{n}\n(IOPS)", justify="right")
         for r in cl.to_dicts():
             cells = [r["client"]]
             if two_tier:
