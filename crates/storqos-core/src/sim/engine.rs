@@ -94,19 +94,32 @@ pub struct SimResult {
 /// "No event": the sentinel time of an absent event.
 const NEVER: Nanos = Nanos::MAX;
 
-/// The earliest of the three event kinds: (time, kind) with kind 1 = completion,
-/// 2 = timer, 3 = arrival. Ties go to the lower kind. Absent events are [`NEVER`]; when
-/// all are, the time is [`NEVER`] (and the kind meaningless).
+/// What happens next in the event loop. At one instant completions come first, then
+/// timers, then arrivals (the declaration order): a request that finishes at `t` frees
+/// its slot before a timer fires or a request arriving at `t` is queued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Event {
+    /// The device finishes a request.
+    Completion,
+    /// The scheduler's timer fires.
+    Timer,
+    /// A request arrives: from the open-loop stream or a closed client waking up.
+    Arrival,
+}
+
+/// The earliest of the three next-event times and its [`Event`]; ties go to the earlier
+/// variant. Absent events are [`NEVER`]; when all are, the time is [`NEVER`] (and the
+/// event meaningless).
 #[inline(always)]
-fn earliest(t_done: Nanos, t_timer: Nanos, t_arr: Nanos) -> (Nanos, u8) {
-    let (mut t_next, mut kind) = (t_done, 1u8);
+fn earliest(t_done: Nanos, t_timer: Nanos, t_arr: Nanos) -> (Nanos, Event) {
+    let (mut t_next, mut event) = (t_done, Event::Completion);
     if t_timer < t_next {
-        (t_next, kind) = (t_timer, 2);
+        (t_next, event) = (t_timer, Event::Timer);
     }
     if t_arr < t_next {
-        (t_next, kind) = (t_arr, 3);
+        (t_next, event) = (t_arr, Event::Arrival);
     }
-    (t_next, kind)
+    (t_next, event)
 }
 
 /// The open-loop stream with its next request taken out ahead (`next`, valid while
@@ -240,17 +253,17 @@ where
             break;
         }
         // Nothing left but timers: the run is over once no work remains anywhere.
-        if kind == 2 && t_done == NEVER && t_arr == NEVER && sched.queued() == 0 {
+        if kind == Event::Timer && t_done == NEVER && t_arr == NEVER && sched.queued() == 0 {
             break;
         }
-        debug_assert!(t_next >= now || kind == 3, "time went backwards");
+        debug_assert!(t_next >= now || kind == Event::Arrival, "time went backwards");
         now = now.max(t_next);
         events += 1;
         if rec.crossed(now) {
             rec.advance(now, &mut |sink| sched.gauges(sink));
         }
         match kind {
-            1 => {
+            Event::Completion => {
                 let c: Completion = dev.pop_completion(&mut rng).expect("device announced a completion");
                 debug_assert!(c.finish == now);
                 t_done = dev.next_completion().unwrap_or(NEVER);
@@ -268,8 +281,8 @@ where
                     }
                 }
             }
-            2 => sched.on_timer(now),
-            _ => {
+            Event::Timer => sched.on_timer(now),
+            Event::Arrival => {
                 arrived += 1;
                 if open.t != NEVER && open.t <= t_wake {
                     let arrival = open.next.arrival;
