@@ -1,13 +1,14 @@
 """Benchmark: FCFS on a constant-rate server, side by side in one run.
 
-- storqos: the general event loop (``storqos.simulate``: Box<dyn Scheduler> + Box<dyn
-  Device>, summaries and per-window series on) over N synthetic Poisson requests;
-- the specialised Rust Lindley kernel (``storqos._core.lindley_fcfs``: completion times
-  only) on the same arrivals, and the same kernel keeping the event loop's summaries
-  (``lindley_fcfs_summary``: HDR histogram + per-window series), the like-for-like one;
-- the leanest hand-written two-event simulation of the same model with the same summaries
-  (``minimal_des_fcfs_summary``: no traits, timers or clients): what any event loop that
-  handles an arrival and a completion per request costs at the least;
+- storqos: the general event loop (``storqos.simulate``: the built-in policy and device
+  enums, summaries and per-window series on) over N synthetic Poisson requests;
+- the reference kernels of ``benches/kernels`` (a benchmark-only crate, not in the
+  product library), timed in-process by its ``kernels`` binary on the same arrivals: the
+  specialised Rust Lindley kernel (completion times only), the same kernel keeping the
+  event loop's summaries (HDR histogram + per-window series), the like-for-like one, and
+  the leanest hand-written two-event simulation of the same model with the same
+  summaries (no traits, timers or clients): what any event loop that handles an arrival
+  and a completion per request costs at the least;
 - a NumPy Lindley recursion (vectorised: f_i = (i+1)·s + max_{j≤i}(a_j − j·s));
 - an equivalent SimPy model (on a smaller sample: SimPy runs in Python);
 - peak RSS of summaries-only mode over a 100 M-request streamed generator, and over
@@ -94,6 +95,22 @@ def rss_child(n: int, closed: bool) -> None:
     print(json.dumps({"requests": res.arrived, "wall_s": wall, "peak_rss_mib": rss_mib}))
 
 
+def reference_kernels(arrivals: np.ndarray, service_ns: int) -> dict[str, float]:
+    """Median seconds and mean responses of the benchmark-only Rust kernels
+    (``benches/kernels``) on ``arrivals``, timed in their own process."""
+    import tempfile
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "storqos-bench-kernels"], cwd=repo, check=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        f = Path(tmp) / "arrivals.u64"
+        np.ascontiguousarray(arrivals, dtype="<u8").tofile(f)
+        exe = repo / "target" / "release" / "kernels"
+        out = subprocess.check_output([str(exe), str(f), str(service_ns), "1000000000", str(REPEATS)])
+    return json.loads(out)
+
+
 def _rss(n: int, closed: bool) -> dict[str, float]:
     """Peak RSS of one summaries-only run of ``n`` requests, in a fresh process."""
     cmd = [sys.executable, __file__, "--rss-child", str(n)] + (["--rss-closed"] if closed else [])
@@ -138,24 +155,21 @@ def main() -> None:
     t_cols = median_time(lambda: storqos.sim._columns(trace))
     t_core = median_time(lambda: _core.simulate(*cols, *specs, closed_json="[]", generators_json="[]", seed=1,
                                                 window_ns=1_000_000_000, keep_requests=False, until_ns=None))
-    t_rk = median_time(lambda: _core.lindley_fcfs(arrivals, service))
-    t_rs = median_time(lambda: _core.lindley_fcfs_summary(arrivals, service, 1_000_000_000))
-    t_md = median_time(lambda: _core.minimal_des_fcfs_summary(arrivals, service, 1_000_000_000))
+    kernels = reference_kernels(arrivals, service)
+    t_rk, t_rs, t_md = kernels["lindley_s"], kernels["lindley_summary_s"], kernels["minimal_des_s"]
     t_np = median_time(lambda: numpy_lindley(arrivals, service))
     m = args.simpy_requests
     t_sp = median_time(lambda: simpy_fcfs(arrivals[:m], service), repeats=1)
 
     # All four must agree on the answer.
     mean_sq = float(res_holder["r"].total["mean_ns"][0])
-    fin = _core.lindley_fcfs(arrivals, service)
-    mean_rk = float((fin - arrivals).mean())
-    mean_rs = _core.lindley_fcfs_summary(arrivals, service, 1_000_000_000)[0]
-    assert abs(mean_rs - mean_rk) < 1e-6 * mean_rk
-    mean_md = _core.minimal_des_fcfs_summary(arrivals, service, 1_000_000_000)[0]
-    assert abs(mean_md - mean_rk) < 1e-6 * mean_rk
-    mean_np = float((numpy_lindley(arrivals, service) - arrivals.astype(np.int64)).mean())
+    mean_rk = kernels["mean_lindley_ns"]
+    assert abs(kernels["mean_lindley_summary_ns"] - mean_rk) < 1e-6 * mean_rk
+    assert abs(kernels["mean_minimal_des_ns"] - mean_rk) < 1e-6 * mean_rk
+    fin = numpy_lindley(arrivals, service)
+    mean_np = float((fin - arrivals.astype(np.int64)).mean())
     mean_sp_sub = simpy_fcfs(arrivals[:10_000], service)
-    mean_rk_sub = float((fin[:10_000] - arrivals[:10_000]).mean())
+    mean_rk_sub = float((fin[:10_000] - arrivals[:10_000].astype(np.int64)).mean())
     assert abs(mean_sq - mean_rk) < 1e-6 * mean_rk, (mean_sq, mean_rk)
     assert abs(mean_np - mean_rk) < 1e-6 * mean_rk
     assert abs(mean_sp_sub - mean_rk_sub) < 1e-6 * mean_rk_sub

@@ -35,12 +35,16 @@ def test_lindley_by_hand() -> None:
     assert res.unfinished == 0
 
 
-def test_same_result_as_rust_lindley_kernel() -> None:
+def test_same_result_as_the_lindley_recursion() -> None:
+    """FCFS at one 1 ms server is finish_i = max(arrival_i, finish_{i-1}) + 1 ms, computed
+    here in NumPy (a running maximum of arrival_i - i·s, plus (i+1)·s)."""
     tr = storqos.synth.poisson(900, count=200_000, seed=3)
     res = storqos.simulate(tr, "fcfs", "constant", capacity=1000)
-    a = tr["arrival_ns"].to_numpy().astype(np.uint64)
-    fin = storqos._core.lindley_fcfs(a, 1_000_000)
+    a = tr["arrival_ns"].to_numpy().astype(np.int64)
+    k = np.arange(a.size, dtype=np.int64) * 1_000_000
+    fin = np.maximum.accumulate(a - k) + k + 1_000_000
     assert res.total["mean_ns"][0] == pytest.approx(float((fin - a).mean()), rel=1e-12)
+    assert res.total["max_ns"][0] == int((fin - a).max())
 
 
 def test_summaries_without_per_request_log() -> None:

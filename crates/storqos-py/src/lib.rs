@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use storqos_core::request::{Op, Request, MAX_TENANTS, TARGET_ANY};
-use storqos_core::sim::summary::{GroupSummary, WindowSeries};
+use storqos_core::sim::summary::GroupSummary;
 use storqos_core::sim::{simulate_spec, ClosedClient, SimConfig, SimResult};
 use storqos_core::spec::generator::Generator;
 use storqos_core::spec::{from_json, merge_streams, DeviceSpec, GeneratorSpec, SchedulerSpec};
@@ -312,56 +312,6 @@ fn generate<'py>(py: Python<'py>, generators_json: &str) -> PyResult<Bound<'py, 
     d.set_item("size", reqs.iter().map(|r| r.bytes).collect::<Vec<_>>().into_pyarray(py))?;
     d.set_item("tenant", reqs.iter().map(|r| r.tenant).collect::<Vec<_>>().into_pyarray(py))?;
     Ok(d)
-}
-
-/// Specialised FCFS + constant-rate kernel (the Lindley recursion): completion times.
-#[pyfunction]
-fn lindley_fcfs<'py>(
-    py: Python<'py>,
-    arrival_ns: PyReadonlyArray1<'py, u64>,
-    service_ns: u64,
-) -> PyResult<Bound<'py, numpy::PyArray1<u64>>> {
-    let a = arrival_ns.as_slice()?;
-    let out = py.detach(|| storqos_core::sim::lindley::fcfs_constant(a, service_ns));
-    Ok(out.into_pyarray(py))
-}
-
-/// Specialised FCFS + constant-rate kernel keeping the event loop's summaries (one
-/// tenant): returns (mean response ns, p99 ns, number of windows).
-#[pyfunction]
-fn lindley_fcfs_summary<'py>(
-    py: Python<'py>,
-    arrival_ns: PyReadonlyArray1<'py, u64>,
-    service_ns: u64,
-    window_ns: u64,
-) -> PyResult<(f64, u64, usize)> {
-    fcfs_summary(py, arrival_ns, |a| storqos_core::sim::lindley::fcfs_constant_summary(a, service_ns, window_ns))
-}
-
-/// The leanest hand-written two-event simulation of FCFS + constant-rate, keeping the
-/// same summaries (one tenant): returns (mean response ns, p99 ns, number of windows).
-#[pyfunction]
-fn minimal_des_fcfs_summary<'py>(
-    py: Python<'py>,
-    arrival_ns: PyReadonlyArray1<'py, u64>,
-    service_ns: u64,
-    window_ns: u64,
-) -> PyResult<(f64, u64, usize)> {
-    fcfs_summary(py, arrival_ns, |a| {
-        storqos_core::sim::minimal_des::fcfs_constant_des_summary(a, service_ns, window_ns)
-    })
-}
-
-/// Run a one-tenant FCFS reference `run` over `arrival_ns` without the GIL and return
-/// (mean response ns, p99 ns, number of windows) of its summaries.
-fn fcfs_summary<'py>(
-    py: Python<'py>,
-    arrival_ns: PyReadonlyArray1<'py, u64>,
-    run: impl Fn(&[u64]) -> (GroupSummary, WindowSeries) + Send + Sync,
-) -> PyResult<(f64, u64, usize)> {
-    let a = arrival_ns.as_slice()?;
-    let (g, w) = py.detach(|| run(a));
-    Ok((g.mean_response(), g.quantile(0.99), w.start.len()))
 }
 
 /// Validate a policy spec (JSON) and return its display name.
@@ -798,9 +748,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_SERVERS", storqos_core::devices::array::MAX_SERVERS)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(generate, m)?)?;
-    m.add_function(wrap_pyfunction!(lindley_fcfs, m)?)?;
-    m.add_function(wrap_pyfunction!(lindley_fcfs_summary, m)?)?;
-    m.add_function(wrap_pyfunction!(minimal_des_fcfs_summary, m)?)?;
     m.add_function(wrap_pyfunction!(check_policy, m)?)?;
     m.add_function(wrap_pyfunction!(check_device, m)?)?;
     m.add_function(wrap_pyfunction!(fclb_admit, m)?)?;

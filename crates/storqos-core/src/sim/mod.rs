@@ -4,14 +4,10 @@
 //! - [`generate`]: synthetic arrival processes (Poisson, on/off MMPP, diurnal).
 //! - [`quantile`]: exact nearest-rank quantiles of a batch (window and monitor percentiles).
 //! - [`summary`]: streaming per-tenant / per-class latency summaries and per-window series.
-//! - [`lindley`], [`minimal_des`]: FCFS + one constant-rate server by the recursion and by
-//!   the leanest hand-written event loop, the simulator benchmark's reference points.
 //! - [`engine`]: the event loop, [`simulate`] (and [`simulate_spec`] over the spec enums).
 
 pub mod engine;
 pub mod generate;
-pub mod lindley;
-pub mod minimal_des;
 pub mod quantile;
 pub mod summary;
 pub mod workload;

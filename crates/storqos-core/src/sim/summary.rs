@@ -147,7 +147,7 @@ fn hdr_lowest_value(i: usize) -> u64 {
 /// [`FastSummary::finish`]. The result is identical, bucket for bucket and in its
 /// min / max / total, to recording every response into the histogram one by one.
 #[derive(Clone, Debug)]
-pub(crate) struct FastSummary {
+pub struct FastSummary {
     completed: u64,
     bytes: u64,
     sum_response: u128,
@@ -541,18 +541,23 @@ struct TenantWindow {
 }
 
 /// Accumulates the current window per tenant and flushes it into a [`WindowSeries`].
-/// Per-window accumulator (crate-internal; the event loop and the Lindley kernel use it).
+/// Public for the benchmark kernels (`benches/kernels`), which keep the same summaries.
 #[derive(Debug, Default)]
-pub(crate) struct WindowAccumulator {
+pub struct WindowAccumulator {
+    /// Window length (ns).
     pub window: Nanos,
+    /// Index of the current window (it starts at `current · window`).
     pub current: u64,
     end: Nanos,
     tenants: Vec<TenantWindow>,
+    /// The rows of the windows closed so far.
     pub series: WindowSeries,
+    /// The gauges sampled at each closed window's end.
     pub gauges: GaugeSeries,
 }
 
 impl WindowAccumulator {
+    /// An accumulator of `window`-long windows, the first starting at 0.
     pub fn new(window: Nanos) -> Self {
         WindowAccumulator { window, end: window, ..Default::default() }
     }
@@ -625,11 +630,13 @@ impl WindowAccumulator {
         self.end = self.current.saturating_add(1).saturating_mul(self.window);
     }
 
+    /// Count an arrival of `tenant` in the current window.
     #[inline]
     pub fn arrival(&mut self, tenant: u32) {
         self.tenant(tenant as usize).arrivals += 1;
     }
 
+    /// Count a completion (its bytes and response time) in the current window.
     #[inline]
     pub fn completion(&mut self, c: &Completion) {
         let r = c.response();

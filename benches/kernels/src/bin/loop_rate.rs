@@ -5,17 +5,17 @@
 //! other way round (`dev`), through the enums' `match` on every call (`enums`), vs the
 //! Lindley kernel (`lindley`) and the leanest hand-written two-event loop (`des`).
 //!
-//! `cargo run --release --example loop_rate -- [REQUESTS] [PATH]`, PATH one of `generic`,
+//! `cargo run --release -p storqos-bench-kernels --bin loop_rate -- [REQUESTS] [PATH]`, PATH one of `generic`,
 //! `spec`, `sched`, `dev`, `enums`, `lindley`, `des` (run only that path, e.g. under callgrind)
 //! or `all` (default).
 use std::time::Instant;
 
+use storqos_bench_kernels::lindley::{fcfs_constant, fcfs_constant_summary};
+use storqos_bench_kernels::minimal_des::fcfs_constant_des_summary;
 use storqos_core::devices::ConstantRate;
 use storqos_core::request::Request;
 use storqos_core::schedulers::Fcfs;
 use storqos_core::sim::generate::{Poisson, Shape};
-use storqos_core::sim::lindley::{fcfs_constant, fcfs_constant_summary};
-use storqos_core::sim::minimal_des::fcfs_constant_des_summary;
 use storqos_core::sim::{simulate, simulate_spec, SimConfig};
 
 fn main() {

@@ -3,9 +3,9 @@
 //!
 //! Each request is two events (its arrival, its completion), chosen one at a time by
 //! comparing the next arrival with the server's completion, exactly as the general loop
-//! of [`crate::sim::engine`] does, but with nothing else: no traits, no timers, no
+//! of `storqos_core::sim::engine` does, but with nothing else: no traits, no timers, no
 //! closed-loop clients, one tenant, the summaries recorded on the spot. It keeps the same
-//! summaries as [`crate::sim::lindley::fcfs_constant_summary`] (which computes the same
+//! summaries as [`crate::lindley::fcfs_constant_summary`] (which computes the same
 //! completions by the recursion, with no events) and gives the same results.
 //!
 //! The simulator benchmark runs the three side by side: kernel ÷ this is what being
@@ -14,13 +14,13 @@
 
 use std::collections::VecDeque;
 
-use crate::request::{Completion, Request};
-use crate::sim::summary::{FastSummary, GroupSummary, WindowAccumulator, WindowSeries};
-use crate::time::Nanos;
+use storqos_core::request::{Completion, Request};
+use storqos_core::sim::summary::{FastSummary, GroupSummary, WindowAccumulator, WindowSeries};
+use storqos_core::time::Nanos;
 
 /// FCFS at one server with a fixed `service` time per request, simulated event by
 /// event; `arrivals` must be non-decreasing. Same outputs as
-/// [`fcfs_constant_summary`](crate::sim::lindley::fcfs_constant_summary).
+/// [`fcfs_constant_summary`](crate::lindley::fcfs_constant_summary).
 pub fn fcfs_constant_des_summary(arrivals: &[Nanos], service: Nanos, window: Nanos) -> (GroupSummary, WindowSeries) {
     const NONE: Nanos = Nanos::MAX;
     let mut g = FastSummary::default();
@@ -65,11 +65,11 @@ pub fn fcfs_constant_des_summary(arrivals: &[Nanos], service: Nanos, window: Nan
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::lindley::fcfs_constant_summary;
+    use crate::lindley::fcfs_constant_summary;
 
     #[test]
     fn equals_the_recursion() {
-        let mut rng = crate::rng::SimRng::new(3);
+        let mut rng = storqos_core::rng::SimRng::new(3);
         let mut t = 0;
         let arrivals: Vec<Nanos> = (0..20_000)
             .map(|_| {

@@ -1,13 +1,13 @@
 //! The Lindley recursion: FCFS in front of a constant-rate server, specialised.
 //!
 //! finish_i = max(arrival_i, finish_{i−1}) + service. This is what the general event loop
-//! computes for `Fcfs` + `ConstantRate`; the kernel exists as the reference point of the
+//! computes for `Fcfs` + `ConstantRate`; the kernel is the reference point of the
 //! simulator benchmark (how close the general loop gets to a loop with nothing else in
-//! it) and as the building block of fast capacity planning.
+//! it), kept out of the product library.
 
-use crate::request::{Completion, Request};
-use crate::sim::summary::{FastSummary, GroupSummary, WindowAccumulator, WindowSeries};
-use crate::time::Nanos;
+use storqos_core::request::{Completion, Request};
+use storqos_core::sim::summary::{FastSummary, GroupSummary, WindowAccumulator, WindowSeries};
+use storqos_core::time::Nanos;
 
 /// Completion times of FCFS at one server with a fixed `service` time per request.
 /// `arrivals` must be non-decreasing.
