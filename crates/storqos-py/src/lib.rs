@@ -44,28 +44,46 @@ pub(crate) fn typed_error(class: &str, message: String) -> PyErr {
     })
 }
 
+/// A Python dict from `key => value` pairs, each value converted by PyO3
+/// (`dict!(py, { "completed" => n, "p99_ns" => v.into_pyarray(py) })`): the result tables
+/// read as tables instead of one `set_item` call per column.
+macro_rules! dict {
+    ($py:expr, { $($k:expr => $v:expr),* $(,)? }) => {{
+        let d = PyDict::new($py);
+        $( d.set_item($k, $v)?; )*
+        d
+    }};
+}
+
 /// Quantiles reported for every group summary.
 const QUANTILES: [(&str, f64); 5] =
     [("p50_ns", 0.50), ("p90_ns", 0.90), ("p95_ns", 0.95), ("p99_ns", 0.99), ("p999_ns", 0.999)];
 
 fn groups_to_dict<'py>(py: Python<'py>, key: &str, groups: &[GroupSummary]) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
     let ids: Vec<u32> = (0..groups.len() as u32).filter(|&i| groups[i as usize].completed > 0).collect();
     let sel: Vec<&GroupSummary> = ids.iter().map(|&i| &groups[i as usize]).collect();
-    d.set_item(key, ids.into_pyarray(py))?;
-    d.set_item("completed", sel.iter().map(|g| g.completed).collect::<Vec<_>>().into_pyarray(py))?;
-    d.set_item("bytes", sel.iter().map(|g| g.bytes).collect::<Vec<_>>().into_pyarray(py))?;
-    d.set_item("mean_ns", sel.iter().map(|g| g.mean_response()).collect::<Vec<_>>().into_pyarray(py))?;
-    d.set_item("mean_wait_ns", sel.iter().map(|g| g.mean_wait()).collect::<Vec<_>>().into_pyarray(py))?;
+    // One numpy column of `f` over the groups that completed requests.
+    let col = |f: &dyn Fn(&GroupSummary) -> f64| sel.iter().map(|g| f(g)).collect::<Vec<f64>>().into_pyarray(py);
+    let col_u64 = |f: &dyn Fn(&GroupSummary) -> u64| sel.iter().map(|g| f(g)).collect::<Vec<u64>>().into_pyarray(py);
+    let d = dict!(py, {
+        key => ids.into_pyarray(py),
+        "completed" => col_u64(&|g| g.completed),
+        "bytes" => col_u64(&|g| g.bytes),
+        "mean_ns" => col(&|g| g.mean_response()),
+        "mean_wait_ns" => col(&|g| g.mean_wait()),
+    });
     for (name, q) in QUANTILES {
-        d.set_item(name, sel.iter().map(|g| g.quantile(q)).collect::<Vec<_>>().into_pyarray(py))?;
+        d.set_item(name, col_u64(&|g| g.quantile(q)))?;
     }
-    d.set_item("max_ns", sel.iter().map(|g| g.max_response).collect::<Vec<_>>().into_pyarray(py))?;
-    let span: Vec<f64> = sel
-        .iter()
-        .map(|g| if g.last_finish > g.first_arrival { (g.last_finish - g.first_arrival) as f64 / 1e9 } else { 0.0 })
-        .collect();
-    d.set_item("span_s", span.into_pyarray(py))?;
+    d.set_item("max_ns", col_u64(&|g| g.max_response))?;
+    let span = |g: &GroupSummary| {
+        if g.last_finish > g.first_arrival {
+            (g.last_finish - g.first_arrival) as f64 / 1e9
+        } else {
+            0.0
+        }
+    };
+    d.set_item("span_s", col(&span))?;
     Ok(d)
 }
 
@@ -88,10 +106,11 @@ fn cdf_points(g: &GroupSummary) -> (Vec<u64>, Vec<f64>) {
 }
 
 fn result_to_dict<'py>(py: Python<'py>, r: SimResult) -> PyResult<Bound<'py, PyDict>> {
-    let out = PyDict::new(py);
-    out.set_item("tenants", groups_to_dict(py, "tenant", &r.tenants)?)?;
-    out.set_item("classes", groups_to_dict(py, "class", &r.classes)?)?;
-    out.set_item("total", groups_to_dict(py, "all", std::slice::from_ref(&r.total))?)?;
+    let out = dict!(py, {
+        "tenants" => groups_to_dict(py, "tenant", &r.tenants)?,
+        "classes" => groups_to_dict(py, "class", &r.classes)?,
+        "total" => groups_to_dict(py, "all", std::slice::from_ref(&r.total))?,
+    });
     // Response-time CDF per tenant from the histograms (summary mode plots).
     let cdf = PyDict::new(py);
     let (mut ct, mut cx, mut cy) = (Vec::new(), Vec::new(), Vec::new());
@@ -107,46 +126,48 @@ fn result_to_dict<'py>(py: Python<'py>, r: SimResult) -> PyResult<Bound<'py, PyD
     out.set_item("cdf", cdf)?;
 
     let w = r.windows;
-    let wd = PyDict::new(py);
-    wd.set_item("start_ns", w.start.into_pyarray(py))?;
-    wd.set_item("tenant", w.tenant.into_pyarray(py))?;
-    wd.set_item("arrivals", w.arrivals.into_pyarray(py))?;
-    wd.set_item("completed", w.completed.into_pyarray(py))?;
-    wd.set_item("bytes", w.bytes.into_pyarray(py))?;
-    wd.set_item("mean_ns", w.mean_response.into_pyarray(py))?;
-    wd.set_item("p50_ns", w.p50_response.into_pyarray(py))?;
-    wd.set_item("p95_ns", w.p95_response.into_pyarray(py))?;
-    wd.set_item("p99_ns", w.p99_response.into_pyarray(py))?;
-    wd.set_item("max_ns", w.max_response.into_pyarray(py))?;
+    let wd = dict!(py, {
+        "start_ns" => w.start.into_pyarray(py),
+        "tenant" => w.tenant.into_pyarray(py),
+        "arrivals" => w.arrivals.into_pyarray(py),
+        "completed" => w.completed.into_pyarray(py),
+        "bytes" => w.bytes.into_pyarray(py),
+        "mean_ns" => w.mean_response.into_pyarray(py),
+        "p50_ns" => w.p50_response.into_pyarray(py),
+        "p95_ns" => w.p95_response.into_pyarray(py),
+        "p99_ns" => w.p99_response.into_pyarray(py),
+        "max_ns" => w.max_response.into_pyarray(py),
+    });
     out.set_item("windows", wd)?;
 
     let g = r.gauges;
-    let gd = PyDict::new(py);
-    gd.set_item("start_ns", g.start.into_pyarray(py))?;
-    gd.set_item("name", g.name)?;
-    gd.set_item("value", g.value.into_pyarray(py))?;
+    let gd = dict!(py, {
+        "start_ns" => g.start.into_pyarray(py),
+        "name" => g.name,
+        "value" => g.value.into_pyarray(py),
+    });
     out.set_item("gauges", gd)?;
 
     match r.log {
         None => out.set_item("requests", py.None())?,
         Some(l) => {
-            let ld = PyDict::new(py);
-            ld.set_item("id", l.id.into_pyarray(py))?;
-            ld.set_item("tenant", l.tenant.into_pyarray(py))?;
-            ld.set_item("class", l.class.into_pyarray(py))?;
-            ld.set_item("arrival_ns", l.arrival.into_pyarray(py))?;
-            ld.set_item("dispatch_ns", l.dispatch.into_pyarray(py))?;
-            ld.set_item("finish_ns", l.finish.into_pyarray(py))?;
-            ld.set_item("target", l.target.into_pyarray(py))?;
-            ld.set_item("size", l.bytes.into_pyarray(py))?;
-            ld.set_item("is_read", l.is_read.into_pyarray(py))?;
+            let ld = dict!(py, {
+                "id" => l.id.into_pyarray(py),
+                "tenant" => l.tenant.into_pyarray(py),
+                "class" => l.class.into_pyarray(py),
+                "arrival_ns" => l.arrival.into_pyarray(py),
+                "dispatch_ns" => l.dispatch.into_pyarray(py),
+                "finish_ns" => l.finish.into_pyarray(py),
+                "target" => l.target.into_pyarray(py),
+                "size" => l.bytes.into_pyarray(py),
+                "is_read" => l.is_read.into_pyarray(py),
+            });
             out.set_item("requests", ld)?;
         }
     }
-    out.set_item("arrived", r.arrived)?;
-    out.set_item("unfinished", r.unfinished)?;
-    out.set_item("end_ns", r.end)?;
-    out.set_item("events", r.events)?;
+    for (k, v) in [("arrived", r.arrived), ("unfinished", r.unfinished), ("end_ns", r.end), ("events", r.events)] {
+        out.set_item(k, v)?;
+    }
     Ok(out)
 }
 
@@ -305,12 +326,13 @@ fn generate<'py>(py: Python<'py>, generators_json: &str) -> PyResult<Bound<'py, 
         streams.push(g.build().map_err(err)?);
     }
     let reqs: Vec<Request> = py.detach(move || merge_streams(streams).collect());
-    let d = PyDict::new(py);
-    d.set_item("arrival_ns", reqs.iter().map(|r| r.arrival).collect::<Vec<_>>().into_pyarray(py))?;
-    d.set_item("is_read", reqs.iter().map(|r| r.op == Op::Read).collect::<Vec<_>>().into_pyarray(py))?;
-    d.set_item("offset", reqs.iter().map(|r| r.offset).collect::<Vec<_>>().into_pyarray(py))?;
-    d.set_item("size", reqs.iter().map(|r| r.bytes).collect::<Vec<_>>().into_pyarray(py))?;
-    d.set_item("tenant", reqs.iter().map(|r| r.tenant).collect::<Vec<_>>().into_pyarray(py))?;
+    let d = dict!(py, {
+        "arrival_ns" => reqs.iter().map(|r| r.arrival).collect::<Vec<_>>().into_pyarray(py),
+        "is_read" => reqs.iter().map(|r| r.op == Op::Read).collect::<Vec<_>>().into_pyarray(py),
+        "offset" => reqs.iter().map(|r| r.offset).collect::<Vec<_>>().into_pyarray(py),
+        "size" => reqs.iter().map(|r| r.bytes).collect::<Vec<_>>().into_pyarray(py),
+        "tenant" => reqs.iter().map(|r| r.tenant).collect::<Vec<_>>().into_pyarray(py),
+    });
     Ok(d)
 }
 
@@ -350,16 +372,17 @@ fn allocate<'py>(
         problem = problem.with_weights(w).map_err(err)?;
     }
     let a = py.detach(|| alloc::allocate(&problem, policy)).map_err(err)?;
-    let d = PyDict::new(py);
-    d.set_item("policy", a.policy.name())?;
-    d.set_item("total", a.total())?;
-    d.set_item("fair_share", a.fair_share)?;
-    d.set_item("bottleneck", a.bottleneck)?;
-    d.set_item("throughput", a.throughput)?;
-    d.set_item("per_device", a.per_device)?;
-    d.set_item("device_iops", a.device_iops)?;
-    d.set_item("utilisation", a.utilisation)?;
-    d.set_item("amplification", a.amplification)?;
+    let d = dict!(py, {
+        "policy" => a.policy.name(),
+        "total" => a.total(),
+        "fair_share" => a.fair_share,
+        "bottleneck" => a.bottleneck,
+        "throughput" => a.throughput,
+        "per_device" => a.per_device,
+        "device_iops" => a.device_iops,
+        "utilisation" => a.utilisation,
+        "amplification" => a.amplification,
+    });
     Ok(d)
 }
 
@@ -410,12 +433,13 @@ fn baa_scenario<'py>(
         seed,
     };
     let r = py.detach(|| scenario::run(&sc)).map_err(err)?;
-    let d = PyDict::new(py);
-    d.set_item("start_ns", r.start)?;
-    d.set_item("throughput", r.throughput)?;
-    d.set_item("hdd_utilisation", r.utilisation.iter().map(|u| u[0]).collect::<Vec<_>>())?;
-    d.set_item("ssd_utilisation", r.utilisation.iter().map(|u| u[1]).collect::<Vec<_>>())?;
-    d.set_item("recomputations", r.recomputations)?;
+    let d = dict!(py, {
+        "start_ns" => r.start,
+        "throughput" => r.throughput,
+        "hdd_utilisation" => r.utilisation.iter().map(|u| u[0]).collect::<Vec<_>>(),
+        "ssd_utilisation" => r.utilisation.iter().map(|u| u[1]).collect::<Vec<_>>(),
+        "recomputations" => r.recomputations,
+    });
     Ok(d)
 }
 
@@ -445,18 +469,18 @@ fn capacity_table<'py>(
         other => return Err(err(Error::InvalidConfig(format!("unknown method {other:?} (fast or bisect)")))),
     };
     let t = py.detach(|| f(a, &deadlines_ns, &fractions)).map_err(err)?;
-    let d = PyDict::new(py);
     let rows: Vec<Vec<f64>> = t.cmin.iter().map(|r| r.iter().map(|c| c.iops()).collect()).collect();
-    d.set_item("cmin_iops", rows)?;
-    d.set_item("needed", t.needed)?;
-    d.set_item("requests", t.requests)?;
-    d.set_item("passes", t.passes)?;
-    d.set_item("probes", t.probes)?;
-    d.set_item("closed_form_sweeps", t.closed_form_sweeps)?;
-    d.set_item("sample_requests", t.sample_requests)?;
-    d.set_item("sample_probes", t.sample_probes)?;
-    d.set_item("lane_steps", t.lane_steps)?;
-    Ok(d)
+    Ok(dict!(py, {
+        "cmin_iops" => rows,
+        "needed" => t.needed,
+        "requests" => t.requests,
+        "passes" => t.passes,
+        "probes" => t.probes,
+        "closed_form_sweeps" => t.closed_form_sweeps,
+        "sample_requests" => t.sample_requests,
+        "sample_probes" => t.sample_probes,
+        "lane_steps" => t.lane_steps,
+    }))
 }
 
 /// RTT class of every request (true = primary) at `capacity_iops` and `deadline_ns`.
@@ -491,10 +515,11 @@ fn rtd_plan<'py>(
         fractions.iter().zip(&deadlines_ns).map(|(&fraction, &deadline)| Tier { fraction, deadline }).collect();
     let a = sorted_arrivals(&arrival_ns)?;
     let plan = py.detach(|| plan_rtd(a, &tiers)).map_err(err)?;
-    let d = PyDict::new(py);
-    d.set_item("capacity_iops", plan.capacities.iter().map(|c| c.map_or(0.0, |c| c.iops())).collect::<Vec<_>>())?;
-    d.set_item("admitted", plan.admitted.clone())?;
-    d.set_item("tier", plan.tier_of.into_pyarray(py))?;
+    let d = dict!(py, {
+        "capacity_iops" => plan.capacities.iter().map(|c| c.map_or(0.0, |c| c.iops())).collect::<Vec<_>>(),
+        "admitted" => plan.admitted.clone(),
+        "tier" => plan.tier_of.into_pyarray(py),
+    });
     Ok(d)
 }
 
@@ -519,14 +544,15 @@ fn power_estimate<'py>(
     use storqos_core::shaping::power::PoolModel;
     let m = PoolModel { pool_iops, disks_per_pool, total_pools, active_w, idle_w, sleep_w };
     let e = m.estimate(capacity_iops, requests, span_ns).map_err(err)?;
-    let d = PyDict::new(py);
-    d.set_item("capacity_iops", e.capacity_iops)?;
-    d.set_item("on_pools", e.on_pools)?;
-    d.set_item("on_disks", e.on_disks)?;
-    d.set_item("busy_disk_s", e.busy_disk_s)?;
-    d.set_item("span_s", e.span_s)?;
-    d.set_item("energy_j", e.energy_j)?;
-    d.set_item("power_w", e.power_w)?;
+    let d = dict!(py, {
+        "capacity_iops" => e.capacity_iops,
+        "on_pools" => e.on_pools,
+        "on_disks" => e.on_disks,
+        "busy_disk_s" => e.busy_disk_s,
+        "span_s" => e.span_s,
+        "energy_j" => e.energy_j,
+        "power_w" => e.power_w,
+    });
     Ok(d)
 }
 
@@ -554,29 +580,32 @@ fn profile_points_to_dict<'py>(
     py: Python<'py>,
     curve: &[storqos_core::fclb::ProfilePoint],
 ) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("offered_iops", curve.iter().map(|p| p.offered_iops).collect::<Vec<_>>())?;
-    d.set_item("achieved_iops", curve.iter().map(|p| p.achieved_iops).collect::<Vec<_>>())?;
-    d.set_item("p95_ns", curve.iter().map(|p| p.p95_all_ns).collect::<Vec<_>>())?;
-    d.set_item("mean_ns", curve.iter().map(|p| p.mean_ns).collect::<Vec<_>>())?;
-    d.set_item("p95_by_workload_ns", curve.iter().map(|p| p.p95_ns.clone()).collect::<Vec<_>>())?;
+    let d = dict!(py, {
+        "offered_iops" => curve.iter().map(|p| p.offered_iops).collect::<Vec<_>>(),
+        "achieved_iops" => curve.iter().map(|p| p.achieved_iops).collect::<Vec<_>>(),
+        "p95_ns" => curve.iter().map(|p| p.p95_all_ns).collect::<Vec<_>>(),
+        "mean_ns" => curve.iter().map(|p| p.mean_ns).collect::<Vec<_>>(),
+        "p95_by_workload_ns" => curve.iter().map(|p| p.p95_ns.clone()).collect::<Vec<_>>(),
+    });
     Ok(d)
 }
 
 fn admission_to_dict<'py>(py: Python<'py>, a: &storqos_core::fclb::AdmissionReport) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("target_iops", a.target_iops)?;
-    d.set_item("achieved_iops", a.achieved_iops)?;
-    d.set_item("admitted", a.admitted)?;
-    d.set_item("stable_limit_iops", a.stable_limit_iops)?;
-    let rows = PyDict::new(py);
-    rows.set_item("name", a.rows.iter().map(|r| r.name.clone()).collect::<Vec<_>>())?;
-    rows.set_item("iops", a.rows.iter().map(|r| r.iops).collect::<Vec<_>>())?;
-    rows.set_item("rt_ns", a.rows.iter().map(|r| r.rt_ns).collect::<Vec<_>>())?;
-    rows.set_item("rt_measured_ns", a.rows.iter().map(|r| r.rt_measured_ns).collect::<Vec<_>>())?;
-    rows.set_item("rt_target_ns", a.rows.iter().map(|r| r.rt_target_ns).collect::<Vec<_>>())?;
-    rows.set_item("reference_ns", a.rows.iter().map(|r| r.reference_ns()).collect::<Vec<_>>())?;
-    rows.set_item("ok", a.rows.iter().map(|r| r.ok).collect::<Vec<_>>())?;
+    let d = dict!(py, {
+        "target_iops" => a.target_iops,
+        "achieved_iops" => a.achieved_iops,
+        "admitted" => a.admitted,
+        "stable_limit_iops" => a.stable_limit_iops,
+    });
+    let rows = dict!(py, {
+        "name" => a.rows.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
+        "iops" => a.rows.iter().map(|r| r.iops).collect::<Vec<_>>(),
+        "rt_ns" => a.rows.iter().map(|r| r.rt_ns).collect::<Vec<_>>(),
+        "rt_measured_ns" => a.rows.iter().map(|r| r.rt_measured_ns).collect::<Vec<_>>(),
+        "rt_target_ns" => a.rows.iter().map(|r| r.rt_target_ns).collect::<Vec<_>>(),
+        "reference_ns" => a.rows.iter().map(|r| r.reference_ns()).collect::<Vec<_>>(),
+        "ok" => a.rows.iter().map(|r| r.ok).collect::<Vec<_>>(),
+    });
     d.set_item("rows", rows)?;
     d.set_item("curve", profile_points_to_dict(py, &a.curve)?)?;
     Ok(d)
@@ -645,14 +674,15 @@ fn fclb_tune<'py>(
         mix.into_iter().map(|m| storqos_core::fclb::MixEntry { iops: m.iops, bytes: m.bytes }).collect();
     let cfg = fclb_profile_config(device_json, backend_json, duration_ns, seed, span_bytes)?;
     let (t, est) = py.detach(|| storqos_core::fclb::tune(&cfg, &mix, operating_iops, pole)).map_err(err)?;
-    let d = PyDict::new(py);
-    d.set_item("plant_gain_ms_per_iops", t.plant_gain_ms_per_iops)?;
-    d.set_item("pole", t.pole)?;
-    d.set_item("gain_iops_per_ms", t.gain_iops_per_ms)?;
-    d.set_item("bound_iops_per_ms", t.bound_iops_per_ms)?;
-    d.set_item("operating_iops", est.operating_iops)?;
-    d.set_item("rt0_ms", est.rt0_ms)?;
-    d.set_item("probes", profile_points_to_dict(py, &est.points)?)?;
+    let d = dict!(py, {
+        "plant_gain_ms_per_iops" => t.plant_gain_ms_per_iops,
+        "pole" => t.pole,
+        "gain_iops_per_ms" => t.gain_iops_per_ms,
+        "bound_iops_per_ms" => t.bound_iops_per_ms,
+        "operating_iops" => est.operating_iops,
+        "rt0_ms" => est.rt0_ms,
+        "probes" => profile_points_to_dict(py, &est.points)?,
+    });
     Ok(d)
 }
 
@@ -694,44 +724,52 @@ fn fclb_experiment<'py>(
         })
         .map_err(err)?;
     let out = PyDict::new(py);
-    let s = PyDict::new(py);
-    s.set_item("gain_iops_per_ms", setup.gain_iops_per_ms)?;
-    s.set_item("plant_gain_ms_per_iops", deriv.tuning.plant_gain_ms_per_iops)?;
-    s.set_item("pole", deriv.tuning.pole)?;
-    s.set_item("bound_iops_per_ms", deriv.tuning.bound_iops_per_ms)?;
-    s.set_item("operating_iops", deriv.gain.operating_iops)?;
-    s.set_item("reference_ns", setup.workloads.iter().map(|w| w.ref_ns.unwrap_or(w.rt_ns)).collect::<Vec<_>>())?;
-    s.set_item("admission", admission_to_dict(py, &deriv.admission)?)?;
-    s.set_item("probes", profile_points_to_dict(py, &deriv.gain.points)?)?;
+    let s = dict!(py, {
+        "gain_iops_per_ms" => setup.gain_iops_per_ms,
+        "plant_gain_ms_per_iops" => deriv.tuning.plant_gain_ms_per_iops,
+        "pole" => deriv.tuning.pole,
+        "bound_iops_per_ms" => deriv.tuning.bound_iops_per_ms,
+        "operating_iops" => deriv.gain.operating_iops,
+        "reference_ns" => setup.workloads.iter().map(|w| w.ref_ns.unwrap_or(w.rt_ns)).collect::<Vec<_>>(),
+        "admission" => admission_to_dict(py, &deriv.admission)?,
+        "probes" => profile_points_to_dict(py, &deriv.gain.points)?,
+    });
     out.set_item("setup", s)?;
     let list = pyo3::types::PyList::empty(py);
     for r in runs {
-        let d = PyDict::new(py);
-        d.set_item("case", r.case.name())?;
-        d.set_item("policy", r.policy.name())?;
-        d.set_item("total_iops", r.total_iops)?;
-        d.set_item("throughput_ratio", r.throughput_ratio)?;
-        let w = PyDict::new(py);
+        let d = dict!(py, {
+            "case" => r.case.name(),
+            "policy" => r.policy.name(),
+            "total_iops" => r.total_iops,
+            "throughput_ratio" => r.throughput_ratio,
+        });
         let present: Vec<(usize, &storqos_core::fclb::experiment::WorkloadOutcome)> =
             r.workloads.iter().enumerate().filter_map(|(i, o)| o.as_ref().map(|o| (i, o))).collect();
-        w.set_item("workload", present.iter().map(|(i, _)| *i as u32).collect::<Vec<_>>())?;
-        w.set_item("completed", present.iter().map(|(_, o)| o.completed).collect::<Vec<_>>())?;
-        w.set_item("throughput_iops", present.iter().map(|(_, o)| o.throughput_iops).collect::<Vec<_>>())?;
-        w.set_item("steady_iops", present.iter().map(|(_, o)| o.steady_iops).collect::<Vec<_>>())?;
-        w.set_item("violation_pct", present.iter().map(|(_, o)| o.violation_pct).collect::<Vec<_>>())?;
-        w.set_item("p95_ms", present.iter().map(|(_, o)| o.p95_ms).collect::<Vec<_>>())?;
-        w.set_item("final_rate_iops", present.iter().map(|(_, o)| o.final_rate_iops).collect::<Vec<_>>())?;
+        let of = |f: &dyn Fn(&storqos_core::fclb::experiment::WorkloadOutcome) -> f64| {
+            present.iter().map(|(_, o)| f(o)).collect::<Vec<f64>>()
+        };
+        let w = dict!(py, {
+            "workload" => present.iter().map(|(i, _)| *i as u32).collect::<Vec<_>>(),
+            "completed" => present.iter().map(|(_, o)| o.completed).collect::<Vec<_>>(),
+            "throughput_iops" => of(&|o| o.throughput_iops),
+            "steady_iops" => of(&|o| o.steady_iops),
+            "violation_pct" => of(&|o| o.violation_pct),
+            "p95_ms" => of(&|o| o.p95_ms),
+            "final_rate_iops" => of(&|o| o.final_rate_iops),
+        });
         d.set_item("workloads", w)?;
-        let wd = PyDict::new(py);
-        wd.set_item("start_ns", r.windows.start.into_pyarray(py))?;
-        wd.set_item("tenant", r.windows.tenant.into_pyarray(py))?;
-        wd.set_item("completed", r.windows.completed.into_pyarray(py))?;
-        wd.set_item("p95_ns", r.windows.p95_response.into_pyarray(py))?;
+        let wd = dict!(py, {
+            "start_ns" => r.windows.start.into_pyarray(py),
+            "tenant" => r.windows.tenant.into_pyarray(py),
+            "completed" => r.windows.completed.into_pyarray(py),
+            "p95_ns" => r.windows.p95_response.into_pyarray(py),
+        });
         d.set_item("windows", wd)?;
-        let gd = PyDict::new(py);
-        gd.set_item("start_ns", r.gauges.start.into_pyarray(py))?;
-        gd.set_item("name", r.gauges.name)?;
-        gd.set_item("value", r.gauges.value.into_pyarray(py))?;
+        let gd = dict!(py, {
+            "start_ns" => r.gauges.start.into_pyarray(py),
+            "name" => r.gauges.name,
+            "value" => r.gauges.value.into_pyarray(py),
+        });
         d.set_item("gauges", gd)?;
         list.append(d)?;
     }
