@@ -40,7 +40,7 @@ use crate::device::DeviceState;
 use crate::error::{config, Result};
 use crate::request::{Completion, Request};
 use crate::scheduler::Scheduler;
-use crate::schedulers::tags::{FairQueue, FlowState, Sharing, VTime};
+use crate::schedulers::tags::{tags, FairQueue, FlowState, Sharing, VTime};
 use crate::time::Nanos;
 
 /// Policy name used in errors and reports.
@@ -162,9 +162,8 @@ impl Scheduler for Sfq {
         let cost = self.share.cost.of(&req);
         let vtime = self.vtime;
         let f = self.share.flow(&mut self.flows, k);
-        let start = vtime.max(f.last_finish);
-        f.last_finish = start + cost / f.weight;
-        let finish = f.last_finish;
+        let (start, finish) = tags(vtime, f.last_finish, cost, f.weight);
+        f.last_finish = finish;
         debug_assert!(finish > start);
         let was_idle = f.queue.is_empty();
         f.queue.push_back(Tagged { req, start });

@@ -148,6 +148,18 @@ impl Sharing {
 }
 
 /// Per-flow state of a tag-based fair queue, as [`Sharing`] creates and reads it.
+/// The start and finish tags of a request of `cost` in a flow of `weight` whose previous
+/// request finishes at `last_finish`, arriving at virtual time `v`: `start = max(v,
+/// last_finish)` (a flow that was idle restarts at `v`, with no hoarded credit) and
+/// `finish = start + cost / weight`. WF2Q+ (Bennett & Zhang 1997), SFQ (Goyal et al. 1996)
+/// and YFQ (Bruno et al. 1999) all tag this way; they differ in how `v` advances and
+/// which tag orders the flows.
+#[inline(always)]
+pub(crate) fn tags(v: f64, last_finish: f64, cost: f64, weight: f64) -> (f64, f64) {
+    let start = v.max(last_finish);
+    (start, start + cost / weight)
+}
+
 pub(crate) trait FlowState {
     /// A fresh flow of weight `w`.
     fn with_weight(w: f64) -> Self;

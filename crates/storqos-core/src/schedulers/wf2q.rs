@@ -44,7 +44,7 @@ use crate::device::DeviceState;
 use crate::error::Result;
 use crate::request::Request;
 use crate::scheduler::Scheduler;
-use crate::schedulers::tags::{FairQueue, FlowState, Sharing, VTime};
+use crate::schedulers::tags::{tags, FairQueue, FlowState, Sharing, VTime};
 use crate::time::Nanos;
 
 /// Relative slack of the eligibility test `S ≤ V`: tags and `V` are sums of `f64`
@@ -199,8 +199,7 @@ impl Scheduler for Wf2q {
         let became_backlogged = f.queue.len() == 1;
         if became_backlogged {
             // The flow becomes backlogged: its start tag jumps to V (no hoarded credit).
-            f.start = vtime.max(f.finish);
-            f.finish = f.start + cost / f.weight;
+            (f.start, f.finish) = tags(vtime, f.finish, cost, f.weight);
         }
         let (w, fin) = (f.weight, f.finish);
         self.queued += 1;
@@ -233,8 +232,8 @@ impl Scheduler for Wf2q {
         // V advances by the dispatched work over the backlogged weight (B includes k).
         self.vtime += cost / self.active_weight;
         if let Some(next) = f.queue.front() {
-            f.start = f.finish;
-            f.finish = f.start + self.share.cost.of(next) / f.weight;
+            // The next request starts where this one finished (f.finish >= V here).
+            (f.start, f.finish) = tags(f.finish, f.finish, self.share.cost.of(next), f.weight);
             self.max_finish = self.max_finish.max(f.finish);
             self.place(k);
         } else {

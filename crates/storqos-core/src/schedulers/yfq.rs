@@ -50,7 +50,7 @@ use crate::device::DeviceState;
 use crate::error::{config, Result};
 use crate::request::{Completion, Request};
 use crate::scheduler::Scheduler;
-use crate::schedulers::tags::{FairQueue, FlowState, Sharing, VTime};
+use crate::schedulers::tags::{tags, FairQueue, FlowState, Sharing, VTime};
 use crate::time::Nanos;
 
 /// Policy name used in errors and reports.
@@ -188,8 +188,7 @@ impl Scheduler for Yfq {
         let cost = self.share.cost.of(&req);
         let vtime = self.vtime;
         let f = self.share.flow(&mut self.flows, k);
-        let start = vtime.max(f.last_finish);
-        let finish = start + cost / f.weight;
+        let (start, finish) = tags(vtime, f.last_finish, cost, f.weight);
         debug_assert!(finish > start);
         f.last_finish = finish;
         let was_idle = f.queue.is_empty();
