@@ -153,6 +153,66 @@ impl<I: Iterator<Item = Request>> OpenSource<I> {
     }
 }
 
+/// The run's parameters can run: a window > 0, valid closed clients that stop (or a run
+/// length that stops them).
+fn check_run(closed: &[ClosedClient], cfg: &SimConfig) -> Result<()> {
+    if cfg.window == 0 {
+        return Err(Error::InvalidConfig("summary window must be > 0".into()));
+    }
+    for c in closed {
+        c.validate()?;
+        if c.stop == Nanos::MAX && cfg.until.is_none() {
+            return Err(Error::InvalidConfig(format!(
+                "closed client of tenant {} never stops: give it a stop time or set a run length (until)",
+                c.tenant
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Closed-loop wake-ups at the start: one per outstanding request of each client, at its
+/// first active instant, as (time, sequence, client index) in a min-heap; and the next
+/// sequence number (ties between wake-ups go to the earlier one).
+#[allow(clippy::type_complexity)] // (time, seq, client) is the heap's key, read where it is popped
+fn initial_wakes(closed: &[ClosedClient]) -> (BinaryHeap<Reverse<(Nanos, u64, usize)>>, u64) {
+    let mut wakes = BinaryHeap::new();
+    let mut seq = 0u64;
+    for (i, c) in closed.iter().enumerate() {
+        if let Some(t) = c.next_active(0) {
+            for _ in 0..c.outstanding {
+                wakes.push(Reverse((t, seq, i)));
+                seq += 1;
+            }
+        }
+    }
+    (wakes, seq)
+}
+
+/// Offer every free device slot to the scheduler at `now` until it has nothing to send or
+/// the device is full; true if anything was submitted.
+#[inline(always)]
+fn offer_free_slots<S, D>(sched: &mut S, dev: &mut D, now: Nanos, rng: &mut SimRng) -> bool
+where
+    S: Scheduler + ?Sized,
+    D: Device + ?Sized,
+{
+    let mut submitted = false;
+    loop {
+        let st = dev.state();
+        if st.free_slots == 0 {
+            return submitted;
+        }
+        match sched.dispatch(now, &st) {
+            Some(r) => {
+                dev.submit(r, now, rng);
+                submitted = true;
+            }
+            None => return submitted,
+        }
+    }
+}
+
 /// Run `open` (arrival-ordered requests) and `closed` clients through `sched` in front of
 /// `dev`.
 ///
@@ -171,34 +231,13 @@ where
     S: Scheduler + ?Sized,
     D: Device + ?Sized,
 {
-    if cfg.window == 0 {
-        return Err(Error::InvalidConfig("summary window must be > 0".into()));
-    }
-    for c in closed {
-        c.validate()?;
-        if c.stop == Nanos::MAX && cfg.until.is_none() {
-            return Err(Error::InvalidConfig(format!(
-                "closed client of tenant {} never stops: give it a stop time or set a run length (until)",
-                c.tenant
-            )));
-        }
-    }
+    check_run(closed, cfg)?;
     // The last instant handled; below NEVER, so `t_next > until` also ends the run when no
     // event is left.
     let until = cfg.until.unwrap_or(NEVER).min(NEVER - 1);
     let mut rng = SimRng::new(cfg.seed);
     let mut open = OpenSource::new(open.into_iter());
-    // Closed-loop wake-ups: (time, seq, client index).
-    let mut wakes: BinaryHeap<Reverse<(Nanos, u64, usize)>> = BinaryHeap::new();
-    let mut wake_seq = 0u64;
-    for (i, c) in closed.iter().enumerate() {
-        if let Some(t) = c.next_active(0) {
-            for _ in 0..c.outstanding {
-                wakes.push(Reverse((t, wake_seq, i)));
-                wake_seq += 1;
-            }
-        }
-    }
+    let (mut wakes, mut wake_seq) = initial_wakes(closed);
     let mut next_closed_id = CLOSED_ID_BASE;
     // Which closed client issued each in-flight closed request, by request id: an entry
     // lives from issue to completion, so the table holds at most the requests the clients
@@ -228,21 +267,7 @@ where
         // Dispatch changes only the device's and the scheduler's next times.
         if pending_dispatch && t_next > now {
             // (`pending_dispatch` is set again by the event handled below.)
-            let mut submitted = false;
-            loop {
-                let st = dev.state();
-                if st.free_slots == 0 {
-                    break;
-                }
-                match sched.dispatch(now, &st) {
-                    Some(r) => {
-                        dev.submit(r, now, &mut rng);
-                        submitted = true;
-                    }
-                    None => break,
-                }
-            }
-            if submitted {
+            if offer_free_slots(sched, dev, now, &mut rng) {
                 t_done = dev.next_completion().unwrap_or(NEVER);
             }
             t_timer = sched.next_timer().unwrap_or(NEVER);
