@@ -18,7 +18,7 @@ from . import _core
 from .errors import InputError
 from .fclb.spec import fclb_spec, yfq_spec
 from .twolevel.spec import twolevel_spec
-from .units import parse_count, parse_duration, parse_rate, parse_size
+from .units import parse_bandwidth, parse_count, parse_duration, parse_rate, parse_size
 
 #: Policy names and what they are (``storqos simulate --policy``).
 POLICIES: dict[str, str] = {
@@ -36,6 +36,24 @@ POLICIES: dict[str, str] = {
     "fixed+avatar": "seed 001's E2 baseline: periodic credits only (FIXED) over AVATAR (--slo)",
     "adaptive+avatar": "seed 001's E2 baseline: ADAPTIVE credit amounts over AVATAR (--slo, p_rt, p_inc, p_dec)",
 }
+_TWO_LEVEL_PARAMS = ("slo", "percentile", "period", "control_window", "p_rt", "p_inc", "p_dec", "facade_overload")
+#: The parameters each policy takes; any other given to it is an error, not ignored.
+POLICY_PARAMS: dict[str, tuple[str, ...]] = {
+    "fcfs": (),
+    "edf": ("deadlines",),
+    "wf2q": ("weights", "by", "cost"),
+    "sfq": ("weights", "by", "cost", "depth"),
+    "miser": ("cmin", "deadlines"),
+    "rtt-fq": ("cmin", "deadlines", "total_capacity"),
+    "mclock": ("reservations", "weights", "limits", "cost", "limit_break", "by"),
+    "yfq": ("weights", "batch"),
+    "fclb": ("workloads", "weights", "batch", "gain", "pole", "plant_gain", "mode"),
+    **{k: _TWO_LEVEL_PARAMS for k in ("sarc+avatar", "sarc+facade", "fixed+avatar", "adaptive+avatar")},
+}
+#: Parameters any policy may be handed without using them: the device's capacity (rtt-fq's
+#: total), and the SLO and percentile the run is judged on.
+_RUN_PARAMS = ("total_capacity", "slo", "percentile")
+
 #: Other accepted spellings.
 POLICY_ALIASES: dict[str, str] = {
     "wfq": "wf2q", "wf2q+": "wf2q", "sfq(d)": "sfq", "fifo": "fcfs", "rtt+miser": "miser", "rtt+fq": "rtt-fq",
@@ -171,6 +189,15 @@ def policy_spec(
     if isinstance(name, dict):
         return name
     kind = canonical_policy(name)
+    given = {"weights": weights, "depth": depth, "deadlines": deadlines, "by": by, "cost": cost, "cmin": cmin,
+             "batch": batch, "workloads": workloads, "gain": gain, "pole": pole, "plant_gain": plant_gain,
+             "mode": mode, "period": period, "control_window": control_window, "p_rt": p_rt, "p_inc": p_inc,
+             "p_dec": p_dec, "facade_overload": facade_overload, "reservations": reservations, "limits": limits,
+             "limit_break": limit_break}
+    for param, value in given.items():
+        if value is not None and param not in POLICY_PARAMS[kind] and param not in _RUN_PARAMS:
+            takes = ", ".join(POLICY_PARAMS[kind]) or "no parameters"
+            raise InputError(f"{kind} does not take {param} (it takes {takes})", "--" + param.replace("_", "-"))
     spec: dict[str, Any] = {"kind": kind}
     if kind in ("wf2q", "sfq"):
         w = _weights(weights)
@@ -259,7 +286,7 @@ def device_spec(
     if kind == "constant":
         spec: dict[str, Any] = {"kind": "constant", "iops": cap(capacity)}
         if bandwidth is not None:
-            spec["bandwidth"] = float(bandwidth)
+            spec["bandwidth"] = parse_bandwidth(bandwidth, "bandwidth")
         return spec
     if kind == "exponential":
         return {"kind": "exponential", "iops": cap(capacity)}

@@ -363,3 +363,20 @@ def test_compare_example_parses_with_four_policies() -> None:
     assert len(exp.runs) == 4 * 3
     kinds = {r.policy["kind"] for r in exp.runs}
     assert kinds == {"mclock", "sarc_avatar", "wf2q", "fcfs"}
+
+
+def test_device_bandwidth_in_the_documented_form(tmp_path: Path) -> None:
+    """docs/experiments.md gives bandwidth = "200MiB/s": it is read as bytes per second
+    (it ended in a bare ValueError); a malformed one is a one-line error."""
+    exp = load(write(tmp_path, SMALL.replace('kind = "constant"', 'kind = "constant"\nbandwidth = "200MiB/s"', 1)))
+    assert exp.runs[0].device["bandwidth"] == 200 * 2**20
+    with pytest.raises(InputError, match="malformed bandwidth '200MiB'"):
+        load(write(tmp_path, SMALL.replace('kind = "constant"', 'kind = "constant"\nbandwidth = "200MiB"', 1)))
+
+
+def test_a_policy_setting_its_kind_does_not_take_is_an_error(tmp_path: Path) -> None:
+    """{kind = "wf2q", depth = 4} ran as plain WF2Q+ without a word."""
+    text = SMALL.replace('kind = "wf2q"', 'kind = "wf2q"\ndepth = 4', 1)
+    assert text != SMALL
+    with pytest.raises(InputError, match=r"wf2q does not take depth \(it takes weights, by, cost\)"):
+        load(write(tmp_path, text))

@@ -15,7 +15,7 @@ from ..console import emit_json, out
 from ..errors import InputError
 from ..gateway import DEFAULT_DEPTH, DEFAULT_LISTEN, gateway_config, serve
 from ..paths import check_table_file, write_table
-from ..specs import policy_spec
+from ..specs import canonical_policy, policy_spec
 from ..units import fmt_duration, fmt_rate, fmt_size, parse_positive_duration, parse_rate
 
 #: Columns of the per-window series (units in the names, as in the simulator's series).
@@ -105,7 +105,9 @@ def serve_cmd(
     # The same options, the same spec as `storqos simulate` (rtt-fq's total capacity is
     # the emulated one).
     try:
-        spec = policy_spec(policy, weights=weights, depth=depth, deadlines=deadline, cmin=cmin, total_capacity=cap,
+        # --depth is the backend's; it is also SFQ(D)'s D, and only SFQ takes it as a policy setting.
+        sfq_depth = depth if canonical_policy(policy) == "sfq" else None
+        spec = policy_spec(policy, weights=weights, depth=sfq_depth, deadlines=deadline, cmin=cmin, total_capacity=cap,
                            slo=slo, percentile=percentile, period=period, control_window=control_window,
                            facade_overload=facade_overload, reservations=reservations, limits=limits)
     except InputError as e:
