@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -153,11 +154,12 @@ def _warn_miser_slack(pspec: dict[str, Any], dspec: dict[str, Any]) -> None:
         return
     cmin, total, delta_s = float(pspec["capacity_iops"]), float(dspec["iops"]), pspec["deadline_ns"] / 1e9
     spare = (total - cmin) * delta_s
-    if spare < 1:
+    if spare < 1 - 1e-9:  # the tolerance lets the capacity suggested below pass
+        shown = math.floor(spare * 1000) / 1000  # rounded down: never "ΔC·δ = 1 < 1"
         warn_input(
-            f"capacity {total:g} IOPS is Cmin {cmin:g} + ΔC {total - cmin:g}: ΔC·δ = {spare:.3g} < 1 request within the "
+            f"capacity {total:g} IOPS is Cmin {cmin:g} + ΔC {total - cmin:g}: ΔC·δ = {shown:g} < 1 request within the "
             f"deadline δ = {delta_s * 1e3:g} ms, so Miser cannot guarantee the primary class's deadline; "
-            f"give --capacity ≥ {cmin + 1 / delta_s:g}",
+            f"give --capacity ≥ {math.ceil(cmin + 1 / delta_s - 1e-6):g}",
             "--capacity",
         )
 

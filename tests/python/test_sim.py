@@ -172,6 +172,17 @@ def test_miser_without_slack_above_cmin_warns() -> None:
         storqos.simulate(df, "miser", "constant", capacity=600, cmin=486, deadlines="10ms")
 
 
+def test_the_capacity_miser_suggests_is_enough() -> None:
+    """Cmin 200, δ = 3 ms: ΔC ≥ 333.3 IOPS, so 533.333 IOPS falls short (ΔC·δ = 0.999999)
+    and the whole number the warning suggests, 534, does not."""
+    df = _three_tenants().with_columns(pl.lit(0, pl.UInt32).alias("tenant"))
+    with pytest.warns(InputWarning, match=r"ΔC·δ = 0.999 < 1 .* --capacity ≥ 534$"):
+        storqos.simulate(df, "miser", "constant", capacity=533.333, cmin=200, deadlines="3ms")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        storqos.simulate(df, "miser", "constant", capacity=534, cmin=200, deadlines="3ms")
+
+
 def test_core_errors_arrive_typed() -> None:
     """The core's refusals are InputError subclasses by kind, carrying the core's own line."""
     from storqos.errors import ConfigError, DataError
