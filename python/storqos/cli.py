@@ -56,7 +56,7 @@ def _root(
         bool, typer.Option("--version", help="Print the version and exit.", is_eager=True, callback=_print_version)
     ] = False,
 ) -> None:
-    """QoS toolkit for shared block storage: simulate traces through QoS policies, plan, serve."""
+    """The app's own options (its help text is the app's)."""
 
 
 register_all(app)

@@ -165,11 +165,11 @@ def _warn_miser_slack(pspec: dict[str, Any], dspec: dict[str, Any]) -> None:
 
 
 def _tenant_count(trace_tenants: np.ndarray, generators: list[dict[str, Any]] | None,
-                  closed: list[ClosedClient] | None) -> int:
+                  closed: list[dict[str, Any]]) -> int:
     """Tenants of a run: one more than the highest id of the trace, generators and clients."""
     ids = [int(trace_tenants.max())] if trace_tenants.size else []
     ids += [int(g.get("tenant", 0)) for g in generators or []]
-    ids += [int(c.to_spec()["tenant"]) for c in closed or []]
+    ids += [int(c["tenant"]) for c in closed]
     return max(ids) + 1 if ids else 0
 
 
@@ -217,14 +217,15 @@ def simulate(
     until_ns = None if until is None else parse_duration(until, "--until")
     seed = check_seed(seed)
     cols = _columns(trace)
-    check_tenant_lists(pspec, _tenant_count(cols[1], generators, closed))
+    closed_specs = [c.to_spec() for c in closed or []]
+    check_tenant_lists(pspec, _tenant_count(cols[1], generators, closed_specs))
     t0 = time.perf_counter()
     arrival, tenant, size, offset, is_read, target = cols
     out = _core.simulate(
         arrival, tenant, size, offset, is_read, target,
         json.dumps(pspec),
         json.dumps(dspec),
-        closed_json=json.dumps([c.to_spec() for c in closed or []]),
+        closed_json=json.dumps(closed_specs),
         generators_json=json.dumps(generators or []),
         seed=seed,
         window_ns=window_ns,

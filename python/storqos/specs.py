@@ -189,11 +189,7 @@ def policy_spec(
     if isinstance(name, dict):
         return name
     kind = canonical_policy(name)
-    given = {"weights": weights, "depth": depth, "deadlines": deadlines, "by": by, "cost": cost, "cmin": cmin,
-             "batch": batch, "workloads": workloads, "gain": gain, "pole": pole, "plant_gain": plant_gain,
-             "mode": mode, "period": period, "control_window": control_window, "p_rt": p_rt, "p_inc": p_inc,
-             "p_dec": p_dec, "facade_overload": facade_overload, "reservations": reservations, "limits": limits,
-             "limit_break": limit_break}
+    given = {k: v for k, v in locals().items() if k not in ("name", "kind")}  # the keyword parameters
     for param, value in given.items():
         if value is not None and param not in POLICY_PARAMS[kind] and param not in _RUN_PARAMS:
             takes = ", ".join(POLICY_PARAMS[kind]) or "no parameters"

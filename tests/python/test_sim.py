@@ -162,25 +162,24 @@ def test_iops_is_over_the_runs_span_for_every_tenant() -> None:
     assert got[0] == pytest.approx(2 / span_s) and got[1] == pytest.approx(1 / span_s)
 
 
-def test_miser_without_slack_above_cmin_warns() -> None:
-    """ΔC·δ = (550 − 486) · 10 ms = 0.64 < 1: the deadline guarantee needs one spare slot."""
+@pytest.mark.parametrize(
+    "cmin, deadline, short, warning, enough",
+    [
+        # ΔC·δ = (550 − 486) · 10 ms = 0.64 < 1: the deadline guarantee needs one spare slot.
+        (486, "10ms", 550, r"ΔC·δ = 0.64 < 1 .* --capacity ≥ 586", 600),
+        # Cmin 200, δ = 3 ms: ΔC ≥ 333.3 IOPS, so 533.333 falls short (ΔC·δ = 0.999999) and the
+        # whole number the warning suggests, 534, is enough (never "ΔC·δ = 1 < 1").
+        (200, "3ms", 533.333, r"ΔC·δ = 0.999 < 1 .* --capacity ≥ 534$", 534),
+    ],
+)
+def test_miser_without_slack_above_cmin_warns(cmin: float, deadline: str, short: float, warning: str,
+                                              enough: float) -> None:
     df = _three_tenants().with_columns(pl.lit(0, pl.UInt32).alias("tenant"))
-    with pytest.warns(InputWarning, match=r"ΔC·δ = 0.64 < 1 .* --capacity ≥ 586"):
-        storqos.simulate(df, "miser", "constant", capacity=550, cmin=486, deadlines="10ms")
+    with pytest.warns(InputWarning, match=warning):
+        storqos.simulate(df, "miser", "constant", capacity=short, cmin=cmin, deadlines=deadline)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        storqos.simulate(df, "miser", "constant", capacity=600, cmin=486, deadlines="10ms")
-
-
-def test_the_capacity_miser_suggests_is_enough() -> None:
-    """Cmin 200, δ = 3 ms: ΔC ≥ 333.3 IOPS, so 533.333 IOPS falls short (ΔC·δ = 0.999999)
-    and the whole number the warning suggests, 534, does not."""
-    df = _three_tenants().with_columns(pl.lit(0, pl.UInt32).alias("tenant"))
-    with pytest.warns(InputWarning, match=r"ΔC·δ = 0.999 < 1 .* --capacity ≥ 534$"):
-        storqos.simulate(df, "miser", "constant", capacity=533.333, cmin=200, deadlines="3ms")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        storqos.simulate(df, "miser", "constant", capacity=534, cmin=200, deadlines="3ms")
+        storqos.simulate(df, "miser", "constant", capacity=enough, cmin=cmin, deadlines=deadline)
 
 
 def test_core_errors_arrive_typed() -> None:

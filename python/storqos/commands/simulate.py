@@ -47,7 +47,7 @@ def _tenants_from(
     """Read ``paths`` into one trace of tenants, with a name per tenant id: one file keeps
     its own tenants (or is split); several files are one tenant each (or are each split,
     numbered after each other), named after the file."""
-    from ..traces import split_tenants
+    from ..traces import merge, split_tenants
 
     if len(paths) == 1:
         df = load_trace(paths[0], fmt, time_unit, sort)
@@ -55,21 +55,17 @@ def _tenants_from(
             return df, None
         df, mapping = split_tenants(df, by=split_by)
         return df, {int(t): str(k) for t, k in zip(mapping["tenant"], mapping["key"], strict=True)}
-    frames: list[pl.DataFrame] = []
+    frames = [load_trace(path, fmt, time_unit, sort) for path in paths]
+    if not split_by:  # file i is tenant i (traces.merge interleaves them by time)
+        return merge(frames), {i: path.stem for i, path in enumerate(paths)}
     names: dict[int, str] = {}
-    for path in paths:
-        part = load_trace(path, fmt, time_unit, sort)
-        if split_by:
-            part, mapping = split_tenants(part, by=split_by)
-            for k in mapping["key"]:
-                names[len(names)] = f"{path.stem}:{k}"
-            part = part.with_columns(pl.col("tenant") + (len(names) - mapping.height))
-        else:
-            names[len(names)] = path.stem
-            part = part.with_columns(pl.lit(len(names) - 1, pl.UInt32).alias("tenant"))
-        frames.append(part)
-    df = pl.concat(frames, how="diagonal_relaxed").sort("arrival_ns", maintain_order=True)
-    return df, names
+    for i, (path, part) in enumerate(zip(paths, frames, strict=True)):
+        part, mapping = split_tenants(part, by=split_by)
+        first = len(names)
+        for k in mapping["key"]:
+            names[len(names)] = f"{path.stem}:{k}"
+        frames[i] = part.with_columns(pl.col("tenant") + first)
+    return pl.concat(frames, how="diagonal_relaxed").sort("arrival_ns", maintain_order=True), names
 
 
 def simulate(
