@@ -69,29 +69,13 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+from pydantic import BaseModel
 
 from .errors import InputError, warn_input
+from .experiment_schema import ARRAYS, ExperimentFile, Policy, Qos, TraceReading, entry_where, one_or_many, validate
 from .specs import canonical_policy, device_spec, mclock_spec, policy_spec
-from .units import check_seed, parse_count, parse_duration, parse_percent, parse_rate
+from .units import parse_duration
 
-#: Top-level keys of an experiment file.
-TOP_KEYS = ("name", "description", "seed", "duration", "window", "percentile", "device", "trace", "tenant", "policy", "grid")
-#: Keys of a [[trace]] entry (QoS keys apply to every tenant it makes).
-TRACE_KEYS = ("path", "name", "fallback", "format", "time_unit", "sort", "max_requests", "split", "keys", "start", "end",
-              "rate_scale", "weight", "reservation", "limit", "slo")
-#: Keys of a [[tenant]] entry.
-TENANT_KEYS = ("name", "trace", "generator", "closed", "fallback", "format", "time_unit", "sort", "max_requests", "start",
-               "end", "rate_scale", "weight", "reservation", "limit", "slo")
-#: Keys of [device] besides `kind` (storqos.specs.device_spec's parameters).
-DEVICE_KEYS = ("kind", "capacity", "servers", "profile", "queue", "hit_ratio", "depth", "bandwidth", "spec")
-#: Generator kinds and the parameters storqos.synth accepts for them.
-GENERATOR_KEYS = {
-    "poisson": ("kind", "rate", "count", "duration", "size", "read_fraction", "span", "seed"),
-    "onoff": ("kind", "rate_on", "rate_off", "mean_on", "mean_off", "count", "duration", "size", "read_fraction", "span", "seed"),
-    "diurnal": ("kind", "peak_rate", "days", "hourly", "weekend_factor", "size", "read_fraction", "span", "seed"),
-}
-#: Keys of a closed-loop tenant (storqos.sim.ClosedClient).
-CLOSED_KEYS = ("outstanding", "think", "think_exponential", "size", "read_fraction", "span", "start", "stop", "on", "off", "target")
 #: Policies whose per-tenant weights default to the tenants' `weight`.
 WEIGHTED = ("wf2q", "sfq", "yfq")
 #: Policies whose per-class SLOs default to the tenants' `reservation` and `slo`.
@@ -267,23 +251,11 @@ def load(path: str | Path) -> Experiment:
 
 def from_dict(raw: dict[str, Any], *, base: Path = Path("."), where: str = "experiment", path: Path | None = None) -> Experiment:
     """Validate an experiment given as a dict (the parsed TOML) and expand its grid."""
-    _known(raw, TOP_KEYS, where, "")
-    name = str(raw.get("name", path.stem if path else "experiment"))
-    grid = _grid(raw.get("grid", {}), where)
-    policies = _list_of_tables(raw, "policy", where)
-    if not policies:
-        raise InputError("needs at least one [[policy]]", where)
-    labels = [str(p.get("name", p.get("kind", ""))) for p in policies]
-    dup = sorted({x for x in labels if labels.count(x) > 1})
-    if dup:
-        raise InputError(f"[[policy]] name(s) {', '.join(dup)} given twice: give each a distinct name", where)
-    if not isinstance(raw.get("device"), dict):
-        raise InputError("needs a [device] table (e.g. kind = \"constant\", capacity = \"1k\")", where)
-    if not raw.get("trace") and not raw.get("tenant"):
-        raise InputError("needs at least one [[trace]] or [[tenant]]", where)
+    file = validate(raw, where)
+    grid = file.grid
     # Check every grid key names something before expanding.
     for k in grid:
-        _set_path(copy.deepcopy(raw), k, grid[k][0], where)
+        _set_path(copy.deepcopy(raw), k, grid[k][0], file, where)
     runs: list[Run] = []
     traces: dict[str, pl.DataFrame] = {}
     keys = list(grid)
@@ -291,39 +263,14 @@ def from_dict(raw: dict[str, Any], *, base: Path = Path("."), where: str = "expe
         point = dict(zip(keys, values, strict=True))
         cfg = copy.deepcopy(raw)
         for k, v in point.items():
-            _set_path(cfg, k, v, where)
-        runs.extend(_point_runs(cfg, point, base, where, traces, len(runs)))
-    return Experiment(name=name, description=str(raw.get("description", "")), path=path, runs=runs, traces=traces,
-                      grid=grid, policies=labels)
+            _set_path(cfg, k, v, file, where)
+        runs.extend(_point_runs(validate(cfg, where) if point else file, point, base, where, traces, len(runs)))
+    name = file.name if file.name is not None else (path.stem if path else "experiment")
+    return Experiment(name=name, description=file.description, path=path, runs=runs, traces=traces,
+                      grid=grid, policies=[p.label for p in file.policy])
 
 
-def _known(table: dict[str, Any], keys: tuple[str, ...] | list[str], where: str, what: str) -> None:
-    for k in table:
-        if k not in keys:
-            raise InputError(f"{what}unknown key {k!r} (known: {', '.join(keys)})", where)
-
-
-def _list_of_tables(raw: dict[str, Any], key: str, where: str) -> list[dict[str, Any]]:
-    v = raw.get(key, [])
-    if isinstance(v, dict):
-        v = [v]
-    if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
-        raise InputError(f"{key!r} must be an array of tables ([[{key}]])", where)
-    return v
-
-
-def _grid(g: Any, where: str) -> dict[str, list[Any]]:
-    if not isinstance(g, dict):
-        raise InputError("[grid] must be a table of KEY = [values]", where)
-    out: dict[str, list[Any]] = {}
-    for k, v in g.items():
-        if not isinstance(v, list) or not v:
-            raise InputError(f"[grid] {k!r} must be a non-empty list of values", where)
-        out[k] = v
-    return out
-
-
-def _set_path(cfg: dict[str, Any], key: str, value: Any, where: str) -> None:
+def _set_path(cfg: dict[str, Any], key: str, value: Any, file: ExperimentFile, where: str) -> None:
     """Set ``tenant.NAME.KEY`` / ``policy.NAME.KEY`` / ``device.KEY`` / ``seed`` in ``cfg``."""
     parts = key.split(".")
     bad = InputError(
@@ -337,14 +284,15 @@ def _set_path(cfg: dict[str, Any], key: str, value: Any, where: str) -> None:
     head, rest = parts[0], parts[1:]
     if head == "device":
         target = cfg.setdefault("device", {})
-    elif head in ("tenant", "trace", "policy"):
+    elif head in ARRAYS:
         if len(rest) < 2:
             raise bad
-        entries = _list_of_tables(cfg, head, where)
-        names = [str(e.get("name", e.get("kind", ""))) if head == "policy" else _entry_name(e, head) for e in entries]
+        names = {"trace": [t.label for t in file.trace], "tenant": [t.name for t in file.tenant],
+                 "policy": [p.label for p in file.policy]}[head]
         if rest[0] not in names:
             raise InputError(f"[grid] key {key!r}: no [[{head}]] named {rest[0]!r} (known: {', '.join(names)})", where)
-        target = entries[names.index(rest[0])]
+        cfg[head] = one_or_many(cfg[head])
+        target = cfg[head][names.index(rest[0])]
         rest = rest[1:]
     else:
         raise bad
@@ -354,14 +302,6 @@ def _set_path(cfg: dict[str, Any], key: str, value: Any, where: str) -> None:
             raise InputError(f"[grid] key {key!r}: {p!r} is not a table", where)
         target = nxt
     target[rest[-1]] = value
-
-
-def _entry_name(e: dict[str, Any], kind: str) -> str:
-    if "name" in e:
-        return str(e["name"])
-    if kind == "trace" and "path" in e:
-        return Path(str(e["path"])).stem
-    return ""
 
 
 def _resolve_path(p: str, base: Path) -> Path:
@@ -382,17 +322,17 @@ def _resolve_path(p: str, base: Path) -> Path:
     return q if q.is_absolute() else (base / q)
 
 
-def _trace_path(e: dict[str, Any], key: str, base: Path, where: str) -> Path:
-    p = _resolve_path(str(e[key]), base)
+def _trace_path(given: str, fallback: str | None, base: Path, where: str) -> Path:
+    p = _resolve_path(given, base)
     if p.exists():
         return p
-    if "fallback" in e:
-        fb = _resolve_path(str(e["fallback"]), base)
+    if fallback is not None:
+        fb = _resolve_path(fallback, base)
         if fb.exists():
-            warn_input(f"{e[key]!r} not found (looked at {p}): using the fallback {e['fallback']!r}", where)
+            warn_input(f"{given!r} not found (looked at {p}): using the fallback {fallback!r}", where)
             return fb
-        raise InputError(f"neither {e[key]!r} nor the fallback {e['fallback']!r} exists", where)
-    raise InputError(f"trace file {e[key]!r} not found (looked at {p})", where)
+        raise InputError(f"neither {given!r} nor the fallback {fallback!r} exists", where)
+    raise InputError(f"trace file {given!r} not found (looked at {p})", where)
 
 
 @functools.lru_cache(maxsize=32)
@@ -402,62 +342,27 @@ def _read(path: str, fmt: str | None, time_unit: str | None, sort: bool, limit: 
     return read_trace(path, format=fmt, time_unit=time_unit, sort=sort, limit=limit)
 
 
-def _load_trace(e: dict[str, Any], key: str, base: Path, where: str) -> pl.DataFrame:
+def _load_trace(e: TraceReading, given: str, fallback: str | None, base: Path, where: str) -> pl.DataFrame:
     from .traces import scale_rate, time_window
 
-    path = _trace_path(e, key, base, where)
-    limit = e.get("max_requests")
-    if limit is not None:
-        limit = parse_count(limit, f"{where}: max_requests", minimum=1, maximum=2**63 - 1)
-    df = _read(str(path), e.get("format"), e.get("time_unit"), bool(e.get("sort", False)), limit)
-    if "start" in e or "end" in e:
-        start = parse_duration(e.get("start", 0), f"{where}: start")
-        end = parse_duration(e["end"], f"{where}: end") if "end" in e else int(df.select(pl.col("arrival_ns").max()).item() or 0) + 1
-        df = time_window(df, start, end)
-    if "rate_scale" in e:
-        try:
-            k = float(e["rate_scale"])
-        except (TypeError, ValueError):
-            k = float("nan")
-        if not (k > 0 and k < float("inf")):
-            raise InputError(f"rate_scale must be > 0, got {e['rate_scale']!r}", where)
-        df = scale_rate(df, 1.0 / k)
+    path = _trace_path(given, fallback, base, where)
+    df = _read(str(path), e.format, e.time_unit, e.sort, e.max_requests)
+    if e.start is not None or e.end is not None:
+        end = e.end if e.end is not None else int(df.select(pl.col("arrival_ns").max()).item() or 0) + 1
+        df = time_window(df, e.start or 0, end)
+    if e.rate_scale is not None:
+        df = scale_rate(df, 1.0 / e.rate_scale)
     return df
 
 
-def _qos(e: dict[str, Any], where: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if "weight" in e:
-        try:
-            w = float(e["weight"])
-        except (TypeError, ValueError):
-            w = -1.0
-        if not w > 0:
-            raise InputError(f"weight must be a number > 0, got {e['weight']!r}", where)
-        out["weight"] = w
-    if "reservation" in e:
-        r = e["reservation"]
-        out["reservation"] = 0.0 if r in (0, "0") else parse_rate(r, f"{where}: reservation")
-    if "limit" in e:
-        out["limit"] = parse_rate(e["limit"], f"{where}: limit")
-    if "slo" in e:
-        ns = parse_duration(e["slo"], f"{where}: slo", default_unit="ms")
-        if ns <= 0:
-            raise InputError("slo must be a latency > 0, e.g. \"10ms\"", where)
-        out["slo_ns"] = ns
-    return out
+def _qos(e: Qos) -> dict[str, Any]:
+    """A [[trace]]'s or [[tenant]]'s QoS keys as :class:`Tenant` fields."""
+    return {"weight": e.weight, "reservation": e.reservation, "limit": e.limit, "slo_ns": e.slo}
 
 
-def _point_runs(cfg: dict[str, Any], point: dict[str, Any], base: Path, where: str,
+def _point_runs(file: ExperimentFile, point: dict[str, Any], base: Path, where: str,
                 traces: dict[str, pl.DataFrame], first_index: int) -> list[Run]:
-    seed = cfg.get("seed", 1)
-    check_seed(seed, where)
-    duration_ns = parse_duration(cfg["duration"], f"{where}: duration") if "duration" in cfg else None
-    window_ns = parse_duration(cfg.get("window", "1s"), f"{where}: window")
-    if window_ns <= 0:
-        raise InputError("window must be > 0", where)
-    percentile = parse_percent(cfg.get("percentile", DEFAULT_PERCENTILE), f"{where}: percentile")
-
+    seed, duration_ns, window_ns, percentile = file.seed, file.duration, file.window, file.percentile
     tenants: list[Tenant] = []
     frames: list[pl.DataFrame] = []
     generators: list[dict[str, Any]] = []
@@ -465,22 +370,17 @@ def _point_runs(cfg: dict[str, Any], point: dict[str, Any], base: Path, where: s
     closed_where: list[str] = []  # each closed client's [[tenant]], for its errors
     pending_gen: list[tuple[int, dict[str, Any], str]] = []
 
-    for i, e in enumerate(_list_of_tables(cfg, "trace", where)):
-        w = f"{where}: [[trace]] {i + 1}" + (f" ({e['name']})" if "name" in e else "")
-        _known(e, TRACE_KEYS, w, "")
-        if "path" not in e:
-            raise InputError("needs a path", w)
-        df = _load_trace(e, "path", base, w)
-        qos = _qos(e, w)
-        name = _entry_name(e, "trace")
-        if "split" in e:
+    for i, t in enumerate(file.trace):
+        w = entry_where(where, "trace", i, t.name)
+        df = _load_trace(t, t.path, t.fallback, base, w)
+        if t.split is not None:
             from .traces import split_tenants
 
-            df, mapping = split_tenants(df, by=str(e["split"]))
+            df, mapping = split_tenants(df, by=t.split)
             keys = [str(k) for k in mapping["key"].to_list()]
             ids = list(range(len(keys)))
-            if "keys" in e:
-                want = [str(k) for k in e["keys"]]
+            if t.keys is not None:
+                want = [str(k) for k in t.keys]
                 missing = [k for k in want if k not in keys]
                 if missing:
                     raise InputError(f"split keys {', '.join(missing)} not in the trace (has {', '.join(keys)})", w)
@@ -489,45 +389,31 @@ def _point_runs(cfg: dict[str, Any], point: dict[str, Any], base: Path, where: s
             for local, key in zip(ids, keys, strict=True):
                 part = df.filter(pl.col("tenant") == local)
                 frames.append(_canon(part, len(tenants)))
-                tenants.append(Tenant(name=f"{name}/{key}", source="trace", **qos))
+                tenants.append(Tenant(name=f"{t.label}/{key}", source="trace", **_qos(t)))
         else:
             frames.append(_canon(df, len(tenants)))
-            tenants.append(Tenant(name=name, source="trace", **qos))
+            tenants.append(Tenant(name=t.label, source="trace", **_qos(t)))
 
-    for i, e in enumerate(_list_of_tables(cfg, "tenant", where)):
-        w = f"{where}: [[tenant]] {i + 1}" + (f" ({e['name']})" if "name" in e else "")
-        _known(e, TENANT_KEYS, w, "")
-        if "name" not in e:
-            raise InputError("needs a name", w)
-        sources = [k for k in ("trace", "generator", "closed") if k in e]
-        if len(sources) != 1:
-            raise InputError("needs exactly one of trace, generator or closed", w)
-        src = sources[0]
+    for i, e in enumerate(file.tenant):
+        w = entry_where(where, "tenant", i, e.name)
         tid = len(tenants)
-        qos = _qos(e, w)
-        if src == "trace" and isinstance(e.get("fallback"), dict) and not _resolve_path(str(e["trace"]), base).exists():
+        src = e.source
+        if src == "trace" and isinstance(e.fallback, BaseModel) and not _resolve_path(str(e.trace), base).exists():
             # The file's own synthetic stand-in when the real trace is absent (e.g. no ../shared): said.
-            warn_input(f"trace {e['trace']!r} not found: using the fallback generator {e['fallback'].get('kind', '?')!r}", w)
-            src, e = "generator", {**{k: v for k, v in e.items() if k not in ("trace", "fallback")}, "generator": e["fallback"]}
+            warn_input(f"trace {e.trace!r} not found: using the fallback generator {e.fallback.kind!r}", w)
+            src = "generator"
         if src == "trace":
-            frames.append(_canon(_load_trace(e, "trace", base, w), tid))
+            fallback = e.fallback if isinstance(e.fallback, str) else None
+            frames.append(_canon(_load_trace(e, str(e.trace), fallback, base, w), tid))
         elif src == "generator":
-            g = e["generator"]
-            if not isinstance(g, dict) or "kind" not in g:
-                raise InputError("generator must be a table with a kind (poisson, onoff, diurnal)", w)
-            kind = str(g["kind"])
-            if kind not in GENERATOR_KEYS:
-                raise InputError(f"generator: unknown kind {kind!r} (known: {', '.join(GENERATOR_KEYS)})", w)
-            _known(g, GENERATOR_KEYS[kind], w, "generator: ")
-            pending_gen.append((tid, g, w))
+            gen = e.generator if e.generator is not None else e.fallback
+            assert isinstance(gen, BaseModel)
+            pending_gen.append((tid, gen.model_dump(exclude_unset=True, exclude_none=True), w))
         else:
-            c = e["closed"]
-            if not isinstance(c, dict):
-                raise InputError("closed must be a table (outstanding, think, size, ...)", w)
-            _known(c, CLOSED_KEYS, w, "closed: ")
-            closed.append({"tenant": tid, **c})
+            assert e.closed is not None
+            closed.append({"tenant": tid, **e.closed.given()})
             closed_where.append(w)
-        tenants.append(Tenant(name=str(e["name"]), source=src, **qos))
+        tenants.append(Tenant(name=e.name, source=src, **_qos(e)))
 
     names = [t.name for t in tenants]
     dup = sorted({n for n in names if names.count(n) > 1})
@@ -575,8 +461,7 @@ def _point_runs(cfg: dict[str, Any], point: dict[str, Any], base: Path, where: s
             c["stop"] = f"{run_ns}ns"
         _closed_client(c, cw)  # validate now
 
-    dev = dict(cfg["device"])
-    _known(dev, DEVICE_KEYS, f"{where}: [device]", "")
+    dev = file.device.given()
     if "spec" in dev:
         dspec = dev["spec"]
     else:
@@ -585,9 +470,9 @@ def _point_runs(cfg: dict[str, Any], point: dict[str, Any], base: Path, where: s
         dspec = device_spec(str(dev.pop("kind")), **dev)
 
     runs: list[Run] = []
-    for pi, p in enumerate(_list_of_tables(cfg, "policy", where)):
-        label = str(p.get("name", p.get("kind", "")))
-        w = f"{where}: [[policy]] {pi + 1} ({label})"
+    for pi, p in enumerate(file.policy):
+        label = p.label
+        w = entry_where(where, "policy", pi, label)
         pspec = _policy(p, tenants, percentile, w)
         from .specs import check
 
@@ -639,17 +524,17 @@ def _closed_client(c: dict[str, Any], where: str) -> Any:
     return cc
 
 
-def _policy(p: dict[str, Any], tenants: list[Tenant], percentile: float, where: str) -> dict[str, Any]:
+def _policy(p: Policy, tenants: list[Tenant], percentile: float, where: str) -> dict[str, Any]:
     """A [[policy]] table → core spec, filling per-tenant parameters from the tenants."""
-    if "spec" in p:
-        return dict(p["spec"])
-    if "kind" not in p:
+    if p.spec is not None:
+        return dict(p.spec)
+    if p.kind is None:
         raise InputError("needs a kind (one of storqos.specs.POLICIES)", where)
     try:
-        kind = canonical_policy(str(p["kind"]))
+        kind = canonical_policy(p.kind)
     except InputError as e:
         raise InputError(e.message, where) from None
-    params = {k: v for k, v in p.items() if k not in ("kind", "name")}
+    params = p.params
     try:
         if kind == "mclock":
             params.setdefault("weights", [t.weight or 1.0 for t in tenants])

@@ -117,7 +117,7 @@ def parse_positive_duration(value: str | float | int, where: str = "duration", d
 def check_seed(value: object, where: str = "--seed") -> int:
     """A random seed: an integer in [0, 2**64) (the core's seeds are unsigned 64-bit)."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**64:
-        raise InputError(f"seed must be an integer in [0, 2**64), got {value!r}", where)
+        raise InputError(f"must be an integer in [0, 2**64), got {value!r}", where)
     return value
 
 

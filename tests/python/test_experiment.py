@@ -104,7 +104,7 @@ def test_grid_expands_and_tenants_fill_policy_parameters(tmp_path: Path) -> None
         (("seed = 3", "seed = 3\nsede = 4"), "exp.toml: unknown key 'sede'"),
         (('kind = "constant"', 'kind = "ssd"'), "unknown device 'ssd'"),
         (('["800", "1.2k"]', '["800", "fast"]'), "malformed rate 'fast'"),
-        (('"device.capacity" = ["800", "1.2k"]', '"device.capacity" = []'), "[grid] 'device.capacity' must be a non-empty list"),
+        (('"device.capacity" = ["800", "1.2k"]', '"device.capacity" = []'), "[grid] 'device.capacity': expected a non-empty list, got []"),
         (('"device.capacity"', '"tenant.nobody.weight"'), "no [[tenant]] named 'nobody'"),
         (('"device.capacity"', '"colour"'), "[grid] key 'colour' names nothing"),
         (('kind = "onoff"', 'kind = "zipf"'), "[[tenant]] 1 (batch): generator: unknown kind 'zipf'"),
@@ -114,7 +114,7 @@ def test_grid_expands_and_tenants_fill_policy_parameters(tmp_path: Path) -> None
         (('kind = "wf2q"', 'kind = "lottery"'), "[[policy]] 2 (fair): unknown policy 'lottery'"),
         (('name = "fair"', 'name = "mclock"'), "[[policy]] name(s) mclock given twice"),
         (('path = "bundled:websearch"', 'path = "missing.trace"'), "trace file 'missing.trace' not found"),
-        (('weight = 2', 'weight = -2'), "[[trace]] 1 (web): weight must be a number > 0"),
+        (('weight = 2', 'weight = -2'), "[[trace]] 1 (web): weight: must be a number > 0, got -2"),
         (('slo = "10ms"', 'slo = "soon"'), "slo: malformed duration"),
         (("seed = 3", "seed = 3\n[broken"), "TOML syntax error"),
     ],
@@ -133,20 +133,20 @@ def test_schema_errors_name_file_and_key(tmp_path: Path, change: tuple[str, str]
 #: end in "internal error" (AttributeError, ValueError, TypeError, OverflowError), in an
 #: aborted process, or in a run that never ended.
 WRONG_TYPED = [
-    (('size = "64KiB"', "size = []"), "exp.toml: [[tenant]] 2 (backup): closed: closed client of tenant 2: expected a size"),
+    (('size = "64KiB"', "size = []"), "exp.toml: [[tenant]] 2 (backup): closed: size: expected a number or a number with a unit (e.g. 10ms, 1.2k, 64KiB), got []"),
     (('size = "64KiB"', "size = 0.5"), "[[tenant]] 2 (backup): closed: closed client of tenant 2: size '0.5' must be > 0"),
     (("outstanding = 4", 'outstanding = ""'), "[[tenant]] 2 (backup): closed: closed client of tenant 2: outstanding: expected a whole number"),
     (("outstanding = 4", "outstanding = 2147483648"), "outstanding: must be between 1 and 1048576"),
-    (('mean_off = "900ms"', "mean_off = {}"), "[[tenant]] 1 (batch): generator: mean_off: expected a duration"),
+    (('mean_off = "900ms"', "mean_off = {}"), "[[tenant]] 1 (batch): generator: mean_off: expected a number or a number with a unit"),
     (('reservation = "300"', "reservation = [1]"), "[[trace]] 1 (web): reservation: expected a rate in IOPS"),
     (('path = "bundled:websearch"', 'path = "bundled:websearch"\nmax_requests = 1e308'),
      "[[trace]] 1 (web): max_requests: must be between 1 and"),
     (('path = "bundled:websearch"', 'path = "bundled:websearch"\nmax_requests = "1e19"'), "max_requests: expected a whole number"),
     (('path = "bundled:websearch"', 'path = "bundled:websearch"\nstart = []'), "[[trace]] 1 (web): start: expected a duration"),
     (('duration = "4s"', 'duration = "1e30s"'), "duration: duration '1e30s' is too long"),
-    (("seed = 3", "seed = 18446744073709551616"), "seed must be an integer in [0, 2**64)"),
+    (("seed = 3", "seed = 18446744073709551616"), "seed: must be an integer in [0, 2**64)"),
     (('path = "bundled:websearch"', 'path = "bundled:websearch"\nrate_scale = "10xs"'),
-     "[[trace]] 1 (web): rate_scale must be > 0, got '10xs'"),
+     "[[trace]] 1 (web): rate_scale: must be a number > 0, got '10xs'"),
     (('[device]\nkind = "constant"\ncapacity = "900"', 'device = "0"'), "exp.toml: needs a [device] table"),
     (('kind = "constant"', 'kind = "array"\nservers = "x"'), "--servers: expected a whole number, got 'x'"),
 ]
@@ -304,7 +304,7 @@ def test_cli_run_writes_tables_summary_and_report(tmp_path: Path, cli) -> None:
     # Bad input: one line, exit 2.
     bad = write(tmp_path, SMALL.replace("seed = 3", "seed = -1"), "bad.toml")
     r = cli("run", str(bad), "--out", str(out))
-    assert r.code == 2 and r.err.strip().count("\n") == 0 and "bad.toml: seed must be an integer in [0, 2**64), got -1" in r.err
+    assert r.code == 2 and r.err.strip().count("\n") == 0 and "bad.toml: seed: must be an integer in [0, 2**64), got -1" in r.err
     r = cli("run", str(path), "--dask", "nowhere")
     assert r.code == 2 and "--dask: expected tcp://HOST:PORT or local:N" in r.err
 
@@ -380,3 +380,60 @@ def test_a_policy_setting_its_kind_does_not_take_is_an_error(tmp_path: Path) -> 
     assert text != SMALL
     with pytest.raises(InputError, match=r"wf2q does not take depth \(it takes weights, by, cost\)"):
         load(write(tmp_path, text))
+
+
+def _doc_examples() -> list[str]:
+    text = (REPO / "docs" / "experiments.md").read_text()
+    return re.findall(r"```toml\n(.*?)```", text, flags=re.S)
+
+
+def test_every_key_of_the_schema_is_documented() -> None:
+    """docs/experiments.md names every key the schema takes (a key added to the schema
+    without a word in the docs fails here)."""
+    from storqos import experiment_schema as s
+
+    text = (REPO / "docs" / "experiments.md").read_text()
+    tables = (s.ExperimentFile, s.Device, s.TraceFile, s.TenantEntry, s.Poisson, s.OnOff, s.Diurnal, s.Closed, s.Policy)
+    named = ("`{}`", "[{}]", "`{} = ")  # a key, a table, an inline table
+    missing = {f"{m.__name__}.{k}" for m in tables for k in m.model_fields if not any(n.format(k) in text for n in named)}
+    assert not missing, sorted(missing)
+
+
+def test_the_documented_examples_run_as_documented(tmp_path: Path) -> None:
+    """The noisy-neighbour example has 2 tenants and 2 policies; with the sweep's grid
+    (3 capacities × 3 burst rates) it makes 2 × 9 = 18 runs."""
+    neighbour, sweep = _doc_examples()[:2]
+    exp = load(write(tmp_path, neighbour))
+    assert [t.name for t in exp.runs[0].tenants] == ["websearch", "batch"]
+    assert exp.policies == ["fcfs", "wf2q"] and len(exp.runs) == 2
+    grid = load(write(tmp_path, neighbour + sweep))
+    assert len(grid.runs) == 18 and len(grid.points) == 9
+    assert {r.device["iops"] for r in grid.runs} == {700.0, 1000.0, 1500.0}
+
+
+def test_one_trace_table_reads_as_an_array_of_one(tmp_path: Path) -> None:
+    one = load(write(tmp_path, SMALL.replace("[[trace]]", "[trace]", 1)))
+    many = load(write(tmp_path, SMALL))
+    assert one.runs[0].tenants == many.runs[0].tenants and one.runs[0].trace_key == many.runs[0].trace_key
+
+
+def test_a_misspelt_key_is_named_not_what_it_leaves_missing(tmp_path: Path) -> None:
+    """`rate_onn` leaves `rate_on` missing too: the error names the misspelling."""
+    with pytest.raises(InputError, match=r"generator: unknown key 'rate_onn' \(known: kind, rate_on, rate_off"):
+        load(write(tmp_path, SMALL.replace("rate_on = ", "rate_onn = ", 1)))
+
+
+def test_cli_run_check_and_schema(tmp_path: Path, cli) -> None:
+    from conftest import assert_one_line_error
+
+    r = cli("run", str(write(tmp_path, SMALL)), "--check")
+    assert r.code == 0 and "ok, 4 runs (2 policies × 2 grid points)" in r.out, (r.out, r.err)
+    assert not (tmp_path / "out").exists()
+    assert_one_line_error(cli("run", str(write(tmp_path, SMALL.replace("seed = 3", "seed = -1"))), "--check"),
+                          "exp.toml: seed: must be an integer in [0, 2**64), got -1")
+    r = cli("run", "--schema")
+    schema = json.loads(r.out)
+    assert r.code == 0 and schema["required"] == ["device", "policy"]
+    assert set(schema["properties"]) == {"name", "description", "seed", "duration", "window", "percentile", "device",
+                                         "trace", "tenant", "policy", "grid"}
+    assert schema["$defs"]["Closed"]["additionalProperties"] is False

@@ -16,6 +16,14 @@ from ..errors import InputError
 from ..units import fmt_ms
 
 
+def _print_schema(value: bool) -> None:
+    if value:
+        from ..experiment_schema import json_schema
+
+        emit_json(json_schema())
+        raise typer.Exit()
+
+
 def run_cmd(
     experiment: Annotated[Path, typer.Argument(help="Experiment file (TOML).", show_default=False)],
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Directory for the Parquet tables, summary.json and report.html.")] = Path("out/run"),
@@ -29,13 +37,16 @@ def run_cmd(
         Path | None, typer.Option("--markdown", help="Also write the result tables as markdown here (docs/results/NAME.md).")
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON (for scripts) instead of tables.")] = False,
+    check: Annotated[bool, typer.Option("--check", help="Only check the file (keys, values, traces) and say how many runs it makes.")] = False,
+    schema: Annotated[
+        bool,
+        typer.Option("--schema", is_eager=True, callback=_print_schema,
+                     help="Print the experiment file's JSON Schema (for editors) and exit."),
+    ] = False,
 ) -> None:
     """Run every policy at every grid point of an experiment file; write tenants/windows/cdf Parquet, summary.json and report.html.
 
-    The file lists traces and tenants (with SLOs, weights, reservations, limits), the
-    device, the policies and a \\[grid] of parameters; see storqos.experiment. Runs go to
-    a local process pool, or to Dask with --dask (identical results: every run has its
-    own seed).
+    The file lists traces and tenants (with SLOs, weights, reservations, limits), the device, the policies and a \\[grid] of parameters: docs/experiments.md describes every key, --check only checks a file, --schema prints its JSON Schema. Runs go to a local process pool, or to Dask with --dask (identical results: every run has its own seed).
 
     Example: [bold]storqos run examples/experiments/compare.toml --out out/compare[/bold]
     """
@@ -51,6 +62,11 @@ def run_cmd(
         check_output_file(markdown, "--markdown")
     backend = parse_backend(dask) if dask else "local"
     exp = load(experiment)
+    if check:
+        points = max(len(exp.points), 1)
+        out.print(f"{experiment}: ok, {len(exp.runs)} runs ({len(exp.policies)} policies × {points} grid points)",
+                  markup=False, highlight=False, soft_wrap=True)
+        return
     show = sys.stderr.isatty() and not json_out
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
