@@ -73,7 +73,7 @@ from pydantic import BaseModel
 
 from .errors import InputError, warn_input
 from .experiment_schema import ARRAYS, ExperimentFile, Policy, Qos, TraceReading, entry_where, one_or_many, validate
-from .specs import canonical_policy, device_spec, mclock_spec, policy_spec
+from .specs import canonical_policy, check, check_tenant_lists, device_spec, mclock_spec, policy_spec
 from .units import parse_duration
 
 #: Policies whose per-tenant weights default to the tenants' `weight`.
@@ -474,9 +474,8 @@ def _point_runs(file: ExperimentFile, point: dict[str, Any], base: Path, where: 
         label = p.label
         w = entry_where(where, "policy", pi, label)
         pspec = _policy(p, tenants, percentile, w)
-        from .specs import check
-
         try:
+            check_tenant_lists(pspec, len(tenants), flags=False)
             check(pspec, dspec)
         except InputError as e:
             raise InputError(str(e), w) from None

@@ -342,11 +342,12 @@ TENANT_LISTS: dict[str, str] = {
 }
 
 
-def check_tenant_lists(policy: dict[str, Any], tenants: int) -> None:
+def check_tenant_lists(policy: dict[str, Any], tenants: int, *, flags: bool = True) -> None:
     """Every per-tenant list of ``policy`` has one entry per tenant: a list of another
-    length is an :class:`InputError` naming the option and both counts (it was padded or
-    cut without a word). Policies that key their lists by class (``by = "class"``) and
-    composite specs (RTT's inner policy) are checked by the core."""
+    length is an :class:`InputError` naming the option (``--weights``; with ``flags``
+    false the file's key, ``weights``) and both counts (it was padded or cut without a
+    word). Policies that key their lists by class (``by = "class"``) and composite specs
+    (RTT's inner policy) are checked by the core."""
     if tenants <= 0 or policy.get("by", "tenant") != "tenant":
         return
     for key, option in TENANT_LISTS.items():
@@ -355,7 +356,7 @@ def check_tenant_lists(policy: dict[str, Any], tenants: int) -> None:
             ids = "id 0" if tenants == 1 else f"ids 0-{tenants - 1}"
             raise InputError(
                 f"{len(values)} value(s) for {tenants} tenant(s) ({ids}); give one per tenant, in tenant order",
-                option,
+                option if flags else key,
             )
 
 

@@ -16,7 +16,8 @@ Backends (the ``--dask`` / ``--workers`` options of ``storqos run``):
 
 Large inputs every run needs (a trace DataFrame) are passed once per worker, not once
 per run: ``shared[key]`` is sent to each pool worker by its initializer, or scattered to
-the Dask workers, and ``fn(item, shared[key_of(item)])`` runs there.
+the Dask workers, and ``fn(item, shared[key_of(item)])`` runs there. Warnings a run
+raises in a worker are shown by this process, as if the run had been local.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import uuid
+import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, TypeVar
@@ -42,8 +44,24 @@ def _init_worker(shared: Mapping[Any, Any]) -> None:
     _SHARED.update(shared)
 
 
-def _call_shared(fn: Callable[[Any, Any], Any], item: Any, key: Hashable) -> Any:
-    return fn(item, _SHARED.get(key))
+def _call_shared(fn: Callable[[Any, Any], Any], item: Any, key: Hashable) -> tuple[Any, list[tuple[type[Warning], str]]]:
+    return _recorded(fn, item, _SHARED.get(key))
+
+
+def _recorded(fn: Callable[[Any, Any], Any], item: Any, shared: Any) -> tuple[Any, list[tuple[type[Warning], str]]]:
+    """``fn(item, shared)`` in a worker, with the warnings it raised (to be shown by the
+    parent, as the parent shows warnings: one ``warning:`` line each, repeats once)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fn(item, shared)
+    return result, [(w.category, str(w.message)) for w in caught]
+
+
+def _unwrap(recorded: tuple[Any, list[tuple[type[Warning], str]]]) -> Any:
+    result, caught = recorded
+    for category, message in caught:
+        warnings.warn(message, category, stacklevel=1)
+    return result
 
 
 def parse_backend(value: str | None) -> str:
@@ -92,7 +110,7 @@ def map_runs(
             futs = {ex.submit(_call_shared, fn, item, key_of(item)): i for i, item in enumerate(items)}
             for f in as_completed(futs):
                 i = futs[f]
-                results[i] = f.result()
+                results[i] = _unwrap(f.result())
                 if on_done:
                     on_done(i)
         return results
@@ -134,13 +152,13 @@ def _map_dask(
             remote = {k: client.scatter(v, broadcast=True) for k, v in shared.items()}
             token = uuid.uuid4().hex[:12]
             futs = {
-                client.submit(fn, item, remote.get(key_of(item)), pure=False, key=f"storqos-run-{token}-{i}"): i
+                client.submit(_recorded, fn, item, remote.get(key_of(item)), pure=False, key=f"storqos-run-{token}-{i}"): i
                 for i, item in enumerate(items)
             }
             results: list[Any] = [None] * len(items)
             for f in dask_completed(list(futs)):
                 i = futs[f]
-                results[i] = f.result()
+                results[i] = _unwrap(f.result())
                 if on_done:
                     on_done(i)
             return results

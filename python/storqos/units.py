@@ -232,3 +232,8 @@ def fmt_size(nbytes: float) -> str:
             return f"{v:.4g} {unit}"
         v /= 1024
     return f"{v:.4g} TiB"
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """``1 run``, ``4 runs``, ``2 policies`` (``many`` when adding an s is wrong)."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"

@@ -112,6 +112,7 @@ def test_grid_expands_and_tenants_fill_policy_parameters(tmp_path: Path) -> None
         (("outstanding = 4", "outstanding = 4, depth = 2"), "[[tenant]] 2 (backup): closed: unknown key 'depth'"),
         (('limit = "150"', 'limit = "150"\nreservation = "500"'), "reservations[2] (500 IOPS) exceeds limits[2] (150 IOPS)"),
         (('kind = "wf2q"', 'kind = "lottery"'), "[[policy]] 2 (fair): unknown policy 'lottery'"),
+        (('kind = "wf2q"', 'kind = "wf2q"\nweights = [1, 2]'), "exp.toml: [[policy]] 2 (fair): weights: 2 value(s) for 3 tenant(s)"),
         (('name = "fair"', 'name = "mclock"'), "[[policy]] name(s) mclock given twice"),
         (('path = "bundled:websearch"', 'path = "missing.trace"'), "trace file 'missing.trace' not found"),
         (('weight = 2', 'weight = -2'), "[[trace]] 1 (web): weight: must be a number > 0, got -2"),
@@ -437,3 +438,27 @@ def test_cli_run_check_and_schema(tmp_path: Path, cli) -> None:
     assert set(schema["properties"]) == {"name", "description", "seed", "duration", "window", "percentile", "device",
                                          "trace", "tenant", "policy", "grid"}
     assert schema["$defs"]["Closed"]["additionalProperties"] is False
+
+
+def test_cli_run_shows_a_workers_warning_once_on_one_line(tmp_path: Path, cli) -> None:
+    """Warnings raised in pool workers came out as Python's two-line warnings, once per
+    worker; they are shown by the parent like its own: one `warning:` line, repeats once."""
+    text = """
+duration = "1s"
+[device]
+kind = "constant"
+capacity = "550"
+[[tenant]]
+name = "a"
+generator = { kind = "poisson", rate = "100" }
+[[policy]]
+kind = "miser"
+cmin = 486
+deadlines = "10ms"
+[grid]
+seed = [1, 2, 3]
+"""
+    r = cli("run", str(write(tmp_path, text)), "--workers", "2", "--no-report", "--out", str(tmp_path / "o"))
+    assert r.code == 0, r.err
+    lines = [ln for ln in r.err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("warning: ") and "ΔC·δ = 0.64 < 1" in lines[0], r.err

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from ..console import emit_json, err, out
 from ..errors import InputError
-from ..units import fmt_ms
+from ..units import fmt_ms, plural
 
 
 def _print_schema(value: bool) -> None:
@@ -64,7 +64,8 @@ def run_cmd(
     exp = load(experiment)
     if check:
         points = max(len(exp.points), 1)
-        out.print(f"{experiment}: ok, {len(exp.runs)} runs ({len(exp.policies)} policies × {points} grid points)",
+        out.print(f"{experiment}: ok, {plural(len(exp.runs), 'run')} ({plural(len(exp.policies), 'policy', 'policies')}"
+                  f" × {plural(points, 'grid point')})",
                   markup=False, highlight=False, soft_wrap=True)
         return
     show = sys.stderr.isatty() and not json_out
