@@ -20,6 +20,7 @@ Power Efficiency of Storage Systems").
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +29,7 @@ import numpy as np
 import polars as pl
 
 from . import _core
-from .errors import InputError
+from .errors import InputError, InputWarning, warn_input
 from .units import parse_duration, parse_percent, parse_rate
 
 #: Table 4.1's response-time targets.
@@ -384,7 +385,7 @@ def power(
     ON pools, power (W), energy (J) over the trace, and the fraction of requests within
     each ``breakdown`` bound when served on the ON pools' capacity (Table 4.2): FCFS for
     the baseline, RTT at Cmin + Miser for the decomposition."""
-    from .sim import simulate
+    from .sim import miser_slack, simulate
 
     d = parse_deadlines([deadline])[0]
     f = parse_fractions([fraction])[0]
@@ -403,7 +404,13 @@ def power(
             res = simulate(trace, "fcfs", "constant", capacity=served, keep_requests=True)
         else:
             pol = {"kind": "miser", "capacity_iops": c, "deadline_ns": d}
-            res = simulate(trace, pol, {"kind": "constant", "iops": max(served, c + 1e-3)}, keep_requests=True)
+            with warnings.catch_warnings():  # said below, in the provisioning's words
+                warnings.simplefilter("ignore", InputWarning)
+                res = simulate(trace, pol, {"kind": "constant", "iops": max(served, c + 1e-3)}, keep_requests=True)
+            short = miser_slack(c, max(served, c + 1e-3), d)
+            if short is not None:
+                warn_input(f"the decomposed provisioning's {est['on_pools']} pools: {short[0]} (see its 'within' "
+                           f"columns); pools adding up to {short[1]:g} IOPS would", "--power")
         assert res.requests is not None
         resp = res.requests["response_ns"].to_numpy()
         row: dict[str, Any] = {

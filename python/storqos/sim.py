@@ -146,22 +146,28 @@ def _columns(trace: pl.DataFrame | None) -> _Columns:
     )
 
 
-def _warn_miser_slack(pspec: dict[str, Any], dspec: dict[str, Any]) -> None:
+def miser_slack(cmin_iops: float, capacity_iops: float, deadline_ns: float) -> tuple[str, int] | None:
     """Miser (seed 000) keeps the primary class within δ by serving the overflow class
     only while every queued primary request has a free place to spare; that needs
-    ΔC·δ ≥ 1 spare service above Cmin. Below it, say so (the run goes on)."""
+    ΔC·δ ≥ 1 spare service above Cmin. Below it: what falls short (one sentence) and the
+    smallest whole capacity that is enough; else None."""
+    delta_s = deadline_ns / 1e9
+    spare = (capacity_iops - cmin_iops) * delta_s
+    if spare >= 1 - 1e-9:  # the tolerance lets the capacity suggested below pass
+        return None
+    shown = math.floor(spare * 1000) / 1000  # rounded down: never "ΔC·δ = 1 < 1"
+    return (f"capacity {capacity_iops:g} IOPS is Cmin {cmin_iops:g} + ΔC {capacity_iops - cmin_iops:g}: ΔC·δ = {shown:g} "
+            f"< 1 request within the deadline δ = {delta_s * 1e3:g} ms, so Miser cannot guarantee the primary class's "
+            "deadline", math.ceil(cmin_iops + 1 / delta_s - 1e-6))
+
+
+def _warn_miser_slack(pspec: dict[str, Any], dspec: dict[str, Any]) -> None:
+    """Warn (the run goes on) when a Miser run has less than ΔC·δ = 1 of slack (:func:`miser_slack`)."""
     if pspec.get("kind") != "miser" or dspec.get("kind") not in ("constant", "exponential"):
         return
-    cmin, total, delta_s = float(pspec["capacity_iops"]), float(dspec["iops"]), pspec["deadline_ns"] / 1e9
-    spare = (total - cmin) * delta_s
-    if spare < 1 - 1e-9:  # the tolerance lets the capacity suggested below pass
-        shown = math.floor(spare * 1000) / 1000  # rounded down: never "ΔC·δ = 1 < 1"
-        warn_input(
-            f"capacity {total:g} IOPS is Cmin {cmin:g} + ΔC {total - cmin:g}: ΔC·δ = {shown:g} < 1 request within the "
-            f"deadline δ = {delta_s * 1e3:g} ms, so Miser cannot guarantee the primary class's deadline; "
-            f"give --capacity ≥ {math.ceil(cmin + 1 / delta_s - 1e-6):g}",
-            "--capacity",
-        )
+    short = miser_slack(float(pspec["capacity_iops"]), float(dspec["iops"]), pspec["deadline_ns"])
+    if short is not None:
+        warn_input(f"{short[0]}; give --capacity ≥ {short[1]:g}", "--capacity")
 
 
 def _tenant_count(trace_tenants: np.ndarray, generators: list[dict[str, Any]] | None,

@@ -201,6 +201,8 @@ def parse_percent(value: str | float, where: str = "fraction") -> float:
 def fmt_duration(ns: float) -> str:
     """Human-readable duration with its unit (``12.3 ms``)."""
     ns = float(ns)
+    if abs(ns) >= 1e12:  # a thousand seconds and more: whole seconds, never 1.8e+03 s
+        return f"{ns / 1e9:,.0f} s"
     for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
         if abs(ns) >= scale:
             return f"{ns / scale:.3g} {unit}"

@@ -58,14 +58,15 @@ class Run:
     err: str
 
 
-def run_cli(*args: str, cwd: Path | None = None) -> Run:
-    """Run ``storqos ARGS`` in a subprocess (as a user would), without a TTY."""
+def run_cli(*args: str, cwd: Path | None = None, columns: int = 200) -> Run:
+    """Run ``storqos ARGS`` in a subprocess (as a user would), without a TTY, in a
+    terminal ``columns`` wide."""
     p = subprocess.run(
         [sys.executable, "-m", "storqos.cli", *args],
         capture_output=True,
         text=True,
         cwd=cwd or REPO,
-        env={**os.environ, "COLUMNS": "200", "NO_COLOR": "1"},
+        env={**os.environ, "COLUMNS": str(columns), "NO_COLOR": "1"},
         timeout=600,
     )
     return Run(p.returncode, p.stdout, p.stderr)

@@ -95,3 +95,11 @@ def test_rate_forms_that_are_accepted() -> None:
     assert [parse_rate(t) for t in ("500", "1.5k", "2M", "1G", "200iops", "200 IOPS")] == [
         500.0, 1500.0, 2e6, 1e9, 200.0, 200.0,
     ]
+
+
+@pytest.mark.parametrize(("ns", "shown"), [(2_069, "2.07 µs"), (17.96e9, "18 s"), (999e9, "999 s"), (3600e9, "3,600 s"),
+                                           (12, "12 ns"), (1.5e6, "1.5 ms")])
+def test_durations_read_with_their_unit_never_in_exponent_form(ns: float, shown: str) -> None:
+    from storqos.units import fmt_duration
+
+    assert fmt_duration(ns) == shown

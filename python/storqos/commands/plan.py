@@ -13,21 +13,80 @@ from typing import Annotated, Any
 
 import polars as pl
 import typer
+from rich import box
 from rich.table import Table
 
 from ..console import emit_json, out
 from ..errors import InputError
 from ..paths import check_table_file, write_table
-from ..units import fmt_duration, fmt_rate
+from ..units import fmt_duration, fmt_ms, fmt_rate
 
 
 #: Output types of --out, by suffix.
-def _print_df(title: str, df: pl.DataFrame) -> None:
-    t = Table(title=title)
-    for c in df.columns:
-        t.add_column(c, justify="left" if df[c].dtype == pl.String else "right")
-    for row in df.iter_rows():
-        t.add_row(*[f"{v:,.4g}" if isinstance(v, float) else str(v) for v in row])
+def _pct(v: Any) -> str:
+    return f"{100 * float(v):.3g} %"
+
+
+def _num(v: Any) -> str:
+    return f"{float(v):,.0f}" if abs(float(v)) >= 100 else f"{float(v):.3g}"
+
+
+#: How the tables of --recombine, --rtd, --consolidate and --power show a column: a
+#: short header with its unit, and the value's text (ns as ms, fractions as %).
+COLUMNS: dict[str, tuple[str, Any]] = {
+    "policy": ("policy", str), "class": ("class", str), "requests": ("requests", "{:,}".format),
+    "within_deadline": ("≤ δ", _pct), "mean_ns": ("mean", fmt_ms), "p50_ns": ("p50", fmt_ms),
+    "p90_ns": ("p90", fmt_ms), "p99_ns": ("p99", fmt_ms), "max_ns": ("max", fmt_ms), "over_1s": ("> 1 s", _pct),
+    "tier": ("tier", str), "fraction": ("target", _pct), "deadline_ms": ("δ ms", _num),
+    "capacity_iops": ("IOPS", _num), "admitted": ("requests", "{:,}".format), "tier_max_response_ms": ("max ms", _num),
+    "achieved_fraction": ("achieved", _pct), "workload": ("workload", str),
+    "sum_of_individual_iops": ("Σ Cmin IOPS", _num), "merged_iops": ("merged IOPS", _num),
+    "merged_over_sum": ("merged / Σ", "{:.3f}".format), "error_pct": ("error %", "{:.2f}".format),
+    "provisioning": ("provisioning", str), "cmin_iops": ("Cmin IOPS", _num), "on_pools": ("ON pools", str),
+    "on_disks": ("ON disks", str), "served_iops": ("served IOPS", _num), "power_w": ("power W", _num),
+    "energy_j": ("energy J", _num), "power_ratio": ("power ratio", "{:.2f}".format),
+}
+
+
+def _column(name: str) -> tuple[str, Any]:
+    if name not in COLUMNS and name.startswith("within_"):  # --power's breakdown: within_10ms
+        return f"≤ {name.removeprefix('within_').replace('ms', ' ms')}", _pct
+    return COLUMNS.get(name, (name.replace("_", " "), lambda v: f"{v:,.4g}" if isinstance(v, float) else str(v)))
+
+
+def _note(column: str, value: Any) -> str:
+    """A column with one value for every row, said once: ``δ = 10 ms``."""
+    head, fmt = _column(column)
+    name, _, unit = head.rpartition(" ")
+    if unit in ("ms", "IOPS", "W", "J", "%"):
+        return f"{name} = {fmt(value)} {unit}"
+    return f"{head} = {fmt(value)}"
+
+
+def _print_df(title: str, df: pl.DataFrame, caption: str | None = None) -> None:
+    """A result table that reads at 80 columns: short headers with units; a table of a
+    few rows and many columns (--power) is turned so each column is a row."""
+    heads = [_column(c) for c in df.columns]
+    if df.width > 8 and df.height <= 4:
+        t = Table(title=title, caption=caption, box=box.SIMPLE_HEAD)
+        t.add_column("", justify="left")
+        first = heads[0][1]
+        for v in df[df.columns[0]]:
+            t.add_column(first(v), justify="right")
+        for (head, fmt), c in zip(heads[1:], df.columns[1:], strict=True):
+            t.add_row(head, *[fmt(v) for v in df[c]])
+    else:
+        same = [c for c in df.columns if df.height > 1 and df[c].n_unique() == 1]  # said once, below the table
+        notes = [_note(c, df[c][0]) for c in same]
+        if any(c.endswith("_ns") for c in df.columns):
+            notes.append("times in ms")
+        df, heads = df.drop(same), [h for h, c in zip(heads, df.columns, strict=True) if c not in same]
+        caption = "; ".join(([caption] if caption else []) + notes) or None
+        t = Table(title=title, caption=caption, box=box.SIMPLE_HEAD if df.width > 7 else box.HEAVY_HEAD)
+        for (head, _), c in zip(heads, df.columns, strict=True):
+            t.add_column(head, justify="left" if df[c].dtype == pl.String else "right")
+        for row in df.iter_rows():
+            t.add_row(*[fmt(v) for (_, fmt), v in zip(heads, row, strict=True)])
     out.print(t)
 
 
@@ -97,7 +156,7 @@ def plan_cmd(
         result = rc.summary
         extra = {"cmin_iops": rc.cmin_iops, "delta_c_iops": rc.delta_c_iops}
         title = (f"recombiners at Cmin {fmt_rate(rc.cmin_iops)} + ΔC {fmt_rate(rc.delta_c_iops)}, "
-                 f"δ = {fmt_duration(rc.deadline_ns)} (times in ns)")
+                 f"δ = {fmt_duration(rc.deadline_ns)}")
     else:
         result = planner.capacity_table(df, [f"{d}ns" for d in deadlines], [100 * f for f in fractions], method=method)
         title = f"{trace.name}: {df.height:,} requests — capacity (IOPS) for a fraction of requests to meet a response time"

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from ..console import emit_json, out
 from ..errors import InputError
-from ..units import fmt_rate, fmt_size
+from ..units import fmt_duration, fmt_rate, fmt_size
 from .options import FormatOpt, JsonOpt, SortOpt, TimeUnitOpt, load_trace
 
 trace_app = typer.Typer(help="Inspect and convert block traces.", no_args_is_help=True)
@@ -40,7 +40,7 @@ def trace_info(
         return
     t = Table(title=f"{file.name} ({fmt})", show_header=False)
     t.add_row("requests", f"{st['count']:,}")
-    t.add_row("span", f"{st['span_s']:.6g} s")
+    t.add_row("span", fmt_duration(st["span_s"] * 1e9))
     t.add_row("reads", f"{100 * st['read_fraction']:.2f} %")
     t.add_row("writes", f"{100 * (1 - st['read_fraction']):.2f} %")
     t.add_row("mean rate", fmt_rate(st["mean_iops"]))

@@ -105,18 +105,17 @@ def warm_cmd(
 
 def _print(summary: dict[str, Any], rep: Any, tier: Any, rows: int) -> None:
     m = summary["model"]
-    wd = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
     out.print(f"fast tier {fmt_size(summary['fast_tier_bytes'])} warmed at {fmt_size(summary['warm_rate_bytes_per_s'])}/s: "
               f"T_fast = C/F = {rep.t_fast_s / 60:.3g} min; trained on days {rep.train_days.start}–{rep.train_days.stop - 1}, "
               f"evaluated on days {rep.test_days.start}–{rep.test_days.stop - 1}")
     out.print(f"High/Low threshold: {m['threshold_per_min']:.3g} requests/min; day classes k = {m['classes']} "
               f"(silhouette by k: {', '.join(f'{k}: {v:.3f}' for k, v in m['silhouette_by_k'].items()) or 'k ≤ 1 allowed'})")
-    t = Table(title="learned model: day classes and state durations")
-    for c in ("class", "days", "weekdays", "state", "periods", "median min", "p10 min", "p90 min"):
+    t = Table(title="learned model: day classes and state durations (min)")
+    for c in ("class", "days", "weekdays", "state", "periods", "median", "p10", "p90"):
         t.add_column(c, justify="left" if c in ("weekdays", "state") else "right")
     for r in m["state_durations"]:
         c = r["class"]
-        t.add_row(str(c), str(m["days_per_class"][c]), ",".join(wd[w] for w in m["weekdays_per_class"][c]), r["state"],
+        t.add_row(str(c), str(m["days_per_class"][c]), weekday_ranges(m["weekdays_per_class"][c]), r["state"],
                   str(r["periods"]), f"{r['median_min']:.0f}", f"{r['p10_min']:.0f}", f"{r['p90_min']:.0f}")
     out.print(t)
     e = summary["prediction_error_min"]
@@ -131,13 +130,30 @@ def _print(summary: dict[str, Any], rep: Any, tier: Any, rows: int) -> None:
     for ev in sched[:rows]:
         s.add_row(str(ev["day"]), ev["weekday"], ev["time"], ev["event"])
     out.print(s)
-    cmp = Table(title="policies: user response time and completed system work")
-    for col in ("policy", "user mean ms", "p50 ms", "p90 ms", "p99 ms", "cold-tier requests %", "system work h", "system on h"):
+    cmp = Table(title="policies: user response time (ms) and completed system work",
+                caption="cold % = user requests served by the cold tier; work h = hours of system work done; "
+                        "on h = hours the system ran")
+    for col in ("policy", "mean", "p50", "p90", "p99", "cold %", "work h", "on h"):
         cmp.add_column(col, justify="left" if col == "policy" else "right")
     for r in summary["comparison"]:
         cmp.add_row(r["policy"], f"{r['mean_ms']:.3g}", f"{r['p50_ms']:.3g}", f"{r['p90_ms']:.3g}", f"{r['p99_ms']:.3g}",
                   f"{100 * r['cold_fraction']:.1f}", f"{r['system_work_h']:.1f}", f"{r['system_on_h']:.1f}")
     out.print(cmp)
+
+
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+
+
+def weekday_ranges(days: list[int]) -> str:
+    """Weekdays (0 = Monday) with runs of three or more as ranges: ``Mon–Fri``,
+    ``Sat,Sun``, ``Mon,Wed–Fri``."""
+    runs: list[list[int]] = []
+    for d in sorted(set(days)):
+        if runs and runs[-1][-1] == d - 1:
+            runs[-1].append(d)
+        else:
+            runs.append([d])
+    return ",".join(f"{WEEKDAYS[r[0]]}–{WEEKDAYS[r[-1]]}" if len(r) >= 3 else ",".join(WEEKDAYS[d] for d in r) for r in runs)
 
 
 def register(app: typer.Typer) -> None:
