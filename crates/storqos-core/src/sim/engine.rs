@@ -130,14 +130,27 @@ struct OpenSource<I> {
     next: Request,
     /// Arrival of `next`, or [`NEVER`].
     t: Nanos,
+    /// Arrival of the request taken last (the stream must not go back in time).
+    last: Nanos,
 }
 
 impl<I: Iterator<Item = Request>> OpenSource<I> {
     fn new(mut it: I) -> Self {
         match it.next() {
-            Some(next) => OpenSource { t: next.arrival, next, it },
-            None => OpenSource { it, next: Request::default(), t: NEVER },
+            Some(next) => OpenSource { t: next.arrival, next, it, last: 0 },
+            None => OpenSource { it, next: Request::default(), t: NEVER, last: 0 },
         }
+    }
+
+    /// Check that `next` does not arrive before the request taken last (an input error
+    /// naming it), and remember its arrival.
+    #[inline(always)]
+    fn in_order(&mut self) -> Result<()> {
+        if self.next.arrival < self.last {
+            return Err(out_of_order(&self.next, self.last));
+        }
+        self.last = self.next.arrival;
+        Ok(())
     }
 
     /// Replace `next` by the stream's following request (after `next` was used).
@@ -151,6 +164,17 @@ impl<I: Iterator<Item = Request>> OpenSource<I> {
             None => self.t = NEVER,
         }
     }
+}
+
+/// The error of an open-loop request that arrives before its predecessor (out of the
+/// loop's hot path).
+#[cold]
+#[inline(never)]
+fn out_of_order(r: &Request, last: Nanos) -> Error {
+    Error::InvalidInput(format!(
+        "request {} arrives at {} ns, before the previous request ({} ns): sort the trace by time",
+        r.id, r.arrival, last
+    ))
 }
 
 /// The run's parameters can run: a window > 0, valid closed clients that stop (or a run
@@ -171,22 +195,77 @@ fn check_run(closed: &[ClosedClient], cfg: &SimConfig) -> Result<()> {
     Ok(())
 }
 
-/// Closed-loop wake-ups at the start: one per outstanding request of each client, at its
-/// first active instant, as (time, sequence, client index) in a min-heap; and the next
-/// sequence number (ties between wake-ups go to the earlier one).
-#[allow(clippy::type_complexity)] // (time, seq, client) is the heap's key, read where it is popped
-fn initial_wakes(closed: &[ClosedClient]) -> (BinaryHeap<Reverse<(Nanos, u64, usize)>>, u64) {
-    let mut wakes = BinaryHeap::new();
-    let mut seq = 0u64;
-    for (i, c) in closed.iter().enumerate() {
-        if let Some(t) = c.next_active(0) {
-            for _ in 0..c.outstanding {
-                wakes.push(Reverse((t, seq, i)));
-                seq += 1;
+/// The closed-loop clients of a run: when each outstanding request's client wakes
+/// next, and which client issued each request in flight.
+struct ClosedLoop<'a> {
+    clients: &'a [ClosedClient],
+    /// (time, sequence, client index), earliest first; ties go to the earlier push.
+    wakes: BinaryHeap<Reverse<(Nanos, u64, usize)>>,
+    seq: u64,
+    /// Which client issued each in-flight request, by request id: an entry lives from
+    /// issue to completion, so the table holds at most the requests the clients keep
+    /// outstanding, however long the run.
+    owner: HashMap<u64, u32, BuildHasherDefault<IdHasher>>,
+    next_id: u64,
+}
+
+impl<'a> ClosedLoop<'a> {
+    /// One wake-up per outstanding request of each client, at its first active instant.
+    fn new(clients: &'a [ClosedClient]) -> Self {
+        let mut this = ClosedLoop {
+            clients,
+            wakes: BinaryHeap::new(),
+            seq: 0,
+            owner: HashMap::default(),
+            next_id: CLOSED_ID_BASE,
+        };
+        for (i, c) in clients.iter().enumerate() {
+            if let Some(t) = c.next_active(0) {
+                for _ in 0..c.outstanding {
+                    this.wake(t, i);
+                }
             }
         }
+        this
     }
-    (wakes, seq)
+
+    fn wake(&mut self, t: Nanos, client: usize) {
+        self.wakes.push(Reverse((t, self.seq, client)));
+        self.seq += 1;
+    }
+
+    /// The next wake-up, or [`NEVER`].
+    #[inline(always)]
+    fn next_wake(&self) -> Nanos {
+        self.wakes.peek().map_or(NEVER, |w| w.0 .0)
+    }
+
+    /// Whether request `id` was issued by a closed client (else it is open-loop).
+    #[inline(always)]
+    fn issued(id: u64) -> bool {
+        id >= CLOSED_ID_BASE
+    }
+
+    /// Closed request `id` completed at `now`: its client thinks and wakes again (while
+    /// it is active). Returns the next wake-up.
+    fn completed(&mut self, id: u64, now: Nanos, rng: &mut SimRng) -> Nanos {
+        let ci = self.owner.remove(&id).expect("a closed request completes once") as usize;
+        let client = &self.clients[ci];
+        let t = now + client.draw_think(rng);
+        if let Some(t) = client.next_active(t) {
+            self.wake(t, ci);
+        }
+        self.next_wake()
+    }
+
+    /// The earliest waking client issues its next request at `now`.
+    fn issue(&mut self, now: Nanos, rng: &mut SimRng) -> Request {
+        let Reverse((_, _, ci)) = self.wakes.pop().expect("a client was due");
+        let r = self.clients[ci].make_request(self.next_id, now, rng);
+        self.owner.insert(self.next_id, ci as u32);
+        self.next_id += 1;
+        r
+    }
 }
 
 /// Offer every free device slot to the scheduler at `now` until it has nothing to send or
@@ -237,19 +316,12 @@ where
     let until = cfg.until.unwrap_or(NEVER).min(NEVER - 1);
     let mut rng = SimRng::new(cfg.seed);
     let mut open = OpenSource::new(open.into_iter());
-    let (mut wakes, mut wake_seq) = initial_wakes(closed);
-    let mut next_closed_id = CLOSED_ID_BASE;
-    // Which closed client issued each in-flight closed request, by request id: an entry
-    // lives from issue to completion, so the table holds at most the requests the clients
-    // keep outstanding, however long the run.
-    let mut closed_owner: HashMap<u64, u32, BuildHasherDefault<IdHasher>> = HashMap::default();
-
+    let mut clients = ClosedLoop::new(closed);
     let mut rec = Recorder::new(cfg.window, cfg.keep_requests);
     let mut arrived = 0u64;
     let mut completed = 0u64;
     let mut events = 0u64;
     let mut now: Nanos = 0;
-    let mut last_open_arrival: Nanos = 0;
     let mut pending_dispatch = false;
 
     // Every event source's next time is kept here and refreshed only where it can
@@ -258,7 +330,7 @@ where
     // one is taken or a client wake-up is pushed or popped.
     let mut t_done = dev.next_completion().unwrap_or(NEVER);
     let mut t_timer = sched.next_timer().unwrap_or(NEVER);
-    let mut t_wake = wakes.peek().map_or(NEVER, |w| w.0 .0);
+    let mut t_wake = clients.next_wake();
     loop {
         let t_arr = open.t.min(t_wake);
         let (mut t_next, mut kind) = earliest(t_done, t_timer, t_arr);
@@ -295,39 +367,22 @@ where
                 completed += 1;
                 sched.complete(&c, now);
                 rec.completion(c);
-                if c.req.id >= CLOSED_ID_BASE {
-                    let ci = closed_owner.remove(&c.req.id).expect("a closed request completes once") as usize;
-                    let client = &closed[ci];
-                    let t = now + client.draw_think(&mut rng);
-                    if let Some(t) = client.next_active(t) {
-                        wakes.push(Reverse((t, wake_seq, ci)));
-                        wake_seq += 1;
-                        t_wake = t_wake.min(t);
-                    }
+                if ClosedLoop::issued(c.req.id) {
+                    t_wake = clients.completed(c.req.id, now, &mut rng);
                 }
             }
             Event::Timer => sched.on_timer(now),
             Event::Arrival => {
                 arrived += 1;
-                if open.t != NEVER && open.t <= t_wake {
-                    let arrival = open.next.arrival;
-                    if arrival < last_open_arrival {
-                        return Err(Error::InvalidInput(format!(
-                            "request {} arrives at {} ns, before the previous request ({} ns): sort the trace by time",
-                            open.next.id, arrival, last_open_arrival
-                        )));
-                    }
-                    last_open_arrival = arrival;
+                if open.t <= t_wake {
+                    open.in_order()?;
                     rec.arrival(open.next.tenant);
                     // Handed over straight from the source's slot, which is then refilled.
                     sched.enqueue(open.next, now);
                     open.advance();
                 } else {
-                    let Reverse((_, _, ci)) = wakes.pop().expect("peeked");
-                    t_wake = wakes.peek().map_or(NEVER, |w| w.0 .0);
-                    let r = closed[ci].make_request(next_closed_id, now, &mut rng);
-                    closed_owner.insert(next_closed_id, ci as u32);
-                    next_closed_id += 1;
+                    let r = clients.issue(now, &mut rng);
+                    t_wake = clients.next_wake();
                     rec.arrival(r.tenant);
                     sched.enqueue(r, now);
                 }
