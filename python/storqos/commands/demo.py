@@ -26,7 +26,7 @@ def demo(
 ) -> None:
     """Run a trace (the bundled WebSearch excerpt by default) beside a bursty batch tenant through FCFS and WF2Q+ at three capacities; print a table and plot the response-time CDFs.
 
-    With --trace, the capacities are what the trace alone needs for 95 %, 99 % and 100 % of its requests to finish within 10 ms, plus the neighbour's mean rate.
+    With --trace, the neighbour bursts at 1.2× what the trace alone needs for all its requests to finish within 10 ms, and the capacities are what the trace alone needs for 95 %, 99 % and 100 % of its requests within 10 ms, plus the neighbour's mean rate.
 
     Example: [bold]storqos demo --out out/demo[/bold]
 
