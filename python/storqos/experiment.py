@@ -565,12 +565,16 @@ def _slo_name(name: str) -> str:
 
 def run_one(run: Run, trace: pl.DataFrame | None) -> RunOutput:
     """Simulate one run (in a worker process). Pure: same run ⇒ same output."""
-    from .sim import simulate
+    from .sim import CAPACITY_NAME, simulate
 
     closed = [_closed_client(dict(c), run.label) for c in run.closed]
     t0 = time.perf_counter()
-    res = simulate(trace, run.policy, run.device, generators=run.generators, closed=closed, seed=run.seed,
-                   window=f"{run.window_ns}ns")
+    name = CAPACITY_NAME.set("[device] capacity")  # the file's key, in the run's warnings
+    try:
+        res = simulate(trace, run.policy, run.device, generators=run.generators, closed=closed, seed=run.seed,
+                       window=f"{run.window_ns}ns")
+    finally:
+        CAPACITY_NAME.reset(name)
     wall = time.perf_counter() - t0
     names = pl.DataFrame({
         "tenant": pl.Series(range(len(run.tenants)), dtype=pl.UInt32),

@@ -11,6 +11,7 @@ import inspect
 import json
 import math
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,6 +147,10 @@ def _columns(trace: pl.DataFrame | None) -> _Columns:
     )
 
 
+#: How warnings name the capacity a run was given: the flag, or an experiment file's key.
+CAPACITY_NAME: ContextVar[str] = ContextVar("capacity_name", default="--capacity")
+
+
 def miser_slack(cmin_iops: float, capacity_iops: float, deadline_ns: float) -> tuple[str, int] | None:
     """Miser (seed 000) keeps the primary class within δ by serving the overflow class
     only while every queued primary request has a free place to spare; that needs
@@ -167,7 +172,8 @@ def _warn_miser_slack(pspec: dict[str, Any], dspec: dict[str, Any]) -> None:
         return
     short = miser_slack(float(pspec["capacity_iops"]), float(dspec["iops"]), pspec["deadline_ns"])
     if short is not None:
-        warn_input(f"{short[0]}; give --capacity ≥ {short[1]:g}", "--capacity")
+        name = CAPACITY_NAME.get()
+        warn_input(f"{short[0]}; give {name} ≥ {short[1]:g}", name)
 
 
 def _tenant_count(trace_tenants: np.ndarray, generators: list[dict[str, Any]] | None,

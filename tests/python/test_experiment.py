@@ -461,4 +461,5 @@ seed = [1, 2, 3]
     r = cli("run", str(write(tmp_path, text)), "--workers", "2", "--no-report", "--out", str(tmp_path / "o"))
     assert r.code == 0, r.err
     lines = [ln for ln in r.err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("warning: ") and "ΔC·δ = 0.64 < 1" in lines[0], r.err
+    assert len(lines) == 1 and lines[0].startswith("warning: [device] capacity: ") and "ΔC·δ = 0.64 < 1" in lines[0], r.err
+    assert "give [device] capacity ≥ 586" in lines[0] and "--capacity" not in r.err
