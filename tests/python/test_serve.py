@@ -27,10 +27,10 @@ ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
 class Server:
     """``storqos serve ARGS`` in a subprocess, its stdout read line by line."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, columns: int = 200) -> None:
         self.p = subprocess.Popen(
             [sys.executable, "-m", "storqos.cli", "serve", *args],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=ENV,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env={**ENV, "COLUMNS": str(columns)},
         )
         self.lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()
@@ -101,7 +101,8 @@ def test_qemu_io_writes_and_reads_through_the_gateway_then_ctrl_c(tmp_path: Path
     assert b.read_bytes() == bytes(1 << 20)
     for header in ("tenant", "exports", "ops", "MiB", "IOPS", "mean µs", "p50 µs", "p99 µs", "max µs"):
         assert header in out, (header, out)
-    rows = {ln.split("│")[1].strip(): [c.strip() for c in ln.split("│")[1:-1]] for ln in out.splitlines()
+    traffic = out.split("response time per tenant")[0]  # the first of the two tables
+    rows = {ln.split("│")[1].strip(): [c.strip() for c in ln.split("│")[1:-1]] for ln in traffic.splitlines()
             if ln.startswith("│") and ln.split("│")[1].strip().isdigit()}
     assert rows["0"][1] == "a" and rows["1"][1] == "b", out
     assert int(rows["0"][2]) >= 2 and int(rows["0"][4]) >= 1, out  # ops, writes of tenant 0
@@ -284,6 +285,21 @@ def test_window_series_and_gauges_live(tmp_path: Path) -> None:
     lo = g.filter(pl.col("name") == "lo")
     # Sampled at every window's end, idle ones included (a generous bound: 15 are due).
     assert lo.height >= 8 and (lo["value"] >= 1).all(), g
+
+
+def test_the_closing_tables_read_at_80_columns(tmp_path: Path) -> None:
+    """Thirteen columns in one table were cut to "…" in an 80-column terminal."""
+    a, b = _image(tmp_path / "a.img"), _image(tmp_path / "b.img")
+    s = Server("--export", f"alpha={a}", "--export", f"beta={b}", "--listen", "127.0.0.1:0", columns=80)
+    _, port = s.ready()
+    try:
+        assert _qemu_io(port, "alpha", "write 0 64k", "flush").returncode == 0
+    finally:
+        code, out, err = s.finish(signal.SIGTERM)
+    assert code == 0, err
+    assert "response time per tenant" in out and "p99 µs" in out and "alpha" in out, out
+    table = [ln for ln in out.splitlines() if any(ch in ln for ch in "┃│┏└")]  # (the export list names long paths)
+    assert "…" not in out and len(table) >= 8 and max(len(ln) for ln in table) <= 80, out
 
 
 def test_sigterm_stops_with_the_table(tmp_path: Path) -> None:

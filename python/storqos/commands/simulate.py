@@ -196,7 +196,7 @@ def simulate(
                       f"{100 * r['throughput_met']:.1f}", f"{100 * r['violated']:.1f}")
         out.print(t)
     if misses is not None:
-        t = Table(title="low-level deadline misses (seed 001's miss ratio)")
+        t = Table(title="low-level deadline misses per class (SARC+AVATAR's miss ratio)")
         for col in ("class", "completed", "missed", "miss ratio %"):
             t.add_column(col, justify="right")
         for r in misses.to_dicts():
