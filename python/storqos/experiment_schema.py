@@ -127,16 +127,21 @@ class _Arrivals(Table):
     seed: int | None = None
 
 
-class Poisson(_Arrivals):
-    """Poisson arrivals at ``rate``."""
+class _Bounded(_Arrivals):
+    """A generator that stops after ``count`` requests or ``duration``."""
 
-    kind: Literal["poisson"]
-    rate: Quantity
     count: Quantity | None = None
     duration: Quantity | None = None
 
 
-class OnOff(_Arrivals):
+class Poisson(_Bounded):
+    """Poisson arrivals at ``rate``."""
+
+    kind: Literal["poisson"]
+    rate: Quantity
+
+
+class OnOff(_Bounded):
     """A two-state MMPP: ``rate_on`` for exponential ``mean_on`` periods, then ``rate_off``."""
 
     kind: Literal["onoff"]
@@ -144,8 +149,6 @@ class OnOff(_Arrivals):
     rate_off: Quantity
     mean_on: Quantity
     mean_off: Quantity
-    count: Quantity | None = None
-    duration: Quantity | None = None
 
 
 class Diurnal(_Arrivals):
