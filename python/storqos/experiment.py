@@ -80,8 +80,6 @@ from .units import parse_duration
 WEIGHTED = ("wf2q", "sfq", "yfq")
 #: Policies whose per-class SLOs default to the tenants' `reservation` and `slo`.
 TWO_LEVEL = ("sarc+avatar", "sarc+facade", "fixed+avatar", "adaptive+avatar")
-#: Default SLO percentile (seed 001's 95th-percentile guarantee).
-DEFAULT_PERCENTILE = 95.0
 #: Seed spacing between tenants' generators (distinct, reproducible streams).
 GENERATOR_SEED_STRIDE = 7919
 

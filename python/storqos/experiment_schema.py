@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import InputError
+from .slo import DEFAULT_PERCENTILE
 from .units import check_seed, parse_count, parse_duration, parse_percent, parse_rate
 
 #: A number, or a number with a unit ("1.2k", "10ms", "64KiB"), checked where it is read.
@@ -244,7 +245,7 @@ class ExperimentFile(Table):
     seed: Annotated[int, BeforeValidator(lambda v: check_seed(v, ""))] = 1
     duration: PositiveDurationNs | None = None
     window: PositiveDurationNs = 1_000_000_000
-    percentile: Annotated[float, _unit(parse_percent)] = 0.95
+    percentile: Annotated[float, _unit(parse_percent)] = DEFAULT_PERCENTILE
     device: Device
     trace: Annotated[list[TraceFile], BeforeValidator(one_or_many)] = []
     tenant: Annotated[list[TenantEntry], BeforeValidator(one_or_many)] = []
