@@ -72,8 +72,9 @@ import polars as pl
 from pydantic import BaseModel
 
 from .errors import InputError, warn_input
-from .experiment_schema import ARRAYS, ExperimentFile, Policy, Qos, TraceReading, entry_where, one_or_many, validate
+from .experiment_schema import ExperimentFile, Policy, Qos, TraceReading, validate
 from .specs import canonical_policy, check, check_tenant_lists, device_spec, mclock_spec, policy_spec
+from .toml_schema import entry_where, one_or_many
 from .units import parse_duration
 
 #: Policies whose per-tenant weights default to the tenants' `weight`.
@@ -244,12 +245,14 @@ def load(path: str | Path) -> Experiment:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"TOML syntax error: {e}", str(path)) from None
-    return from_dict(raw, base=path.parent, where=path.name, path=path)
+    return from_dict(raw, base=path.parent, where=path.name, path=path, text=text)
 
 
-def from_dict(raw: dict[str, Any], *, base: Path = Path("."), where: str = "experiment", path: Path | None = None) -> Experiment:
-    """Validate an experiment given as a dict (the parsed TOML) and expand its grid."""
-    file = validate(raw, where)
+def from_dict(raw: dict[str, Any], *, base: Path = Path("."), where: str = "experiment", path: Path | None = None,
+              text: str | None = None) -> Experiment:
+    """Validate an experiment given as a dict (the parsed TOML; its ``text`` puts line
+    numbers in the errors) and expand its grid."""
+    file = validate(raw, where, text)
     grid = file.grid
     # Check every grid key names something before expanding.
     for k in grid:
@@ -282,7 +285,7 @@ def _set_path(cfg: dict[str, Any], key: str, value: Any, file: ExperimentFile, w
     head, rest = parts[0], parts[1:]
     if head == "device":
         target = cfg.setdefault("device", {})
-    elif head in ARRAYS:
+    elif head in ("trace", "tenant", "policy"):
         if len(rest) < 2:
             raise bad
         names = {"trace": [t.label for t in file.trace], "tenant": [t.name for t in file.tenant],
