@@ -73,14 +73,10 @@ from pydantic import BaseModel
 
 from .errors import InputError, warn_input
 from .experiment_schema import ExperimentFile, Policy, Qos, TraceReading, validate
-from .specs import canonical_policy, check, check_tenant_lists, device_spec, mclock_spec, policy_spec
+from .specs import check, check_tenant_lists, device_spec, policy_for_tenants
 from .toml_schema import entry_where, one_or_many
 from .units import parse_duration
 
-#: Policies whose per-tenant weights default to the tenants' `weight`.
-WEIGHTED = ("wf2q", "sfq", "yfq")
-#: Policies whose per-class SLOs default to the tenants' `reservation` and `slo`.
-TWO_LEVEL = ("sarc+avatar", "sarc+facade", "fixed+avatar", "adaptive+avatar")
 #: Seed spacing between tenants' generators (distinct, reproducible streams).
 GENERATOR_SEED_STRIDE = 7919
 
@@ -531,34 +527,9 @@ def _policy(p: Policy, tenants: list[Tenant], percentile: float, where: str) -> 
     if p.kind is None:
         raise InputError("needs a kind (one of storqos.specs.POLICIES)", where)
     try:
-        kind = canonical_policy(p.kind)
-    except InputError as e:
-        raise InputError(e.message, where) from None
-    params = p.params
-    try:
-        if kind == "mclock":
-            params.setdefault("weights", [t.weight or 1.0 for t in tenants])
-            params.setdefault("reservations", [t.reservation or 0.0 for t in tenants])
-            if "limits" not in params and any(t.limit for t in tenants):
-                params["limits"] = [t.limit for t in tenants]
-            return mclock_spec(**params)
-        if kind in WEIGHTED and "weights" not in params and any(t.weight for t in tenants):
-            params["weights"] = [t.weight or 1.0 for t in tenants]
-        if kind in TWO_LEVEL and "slo" not in params:
-            missing = [t.name for t in tenants if not (t.reservation and t.slo_ns)]
-            if missing:
-                raise InputError(f"{kind} needs every tenant's reservation (R_i) and slo (D_i); missing for {', '.join(missing)}")
-            params["slo"] = ",".join(f"{_slo_name(t.name)}:{t.reservation}iops@{t.slo_ns}ns" for t in tenants)
-            params.setdefault("percentile", percentile * 100)
-        return policy_spec(kind, **params)
+        return policy_for_tenants(p.kind, p.params, tenants, percentile)
     except InputError as e:
         raise InputError(e.message if e.where is None else f"{e.where}: {e.message}", where) from None
-    except TypeError as e:
-        raise InputError(f"unknown parameter ({e})", where) from None
-
-
-def _slo_name(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in name)
 
 
 # ----------------------------------------------------------------------------- running

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from . import _core
 from .errors import InputError
@@ -363,3 +363,56 @@ def check_tenant_lists(policy: dict[str, Any], tenants: int, *, flags: bool = Tr
 def check(policy: dict[str, Any], device: dict[str, Any]) -> tuple[str, str]:
     """Validate both specs in the core; return their display names."""
     return _core.check_policy(json.dumps(policy)), _core.check_device(json.dumps(device))
+
+
+#: Policies whose per-tenant weights default to the tenants' ``weight``.
+WEIGHTED = ("wf2q", "sfq", "yfq")
+#: Policies whose per-class SLOs default to the tenants' ``reservation`` and ``slo``.
+TWO_LEVEL = ("sarc+avatar", "sarc+facade", "fixed+avatar", "adaptive+avatar")
+
+
+class TenantQos(Protocol):
+    """A tenant's QoS keys, as experiment files and the gateway's config give them."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def weight(self) -> float | None: ...
+    @property
+    def reservation(self) -> float | None: ...
+    @property
+    def limit(self) -> float | None: ...
+    @property
+    def slo_ns(self) -> int | None: ...
+
+
+def policy_for_tenants(kind: str, params: dict[str, Any], tenants: Sequence[TenantQos],
+                       percentile: float = 0.95) -> dict[str, Any]:
+    """The spec of policy ``kind`` with ``params``, its per-tenant parameters not given
+    filled from the tenants' QoS keys (in tenant order): mClock's weights, reservations
+    and limits; the weights of the fair queues; the per-class SLOs (R_i at D_i, judged at
+    ``percentile``) of the two-level schedulers."""
+    kind = canonical_policy(kind)
+    params = dict(params)
+    try:
+        if kind == "mclock":
+            params.setdefault("weights", [t.weight or 1.0 for t in tenants])
+            params.setdefault("reservations", [t.reservation or 0.0 for t in tenants])
+            if "limits" not in params and any(t.limit for t in tenants):
+                params["limits"] = [t.limit for t in tenants]
+            return mclock_spec(**params)
+        if kind in WEIGHTED and "weights" not in params and any(t.weight for t in tenants):
+            params["weights"] = [t.weight or 1.0 for t in tenants]
+        if kind in TWO_LEVEL and "slo" not in params:
+            missing = [t.name for t in tenants if not (t.reservation and t.slo_ns)]
+            if missing:
+                raise InputError(f"{kind} needs every tenant's reservation (R_i) and slo (D_i); missing for {', '.join(missing)}")
+            params["slo"] = ",".join(f"{_slo_name(t.name)}:{t.reservation}iops@{t.slo_ns}ns" for t in tenants)
+            params.setdefault("percentile", percentile * 100)
+        return policy_spec(kind, **params)
+    except TypeError as e:
+        raise InputError(f"unknown parameter ({e})") from None
+
+
+def _slo_name(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in name)
