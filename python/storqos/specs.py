@@ -392,7 +392,10 @@ def policy_for_tenants(kind: str, params: dict[str, Any], tenants: Sequence[Tena
     filled from the tenants' QoS keys (in tenant order): mClock's weights, reservations
     and limits; the weights of the fair queues; the per-class SLOs (R_i at D_i, judged at
     ``percentile``) of the two-level schedulers."""
-    kind = canonical_policy(kind)
+    try:
+        kind = canonical_policy(kind)
+    except InputError as e:  # the caller names where the kind was given
+        raise InputError(e.message) from None
     params = dict(params)
     try:
         if kind == "mclock":
