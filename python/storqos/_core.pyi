@@ -100,3 +100,10 @@ def serve(
     address). Returns the per-tenant statistics. Bad configuration: ``ValueError``.
     """
     ...
+
+
+def check_gateway(config_json: str) -> dict[str, Any]:
+    """Check a gateway configuration as ``serve`` would before listening (fields, export
+    files, policy); return what it would serve (``listen`` as given, not bound).
+    Bad configuration: ``storqos.errors.GatewayConfigError``."""
+    ...

@@ -42,13 +42,18 @@ def parse_export(text: str, default_tenant: int = 0, where: str = "--export") ->
     elif sep and not Path(path).exists() and tail.strip().lstrip("-").isdigit():
         raise InputError(f"tenant must be an integer >= 0, got {tail!r} in {text!r}", where)
     p = Path(path)
-    if not p.exists():
-        raise InputError(f"{path}: no such file (export {name!r}; create it first, e.g. truncate -s 1G {path})", where)
-    if not p.is_file():
-        raise InputError(f"{path}: not a regular file (export {name!r})", where)
+    check_export_file(p, name, where)
     if tenant >= _core.MAX_TENANTS:
         raise InputError(f"tenant must be below {_core.MAX_TENANTS}, got {tenant} in {text!r}", where)
     return {"name": name, "path": str(p), "tenant": tenant}
+
+
+def check_export_file(path: Path, name: str, where: str) -> None:
+    """An export's backing file must exist and be a regular file."""
+    if not path.exists():
+        raise InputError(f"{path}: no such file (export {name!r}; create it first, e.g. truncate -s 1G {path})", where)
+    if not path.is_file():
+        raise InputError(f"{path}: not a regular file (export {name!r})", where)
 
 
 def gateway_config(
@@ -60,19 +65,26 @@ def gateway_config(
     iops: float | None = None,
     duration_s: float | None = None,
     window_s: float | None = None,
+    tenants: int | None = None,
 ) -> dict[str, Any]:
     """The gateway's JSON configuration. ``exports`` are ``NAME=PATH[:TENANT]`` strings
     (tenant defaults to the position in the list) or ready dicts; ``window_s`` asks for
     the per-window series and the policy's gauges (``windows``, ``gauges`` in the
-    statistics)."""
+    statistics); ``tenants`` counts tenants that may have no export (a config file's)."""
     if not exports:
         raise InputError("give at least one export, e.g. --export web=/srv/web.img", "--export")
     ex = [e if isinstance(e, dict) else parse_export(e, default_tenant=i) for i, e in enumerate(exports)]
     if depth < 1:
         raise InputError(f"must be >= 1, got {depth}", "--depth")
-    check_tenant_lists(policy, max(int(e["tenant"]) for e in ex) + 1)
+    check_tenant_lists(policy, max(max(int(e["tenant"]) for e in ex) + 1, tenants or 0))
     return {"listen": listen, "exports": ex, "policy": policy, "depth": int(depth), "iops": iops,
             "duration_s": duration_s, "window_s": window_s}
+
+
+def check(config: dict[str, Any]) -> dict[str, Any]:
+    """Check ``config`` as :func:`serve` would before listening (fields, export files,
+    policy); return what it would serve (``listen`` as given). Bad: :class:`InputError`."""
+    return _core.check_gateway(json.dumps(config))
 
 
 def serve(

@@ -398,15 +398,14 @@ def policy_for_tenants(kind: str, params: dict[str, Any], tenants: Sequence[Tena
         raise InputError(e.message) from None
     params = dict(params)
     try:
-        if kind == "mclock":
+        if kind == "mclock" and tenants:
             params.setdefault("weights", [t.weight or 1.0 for t in tenants])
             params.setdefault("reservations", [t.reservation or 0.0 for t in tenants])
             if "limits" not in params and any(t.limit for t in tenants):
                 params["limits"] = [t.limit for t in tenants]
-            return mclock_spec(**params)
         if kind in WEIGHTED and "weights" not in params and any(t.weight for t in tenants):
             params["weights"] = [t.weight or 1.0 for t in tenants]
-        if kind in TWO_LEVEL and "slo" not in params:
+        if kind in TWO_LEVEL and "slo" not in params and tenants:
             missing = [t.name for t in tenants if not (t.reservation and t.slo_ns)]
             if missing:
                 raise InputError(f"{kind} needs every tenant's reservation (R_i) and slo (D_i); missing for {', '.join(missing)}")

@@ -165,6 +165,10 @@ def _error(model: type[BaseModel], err: Any, raw: dict[str, Any], where: str) ->
     if _branch_miss(err):
         return InputError(_prefix(keys) + f"expected a number or a number with a unit (e.g. 10ms, 1.2k, 64KiB), "
                           f"got {err.get('input')!r}", place)
+    if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+        sign = {"greater_than_equal": "≥", "less_than_equal": "≤", "greater_than": ">", "less_than": "<"}[kind]
+        bound = next(iter(ctx.values()), "?")
+        return InputError(_prefix(keys) + f"must be {sign} {bound}, got {err.get('input')!r}", place)
     if kind == "value_error":
         cause = ctx.get("error")
         msg = cause.message if isinstance(cause, InputError) else str(cause)

@@ -375,7 +375,7 @@ BAD_INPUT = [
     (["-e", "a={a}:4294967295"], ["--export", "tenant must be below 65536, got 4294967295"]),
     # An unwritable --out used to fail only after the session (its series lost).
     (["-e", "a={a}", "--window", "1s", "--out", "{a}/s.parquet"], ["--out", "is not a directory"]),
-    ([], ["Missing option '--export'"]),
+    ([], ["give at least one export, e.g. --export web=/srv/web.img, or a --config file"]),
 ]
 
 

@@ -45,5 +45,5 @@ pub mod server;
 pub mod stats;
 
 pub use config::{Config, Error, ExportConfig, Result};
-pub use server::{run, start, start_with, ExportInfo, Handle, Logger, Options, ReadyInfo};
+pub use server::{check, run, start, start_with, ExportInfo, Handle, Logger, Options, ReadyInfo};
 pub use stats::{GaugeRow, Stats, TenantStats, WindowRow};

@@ -193,14 +193,47 @@ pub fn start(config: Config) -> Result<Handle> {
     start_with(config, Options::default())
 }
 
-/// [`start`] with explicit [`Options`].
-pub fn start_with(config: Config, options: Options) -> Result<Handle> {
+/// Check `config` as [`start`] would, short of listening: every field, every export's
+/// file (opened for reading and writing, then closed), the policy. Returns what would
+/// be served, with `listen` as configured (nothing is bound).
+pub fn check(config: &Config) -> Result<ReadyInfo> {
+    let (exports, sched) = prepare(config)?;
+    Ok(ready_info(config, config.listen.clone(), sched.name(), &exports))
+}
+
+/// Validate `config`, open its exports and build its policy.
+fn prepare(config: &Config) -> Result<(Vec<Arc<Export>>, storqos_core::spec::AnyScheduler)> {
     config.validate()?;
     let mut exports = Vec::with_capacity(config.exports.len());
     for (i, e) in config.exports.iter().enumerate() {
         exports.push(Arc::new(Export::open(e, &format!("exports[{i}]"))?));
     }
     let sched = config.policy.build().map_err(|e| Error::Config(format!("policy: {e}")))?;
+    Ok((exports, sched))
+}
+
+fn ready_info(config: &Config, listen: String, policy: String, exports: &[Arc<Export>]) -> ReadyInfo {
+    ReadyInfo {
+        listen,
+        policy,
+        depth: config.depth,
+        iops: config.iops,
+        exports: exports
+            .iter()
+            .map(|e| ExportInfo {
+                name: e.name.clone(),
+                path: e.path.display().to_string(),
+                tenant: e.tenant,
+                class: e.class,
+                size_bytes: e.size,
+            })
+            .collect(),
+    }
+}
+
+/// [`start`] with explicit [`Options`].
+pub fn start_with(config: Config, options: Options) -> Result<Handle> {
+    let (exports, sched) = prepare(&config)?;
     let policy = sched.name();
     let addr = config.listen_addr()?;
     // One runtime thread for the connections and the scheduler loop: hand-offs between
@@ -218,22 +251,7 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
         .block_on(TcpListener::bind(addr))
         .map_err(|e| Error::Config(format!("listen: cannot listen on {addr}: {}", bind_reason(&e))))?;
     let addr = listener.local_addr().map_err(|e| Error::Io(e.to_string()))?;
-    let info = ReadyInfo {
-        listen: addr.to_string(),
-        policy: policy.clone(),
-        depth: config.depth,
-        iops: config.iops,
-        exports: exports
-            .iter()
-            .map(|e| ExportInfo {
-                name: e.name.clone(),
-                path: e.path.display().to_string(),
-                tenant: e.tenant,
-                class: e.class,
-                size_bytes: e.size,
-            })
-            .collect(),
-    };
+    let info = ready_info(&config, addr.to_string(), policy.clone(), &exports);
     let log = options.log.clone().unwrap_or_else(|| Arc::new(|m: &str| eprintln!("storqos serve: {m}")));
     let mut recorder = Recorder::new(exports.iter().map(|e| (e.tenant, e.name.as_str())));
     if let Some(w) = config.window_s {

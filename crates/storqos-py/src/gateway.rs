@@ -5,7 +5,7 @@ use std::time::Duration;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
-use storqos_gateway::{start_with, Config, Error, Options};
+use storqos_gateway::{check, start_with, Config, Error, Options};
 
 /// A configuration error as `storqos.errors.GatewayConfigError` (an `InputError`); an
 /// I/O error starting the server as `RuntimeError` (not the user's input).
@@ -77,4 +77,13 @@ pub fn serve<'py>(
     live_windows(py, &handle, on_window.as_ref())?;
     py.detach(move || drop(handle.wait()));
     to_py(py, &stats)
+}
+
+/// Check the gateway described by `config_json` as `serve` would before listening
+/// (fields, export files, policy) and return what it would serve (`listen` as given).
+#[pyfunction]
+pub fn check_gateway<'py>(py: Python<'py>, config_json: &str) -> PyResult<Bound<'py, PyAny>> {
+    let cfg = Config::from_json(config_json).map_err(gw_err)?;
+    let info = py.detach(|| check(&cfg)).map_err(gw_err)?;
+    to_py(py, &info)
 }

@@ -799,6 +799,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(allocate, m)?)?;
     m.add_function(wrap_pyfunction!(baa_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(gateway::serve, m)?)?;
+    m.add_function(wrap_pyfunction!(gateway::check_gateway, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

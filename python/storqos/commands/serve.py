@@ -13,9 +13,11 @@ from rich.table import Table
 from .. import policy_options as po
 from ..console import emit_json, out
 from ..errors import InputError
-from ..gateway import DEFAULT_DEPTH, DEFAULT_LISTEN, gateway_config, serve
+from ..gateway import DEFAULT_LISTEN, serve
+from ..gateway import check as check_gateway
+from ..gateway_config import load as load_gateway_config
+from ..gateway_config import merged
 from ..paths import check_table_file, write_table
-from ..specs import canonical_policy, policy_spec
 from ..units import fmt_duration, fmt_rate, fmt_size, parse_positive_duration, parse_rate
 
 #: Columns of the per-window series (units in the names, as in the simulator's series).
@@ -53,10 +55,19 @@ def _tables(stats: dict[str, Any]) -> tuple[Table, Table]:
 
 def serve_cmd(
     export: Annotated[
-        list[str],
-        typer.Option("--export", "-e", help="An export NAME=PATH[:TENANT] backed by an existing file (repeat; tenant defaults to its position)."),
-    ],
-    policy: po.PolicyOpt = "fcfs",
+        list[str] | None,
+        typer.Option("--export", "-e", help="An export NAME=PATH[:TENANT] backed by an existing file (repeat; tenant defaults to its position). Replaces the config file's exports."),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", "-C", help="Serve what this TOML file describes (exports, tenants with their weights, "
+                                            "reservations, limits and SLOs, policy, listen address, depth, iops); "
+                                            "flags override it. See docs/gateway.md."),
+    ] = None,
+    check: Annotated[bool, typer.Option("--check", help="Only check the configuration (the file, the flags, the export "
+                                                        "files, the policy) and say what would be served.")] = False,
+    policy: Annotated[str | None, typer.Option("--policy", "-p", help="Scheduling policy: " + " | ".join(po.POLICIES)
+                                               + " (default fcfs).")] = None,
     weights: po.WeightsOpt = None,
     deadline: po.DeadlineOpt = None,
     cmin: po.CminOpt = None,
@@ -67,7 +78,8 @@ def serve_cmd(
     facade_overload: po.FacadeOverloadOpt = None,
     reservations: po.ReservationsOpt = None,
     limits: po.LimitsOpt = None,
-    listen: Annotated[str, typer.Option(help="HOST:PORT to listen on (port 0 picks a free one).")] = DEFAULT_LISTEN,
+    listen: Annotated[str | None, typer.Option(help="HOST:PORT to listen on (port 0 picks a free one; default "
+                                                    f"{DEFAULT_LISTEN}).")] = None,
     depth: Annotated[
         int | None,
         typer.Option(help="I/Os outstanding on the backend at once (also SFQ(D)'s D); default 8, or 1 with --iops "
@@ -99,35 +111,34 @@ def serve_cmd(
     then: [bold]qemu-io -f raw nbd://127.0.0.1:10809/a -c 'write -P 0xab 0 64k' -c 'read -P 0xab 0 64k'[/bold]
     """
     cap = parse_rate(iops, "--iops") if iops is not None else None
-    if depth is None:
-        # An emulated constant-rate server serves its slots FIFO: deeper than 1, the queue
-        # (and QoS) moves from the policy into the device.
-        depth = 1 if cap is not None else DEFAULT_DEPTH
-    if depth < 1:
-        raise InputError(f"must be >= 1, got {depth}", "--depth")
-    # The same options, the same spec as `storqos simulate` (rtt-fq's total capacity is
-    # the emulated one).
-    try:
-        # --depth is the backend's; it is also SFQ(D)'s D, and only SFQ takes it as a policy setting.
-        sfq_depth = depth if canonical_policy(policy) == "sfq" else None
-        spec = policy_spec(policy, weights=weights, depth=sfq_depth, deadlines=deadline, cmin=cmin, total_capacity=cap,
-                           slo=slo, percentile=percentile, period=period, control_window=control_window,
-                           facade_overload=facade_overload, reservations=reservations, limits=limits)
-    except InputError as e:
-        if e.where != "--capacity":
-            raise
-        # Here the device's capacity is the emulated one.
-        raise InputError(e.message.replace("--capacity", "--iops"), "--iops") from None
     dur = None if duration is None else parse_positive_duration(duration, "--for") / 1e9
     window_s = None if window is None else parse_positive_duration(window, "--window") / 1e9
+    settings = load_gateway_config(config) if config is not None else None
+    if settings is None and not export:
+        raise InputError("give at least one export, e.g. --export web=/srv/web.img, or a --config file", "--export")
+    cfg = merged(settings, exports=export or None, policy=policy, listen=listen, depth=depth, iops=cap, duration_s=dur,
+                 window_s=window_s, policy_params={
+                     "weights": weights, "deadlines": deadline, "cmin": cmin, "slo": slo, "percentile": percentile,
+                     "period": period, "control_window": control_window, "facade_overload": facade_overload,
+                     "reservations": reservations, "limits": limits})
+    window_s = cfg["window_s"]
     if out_file is not None and window_s is None:
         raise InputError("give --window too: --out writes the per-window series", "--out")
+    if check:
+        info = check_gateway(cfg)
+        what = f"{config}: ok" if config is not None else "ok"
+        out.print(f"{what}, would serve {len(info['exports'])} export(s) on nbd://{info['listen']} "
+                  f"(policy {info['policy']}, depth {info['depth']}"
+                  f"{', emulated ' + fmt_rate(info['iops']) if info.get('iops') else ''})",
+                  markup=False, highlight=False, soft_wrap=True)
+        for e in info["exports"]:
+            out.print(f"  {e['name']}: tenant {e['tenant']}, {fmt_size(e['size_bytes'])}, {e['path']}", markup=False,
+                      highlight=False, soft_wrap=True)
+        return
     if out_file is not None:
         # Checked before serving: the series of a long session must not be lost at the end.
-
         check_table_file(out_file, "--out")
         check_table_file(_gauges_file(out_file), "--out")
-    cfg = gateway_config(export, spec, listen=listen, depth=depth, iops=cap, duration_s=dur, window_s=window_s)
 
     def ready(info: dict[str, Any]) -> None:
         stream = sys.stderr if json_out else sys.stdout
@@ -158,7 +169,7 @@ def serve_cmd(
     if window_s is not None:
         where = f": {out_file}" if out_file is not None else " (in --json, or --out FILE)"
         n, g = len(stats["windows"]), len(stats["gauges"])
-        out.print(f"per-window series: {n:,} row{'s' if n != 1 else ''} of {window} windows with activity, "
+        out.print(f"per-window series: {n:,} row{'s' if n != 1 else ''} of {fmt_duration(window_s * 1e9)} windows with activity, "
                   f"{g:,} gauge sample{'s' if g != 1 else ''}{where}")
     if stats["protocol_errors"]:
         out.print(f"[yellow]{stats['protocol_errors']} connection(s) closed for protocol errors (see the log above)[/yellow]")

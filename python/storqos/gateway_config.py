@@ -1,0 +1,254 @@
+"""The gateway's config file: what ``storqos serve --config gw.toml`` serves, typed
+(pydantic, on :mod:`storqos.toml_schema`) and checked before anything starts, with
+errors that name the file, the line, the table and the key.
+
+A complete file (paths are relative to the file)::
+
+    listen = "127.0.0.1:10809"   # HOST:PORT
+    depth = 1                    # I/Os outstanding on the backend (default 8, 1 with iops)
+    iops = "2k"                  # emulate a device of this capacity
+    window = "1s"                # keep a per-window series and the policy's gauges
+
+    [policy]                     # any `storqos simulate --policy` kind and its parameters
+    kind = "wf2q"                # per-tenant lists default to the [[tenant]] keys below
+
+    [[tenant]]                   # in tenant-id order: the first is tenant 0
+    name = "web"
+    weight = 3                   # wf2q / sfq / yfq / mclock share
+    reservation = "300"          # IOPS (mclock; sarc+avatar's R_i)
+    limit = "1k"                 # IOPS (mclock)
+    slo = "10ms"                 # latency target (sarc+avatar's D_i)
+
+    [[tenant]]
+    name = "batch"
+    weight = 1
+
+    [[export]]
+    name = "web"                 # the NBD export name: nbd://HOST:PORT/web
+    path = "web.img"             # an existing regular file
+    tenant = "web"               # a [[tenant]] name, or a tenant id
+
+    [[export]]
+    name = "batch"
+    path = "batch.img"
+    tenant = "batch"
+
+Flags of ``storqos serve`` override the file: ``--export`` replaces its exports,
+``--policy`` its kind (and the file's parameters of another kind), a policy flag the
+parameter of that name, ``--listen``/``--depth``/``--iops``/``--for``/``--window``
+theirs.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field, model_validator
+
+from . import _core
+from .errors import InputError
+from .experiment_schema import Policy, Qos
+from .gateway import DEFAULT_DEPTH, DEFAULT_LISTEN, check_export_file
+from .toml_schema import PositiveDurationNs, Rate, Table, entry_where, line_of, one_or_many
+from .toml_schema import validate as toml_validate
+
+#: Deepest backend queue the gateway takes.
+MAX_DEPTH = 4096
+#: Longest NBD export name (the protocol's limit).
+MAX_NAME_BYTES = 4096
+
+
+class TenantTable(Qos):
+    """A [[tenant]]: a name and its QoS keys (weight, reservation, limit, slo)."""
+
+    name: str
+
+
+class ExportTable(Table):
+    """An [[export]]: an NBD export name served from an existing file for one tenant."""
+
+    name: Annotated[str, Field(min_length=1, max_length=MAX_NAME_BYTES)]
+    path: str
+    tenant: str | int = 0
+
+
+class GatewayFile(Table):
+    """The whole file."""
+
+    listen: str | None = None
+    depth: Annotated[int | None, Field(ge=1, le=MAX_DEPTH)] = None
+    iops: Rate | None = None
+    duration: PositiveDurationNs | None = None
+    window: PositiveDurationNs | None = None
+    policy: Policy | None = None
+    tenant: Annotated[list[TenantTable], Field(default_factory=list)]
+    export: Annotated[list[ExportTable], Field(default_factory=list)]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _arrays(cls, raw: Any) -> Any:
+        """``[export]`` (one table) reads as ``[[export]]`` with one entry."""
+        if isinstance(raw, dict):
+            raw = {k: one_or_many(v) if k in ("tenant", "export") else v for k, v in raw.items()}
+        return raw
+
+    @model_validator(mode="after")
+    def _names(self) -> GatewayFile:
+        for what, names in (("tenant", [t.name for t in self.tenant]), ("export", [e.name for e in self.export])):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            if dup:
+                raise ValueError(f"[[{what}]] name(s) {', '.join(dup)} given twice")
+        return self
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """A tenant of the gateway: its id (position) and QoS keys."""
+
+    name: str
+    weight: float | None = None
+    reservation: float | None = None
+    limit: float | None = None
+    slo_ns: int | None = None
+
+
+@dataclass(frozen=True)
+class GatewaySettings:
+    """A checked config file: what it sets, with paths resolved and tenants numbered."""
+
+    path: Path
+    text: str
+    file: GatewayFile
+    tenants: list[Tenant]
+    exports: list[dict[str, Any]]
+
+    def policy_key(self, key: str | None = None) -> str:
+        """Where the file gives a [policy] key (or the table): ``gw.toml:12: [policy]: weights``."""
+        line = line_of(self.text, ["policy"] + ([key] if key else []))
+        return f"{self.path}{f':{line}' if line else ''}: [policy]" + (f": {key}" if key else "")
+
+
+def load(path: str | Path) -> GatewaySettings:
+    """Read and check a gateway config file (InputError naming the file, line and key)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"not a TOML text file: byte {e.start} is not UTF-8", str(path)) from None
+    except FileNotFoundError:
+        raise InputError("no such file", str(path)) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a TOML file", str(path)) from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"TOML syntax error: {e}", str(path)) from None
+    file = toml_validate(GatewayFile, raw, str(path), text)
+    tenants = [Tenant(t.name, t.weight, t.reservation, t.limit, t.slo) for t in file.tenant]
+    names = [t.name for t in tenants]
+    exports: list[dict[str, Any]] = []
+    for i, x in enumerate(file.export):
+        where = entry_where(f"{path}:{line_of(text, ['export', i, 'tenant'])}", "export", i, x.name)
+        if isinstance(x.tenant, str):
+            if x.tenant not in names:
+                known = ", ".join(names) or "none: add [[tenant]] tables, or give a tenant id"
+                raise InputError(f"tenant: no [[tenant]] named {x.tenant!r} (known: {known})", where)
+            tid = names.index(x.tenant)
+        elif not 0 <= x.tenant < _core.MAX_TENANTS:
+            raise InputError(f"tenant: must be an id in [0, {_core.MAX_TENANTS}), got {x.tenant}", where)
+        else:
+            tid = x.tenant
+        p = Path(x.path).expanduser()
+        p = p if p.is_absolute() else path.parent / p
+        check_export_file(p, x.name, entry_where(f"{path}:{line_of(text, ['export', i, 'path'])}", "export", i, x.name)
+                          + ": path")
+        exports.append({"name": x.name, "path": str(p), "tenant": tid})
+    return GatewaySettings(path=path, text=text, file=file, tenants=tenants, exports=exports)
+
+
+#: Policy flags whose parameter has another name.
+_FLAG_KEYS = {"--deadline": "deadlines"}
+
+
+def _key(flag: str) -> str:
+    """A policy flag's parameter name in the file: ``--control-window`` → ``control_window``."""
+    return _FLAG_KEYS.get(flag, flag.lstrip("-").replace("-", "_"))
+
+
+def merged(settings: GatewaySettings | None, *, exports: list[str] | None = None, policy: str | None = None,
+           policy_params: dict[str, Any] | None = None, listen: str | None = None, depth: int | None = None,
+           iops: float | None = None, duration_s: float | None = None, window_s: float | None = None) -> dict[str, Any]:
+    """The gateway's JSON configuration from a config file (or none) and the flags that
+    override it (None = not given). ``policy_params`` are the policy flags by parameter
+    name (``weights``, ``deadlines``…): each overrides the file's parameter of that name."""
+    from .gateway import gateway_config
+    from .specs import canonical_policy, check_tenant_lists, policy_for_tenants
+
+    file = settings.file if settings else None
+    where = settings.policy_key() if settings else "--policy"
+    fpol = file.policy if file else None
+    if fpol is not None and fpol.spec is not None:
+        raise InputError("spec: a core spec is for experiment files; give kind and its parameters", where)
+    kind = policy or (fpol.kind if fpol else None) or "fcfs"
+    try:
+        kind = canonical_policy(kind)
+        fkind = canonical_policy(fpol.kind) if fpol and fpol.kind else None
+    except InputError as e:
+        raise InputError(e.message, "--policy" if policy or settings is None else settings.policy_key("kind")) from None
+    from_file = fpol.params if fpol is not None and fkind == kind else {}
+    if "depth" in from_file:
+        raise InputError("give depth at the top of the file: it is the backend's depth and SFQ(D)'s D",
+                         settings.policy_key("depth") if settings else where)
+    flags = {k: v for k, v in (policy_params or {}).items() if v is not None}
+    cap = iops if iops is not None else (file.iops if file else None)
+    depth = depth if depth is not None else (file.depth if file and file.depth is not None else None)
+    if depth is None:
+        # An emulated constant-rate server serves its slots FIFO: deeper than 1, the queue
+        # (and QoS) moves from the policy into the device.
+        depth = 1 if cap is not None else DEFAULT_DEPTH
+    if depth < 1:
+        raise InputError(f"must be >= 1, got {depth}", "--depth")
+    params: dict[str, Any] = {**from_file, **flags, "total_capacity": cap}
+    if kind == "sfq":
+        params["depth"] = depth  # --depth is the backend's; it is also SFQ(D)'s D
+    tenants = settings.tenants if settings else []
+    try:
+        spec = policy_for_tenants(kind, params, tenants)
+    except InputError as e:
+        if e.where == "--capacity":  # here the device's capacity is the emulated one
+            raise InputError(e.message.replace("--capacity", "--iops"), "--iops") from None
+        key = _key(e.where or "")
+        if settings is not None and key not in flags and (key in from_file or not policy):
+            # A parameter the file gives, or one its [policy] lacks: said in the file's words.
+            message = re.sub(r"--[a-z][a-z-]*", lambda m: _key(m.group(0)), e.message)
+            raise InputError(message, settings.policy_key(key if key in from_file else None)) from None
+        raise
+    if file is not None and exports is None:
+        ex: list[str | dict[str, Any]] = list(settings.exports) if settings else []
+    else:
+        ex = list(exports or [])
+    if tenants and ex:
+        top = max(int(x["tenant"]) if isinstance(x, dict) else 0 for x in ex)
+        if top >= len(tenants):
+            raise InputError(f"an export is tenant {top}, but only {len(tenants)} [[tenant]] table(s) are given",
+                             str(settings.path) if settings else "--export")
+    if settings is not None and exports is None:
+        # The file's per-tenant lists against its tenants, named where the file gives them.
+        count = len(tenants) or max(int(x["tenant"]) for x in settings.exports) + 1 if settings.exports else 0
+        try:
+            check_tenant_lists(spec, count, flags=False)
+        except InputError as e:
+            if e.where in from_file and e.where not in flags:
+                raise InputError(e.message, settings.policy_key(e.where)) from None
+            raise InputError(e.message, f"--{str(e.where).replace('_', '-')}") from None
+    duration = duration_s if duration_s is not None else (file.duration / 1e9 if file and file.duration else None)
+    window = window_s if window_s is not None else (file.window / 1e9 if file and file.window else None)
+    return gateway_config(ex, spec, listen=listen or (file.listen if file and file.listen else DEFAULT_LISTEN),
+                          depth=depth, iops=cap, duration_s=duration, window_s=window, tenants=len(tenants))
+
+
+__all__ = ["GatewayFile", "GatewaySettings", "Tenant", "load", "merged"]

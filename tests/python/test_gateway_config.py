@@ -1,0 +1,114 @@
+"""`storqos serve --config gw.toml` (issue 15, point 1): the gateway's config file is
+typed and checked before anything starts, errors name the file, the line and the key,
+`--check` only checks, and flags override the file."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import REPO, assert_one_line_error, run_cli
+from storqos.errors import InputError
+from storqos.gateway_config import load, merged
+
+EXAMPLE = REPO / "examples" / "gateway" / "gw.toml"
+
+
+@pytest.fixture
+def gw(tmp_path: Path) -> Path:
+    """The example config beside its two (sparse) images."""
+    shutil.copy(EXAMPLE, tmp_path / "gw.toml")
+    for name in ("web.img", "batch.img"):
+        with open(tmp_path / name, "wb") as f:
+            f.truncate(16 << 20)
+    return tmp_path / "gw.toml"
+
+
+def test_the_example_config_checks_and_its_tenants_fill_the_policy(gw: Path) -> None:
+    s = load(gw)
+    cfg = merged(s)
+    # [[tenant]] web (weight 3) is tenant 0, batch (weight 1) tenant 1; exports name them.
+    assert cfg["policy"] == {"kind": "wf2q", "weights": [3.0, 1.0]}
+    assert [(e["name"], e["tenant"], Path(e["path"]).name) for e in cfg["exports"]] == [
+        ("web", 0, "web.img"), ("batch", 1, "batch.img")]
+    assert (cfg["listen"], cfg["depth"], cfg["iops"], cfg["window_s"]) == ("127.0.0.1:10809", 1, 2000.0, 1.0)
+    r = run_cli("serve", "--config", str(gw), "--check")
+    assert r.code == 0, r.err
+    assert "ok, would serve 2 export(s) on nbd://127.0.0.1:10809 (policy wf2q+, depth 1, emulated 2k IOPS)" in r.out
+    assert re.search(r"web: tenant 0, 16 MiB, .*web\.img", r.out) and re.search(r"batch: tenant 1, 16 MiB", r.out)
+
+
+def test_flags_override_the_file(gw: Path, tmp_path: Path) -> None:
+    s = load(gw)
+    # Another kind: the file's wf2q parameters do not apply, its tenants' keys do.
+    cfg = merged(s, policy="mclock", policy_params={"reservations": "100,50"}, listen="127.0.0.1:0", depth=2)
+    assert cfg["policy"]["kind"] == "mclock" and cfg["policy"]["weights"] == [3.0, 1.0]
+    assert cfg["policy"]["reservations"] == [100.0, 50.0]
+    assert (cfg["listen"], cfg["depth"]) == ("127.0.0.1:0", 2)
+    # A policy flag overrides the parameter of that name only.
+    assert merged(s, policy_params={"weights": "1,1"})["policy"]["weights"] == [1.0, 1.0]
+    # --export replaces the file's exports.
+    other = tmp_path / "other.img"
+    other.write_bytes(b"\0" * 4096)
+    assert [e["name"] for e in merged(s, exports=[f"solo={other}:0"])["exports"]] == ["solo"]
+    r = run_cli("serve", "--config", str(gw), "--check", "--policy", "fcfs", "--iops", "5k")
+    assert r.code == 0 and "(policy fcfs, depth 1, emulated 5k IOPS)" in r.out, (r.out, r.err)
+
+
+#: (old, new) in the example, the text of the line the error must name (None: no line), the message.
+BAD = [
+    (("weight = 3", "wieght = 3"), "wieght = 3", "[[tenant]] 1 (web): unknown key 'wieght' (known: name, weight, reservation, limit, slo)"),
+    (('tenant = "batch"', 'tenant = "bach"'), 'tenant = "bach"', "[[export]] 2 (batch): tenant: no [[tenant]] named 'bach' (known: web, batch)"),
+    (('path = "batch.img"', 'path = "nope.img"'), 'path = "nope.img"', "[[export]] 2 (batch): path:"),
+    (('kind = "wf2q"', 'kind = "wf2q"\nweights = [1, 2, 3]'), "weights = [1, 2, 3]", "[policy]: weights: 3 value(s) for 2 tenant(s)"),
+    (('kind = "wf2q"', 'kind = "miser"'), "[policy]", "[policy]: miser needs cmin (the primary-class capacity, IOPS) and deadlines"),
+    (('kind = "wf2q"', 'kind = "lottery"'), 'kind = "lottery"', "[policy]: kind: unknown policy 'lottery'"),
+    (("depth = 1", "depth = 0"), "depth = 0", "depth: must be ≥ 1, got 0"),
+    (('slo = "10ms"', 'slo = "soon"'), 'slo = "soon"', "[[tenant]] 1 (web): slo: malformed duration 'soon'"),
+    (('[[export]]\nname = "batch"', '[[export]]\nname = "web"'), None, "[[export]] name(s) web given twice"),
+    (('iops = "2k"', 'iops = "5kiops"'), 'iops = "5kiops"', "iops: malformed rate '5kiops'"),
+]
+
+
+@pytest.mark.parametrize(("change", "at", "message"), BAD, ids=[b[2][:40] for b in BAD])
+def test_bad_config_is_one_line_naming_file_line_and_key(gw: Path, change: tuple[str, str], at: str | None,
+                                                         message: str) -> None:
+    old, new = change
+    text = gw.read_text()
+    assert old in text, old
+    text = text.replace(old, new, 1)
+    gw.write_text(text)
+    r = run_cli("serve", "--config", str(gw), "--check")
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if ln.startswith(at)) if at else None
+    assert_one_line_error(r, f"{gw}:{line}: " if line else f"{gw}: ", message)
+    with pytest.raises(InputError):
+        merged(load(gw))
+
+
+def test_a_missing_or_binary_config_is_one_line(tmp_path: Path) -> None:
+    assert_one_line_error(run_cli("serve", "--config", str(tmp_path / "none.toml"), "--check"), "none.toml: no such file")
+    (tmp_path / "bin.toml").write_bytes(b"\xff\xfe\x00")
+    assert_one_line_error(run_cli("serve", "--config", str(tmp_path / "bin.toml")), "bin.toml: not a TOML text file")
+
+
+def test_serving_a_config_file_with_a_real_client(gw: Path) -> None:
+    """The file's exports are served to qemu-io; what it writes lands in the file the
+    config names (relative to the config)."""
+    import signal
+
+    from test_serve import Server, _qemu_io
+
+    s = Server("--config", str(gw), "--listen", "127.0.0.1:0")
+    line, port = s.ready()
+    try:
+        assert "(policy wf2q+, depth 1, emulated 2k IOPS)" in line, line
+        r = _qemu_io(port, "batch", "write -P 0x5a 4096 8k", "flush")
+        assert r.returncode == 0, r.stdout + r.stderr
+    finally:
+        code, out, err = s.finish(signal.SIGTERM)
+    assert code == 0, err
+    data = (gw.parent / "batch.img").read_bytes()
+    assert data[4096:12288] == b"\x5a" * 8192 and data[:4096] == bytes(4096)
+    assert (gw.parent / "web.img").read_bytes() == bytes(16 << 20)
