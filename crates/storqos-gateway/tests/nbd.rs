@@ -626,3 +626,21 @@ fn random_garbage_in_either_phase_never_stops_the_server() {
     assert!(l.iter().all(|x| x.starts_with("client 127.0.0.1:")), "{l:?}");
     std::fs::remove_file(img).unwrap();
 }
+
+#[test]
+fn check_opens_the_exports_and_builds_the_policy_without_listening() {
+    let a = image("check-a", 1 << 20);
+    // A port in use by nobody but named: check never binds, so it reports it as given.
+    let json = |path: &str, policy: &str| {
+        format!(r#"{{"listen":"127.0.0.1:9","exports":[{{"name":"a","path":"{path}","tenant":0}}],"policy":{policy}}}"#)
+    };
+    let cfg = Config::from_json(&json(&a.display().to_string(), r#"{"kind":"wf2q","weights":[2]}"#)).unwrap();
+    let info = storqos_gateway::check(&cfg).unwrap();
+    assert_eq!((info.listen.as_str(), info.policy.as_str()), ("127.0.0.1:9", "wf2q+"));
+    assert_eq!((info.exports[0].name.as_str(), info.exports[0].size_bytes), ("a", 1 << 20));
+    // A missing file is found by check, as start would find it.
+    let cfg = Config::from_json(&json("/nonexistent/storqos.img", r#"{"kind":"fcfs"}"#)).unwrap();
+    let e = storqos_gateway::check(&cfg).unwrap_err().to_string();
+    assert!(e.contains("exports[0].path: /nonexistent/storqos.img"), "{e}");
+    std::fs::remove_file(a).unwrap();
+}
