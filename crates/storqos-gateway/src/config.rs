@@ -63,7 +63,71 @@ pub struct ExportConfig {
     /// Scheduling class of its requests (default: the tenant).
     #[serde(default)]
     pub class: Option<u32>,
+    /// Serve it read-only: the handshake says so, and writes, trims and write-zeroes
+    /// are answered with `EPERM`.
+    #[serde(default)]
+    pub read_only: bool,
+    /// Client addresses allowed to use it (`127.0.0.1`, `10.0.0.0/8`, `::1`); empty:
+    /// every client that reaches the gateway. A client not allowed is refused at the
+    /// handshake (`NBD_REP_ERR_POLICY`).
+    #[serde(default)]
+    pub allow: Vec<String>,
 }
+
+impl ExportConfig {
+    /// The allow-list as networks, or what is wrong with an entry (checked by
+    /// [`Config::validate`]).
+    pub fn allowed(&self) -> std::result::Result<Vec<ipnet::IpNet>, String> {
+        self.allow
+            .iter()
+            .map(|a| {
+                a.parse::<ipnet::IpNet>()
+                    .or_else(|_| a.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                    .map_err(|_| format!("allow: {a:?} is not an address or a network such as 10.0.0.0/8"))
+            })
+            .collect()
+    }
+}
+
+/// Bounds that keep a shared gateway serving when clients misbehave: how many
+/// connections, how long a handshake or an idle connection may last, how many bytes of
+/// requests may be in flight in all.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Connections at once, handshakes included; more are closed as they arrive (and
+    /// the limit is logged once a minute while it lasts).
+    pub max_connections: usize,
+    /// Connections at once to one export (`None`: only the global limit).
+    pub max_connections_per_export: Option<usize>,
+    /// A client that has not finished the handshake within this many seconds is cut off.
+    pub handshake_timeout_s: f64,
+    /// A connection with nothing in flight that sends no request for this many seconds
+    /// is closed (`None`: never; NBD clients such as qemu keep idle connections for hours).
+    pub idle_timeout_s: Option<f64>,
+    /// Bytes of requests in flight (queued, on the backend, or replies not yet taken by
+    /// the client) over all connections; a connection also holds at most 64 MiB.
+    pub max_inflight_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_export: None,
+            handshake_timeout_s: DEFAULT_HANDSHAKE_TIMEOUT_S,
+            idle_timeout_s: None,
+            max_inflight_bytes: DEFAULT_MAX_INFLIGHT_BYTES,
+        }
+    }
+}
+
+/// Default [`Limits::max_connections`].
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// Default [`Limits::handshake_timeout_s`].
+pub const DEFAULT_HANDSHAKE_TIMEOUT_S: f64 = 10.0;
+/// Default [`Limits::max_inflight_bytes`]: 256 MiB.
+pub const DEFAULT_MAX_INFLIGHT_BYTES: u64 = 256 << 20;
 
 /// The gateway's configuration.
 #[derive(Clone, Debug, PartialEq)]
@@ -83,6 +147,8 @@ pub struct Config {
     /// Keep a per-window series (and the policy's gauges) in windows of this many
     /// seconds (`None`: totals only).
     pub window_s: Option<f64>,
+    /// Connection, time and memory bounds.
+    pub limits: Limits,
 }
 
 /// Default listen address (the IANA NBD port on loopback).
@@ -111,6 +177,8 @@ struct RawConfig {
     duration_s: Option<f64>,
     #[serde(default)]
     window_s: Option<f64>,
+    #[serde(default)]
+    limits: Option<serde_json::Value>,
 }
 
 fn one_line(e: &serde_json::Error) -> String {
@@ -148,6 +216,10 @@ impl Config {
             iops: raw.iops,
             duration_s: raw.duration_s,
             window_s: raw.window_s,
+            limits: match raw.limits {
+                None => Limits::default(),
+                Some(v) => serde_json::from_value(v).map_err(|e| Error::Config(format!("limits: {}", one_line(&e))))?,
+            },
         };
         cfg.validate()?;
         Ok(cfg)
@@ -175,6 +247,29 @@ impl Config {
             if let Some(j) = self.exports[..i].iter().position(|o| o.name == e.name) {
                 return bad(format!("exports[{i}].name: {:?} is already the name of exports[{j}]", e.name));
             }
+            e.allowed().map_err(|m| Error::Config(format!("exports[{i}].{m}")))?;
+        }
+        let l = &self.limits;
+        if l.max_connections == 0 {
+            return bad("limits.max_connections: must be >= 1");
+        }
+        if l.max_connections_per_export == Some(0) {
+            return bad("limits.max_connections_per_export: must be >= 1 (or null)");
+        }
+        if !(l.handshake_timeout_s.is_finite() && l.handshake_timeout_s > 0.0 && l.handshake_timeout_s <= MAX_SECONDS) {
+            return bad(format!(
+                "limits.handshake_timeout_s: must be a number of seconds > 0, got {}",
+                l.handshake_timeout_s
+            ));
+        }
+        if let Some(t) = l.idle_timeout_s.filter(|t| !(t.is_finite() && *t > 0.0 && *t <= MAX_SECONDS)) {
+            return bad(format!("limits.idle_timeout_s: must be a number of seconds > 0 (or null), got {t}"));
+        }
+        if l.max_inflight_bytes < u64::from(crate::protocol::MAX_IO_BYTES) {
+            return bad(format!(
+                "limits.max_inflight_bytes: must be at least 32 MiB (one request of the largest size), got {}",
+                l.max_inflight_bytes
+            ));
         }
         if self.depth == 0 || self.depth > MAX_DEPTH {
             return bad(format!("depth: must be between 1 and {MAX_DEPTH}, got {}", self.depth));
@@ -202,11 +297,16 @@ impl Config {
         Ok(())
     }
 
-    /// The listen address as a socket address (`HOST:PORT`, IPv4 or `[IPv6]`).
+    /// The listen address as a socket address (`HOST:PORT`: IPv4, `[IPv6]`, or a host
+    /// name such as `localhost:10809`, resolved to its first address).
     pub fn listen_addr(&self) -> Result<SocketAddr> {
-        self.listen
-            .parse()
-            .or_else(|_| bad(format!("listen: expected HOST:PORT such as 127.0.0.1:10809, got {:?}", self.listen)))
+        use std::net::ToSocketAddrs;
+        if let Ok(a) = self.listen.parse() {
+            return Ok(a);
+        }
+        let wrong =
+            || Error::Config(format!("listen: expected HOST:PORT such as 127.0.0.1:10809, got {:?}", self.listen));
+        self.listen.to_socket_addrs().map_err(|_| wrong())?.next().ok_or_else(wrong)
     }
 }
 

@@ -16,6 +16,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicUsize;
 
 use crate::config::{Error, ExportConfig, Result};
 use crate::protocol::{EIO, ENOSPC};
@@ -33,6 +34,12 @@ pub struct Export {
     pub class: u32,
     /// Size in bytes (the file's length at start).
     pub size: u64,
+    /// Served read-only.
+    pub read_only: bool,
+    /// Client networks allowed (empty: all).
+    pub allow: Vec<ipnet::IpNet>,
+    /// Connections to it now (counted from the handshake that chose it).
+    pub connections: AtomicUsize,
     file: File,
 }
 
@@ -54,7 +61,7 @@ impl Export {
         }
         let file = OpenOptions::new()
             .read(true)
-            .write(true)
+            .write(!cfg.read_only)
             .open(&cfg.path)
             .map_err(|e| Error::Config(format!("{field}.path: {p}: {}", describe(&e))))?;
         Ok(Export {
@@ -63,8 +70,30 @@ impl Export {
             tenant: cfg.tenant,
             class: cfg.class.unwrap_or(cfg.tenant),
             size: meta.len(),
+            read_only: cfg.read_only,
+            allow: cfg.allowed().map_err(|m| Error::Config(format!("{field}.{m}")))?,
+            connections: AtomicUsize::new(0),
             file,
         })
+    }
+
+    /// Whether a client at `ip` may use the export.
+    pub fn allows(&self, ip: std::net::IpAddr) -> bool {
+        // An IPv4 client on a dual-stack socket arrives as ::ffff:a.b.c.d.
+        let ip = match ip {
+            std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, std::net::IpAddr::V4),
+            v4 => v4,
+        };
+        self.allow.is_empty() || self.allow.iter().any(|n| n.contains(&ip))
+    }
+
+    /// The transmission flags of the handshake: the gateway's, and read-only if it is.
+    pub fn transmission_flags(&self) -> u16 {
+        if self.read_only {
+            crate::protocol::TRANSMISSION_FLAGS | crate::protocol::TFLAG_READ_ONLY
+        } else {
+            crate::protocol::TRANSMISSION_FLAGS
+        }
     }
 
     /// Whether `offset .. offset + len` lies inside the export.
@@ -210,7 +239,7 @@ mod tests {
     }
 
     fn cfg(path: PathBuf) -> ExportConfig {
-        ExportConfig { name: "e".into(), path, tenant: 2, class: None }
+        ExportConfig { name: "e".into(), path, tenant: 2, class: None, read_only: false, allow: Vec::new() }
     }
 
     #[test]

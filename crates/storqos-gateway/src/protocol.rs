@@ -72,6 +72,8 @@ pub const REP_FLAG_ERROR: u32 = 1 << 31;
 pub const REP_ERR_UNSUP: u32 = REP_FLAG_ERROR | 1;
 /// Error reply: syntactically or semantically invalid option data.
 pub const REP_ERR_INVALID: u32 = REP_FLAG_ERROR | 3;
+/// Error reply: the server refuses by its policy (an address not allowed, a limit).
+pub const REP_ERR_POLICY: u32 = REP_FLAG_ERROR | 2;
 /// Error reply: no such export.
 pub const REP_ERR_UNKNOWN: u32 = REP_FLAG_ERROR | 6;
 
@@ -117,6 +119,8 @@ pub const PREFERRED_BLOCK: u32 = 4096;
 
 /// Error value: invalid argument (out-of-range read, unsupported command or flag).
 pub const EINVAL: u32 = 22;
+/// Error value: operation not permitted (a write to a read-only export).
+pub const EPERM: u32 = 1;
 /// Error value: input/output error of the backend.
 pub const EIO: u32 = 5;
 /// Error value: write beyond the end of the export.
@@ -166,6 +170,9 @@ pub enum ProtocolError {
     },
     /// The client set client flags the server does not know.
     UnknownClientFlags(u32),
+    /// The client did not set `NBD_FLAG_C_FIXED_NEWSTYLE`: old newstyle clients cannot
+    /// be told an option is unsupported without being cut off, so they are refused.
+    NotFixedNewstyle,
     /// `NBD_OPT_EXPORT_NAME` named an export that does not exist (the spec gives no
     /// way to answer it but closing).
     UnknownExport(String),
@@ -186,12 +193,30 @@ impl fmt::Display for ProtocolError {
             ProtocolError::UnknownClientFlags(flags) => {
                 write!(f, "unknown client flags {flags:#x} (known: FIXED_NEWSTYLE 0x1, NO_ZEROES 0x2)")
             }
-            ProtocolError::UnknownExport(name) => write!(f, "NBD_OPT_EXPORT_NAME of unknown export {name:?}"),
+            ProtocolError::NotFixedNewstyle => {
+                write!(f, "client without the FIXED_NEWSTYLE flag (old newstyle negotiation is not served)")
+            }
+            ProtocolError::UnknownExport(name) => {
+                write!(f, "NBD_OPT_EXPORT_NAME of unknown export {}", shown_name(name))
+            }
         }
     }
 }
 
 impl std::error::Error for ProtocolError {}
+
+/// Longest part of a client-sent name put in a log line or an error reply.
+pub const SHOWN_NAME_CHARS: usize = 64;
+
+/// A name a client sent, quoted for a log line: at most [`SHOWN_NAME_CHARS`]
+/// characters, then how long it was (a 60 KB name never makes a 60 KB line).
+pub fn shown_name(name: &str) -> String {
+    if name.chars().count() <= SHOWN_NAME_CHARS {
+        return format!("{name:?}");
+    }
+    let head: String = name.chars().take(SHOWN_NAME_CHARS).collect();
+    format!("{head:?}… ({} bytes)", name.len())
+}
 
 fn be_u16(b: &[u8], at: usize) -> u16 {
     u16::from_be_bytes([b[at], b[at + 1]])
@@ -228,6 +253,9 @@ pub fn decode_client_flags(b: &[u8]) -> Result<u32, ProtocolError> {
     let flags = be_u32(b, 0);
     if flags & !(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES) != 0 {
         return Err(ProtocolError::UnknownClientFlags(flags));
+    }
+    if flags & FLAG_C_FIXED_NEWSTYLE == 0 {
+        return Err(ProtocolError::NotFixedNewstyle);
     }
     Ok(flags)
 }
@@ -530,6 +558,9 @@ mod tests {
         assert_eq!(decode_client_flags(&[0, 0, 0, 3]), Ok(3));
         assert_eq!(decode_client_flags(&[0, 0, 0, 1]), Ok(1));
         assert_eq!(decode_client_flags(&[0, 0, 0, 4]), Err(ProtocolError::UnknownClientFlags(4)));
+        // Old newstyle (no FIXED_NEWSTYLE bit), with or without NO_ZEROES: refused.
+        assert_eq!(decode_client_flags(&[0, 0, 0, 0]), Err(ProtocolError::NotFixedNewstyle));
+        assert_eq!(decode_client_flags(&[0, 0, 0, 2]), Err(ProtocolError::NotFixedNewstyle));
         assert!(matches!(decode_client_flags(&[0, 0]), Err(ProtocolError::Truncated { needed: 4, got: 2, .. })));
     }
 
@@ -669,5 +700,15 @@ mod tests {
                 let _ = GoRequest::decode(&b);
             }
         }
+    }
+
+    #[test]
+    fn client_names_in_log_lines_are_cut() {
+        assert_eq!(shown_name("web"), "\"web\"");
+        let long = "x".repeat(60_000);
+        let shown = shown_name(&long);
+        assert!(shown.len() < 100 && shown.ends_with("… (60000 bytes)"), "{shown}");
+        // Cut on characters, not bytes (a multi-byte name never panics).
+        assert!(shown_name(&"é".repeat(100)).contains("(200 bytes)"));
     }
 }

@@ -76,8 +76,20 @@ impl Clock {
     }
 }
 
-/// A reply for a connection's writer: the cookie, an NBD error value (0 = success)
-/// and, for a successful read, the data.
+/// A request's share of the in-flight budgets, its connection's and the gateway's:
+/// taken before its data is read, given back once its reply is written to the client
+/// (so a client that does not read its replies cannot make the gateway buffer more).
+#[derive(Debug)]
+pub struct Inflight {
+    /// The connection's share.
+    pub connection: OwnedSemaphorePermit,
+    /// The gateway's share.
+    pub gateway: OwnedSemaphorePermit,
+}
+
+/// A reply for a connection's writer: the cookie, an NBD error value (0 = success),
+/// for a successful read the data, and the request's in-flight share (released when
+/// the writer has written it).
 #[derive(Debug)]
 pub struct Reply {
     /// The request's cookie.
@@ -86,6 +98,8 @@ pub struct Reply {
     pub error: u32,
     /// Data of a successful read (empty otherwise).
     pub data: Vec<u8>,
+    /// The in-flight share of the request.
+    pub permit: Inflight,
 }
 
 /// The I/O of a job.
@@ -131,8 +145,8 @@ pub struct Job {
     pub cookie: u64,
     /// Where the reply goes.
     pub reply: UnboundedSender<Reply>,
-    /// The connection's in-flight permit, released with the job.
-    pub permit: OwnedSemaphorePermit,
+    /// The request's in-flight share, released once its reply is written.
+    pub permit: Inflight,
 }
 
 impl Job {
@@ -175,7 +189,7 @@ struct InFlight {
     emulated_finish: Nanos,
     cookie: u64,
     reply: UnboundedSender<Reply>,
-    _permit: OwnedSemaphorePermit,
+    permit: Inflight,
     result: Option<Result<Vec<u8>, u32>>,
 }
 
@@ -290,7 +304,12 @@ impl SchedLoop {
             if stopping {
                 // Nothing more will be dispatched: answer what the policy still holds.
                 for (_, job) in self.queued.drain() {
-                    let _ = job.reply.send(Reply { cookie: job.cookie, error: ESHUTDOWN, data: Vec::new() });
+                    let _ = job.reply.send(Reply {
+                        cookie: job.cookie,
+                        error: ESHUTDOWN,
+                        data: Vec::new(),
+                        permit: job.permit,
+                    });
                 }
             }
         }
@@ -301,7 +320,12 @@ impl SchedLoop {
         match msg {
             Msg::Submit(job) => {
                 if stopping {
-                    let _ = job.reply.send(Reply { cookie: job.cookie, error: ESHUTDOWN, data: Vec::new() });
+                    let _ = job.reply.send(Reply {
+                        cookie: job.cookie,
+                        error: ESHUTDOWN,
+                        data: Vec::new(),
+                        permit: job.permit,
+                    });
                     return false;
                 }
                 let now = self.clock.now();
@@ -360,7 +384,7 @@ impl SchedLoop {
         };
         let Job { export, offset, io, cookie, reply, permit } = job;
         let id = req.id;
-        let f = InFlight { req, dispatch: now, emulated_finish, cookie, reply, _permit: permit, result: None };
+        let f = InFlight { req, dispatch: now, emulated_finish, cookie, reply, permit, result: None };
         self.inflight.insert(id, f);
         // A small read the page cache holds completes right here: no thread hand-off.
         if let Io::Read(n) = io {
@@ -404,8 +428,8 @@ impl SchedLoop {
             }
         }
         let reply = match result {
-            Ok(data) => Reply { cookie: f.cookie, error: 0, data },
-            Err(e) => Reply { cookie: f.cookie, error: e, data: Vec::new() },
+            Ok(data) => Reply { cookie: f.cookie, error: 0, data, permit: f.permit },
+            Err(e) => Reply { cookie: f.cookie, error: e, data: Vec::new(), permit: f.permit },
         };
         let _ = f.reply.send(reply);
     }

@@ -14,7 +14,7 @@
 //! serving the others. Nothing here panics on network input.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -27,10 +27,10 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
-use crate::config::{Config, Error, Result};
+use crate::config::{Config, Error, Limits, Result};
 use crate::export::Export;
 use crate::protocol::*;
-use crate::sched::{Clock, Io, Job, Msg, Reply, SchedLoop};
+use crate::sched::{Clock, Inflight, Io, Job, Msg, Reply, SchedLoop};
 use crate::stats::{Recorder, Stats, WindowRow};
 
 /// In-flight budget of one connection, in [`INFLIGHT_UNIT`]s: 1024 units = 64 MiB of
@@ -91,8 +91,69 @@ struct Shared {
     sched_tx: UnboundedSender<Msg>,
     stats: Arc<Mutex<Recorder>>,
     log: Logger,
+    /// Connections accepted since the start.
     connections: AtomicU64,
+    /// Connections open now (handshakes included).
+    open: AtomicUsize,
     protocol_errors: AtomicU64,
+    limits: Limits,
+    /// The gateway's in-flight budget, in [`INFLIGHT_UNIT`]s.
+    budget: Arc<Semaphore>,
+    /// Flushes running at once (each holds a blocking thread).
+    flushes: Arc<Semaphore>,
+    notices: Notices,
+}
+
+/// Most flushes running at once: each `fdatasync` holds a blocking thread, so 4,000
+/// flushes in flight must not start 4,000 threads.
+pub const MAX_CONCURRENT_FLUSHES: usize = 4;
+
+/// How often a repeated condition (a limit reached, `accept` failing) is logged.
+pub const NOTICE_EVERY: Duration = Duration::from_secs(60);
+
+/// Log lines that would repeat while a condition lasts, said once per [`NOTICE_EVERY`].
+#[derive(Default)]
+struct Notices {
+    last: Mutex<std::collections::HashMap<&'static str, std::time::Instant>>,
+}
+
+impl Notices {
+    /// Log `msg` (built only when it is logged) unless `key` was logged within
+    /// [`NOTICE_EVERY`].
+    fn say(&self, log: &Logger, key: &'static str, msg: impl FnOnce() -> String) {
+        let now = std::time::Instant::now();
+        let due = match self.last.lock() {
+            Ok(mut last) => match last.get(key) {
+                Some(t) if now.duration_since(*t) < NOTICE_EVERY => false,
+                _ => {
+                    last.insert(key, now);
+                    true
+                }
+            },
+            Err(_) => true,
+        };
+        if due {
+            log(&msg());
+        }
+    }
+}
+
+/// Counts a connection as open until dropped.
+struct OpenGuard(Arc<Shared>);
+
+impl Drop for OpenGuard {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Counts a connection to an export until dropped.
+struct ExportGuard(Arc<Export>);
+
+impl Drop for ExportGuard {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 type Finished = Arc<(Mutex<Option<Stats>>, Condvar)>;
@@ -260,13 +321,27 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
     let stats = Arc::new(Mutex::new(recorder));
     let live_stats = stats.clone();
     let (sched_tx, sched_rx) = unbounded_channel();
+    if !addr.ip().is_loopback() {
+        log(&format!(
+            "listening on {addr}, not a loopback address, without TLS: any host that reaches it can read and write \
+             the exports (give each export an allow list of client addresses)"
+        ));
+    }
+    raise_open_files_limit();
+    let limits = config.limits.clone();
+    let budget_units = usize::try_from(limits.max_inflight_bytes / u64::from(INFLIGHT_UNIT)).unwrap_or(usize::MAX >> 4);
     let shared = Arc::new(Shared {
         exports,
         sched_tx: sched_tx.clone(),
         stats: stats.clone(),
         log,
         connections: AtomicU64::new(0),
+        open: AtomicUsize::new(0),
         protocol_errors: AtomicU64::new(0),
+        budget: Arc::new(Semaphore::new(budget_units.min(Semaphore::MAX_PERMITS))),
+        flushes: Arc::new(Semaphore::new(MAX_CONCURRENT_FLUSHES)),
+        limits,
+        notices: Notices::default(),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
     let finished: Finished = Arc::new((Mutex::new(None), Condvar::new()));
@@ -310,6 +385,20 @@ pub fn run(config: Config) -> Result<Stats> {
     Ok(start_with(config, Options { sigterm: true, sigint: true, log: None })?.wait())
 }
 
+/// Let the process hold as many open files as its hard limit allows (every connection
+/// is one): a soft limit of 1,024 would cap the connections below the configured maximum.
+fn raise_open_files_limit() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: getrlimit / setrlimit with a valid pointer to a local struct.
+    unsafe {
+        let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
+            r.rlim_cur = r.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        }
+    }
+}
+
 fn bind_reason(e: &std::io::Error) -> String {
     match e.kind() {
         std::io::ErrorKind::AddrInUse => "the address is already in use".into(),
@@ -325,6 +414,9 @@ fn bind_reason(e: &std::io::Error) -> String {
 struct Signals {
     #[cfg(unix)]
     streams: Vec<tokio::signal::unix::Signal>,
+    /// SIGHUP, with SIGTERM: it must not end the gateway (its default action would).
+    #[cfg(unix)]
+    hangup: Option<tokio::signal::unix::Signal>,
 }
 
 impl Signals {
@@ -340,7 +432,12 @@ impl Signals {
                     streams.push(signal(kind).map_err(|e| Error::Io(format!("cannot handle signals: {e}")))?);
                 }
             }
-            Ok(Signals { streams })
+            let hangup = if options.sigterm {
+                Some(signal(SignalKind::hangup()).map_err(|e| Error::Io(format!("cannot handle signals: {e}")))?)
+            } else {
+                None
+            };
+            Ok(Signals { streams, hangup })
         }
         #[cfg(not(unix))]
         {
@@ -377,6 +474,17 @@ async fn futures_select_all<F: std::future::Future + Unpin>(futs: impl Iterator<
 }
 
 /// Resolve when any enabled stop condition fires.
+/// Resolve at each SIGHUP (never without it).
+#[cfg(unix)]
+async fn hangups(hangup: &mut Option<tokio::signal::unix::Signal>) {
+    match hangup {
+        Some(h) => {
+            h.recv().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
 async fn stop_signal(mut stop: watch::Receiver<bool>, duration: Option<Duration>, mut signals: Signals) {
     let requested = async {
         while !*stop.borrow_and_update() {
@@ -406,8 +514,10 @@ async fn serve(
     shared: Arc<Shared>,
     stop: watch::Receiver<bool>,
     duration: Option<Duration>,
-    signals: Signals,
+    mut signals: Signals,
 ) {
+    #[cfg(unix)]
+    let mut hangup = signals.hangup.take();
     let stopped = stop_signal(stop, duration, signals);
     tokio::pin!(stopped);
     let mut conns = JoinSet::new();
@@ -416,16 +526,31 @@ async fn serve(
             _ = &mut stopped => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
+                    let max = shared.limits.max_connections;
+                    if shared.open.load(Ordering::Relaxed) >= max {
+                        drop(stream);
+                        shared.notices.say(&shared.log, "max_connections", || format!(
+                            "connection limit of {max} reached: refusing new connections (said once a minute while it lasts)"
+                        ));
+                        continue;
+                    }
                     shared.connections.fetch_add(1, Ordering::Relaxed);
+                    shared.open.fetch_add(1, Ordering::Relaxed);
                     let _ = stream.set_nodelay(true);
                     conns.spawn(connection(stream, peer, shared.clone()));
                 }
                 Err(e) => {
-                    (shared.log)(&format!("accept failed: {e}"));
+                    // Out of file descriptors, most often: wait a little, say it once a minute.
+                    shared.notices.say(&shared.log, "accept", || format!(
+                        "accept failed: {e} (said once a minute while it lasts)"
+                    ));
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             },
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            _ = hangups(&mut hangup) => {
+                (shared.log)("SIGHUP: still serving (reloading the configuration on SIGHUP is not there yet)");
+            }
         }
     }
     conns.abort_all();
@@ -436,6 +561,10 @@ async fn serve(
 enum ConnError {
     Protocol(ProtocolError),
     Io(std::io::Error),
+    /// Refused by the gateway's policy (an address not allowed, a limit), said to the log.
+    Refused(String),
+    /// Nothing in flight and no request for the idle timeout.
+    Idle,
 }
 
 impl From<ProtocolError> for ConnError {
@@ -472,21 +601,58 @@ async fn read_msg<R: AsyncRead + Unpin>(
 }
 
 async fn connection(mut stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
-    let export = match negotiate(&mut stream, &shared).await {
-        Ok(Some(e)) => e,
-        Ok(None) => return,
-        Err(e) => {
+    let _open = OpenGuard(shared.clone());
+    let handshake = Duration::from_secs_f64(shared.limits.handshake_timeout_s);
+    let (export, _counted) = match tokio::time::timeout(handshake, negotiate(&mut stream, peer, &shared)).await {
+        Ok(Ok(Some(chosen))) => chosen,
+        Ok(Ok(None)) => return,
+        Ok(Err(e)) => {
             report(&shared, peer, "negotiation", e);
+            return;
+        }
+        Err(_) => {
+            shared.notices.say(&shared.log, "handshake_timeout", || {
+                format!(
+                    "client {peer}: no handshake within {} s; connection closed (said once a minute while it lasts)",
+                    shared.limits.handshake_timeout_s
+                )
+            });
             return;
         }
     };
     let (rd, wr) = stream.into_split();
     let (reply_tx, reply_rx) = unbounded_channel();
-    let writer = tokio::spawn(write_replies(wr, reply_rx));
-    match transmission(rd, reply_tx, export, &shared).await {
+    let stall = shared.limits.idle_timeout_s.map(Duration::from_secs_f64);
+    let mut writer = tokio::spawn(write_replies(wr, reply_rx, stall));
+    let outcome = tokio::select! {
+        r = transmission(rd, reply_tx, export, &shared) => r,
+        w = &mut writer => {
+            // The writer ended first: the client left, or took no reply for the idle
+            // timeout while replies waited. The reader stops with it.
+            if let Ok(Err(e)) = w {
+                if e.kind() == std::io::ErrorKind::TimedOut {
+                    shared.notices.say(&shared.log, "reply_stall", || format!(
+                        "client {peer}: took no reply for {} s; connection closed (said once a minute while it lasts)",
+                        shared.limits.idle_timeout_s.unwrap_or(0.0)
+                    ));
+                }
+            }
+            return;
+        }
+    };
+    match outcome {
         Ok(()) => {
             // NBD_CMD_DISC or end of input: finish the outstanding replies, then close.
             let _ = writer.await;
+        }
+        Err(ConnError::Idle) => {
+            writer.abort();
+            shared.notices.say(&shared.log, "idle_timeout", || {
+                format!(
+                    "client {peer}: idle for {} s; connection closed (said once a minute while it lasts)",
+                    shared.limits.idle_timeout_s.unwrap_or(0.0)
+                )
+            });
         }
         Err(e) => {
             writer.abort();
@@ -503,6 +669,10 @@ fn report(shared: &Shared, peer: SocketAddr, phase: &str, e: ConnError) {
         }
         ConnError::Io(io) if io.kind() == std::io::ErrorKind::ConnectionReset => {}
         ConnError::Io(io) => (shared.log)(&format!("client {peer}: I/O error during {phase}: {io}; connection closed")),
+        ConnError::Refused(why) => shared
+            .notices
+            .say(&shared.log, "refused", || format!("client {peer}: {why}; connection closed (said once a minute)")),
+        ConnError::Idle => {}
     }
 }
 
@@ -518,9 +688,27 @@ async fn send<W: AsyncWrite + Unpin>(w: &mut W, bytes: &[u8]) -> std::result::Re
     Ok(())
 }
 
-/// Fixed newstyle negotiation. `Ok(Some(export))` enters transmission; `Ok(None)`
-/// means the client aborted or left.
-async fn negotiate(stream: &mut TcpStream, shared: &Shared) -> std::result::Result<Option<Arc<Export>>, ConnError> {
+/// May the client at `peer` use `e` now: its allow-list, then the per-export
+/// connection limit (the slot is taken when it may). `Err` says why not.
+fn admit(e: &Arc<Export>, peer: SocketAddr, shared: &Shared) -> std::result::Result<ExportGuard, String> {
+    if !e.allows(peer.ip()) {
+        return Err(format!("address {} is not allowed to use export {}", peer.ip(), shown_name(&e.name)));
+    }
+    let max = shared.limits.max_connections_per_export.unwrap_or(usize::MAX);
+    let took = e.connections.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < max).then_some(n + 1));
+    match took {
+        Ok(_) => Ok(ExportGuard(e.clone())),
+        Err(_) => Err(format!("export {} has its limit of {max} connections", shown_name(&e.name))),
+    }
+}
+
+/// Fixed newstyle negotiation. `Ok(Some((export, slot)))` enters transmission;
+/// `Ok(None)` means the client aborted or left.
+async fn negotiate(
+    stream: &mut TcpStream,
+    peer: SocketAddr,
+    shared: &Shared,
+) -> std::result::Result<Option<(Arc<Export>, ExportGuard)>, ConnError> {
     send(stream, &encode_greeting()).await?;
     let mut cf = [0u8; 4];
     if !read_msg(stream, &mut cf, "client flags", true).await? {
@@ -541,8 +729,10 @@ async fn negotiate(stream: &mut TcpStream, shared: &Shared) -> std::result::Resu
                 let Some(e) = find_export(shared, &name) else {
                     return Err(ProtocolError::UnknownExport(name).into());
                 };
-                send(stream, &encode_export_name_reply(e.size, TRANSMISSION_FLAGS, no_zeroes)).await?;
-                return Ok(Some(e));
+                // The spec gives NBD_OPT_EXPORT_NAME no error reply: a refusal closes.
+                let slot = admit(&e, peer, shared).map_err(ConnError::Refused)?;
+                send(stream, &encode_export_name_reply(e.size, e.transmission_flags(), no_zeroes)).await?;
+                return Ok(Some((e, slot)));
             }
             OPT_ABORT => {
                 // The spec asks for an ACK; the client may already be gone.
@@ -556,7 +746,7 @@ async fn negotiate(stream: &mut TcpStream, shared: &Shared) -> std::result::Resu
                     continue;
                 }
                 let mut out = Vec::new();
-                for e in &shared.exports {
+                for e in shared.exports.iter().filter(|e| e.allows(peer.ip())) {
                     out.extend(encode_option_reply(OPT_LIST, REP_SERVER, &encode_server_entry(&e.name)));
                 }
                 out.extend(encode_option_reply(OPT_LIST, REP_ACK, &[]));
@@ -571,18 +761,31 @@ async fn negotiate(stream: &mut TcpStream, shared: &Shared) -> std::result::Resu
                     }
                 };
                 let Some(e) = find_export(shared, &go.name) else {
-                    let msg = format!("no export named {:?}", go.name);
+                    let msg = format!("no export named {}", shown_name(&go.name));
                     send(stream, &encode_option_reply(h.option, REP_ERR_UNKNOWN, msg.as_bytes())).await?;
                     continue;
                 };
-                let mut out = encode_option_reply(h.option, REP_INFO, &encode_info_export(e.size, TRANSMISSION_FLAGS));
+                let slot = if h.option == OPT_GO {
+                    Some(admit(&e, peer, shared))
+                } else if !e.allows(peer.ip()) {
+                    Some(Err(format!("address {} is not allowed to use export {}", peer.ip(), shown_name(&e.name))))
+                } else {
+                    None
+                };
+                if let Some(Err(why)) = &slot {
+                    shared.notices.say(&shared.log, "refused", || format!("client {peer}: {why} (said once a minute)"));
+                    send(stream, &encode_option_reply(h.option, REP_ERR_POLICY, why.as_bytes())).await?;
+                    continue;
+                }
+                let flags = e.transmission_flags();
+                let mut out = encode_option_reply(h.option, REP_INFO, &encode_info_export(e.size, flags));
                 if go.info.contains(&INFO_BLOCK_SIZE) {
                     out.extend(encode_option_reply(h.option, REP_INFO, &encode_info_block_size()));
                 }
                 out.extend(encode_option_reply(h.option, REP_ACK, &[]));
                 send(stream, &out).await?;
-                if h.option == OPT_GO {
-                    return Ok(Some(e));
+                if let Some(Ok(slot)) = slot {
+                    return Ok(Some((e, slot)));
                 }
             }
             other => {
@@ -593,8 +796,28 @@ async fn negotiate(stream: &mut TcpStream, shared: &Shared) -> std::result::Resu
     }
 }
 
-fn err_reply(cookie: u64, error: u32) -> Reply {
-    Reply { cookie, error, data: Vec::new() }
+fn err_reply(cookie: u64, error: u32, permit: Inflight) -> Reply {
+    Reply { cookie, error, data: Vec::new(), permit }
+}
+
+/// Take `units` of the connection's budget, then of the gateway's (said once a minute
+/// when the gateway's is spent and the request has to wait for replies to be taken).
+async fn take_budget(permits: &Arc<Semaphore>, units: u32, shared: &Shared) -> Option<Inflight> {
+    let connection = permits.clone().acquire_many_owned(units).await.ok()?;
+    let gateway = match shared.budget.clone().try_acquire_many_owned(units) {
+        Ok(p) => p,
+        Err(_) => {
+            shared.notices.say(&shared.log, "max_inflight_bytes", || {
+                format!(
+                    "in-flight budget of {} MiB reached: new requests wait until clients take their replies \
+                     (said once a minute while it lasts)",
+                    shared.limits.max_inflight_bytes >> 20
+                )
+            });
+            shared.budget.clone().acquire_many_owned(units).await.ok()?
+        }
+    };
+    Some(Inflight { connection, gateway })
 }
 
 /// The transmission phase's reader: parse, check, submit. Returns `Ok(())` on
@@ -607,24 +830,37 @@ async fn transmission(
 ) -> std::result::Result<(), ConnError> {
     let permits = Arc::new(Semaphore::new(MAX_INFLIGHT_UNITS as usize));
     let tenant = export.tenant;
+    let idle = shared.limits.idle_timeout_s.map(Duration::from_secs_f64);
     let count_error = || {
         if let Ok(mut s) = shared.stats.lock() {
             s.error(tenant);
         }
     };
     loop {
+        if let Some(idle) = idle {
+            // Wait for the next request's first byte; a connection with nothing in
+            // flight that sends nothing for the idle timeout is closed.
+            let mut probe = [0u8; 1];
+            // (peek takes nothing from the stream, so giving up on it loses no byte.)
+            while tokio::time::timeout(idle, rd.peek(&mut probe)).await.is_err() {
+                if permits.available_permits() == MAX_INFLIGHT_UNITS as usize {
+                    return Err(ConnError::Idle);
+                }
+            }
+        }
         let mut hb = [0u8; REQUEST_LEN];
         if !read_msg(&mut rd, &mut hb, "request", true).await? {
             return Ok(());
         }
         let h = RequestHeader::decode(&hb)?;
-        // Take the request's share of the in-flight budget before buffering its data
-        // (the length of a READ / WRITE is at most 32 MiB here, i.e. 512 units).
+        // Take the request's share of the in-flight budgets before buffering its data
+        // (the length of a READ / WRITE is at most 32 MiB here, i.e. 512 units); it is
+        // given back once the reply is written.
         let units = match h.command {
             Command::Read | Command::Write => h.length.div_ceil(INFLIGHT_UNIT).max(1),
             _ => 1,
         };
-        let Ok(permit) = permits.clone().acquire_many_owned(units).await else { return Ok(()) };
+        let Some(permit) = take_budget(&permits, units, shared).await else { return Ok(()) };
         let mut payload = Vec::new();
         if h.command == Command::Write {
             payload = vec![0u8; h.length as usize];
@@ -633,6 +869,7 @@ async fn transmission(
         if h.command == Command::Disc {
             return Ok(());
         }
+        let writes = matches!(h.command, Command::Write | Command::Trim | Command::WriteZeroes);
         // Checks that answer with an error and keep the connection.
         let error = match h.command {
             Command::Other(_) => Some(EINVAL),
@@ -641,28 +878,33 @@ async fn transmission(
                 Some(EINVAL)
             }
             Command::Read | Command::Write | Command::Trim | Command::WriteZeroes if h.length == 0 => Some(EINVAL),
+            _ if writes && export.read_only => Some(EPERM),
             Command::Read | Command::Trim if !export.contains(h.offset, h.length) => Some(EINVAL),
             Command::Write | Command::WriteZeroes if !export.contains(h.offset, h.length) => Some(ENOSPC),
             _ => None,
         };
         if let Some(e) = error {
             count_error();
-            let _ = replies.send(err_reply(h.cookie, e));
+            let _ = replies.send(err_reply(h.cookie, e, permit));
             continue;
         }
         match h.command {
             Command::Flush => {
                 let (ex, tx, stats) = (export.clone(), replies.clone(), shared.stats.clone());
+                let slots = shared.flushes.clone();
                 tokio::spawn(async move {
-                    let r = tokio::task::spawn_blocking(move || ex.flush()).await.unwrap_or(Err(EIO));
+                    // At most MAX_CONCURRENT_FLUSHES blocking threads flush at once.
+                    let r = match slots.acquire_owned().await {
+                        Ok(_slot) => tokio::task::spawn_blocking(move || ex.flush()).await.unwrap_or(Err(EIO)),
+                        Err(_) => Err(ESHUTDOWN),
+                    };
                     if let Ok(mut s) = stats.lock() {
                         match r {
                             Ok(()) => s.flushed(tenant),
                             Err(_) => s.error(tenant),
                         }
                     }
-                    let _ = tx.send(err_reply(h.cookie, r.err().unwrap_or(0)));
-                    drop(permit);
+                    let _ = tx.send(err_reply(h.cookie, r.err().unwrap_or(0), permit));
                 });
             }
             Command::Read | Command::Write | Command::Trim | Command::WriteZeroes => {
@@ -683,7 +925,7 @@ async fn transmission(
                 };
                 if let Err(e) = shared.sched_tx.send(Msg::Submit(job)) {
                     if let Msg::Submit(job) = e.0 {
-                        let _ = replies.send(err_reply(job.cookie, ESHUTDOWN));
+                        let _ = replies.send(err_reply(job.cookie, ESHUTDOWN, job.permit));
                     }
                 }
             }
@@ -693,15 +935,29 @@ async fn transmission(
 }
 
 /// The transmission phase's writer: send replies as they complete, batching the
-/// ones already waiting into one flush.
-async fn write_replies(wr: OwnedWriteHalf, mut rx: UnboundedReceiver<Reply>) -> std::io::Result<()> {
+/// ones already waiting into one flush; each reply's in-flight share is given back
+/// once it is written. With a `stall` limit, a client that takes no reply for that
+/// long while replies wait ends the connection (`TimedOut`).
+async fn write_replies(
+    wr: OwnedWriteHalf,
+    mut rx: UnboundedReceiver<Reply>,
+    stall: Option<Duration>,
+) -> std::io::Result<()> {
     let mut w = BufWriter::with_capacity(64 << 10, wr);
     while let Some(r) = rx.recv().await {
-        put(&mut w, r).await?;
-        while let Ok(r) = rx.try_recv() {
+        let batch = async {
             put(&mut w, r).await?;
+            while let Ok(r) = rx.try_recv() {
+                put(&mut w, r).await?;
+            }
+            w.flush().await
+        };
+        match stall {
+            Some(limit) => tokio::time::timeout(limit, batch)
+                .await
+                .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "client took no reply"))??,
+            None => batch.await?,
         }
-        w.flush().await?;
     }
     w.shutdown().await
 }
@@ -711,5 +967,6 @@ async fn put(w: &mut BufWriter<OwnedWriteHalf>, r: Reply) -> std::io::Result<()>
     if r.error == 0 && !r.data.is_empty() {
         w.write_all(&r.data).await?;
     }
+    // `r` (its data and its in-flight share) is dropped here, once written.
     Ok(())
 }

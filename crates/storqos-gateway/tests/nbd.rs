@@ -644,3 +644,114 @@ fn check_opens_the_exports_and_builds_the_policy_without_listening() {
     assert!(e.contains("exports[0].path: /nonexistent/storqos.img"), "{e}");
     std::fs::remove_file(a).unwrap();
 }
+
+/// Start a gateway from a JSON exports array and extra top-level fields.
+fn gateway_json(exports: &str, extra: &str) -> (Handle, Lines) {
+    let cfg = Config::from_json(&format!(r#"{{"listen":"127.0.0.1:0","exports":{exports}{extra}}}"#)).unwrap();
+    let lines: Lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    let log: storqos_gateway::Logger = Arc::new(move |m: &str| sink.lock().unwrap().push(m.to_string()));
+    (start_with(cfg, Options { log: Some(log), ..Options::default() }).unwrap(), lines)
+}
+
+#[test]
+fn read_only_exports_and_allow_lists() {
+    let img = image("ro", 1 << 20);
+    let exports = format!(
+        r#"[{{"name":"ro","path":"{p}","tenant":0,"read_only":true}},
+            {{"name":"lan","path":"{p}","tenant":1,"allow":["10.0.0.0/8"]}},
+            {{"name":"local","path":"{p}","tenant":2,"allow":["127.0.0.1","::1"]}}]"#,
+        p = img.display()
+    );
+    let (h, lines) = gateway_json(&exports, "");
+    rt().block_on(async {
+        // Read-only: the handshake says so (flag bit 1), writes get EPERM (1), reads work.
+        let mut c = Client::hello(h.addr(), 3).await;
+        let (_, flags) = c.go(7, "ro").await.unwrap();
+        assert_ne!(flags & 2, 0, "NBD_FLAG_READ_ONLY");
+        c.request(1, 0, 1, 0, 4096, &[0xab; 4096]).await;
+        assert_eq!(c.reply(0).await.0, 1, "EPERM");
+        c.request(4, 0, 2, 0, 4096, &[]).await; // trim
+        assert_eq!(c.reply(0).await.0, 1, "EPERM");
+        c.request(0, 0, 3, 0, 4096, &[]).await;
+        assert_eq!(c.reply(4096).await, (0, 3, vec![0; 4096]));
+        // 127.0.0.1 is not in 10.0.0.0/8: GO is refused by policy (2^31 + 2), the
+        // listing leaves the export out, and the client may go on negotiating.
+        let mut c = Client::hello(h.addr(), 3).await;
+        assert_eq!(c.go(7, "lan").await, Err(0x8000_0002));
+        c.option(3, &[]).await; // NBD_OPT_LIST
+        let mut names = Vec::new();
+        loop {
+            let r = c.opt_reply().await;
+            if r.kind == 1 {
+                break;
+            }
+            names.push(String::from_utf8(r.data[4..].to_vec()).unwrap());
+        }
+        assert_eq!(names, ["ro", "local"]);
+        assert!(c.go(7, "local").await.is_ok());
+    });
+    drop(h.shutdown());
+    assert!(lines.lock().unwrap().iter().any(|l| l.contains("address 127.0.0.1 is not allowed to use export \"lan\"")));
+    assert!(std::fs::read(&img).unwrap().iter().all(|&b| b == 0), "nothing was written");
+    std::fs::remove_file(img).unwrap();
+}
+
+#[test]
+fn connection_limits_and_timeouts() {
+    let img = image("limits", 1 << 20);
+    let exports = format!(r#"[{{"name":"a","path":"{}","tenant":0}}]"#, img.display());
+    let limits = r#","limits":{"max_connections":3,"max_connections_per_export":2,
+                    "handshake_timeout_s":0.3,"idle_timeout_s":0.5}"#;
+    let (h, lines) = gateway_json(&exports, limits);
+    rt().block_on(async {
+        let (mut a, mut b) = (Client::connect(h.addr(), "a").await, Client::connect(h.addr(), "a").await);
+        // A third connection to the export: refused by policy; it still counts as open.
+        let mut c = Client::hello(h.addr(), 3).await;
+        assert_eq!(c.go(7, "a").await, Err(0x8000_0002));
+        // A fourth connection is over the gateway's limit of 3: closed at once.
+        let mut d = TcpStream::connect(h.addr()).await.unwrap();
+        let mut buf = [0u8; 18];
+        let n = tokio::time::timeout(Duration::from_secs(5), d.read(&mut buf)).await.unwrap().unwrap_or(0);
+        assert_eq!(n, 0, "closed without a greeting");
+        // A client that never finishes its handshake is cut off after 0.3 s.
+        assert!(c.closed().await);
+        // With a request in flight a connection is not idle; with nothing, after 0.5 s it is closed.
+        a.request(0, 0, 9, 0, 4096, &[]).await;
+        assert_eq!(a.reply(4096).await.1, 9);
+        let t0 = Instant::now();
+        assert!(a.closed().await && b.closed().await);
+        assert!(t0.elapsed() < Duration::from_secs(3));
+        // Slots are given back: a new client is served.
+        let mut e = Client::connect(h.addr(), "a").await;
+        e.request(0, 0, 1, 0, 4096, &[]).await;
+        assert_eq!(e.reply(4096).await.0, 0);
+    });
+    drop(h.shutdown());
+    let lines = lines.lock().unwrap();
+    let said = |what: &str| lines.iter().filter(|l| l.contains(what)).count();
+    assert_eq!(said("connection limit of 3 reached"), 1, "{lines:?}");
+    assert_eq!(said("no handshake within 0.3 s"), 1, "{lines:?}");
+    assert_eq!(said("has its limit of 2 connections"), 1, "{lines:?}");
+    assert!(said("idle for 0.5 s") == 1, "{lines:?}");
+    std::fs::remove_file(img).unwrap();
+}
+
+#[test]
+fn clients_without_fixed_newstyle_are_refused_and_long_names_are_cut_in_the_log() {
+    let img = image("oldstyle", 1 << 20);
+    let (h, lines) = gateway(&[("a", &img, 0)], "");
+    rt().block_on(async {
+        let mut c = Client::hello(h.addr(), 0).await; // no FIXED_NEWSTYLE
+        assert!(c.closed().await);
+        let mut c = Client::hello(h.addr(), 3).await;
+        c.option(1, "n".repeat(4000).as_bytes()).await; // NBD_OPT_EXPORT_NAME of an unknown export
+        assert!(c.closed().await);
+    });
+    drop(h.shutdown());
+    let lines = lines.lock().unwrap();
+    assert!(lines.iter().any(|l| l.contains("client without the FIXED_NEWSTYLE flag")), "{lines:?}");
+    let long = lines.iter().find(|l| l.contains("unknown export")).expect("logged");
+    assert!(long.len() < 300 && long.contains("(4000 bytes)"), "{long}");
+    std::fs::remove_file(img).unwrap();
+}
