@@ -66,19 +66,22 @@ def gateway_config(
     duration_s: float | None = None,
     window_s: float | None = None,
     tenants: int | None = None,
+    limits: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The gateway's JSON configuration. ``exports`` are ``NAME=PATH[:TENANT]`` strings
     (tenant defaults to the position in the list) or ready dicts; ``window_s`` asks for
     the per-window series and the policy's gauges (``windows``, ``gauges`` in the
-    statistics); ``tenants`` counts tenants that may have no export (a config file's)."""
+    statistics); ``tenants`` counts tenants that may have no export (a config file's);
+    ``limits`` is the gateway's ``limits`` object (connections, timeouts, in-flight bytes)."""
     if not exports:
         raise InputError("give at least one export, e.g. --export web=/srv/web.img", "--export")
     ex = [e if isinstance(e, dict) else parse_export(e, default_tenant=i) for i, e in enumerate(exports)]
     if depth < 1:
         raise InputError(f"must be >= 1, got {depth}", "--depth")
     check_tenant_lists(policy, max(max(int(e["tenant"]) for e in ex) + 1, tenants or 0))
-    return {"listen": listen, "exports": ex, "policy": policy, "depth": int(depth), "iops": iops,
-            "duration_s": duration_s, "window_s": window_s}
+    cfg = {"listen": listen, "exports": ex, "policy": policy, "depth": int(depth), "iops": iops,
+           "duration_s": duration_s, "window_s": window_s}
+    return cfg if limits is None else {**cfg, "limits": limits}
 
 
 def check(config: dict[str, Any]) -> dict[str, Any]:

@@ -41,13 +41,14 @@ theirs.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
 from . import _core
 from .errors import InputError
@@ -55,11 +56,14 @@ from .experiment_schema import Policy, Qos
 from .gateway import DEFAULT_DEPTH, DEFAULT_LISTEN, check_export_file
 from .toml_schema import PositiveDurationNs, Rate, Table, entry_where, line_of, one_or_many
 from .toml_schema import validate as toml_validate
+from .units import parse_size
 
 #: Deepest backend queue the gateway takes.
 MAX_DEPTH = 4096
 #: Longest NBD export name (the protocol's limit).
 MAX_NAME_BYTES = 4096
+#: Smallest in-flight budget: one request of the largest size (32 MiB).
+MIN_INFLIGHT_BYTES = 32 << 20
 
 
 class TenantTable(Qos):
@@ -68,12 +72,48 @@ class TenantTable(Qos):
     name: str
 
 
+def _network(v: Any) -> str:
+    if not isinstance(v, str):
+        raise InputError(f"expected an address or a network such as \"10.0.0.0/8\", got {v!r}")
+    try:
+        ipaddress.ip_network(v, strict=False)
+    except ValueError:
+        raise InputError(f"{v!r} is not an address or a network such as 10.0.0.0/8") from None
+    return v
+
+
 class ExportTable(Table):
     """An [[export]]: an NBD export name served from an existing file for one tenant."""
 
     name: Annotated[str, Field(min_length=1, max_length=MAX_NAME_BYTES)]
     path: str
     tenant: str | int = 0
+    read_only: bool = False
+    allow: list[Annotated[str, BeforeValidator(_network)]] = []
+
+
+def _inflight(v: Any) -> int:
+    n = parse_size(v, "")
+    if n < MIN_INFLIGHT_BYTES:
+        raise InputError(f"must be at least 32MiB (one request of the largest size), got {v!r}")
+    return n
+
+
+class LimitsTable(Table):
+    """[limits]: what keeps a shared gateway serving when clients misbehave."""
+
+    max_connections: Annotated[int, Field(ge=1)] = 1024
+    max_connections_per_export: Annotated[int | None, Field(ge=1)] = None
+    handshake_timeout: PositiveDurationNs = 10_000_000_000
+    idle_timeout: PositiveDurationNs | None = None
+    max_inflight: Annotated[int, BeforeValidator(_inflight)] = 256 << 20
+
+    def to_json(self) -> dict[str, Any]:
+        """The gateway's ``limits`` object."""
+        return {"max_connections": self.max_connections, "max_connections_per_export": self.max_connections_per_export,
+                "handshake_timeout_s": self.handshake_timeout / 1e9,
+                "idle_timeout_s": None if self.idle_timeout is None else self.idle_timeout / 1e9,
+                "max_inflight_bytes": self.max_inflight}
 
 
 class GatewayFile(Table):
@@ -85,6 +125,7 @@ class GatewayFile(Table):
     duration: PositiveDurationNs | None = None
     window: PositiveDurationNs | None = None
     policy: Policy | None = None
+    limits: LimitsTable | None = None
     tenant: Annotated[list[TenantTable], Field(default_factory=list)]
     export: Annotated[list[ExportTable], Field(default_factory=list)]
 
@@ -166,7 +207,7 @@ def load(path: str | Path) -> GatewaySettings:
         p = p if p.is_absolute() else path.parent / p
         check_export_file(p, x.name, entry_where(f"{path}:{line_of(text, ['export', i, 'path'])}", "export", i, x.name)
                           + ": path")
-        exports.append({"name": x.name, "path": str(p), "tenant": tid})
+        exports.append({"name": x.name, "path": str(p), "tenant": tid, "read_only": x.read_only, "allow": list(x.allow)})
     return GatewaySettings(path=path, text=text, file=file, tenants=tenants, exports=exports)
 
 
@@ -248,7 +289,8 @@ def merged(settings: GatewaySettings | None, *, exports: list[str] | None = None
     duration = duration_s if duration_s is not None else (file.duration / 1e9 if file and file.duration else None)
     window = window_s if window_s is not None else (file.window / 1e9 if file and file.window else None)
     return gateway_config(ex, spec, listen=listen or (file.listen if file and file.listen else DEFAULT_LISTEN),
-                          depth=depth, iops=cap, duration_s=duration, window_s=window, tenants=len(tenants))
+                          depth=depth, iops=cap, duration_s=duration, window_s=window, tenants=len(tenants),
+                          limits=file.limits.to_json() if file is not None and file.limits is not None else None)
 
 
 __all__ = ["GatewayFile", "GatewaySettings", "Tenant", "load", "merged"]

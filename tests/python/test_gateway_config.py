@@ -34,10 +34,14 @@ def test_the_example_config_checks_and_its_tenants_fill_the_policy(gw: Path) -> 
     assert [(e["name"], e["tenant"], Path(e["path"]).name) for e in cfg["exports"]] == [
         ("web", 0, "web.img"), ("batch", 1, "batch.img")]
     assert (cfg["listen"], cfg["depth"], cfg["iops"], cfg["window_s"]) == ("127.0.0.1:10809", 1, 2000.0, 1.0)
+    assert cfg["exports"][0]["allow"] == ["127.0.0.1", "::1"] and not cfg["exports"][1]["read_only"]
+    assert cfg["limits"] == {"max_connections": 256, "max_connections_per_export": None, "handshake_timeout_s": 10.0,
+                             "idle_timeout_s": 1800.0, "max_inflight_bytes": 256 << 20}
     r = run_cli("serve", "--config", str(gw), "--check")
     assert r.code == 0, r.err
     assert "ok, would serve 2 export(s) on nbd://127.0.0.1:10809 (policy wf2q+, depth 1, emulated 2k IOPS)" in r.out
-    assert re.search(r"web: tenant 0, 16 MiB, .*web\.img", r.out) and re.search(r"batch: tenant 1, 16 MiB", r.out)
+    assert re.search(r"web: tenant 0, 16 MiB, allow 127.0.0.1/32 ::1/128, .*web\.img", r.out), r.out
+    assert re.search(r"batch: tenant 1, 16 MiB, /", r.out), r.out
 
 
 def test_flags_override_the_file(gw: Path, tmp_path: Path) -> None:
@@ -69,6 +73,11 @@ BAD = [
     (('slo = "10ms"', 'slo = "soon"'), 'slo = "soon"', "[[tenant]] 1 (web): slo: malformed duration 'soon'"),
     (('[[export]]\nname = "batch"', '[[export]]\nname = "web"'), None, "[[export]] name(s) web given twice"),
     (('iops = "2k"', 'iops = "5kiops"'), 'iops = "5kiops"', "iops: malformed rate '5kiops'"),
+    (('allow = ["127.0.0.1", "::1"]', 'allow = ["300.1.1.1"]'), "allow =",
+     "[[export]] 1 (web): allow: 0: '300.1.1.1' is not an address or a network such as 10.0.0.0/8"),
+    (('max_inflight = "256MiB"', 'max_inflight = "1MiB"'), "max_inflight",
+     "[limits]: max_inflight: must be at least 32MiB (one request of the largest size), got '1MiB'"),
+    (('max_connections = 256', 'max_connection = 256'), "max_connection =", "[limits]: unknown key 'max_connection'"),
 ]
 
 

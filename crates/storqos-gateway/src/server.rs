@@ -69,6 +69,10 @@ pub struct ExportInfo {
     pub class: u32,
     /// Size in bytes.
     pub size_bytes: u64,
+    /// Served read-only.
+    pub read_only: bool,
+    /// Client networks allowed (empty: all).
+    pub allow: Vec<String>,
 }
 
 /// What the gateway serves, known once it listens.
@@ -287,6 +291,8 @@ fn ready_info(config: &Config, listen: String, policy: String, exports: &[Arc<Ex
                 tenant: e.tenant,
                 class: e.class,
                 size_bytes: e.size,
+                read_only: e.read_only,
+                allow: e.allow.iter().map(|n| n.to_string()).collect(),
             })
             .collect(),
     }
@@ -303,6 +309,9 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
     // more 4 KiB write IOPS than two, reads the same within the noise (BENCHMARKS.md).
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
+        // Flushes are the only blocking calls: their pool is as large as the flushes
+        // allowed at once (tokio would otherwise grow it to 512 threads).
+        .max_blocking_threads(MAX_CONCURRENT_FLUSHES)
         .thread_name("storqos-gateway")
         .enable_io()
         .enable_time()

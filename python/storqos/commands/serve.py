@@ -132,8 +132,8 @@ def serve_cmd(
                   f"{', emulated ' + fmt_rate(info['iops']) if info.get('iops') else ''})",
                   markup=False, highlight=False, soft_wrap=True)
         for e in info["exports"]:
-            out.print(f"  {e['name']}: tenant {e['tenant']}, {fmt_size(e['size_bytes'])}, {e['path']}", markup=False,
-                      highlight=False, soft_wrap=True)
+            out.print(f"  {e['name']}: tenant {e['tenant']}, {fmt_size(e['size_bytes'])}{_access(e)}, {e['path']}",
+                      markup=False, highlight=False, soft_wrap=True)
         return
     if out_file is not None:
         # Checked before serving: the series of a long session must not be lost at the end.
@@ -144,7 +144,8 @@ def serve_cmd(
         stream = sys.stderr if json_out else sys.stdout
         lines = [_ready_line(info)]
         for e in info["exports"]:
-            lines.append(f"  nbd://{info['listen']}/{e['name']}  tenant {e['tenant']}  {fmt_size(e['size_bytes'])}  {e['path']}")
+            lines.append(f"  nbd://{info['listen']}/{e['name']}  tenant {e['tenant']}  {fmt_size(e['size_bytes'])}"
+                         f"{_access(e).replace(',', ' ')}  {e['path']}")
         stream.write("\n".join(lines) + "\n")
         stream.flush()
 
@@ -173,6 +174,13 @@ def serve_cmd(
                   f"{g:,} gauge sample{'s' if g != 1 else ''}{where}")
     if stats["protocol_errors"]:
         out.print(f"[yellow]{stats['protocol_errors']} connection(s) closed for protocol errors (see the log above)[/yellow]")
+
+
+def _access(export: dict[str, Any]) -> str:
+    """``, read-only, allow 10.0.0.0/8`` for an export that is either."""
+    parts = (["read-only"] if export.get("read_only") else []) + (
+        [f"allow {' '.join(export['allow'])}"] if export.get("allow") else [])
+    return "".join(f", {p}" for p in parts)
 
 
 def _gauges_file(series: Path) -> Path:
