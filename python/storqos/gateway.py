@@ -67,12 +67,16 @@ def gateway_config(
     window_s: float | None = None,
     tenants: int | None = None,
     limits: dict[str, Any] | None = None,
+    metrics: str | None = None,
+    slos: dict[int, float] | None = None,
 ) -> dict[str, Any]:
     """The gateway's JSON configuration. ``exports`` are ``NAME=PATH[:TENANT]`` strings
     (tenant defaults to the position in the list) or ready dicts; ``window_s`` asks for
     the per-window series and the policy's gauges (``windows``, ``gauges`` in the
     statistics); ``tenants`` counts tenants that may have no export (a config file's);
-    ``limits`` is the gateway's ``limits`` object (connections, timeouts, in-flight bytes)."""
+    ``limits`` is the gateway's ``limits`` object (connections, timeouts, in-flight bytes);
+    ``metrics`` a ``HOST:PORT`` for Prometheus metrics; ``slos`` latency targets (s) by
+    tenant for the SLO metrics."""
     if not exports:
         raise InputError("give at least one export, e.g. --export web=/srv/web.img", "--export")
     ex = [e if isinstance(e, dict) else parse_export(e, default_tenant=i) for i, e in enumerate(exports)]
@@ -81,7 +85,13 @@ def gateway_config(
     check_tenant_lists(policy, max(max(int(e["tenant"]) for e in ex) + 1, tenants or 0))
     cfg = {"listen": listen, "exports": ex, "policy": policy, "depth": int(depth), "iops": iops,
            "duration_s": duration_s, "window_s": window_s}
-    return cfg if limits is None else {**cfg, "limits": limits}
+    if limits is not None:
+        cfg["limits"] = limits
+    if metrics is not None:
+        cfg["metrics"] = metrics
+    if slos:
+        cfg["slos"] = {str(t): s for t, s in slos.items()}
+    return cfg
 
 
 def check(config: dict[str, Any]) -> dict[str, Any]:

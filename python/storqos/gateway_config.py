@@ -120,6 +120,7 @@ class GatewayFile(Table):
     """The whole file."""
 
     listen: str | None = None
+    metrics: str | None = None
     depth: Annotated[int | None, Field(ge=1, le=MAX_DEPTH)] = None
     iops: Rate | None = None
     duration: PositiveDurationNs | None = None
@@ -222,7 +223,8 @@ def _key(flag: str) -> str:
 
 def merged(settings: GatewaySettings | None, *, exports: list[str] | None = None, policy: str | None = None,
            policy_params: dict[str, Any] | None = None, listen: str | None = None, depth: int | None = None,
-           iops: float | None = None, duration_s: float | None = None, window_s: float | None = None) -> dict[str, Any]:
+           iops: float | None = None, duration_s: float | None = None, window_s: float | None = None,
+           metrics: str | None = None) -> dict[str, Any]:
     """The gateway's JSON configuration from a config file (or none) and the flags that
     override it (None = not given). ``policy_params`` are the policy flags by parameter
     name (``weights``, ``deadlines``…): each overrides the file's parameter of that name."""
@@ -290,7 +292,9 @@ def merged(settings: GatewaySettings | None, *, exports: list[str] | None = None
     window = window_s if window_s is not None else (file.window / 1e9 if file and file.window else None)
     return gateway_config(ex, spec, listen=listen or (file.listen if file and file.listen else DEFAULT_LISTEN),
                           depth=depth, iops=cap, duration_s=duration, window_s=window, tenants=len(tenants),
-                          limits=file.limits.to_json() if file is not None and file.limits is not None else None)
+                          limits=file.limits.to_json() if file is not None and file.limits is not None else None,
+                          metrics=metrics or (file.metrics if file else None),
+                          slos={i: t.slo_ns / 1e9 for i, t in enumerate(tenants) if t.slo_ns})
 
 
 __all__ = ["GatewayFile", "GatewaySettings", "Tenant", "load", "merged"]

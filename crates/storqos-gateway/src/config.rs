@@ -149,6 +149,10 @@ pub struct Config {
     pub window_s: Option<f64>,
     /// Connection, time and memory bounds.
     pub limits: Limits,
+    /// Serve Prometheus metrics on this `HOST:PORT` (`None`: no metrics).
+    pub metrics: Option<String>,
+    /// Latency targets (s) by tenant id, for the SLO metrics.
+    pub slos: std::collections::BTreeMap<u32, f64>,
 }
 
 /// Default listen address (the IANA NBD port on loopback).
@@ -179,6 +183,10 @@ struct RawConfig {
     window_s: Option<f64>,
     #[serde(default)]
     limits: Option<serde_json::Value>,
+    #[serde(default)]
+    metrics: Option<String>,
+    #[serde(default)]
+    slos: std::collections::BTreeMap<u32, f64>,
 }
 
 fn one_line(e: &serde_json::Error) -> String {
@@ -220,6 +228,8 @@ impl Config {
                 None => Limits::default(),
                 Some(v) => serde_json::from_value(v).map_err(|e| Error::Config(format!("limits: {}", one_line(&e))))?,
             },
+            metrics: raw.metrics,
+            slos: raw.slos,
         };
         cfg.validate()?;
         Ok(cfg)
@@ -293,6 +303,16 @@ impl Config {
                 ));
             }
         }
+        if let Some(m) = &self.metrics {
+            resolve(m).ok_or_else(|| {
+                Error::Config(format!("metrics: expected HOST:PORT such as 127.0.0.1:9101, got {m:?}"))
+            })?;
+        }
+        for (t, s) in &self.slos {
+            if !(s.is_finite() && *s > 0.0 && *s <= MAX_SECONDS) {
+                return bad(format!("slos.{t}: a latency target must be a number of seconds > 0, got {s}"));
+            }
+        }
         self.policy.validate().map_err(|e| Error::Config(format!("policy: {e}")))?;
         Ok(())
     }
@@ -300,14 +320,20 @@ impl Config {
     /// The listen address as a socket address (`HOST:PORT`: IPv4, `[IPv6]`, or a host
     /// name such as `localhost:10809`, resolved to its first address).
     pub fn listen_addr(&self) -> Result<SocketAddr> {
-        use std::net::ToSocketAddrs;
-        if let Ok(a) = self.listen.parse() {
-            return Ok(a);
-        }
-        let wrong =
-            || Error::Config(format!("listen: expected HOST:PORT such as 127.0.0.1:10809, got {:?}", self.listen));
-        self.listen.to_socket_addrs().map_err(|_| wrong())?.next().ok_or_else(wrong)
+        resolve(&self.listen).ok_or_else(|| {
+            Error::Config(format!("listen: expected HOST:PORT such as 127.0.0.1:10809, got {:?}", self.listen))
+        })
     }
+}
+
+/// `HOST:PORT` as a socket address (an IP, `[IPv6]`, or a host name resolved to its
+/// first address); `None` if it is none of these.
+pub fn resolve(hostport: &str) -> Option<SocketAddr> {
+    use std::net::ToSocketAddrs;
+    if let Ok(a) = hostport.parse() {
+        return Some(a);
+    }
+    hostport.to_socket_addrs().ok()?.next()
 }
 
 #[cfg(test)]

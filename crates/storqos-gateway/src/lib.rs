@@ -18,6 +18,7 @@
 //! - [`export`]: exports and their backing files;
 //! - [`pool`]: the `depth` threads that run the blocking backend I/O;
 //! - [`sched`]: the task that owns the policy and drives it with injected time;
+//! - [`metrics`]: Prometheus metrics at `GET /metrics`;
 //! - [`server`]: accept loop, connections, and the run API;
 //! - [`stats`]: per-tenant operations, bytes and latency histograms.
 //!
@@ -38,6 +39,7 @@
 
 pub mod config;
 pub mod export;
+pub mod metrics;
 pub mod pool;
 pub mod protocol;
 pub mod sched;

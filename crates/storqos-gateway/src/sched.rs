@@ -181,6 +181,21 @@ pub enum Msg {
     },
     /// Stop: dispatch nothing more, wait for the outstanding I/Os, return.
     Stop,
+    /// Report the loop's state now (for a metrics scrape).
+    Probe(tokio::sync::oneshot::Sender<Probe>),
+}
+
+/// The scheduler loop's state at one instant.
+#[derive(Clone, Debug, Default)]
+pub struct Probe {
+    /// Requests held by the policy (not yet on the backend).
+    pub queued: usize,
+    /// Requests on the backend (or waiting for their emulated finish).
+    pub on_backend: usize,
+    /// Requests in the gateway per tenant: `(tenant, queued + on the backend)`.
+    pub inflight: Vec<(u32, usize)>,
+    /// The policy's gauges (`Scheduler::gauges`: credits, thresholds, tags…).
+    pub gauges: Vec<(String, f64)>,
 }
 
 struct InFlight {
@@ -353,6 +368,10 @@ impl SchedLoop {
                 false
             }
             Msg::Stop => true,
+            Msg::Probe(tx) => {
+                let _ = tx.send(self.probe());
+                false
+            }
         }
     }
 
@@ -400,6 +419,25 @@ impl SchedLoop {
         if self.pool.submit(worker, Task { id, export, offset, io }).is_err() {
             // The thread is gone (cannot happen: I/O does not panic): fail the request.
             self.backend_done(id, Err(EIO), now);
+        }
+    }
+
+    /// The state reported to a metrics scrape.
+    fn probe(&self) -> Probe {
+        let mut per: std::collections::BTreeMap<u32, usize> = std::collections::BTreeMap::new();
+        for job in self.queued.values() {
+            *per.entry(job.export.tenant).or_default() += 1;
+        }
+        for f in self.inflight.values() {
+            *per.entry(f.req.tenant).or_default() += 1;
+        }
+        let mut gauges = Vec::new();
+        self.sched.gauges(&mut |name, v| gauges.push((name.to_string(), v)));
+        Probe {
+            queued: self.sched.queued(),
+            on_backend: self.inflight.len(),
+            inflight: per.into_iter().collect(),
+            gauges,
         }
     }
 

@@ -86,6 +86,8 @@ pub struct ReadyInfo {
     pub depth: usize,
     /// Emulated capacity (IOPS), if any.
     pub iops: Option<f64>,
+    /// Where Prometheus metrics are served (the bound address), if anywhere.
+    pub metrics: Option<String>,
     /// The exports.
     pub exports: Vec<ExportInfo>,
 }
@@ -96,9 +98,9 @@ struct Shared {
     stats: Arc<Mutex<Recorder>>,
     log: Logger,
     /// Connections accepted since the start.
-    connections: AtomicU64,
+    connections: Arc<AtomicU64>,
     /// Connections open now (handshakes included).
-    open: AtomicUsize,
+    open: Arc<AtomicUsize>,
     protocol_errors: AtomicU64,
     limits: Limits,
     /// The gateway's in-flight budget, in [`INFLIGHT_UNIT`]s.
@@ -283,6 +285,7 @@ fn ready_info(config: &Config, listen: String, policy: String, exports: &[Arc<Ex
         policy,
         depth: config.depth,
         iops: config.iops,
+        metrics: config.metrics.clone(),
         exports: exports
             .iter()
             .map(|e| ExportInfo {
@@ -321,9 +324,23 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
         .block_on(TcpListener::bind(addr))
         .map_err(|e| Error::Config(format!("listen: cannot listen on {addr}: {}", bind_reason(&e))))?;
     let addr = listener.local_addr().map_err(|e| Error::Io(e.to_string()))?;
-    let info = ready_info(&config, addr.to_string(), policy.clone(), &exports);
+    let metrics_listener = match &config.metrics {
+        Some(m) => {
+            let at = crate::config::resolve(m).ok_or_else(|| Error::Config(format!("metrics: bad address {m:?}")))?;
+            let l = runtime
+                .block_on(TcpListener::bind(at))
+                .map_err(|e| Error::Config(format!("metrics: cannot listen on {at}: {}", bind_reason(&e))))?;
+            Some(l)
+        }
+        None => None,
+    };
+    let mut info = ready_info(&config, addr.to_string(), policy.clone(), &exports);
+    if let Some(l) = &metrics_listener {
+        info.metrics = l.local_addr().ok().map(|a| a.to_string());
+    }
     let log = options.log.clone().unwrap_or_else(|| Arc::new(|m: &str| eprintln!("storqos serve: {m}")));
-    let mut recorder = Recorder::new(exports.iter().map(|e| (e.tenant, e.name.as_str())));
+    let mut recorder = Recorder::new(exports.iter().map(|e| (e.tenant, e.name.as_str())))
+        .with_slos(config.slos.iter().map(|(&t, &s)| (t, (s * 1e9).round() as u64)));
     if let Some(w) = config.window_s {
         recorder = recorder.with_window((w * 1e9).round().max(1.0) as u64);
     }
@@ -344,8 +361,8 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
         sched_tx: sched_tx.clone(),
         stats: stats.clone(),
         log,
-        connections: AtomicU64::new(0),
-        open: AtomicUsize::new(0),
+        connections: Arc::new(AtomicU64::new(0)),
+        open: Arc::new(AtomicUsize::new(0)),
         protocol_errors: AtomicU64::new(0),
         budget: Arc::new(Semaphore::new(budget_units.min(Semaphore::MAX_PERMITS))),
         flushes: Arc::new(Semaphore::new(MAX_CONCURRENT_FLUSHES)),
@@ -365,6 +382,17 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
     };
     let sched_loop = SchedLoop::new(sched, clock, depth, iops, stats.clone(), sched_tx.clone())
         .map_err(|e| Error::Io(format!("cannot start the I/O threads: {e}")))?;
+    if let Some(listener) = metrics_listener {
+        let source = crate::metrics::Source {
+            stats: stats.clone(),
+            sched: sched_tx.clone(),
+            clock,
+            bounds: crate::metrics::bounds(config.slos.values().copied()),
+            open: shared.open.clone(),
+            total: shared.connections.clone(),
+        };
+        runtime.spawn(crate::metrics::serve(listener, Arc::new(source)));
+    }
     runtime.spawn(async move {
         let sched_task = tokio::spawn(sched_loop.run(sched_rx));
         serve(listener, shared.clone(), stop_rx, duration, signals).await;

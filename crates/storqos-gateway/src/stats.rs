@@ -170,12 +170,49 @@ struct Acc {
     flushes: u64,
     errors: u64,
     latency: GroupSummary,
+    /// Completions within the tenant's SLO.
+    slo_met: u64,
+    /// (second, met, completed) of the last [`RECENT_SECONDS`] seconds, by second modulo.
+    recent: [(u64, u64, u64); RECENT_SECONDS],
+}
+
+/// Seconds over which [`TenantMetrics::slo_compliance`] is taken.
+pub const RECENT_SECONDS: usize = 10;
+
+/// One tenant's counters for a metrics scrape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TenantMetrics {
+    /// Tenant id.
+    pub tenant: u32,
+    /// Reads and writes completed.
+    pub reads: u64,
+    /// Writes completed.
+    pub writes: u64,
+    /// Bytes completed.
+    pub bytes: u64,
+    /// Requests answered with an error.
+    pub errors: u64,
+    /// Flushes completed.
+    pub flushes: u64,
+    /// Sum of response times (s).
+    pub latency_sum_s: f64,
+    /// Requests completed within each bound (s), per bound (not cumulative).
+    pub latency_buckets: Vec<(f64, u64)>,
+    /// The tenant's latency target (s), if it has one.
+    pub slo_s: Option<f64>,
+    /// Completions within it.
+    pub slo_met: u64,
+    /// Fraction of the last [`RECENT_SECONDS`] seconds' completions within it (None
+    /// without a target or without completions).
+    pub slo_compliance: Option<f64>,
 }
 
 /// Accumulates per-tenant statistics while the gateway runs.
 pub struct Recorder {
     tenants: BTreeMap<u32, Acc>,
     windows: Option<Windows>,
+    /// Latency targets by tenant (ns).
+    slos: BTreeMap<u32, Nanos>,
 }
 
 /// Samples a policy's gauges into the sink it is given (`|sink| sched.gauges(sink)`).
@@ -188,7 +225,13 @@ impl Recorder {
         for (t, name) in exports {
             tenants.entry(t).or_insert_with(Acc::default).exports.push(name.to_string());
         }
-        Recorder { tenants, windows: None }
+        Recorder { tenants, windows: None, slos: BTreeMap::new() }
+    }
+
+    /// Count each tenant's completions within its latency target (ns).
+    pub fn with_slos(mut self, slos: impl IntoIterator<Item = (u32, Nanos)>) -> Self {
+        self.slos = slos.into_iter().collect();
+        self
     }
 
     /// Also keep the per-window series, in windows of `window` ns (> 0) from time 0.
@@ -258,12 +301,60 @@ impl Recorder {
             e.1 += u64::from(bytes);
             e.2.push(c.response());
         }
+        let slo = self.slos.get(&tenant).copied();
         let a = self.acc(tenant);
         match c.req.op {
             Op::Read => a.reads += 1,
             Op::Write => a.writes += 1,
         }
         a.latency.record(c);
+        if let Some(slo) = slo {
+            let met = u64::from(c.response() <= slo);
+            a.slo_met += met;
+            let sec = c.finish / 1_000_000_000;
+            let slot = &mut a.recent[(sec % RECENT_SECONDS as u64) as usize];
+            if slot.0 != sec {
+                *slot = (sec, 0, 0);
+            }
+            slot.1 += met;
+            slot.2 += 1;
+        }
+    }
+
+    /// Every tenant's counters now (`now`, ns: the clock), with latency counts within
+    /// each of `bounds_s` (ascending) and beyond the last (bound `f64::MAX`).
+    pub fn metrics(&self, now: Nanos, bounds_s: &[f64]) -> Vec<TenantMetrics> {
+        let sec = now / 1_000_000_000;
+        self.tenants
+            .iter()
+            .map(|(&tenant, a)| {
+                let h = &a.latency.hist;
+                let mut below = 0u64;
+                let mut buckets = Vec::with_capacity(bounds_s.len() + 1);
+                for &b in bounds_s {
+                    let upto = h.count_between(0, (b * 1e9) as u64);
+                    buckets.push((b, upto.saturating_sub(below)));
+                    below = upto.max(below);
+                }
+                buckets.push((f64::MAX, h.len().saturating_sub(below)));
+                let slo = self.slos.get(&tenant).copied();
+                let recent = a.recent.iter().filter(|r| r.0 + RECENT_SECONDS as u64 > sec && r.0 <= sec);
+                let (met, total) = recent.fold((0, 0), |(m, t), r| (m + r.1, t + r.2));
+                TenantMetrics {
+                    tenant,
+                    reads: a.reads,
+                    writes: a.writes,
+                    bytes: a.latency.bytes,
+                    errors: a.errors,
+                    flushes: a.flushes,
+                    latency_sum_s: a.latency.sum_response as f64 / 1e9,
+                    latency_buckets: buckets,
+                    slo_s: slo.map(|n| n as f64 / 1e9),
+                    slo_met: a.slo_met,
+                    slo_compliance: (slo.is_some() && total > 0).then(|| met as f64 / total as f64),
+                }
+            })
+            .collect()
     }
 
     /// A request of `tenant` was answered with an error.

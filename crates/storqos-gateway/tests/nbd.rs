@@ -755,3 +755,51 @@ fn clients_without_fixed_newstyle_are_refused_and_long_names_are_cut_in_the_log(
     assert!(long.len() < 300 && long.contains("(4000 bytes)"), "{long}");
     std::fs::remove_file(img).unwrap();
 }
+
+/// GET `path` from `addr` over HTTP/1.1: (status line, body).
+async fn http_get(addr: &str, path: &str) -> (String, String) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).await.unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    let (head, body) = out.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_string(), body.to_string())
+}
+
+#[test]
+fn metrics_count_what_the_clients_did() {
+    let img = image("metrics", 1 << 20);
+    let exports = format!(r#"[{{"name":"a","path":"{}","tenant":0}}]"#, img.display());
+    let (h, _) = gateway_json(&exports, r#","metrics":"127.0.0.1:0","slos":{"0":0.25}"#);
+    let at = h.info().metrics.clone().expect("the bound metrics address");
+    rt().block_on(async {
+        let mut c = Client::connect(h.addr(), "a").await;
+        for cookie in 0..3 {
+            c.request(0, 0, cookie, 0, 4096, &[]).await;
+            assert_eq!(c.reply(4096).await.0, 0);
+        }
+        c.request(1, 0, 9, 0, 8192, &[1; 8192]).await;
+        assert_eq!(c.reply(0).await.0, 0);
+        let (status, body) = http_get(&at, "/metrics").await;
+        assert_eq!(status, "HTTP/1.1 200 OK");
+        for line in [
+            r#"storqos_requests_total{tenant="0",op="read"} 3"#,
+            r#"storqos_requests_total{tenant="0",op="write"} 1"#,
+            r#"storqos_bytes_total{tenant="0"} 20480"#,
+            r#"storqos_response_seconds_count{tenant="0"} 4"#,
+            // The tenant's 250 ms SLO is one of the buckets, and all four are within it.
+            r#"storqos_response_seconds_bucket{le="0.25",tenant="0"} 4"#,
+            r#"storqos_slo_met_total{tenant="0"} 4"#,
+            r#"storqos_slo_compliance_ratio{tenant="0"} 1.0"#,
+            "storqos_open_connections 1",
+            "storqos_accepted_connections_total 1",
+            r#"storqos_inflight_requests{tenant="0"} 0"#,
+        ] {
+            assert!(body.contains(line), "{line} not in\n{body}");
+        }
+        assert!(body.trim_end().ends_with("# EOF"));
+        assert_eq!(http_get(&at, "/").await.0, "HTTP/1.1 404 Not Found");
+    });
+    drop(h.shutdown());
+    std::fs::remove_file(img).unwrap();
+}

@@ -30,8 +30,9 @@ GAUGE_SCHEMA = {"start_s": pl.Float64, "name": pl.Utf8, "value": pl.Float64}
 def _ready_line(info: dict[str, Any]) -> str:
     n = len(info["exports"])
     cap = f", emulated {fmt_rate(info['iops'])}" if info.get("iops") else ""
+    metrics = f"; metrics at http://{info['metrics']}/metrics" if info.get("metrics") else ""
     return (f"serving {n} export{'s' if n != 1 else ''} on nbd://{info['listen']} "
-            f"(policy {info['policy']}, depth {info['depth']}{cap}); Ctrl-C to stop")
+            f"(policy {info['policy']}, depth {info['depth']}{cap}){metrics}; Ctrl-C to stop")
 
 
 def _tables(stats: dict[str, Any]) -> tuple[Table, Table]:
@@ -78,6 +79,9 @@ def serve_cmd(
     facade_overload: po.FacadeOverloadOpt = None,
     reservations: po.ReservationsOpt = None,
     limits: po.LimitsOpt = None,
+    metrics: Annotated[str | None, typer.Option("--metrics", help="Serve Prometheus metrics at http://HOST:PORT/metrics "
+                                                  "(per-tenant requests, bytes, errors, latency histogram, SLO "
+                                                  "compliance; queue depth, connections, the policy's gauges).")] = None,
     listen: Annotated[str | None, typer.Option(help="HOST:PORT to listen on (port 0 picks a free one; default "
                                                     f"{DEFAULT_LISTEN}).")] = None,
     depth: Annotated[
@@ -117,7 +121,7 @@ def serve_cmd(
     if settings is None and not export:
         raise InputError("give at least one export, e.g. --export web=/srv/web.img, or a --config file", "--export")
     cfg = merged(settings, exports=export or None, policy=policy, listen=listen, depth=depth, iops=cap, duration_s=dur,
-                 window_s=window_s, policy_params={
+                 window_s=window_s, metrics=metrics, policy_params={
                      "weights": weights, "deadlines": deadline, "cmin": cmin, "slo": slo, "percentile": percentile,
                      "period": period, "control_window": control_window, "facade_overload": facade_overload,
                      "reservations": reservations, "limits": limits})

@@ -1,0 +1,264 @@
+//! Prometheus metrics: `GET /metrics` on the `metrics` address, in the OpenMetrics text
+//! format, encoded by the `prometheus-client` crate from a snapshot taken at each
+//! scrape (nothing is counted twice: the per-tenant counters and latency histograms
+//! are the gateway's own statistics, the queue and the policy's gauges come from the
+//! scheduler loop).
+//!
+//! Per tenant (label `tenant`): `storqos_requests_total{op}`, `storqos_bytes_total`,
+//! `storqos_errors_total`, `storqos_flushes_total`, `storqos_inflight_requests`,
+//! `storqos_response_seconds` (a histogram whose buckets include every tenant's SLO),
+//! `storqos_slo_seconds`, `storqos_slo_met_total` and `storqos_slo_compliance_ratio`
+//! (the last 10 s). For the gateway: `storqos_queued_requests` (held by the policy),
+//! `storqos_backend_requests`, `storqos_open_connections`,
+//! `storqos_accepted_connections_total`, `storqos_policy_gauge{name}` (AVATAR's threshold,
+//! SARC's credits, mClock's tag lag, a leaky bucket's rate: whatever the policy
+//! reports).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::sched::{Msg, Probe};
+use crate::stats::TenantMetrics;
+
+/// Latency bucket bounds (s) every histogram has; the tenants' SLOs are added to them.
+pub const LATENCY_BUCKETS_S: [f64; 16] =
+    [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+/// The bucket bounds for SLO targets `slos_s`: the standard ones and the targets.
+pub fn bounds(slos_s: impl IntoIterator<Item = f64>) -> Vec<f64> {
+    let mut b: Vec<f64> =
+        LATENCY_BUCKETS_S.iter().copied().chain(slos_s).filter(|x| x.is_finite() && *x > 0.0).collect();
+    b.sort_by(f64::total_cmp);
+    b.dedup();
+    b
+}
+
+/// Reads one counter of a tenant.
+type Count = fn(&TenantMetrics) -> u64;
+
+/// What one scrape reports.
+#[derive(Debug)]
+struct Snapshot {
+    tenants: Vec<TenantMetrics>,
+    probe: Probe,
+    connections_open: u64,
+    connections_total: u64,
+}
+
+impl Collector for Snapshot {
+    fn encode(&self, mut e: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let tenant = |t: u32| vec![("tenant", t.to_string())];
+        family(&mut e, "storqos_requests", "Reads and writes completed", MetricType::Counter, |mut m| {
+            for t in &self.tenants {
+                for (op, n) in [("read", t.reads), ("write", t.writes)] {
+                    let labels = vec![("tenant", t.tenant.to_string()), ("op", op.to_string())];
+                    ConstCounter::new(n).encode(m.encode_family(&labels)?)?;
+                }
+            }
+            Ok(())
+        })?;
+        let counters: [(&str, &str, Count); 4] = [
+            ("storqos_bytes", "Bytes of reads and writes completed", |t| t.bytes),
+            ("storqos_errors", "Requests answered with an NBD error", |t| t.errors),
+            ("storqos_flushes", "Flushes completed", |t| t.flushes),
+            ("storqos_slo_met", "Completions within the tenant's latency target", |t| t.slo_met),
+        ];
+        for (name, help, get) in counters {
+            family(&mut e, name, help, MetricType::Counter, |mut m| {
+                for t in &self.tenants {
+                    ConstCounter::new(get(t)).encode(m.encode_family(&tenant(t.tenant))?)?;
+                }
+                Ok(())
+            })?;
+        }
+        family(
+            &mut e,
+            "storqos_inflight_requests",
+            "Requests in the gateway (queued or on the backend)",
+            MetricType::Gauge,
+            |mut m| {
+                for t in &self.tenants {
+                    let n = self.probe.inflight.iter().find(|(id, _)| *id == t.tenant).map_or(0, |x| x.1);
+                    ConstGauge::new(n as i64).encode(m.encode_family(&tenant(t.tenant))?)?;
+                }
+                Ok(())
+            },
+        )?;
+        family(
+            &mut e,
+            "storqos_response_seconds",
+            "Response time, request parsed to backend completion",
+            MetricType::Histogram,
+            |mut m| {
+                for t in &self.tenants {
+                    let count = t.latency_buckets.iter().map(|b| b.1).sum();
+                    m.encode_family(&tenant(t.tenant))?.encode_histogram::<NoLabelSet>(
+                        t.latency_sum_s,
+                        count,
+                        &t.latency_buckets,
+                        None,
+                    )?;
+                }
+                Ok(())
+            },
+        )?;
+        family(&mut e, "storqos_slo_seconds", "The tenant's latency target", MetricType::Gauge, |mut m| {
+            for t in self.tenants.iter().filter(|t| t.slo_s.is_some()) {
+                ConstGauge::new(t.slo_s.unwrap_or(0.0)).encode(m.encode_family(&tenant(t.tenant))?)?;
+            }
+            Ok(())
+        })?;
+        family(
+            &mut e,
+            "storqos_slo_compliance_ratio",
+            "Fraction of the last 10 s's completions within the target",
+            MetricType::Gauge,
+            |mut m| {
+                for t in &self.tenants {
+                    if let Some(c) = t.slo_compliance {
+                        ConstGauge::new(c).encode(m.encode_family(&tenant(t.tenant))?)?;
+                    }
+                }
+                Ok(())
+            },
+        )?;
+        let gauges: [(&str, &str, i64); 3] = [
+            ("storqos_queued_requests", "Requests held by the policy", self.probe.queued as i64),
+            ("storqos_backend_requests", "Requests on the backend", self.probe.on_backend as i64),
+            ("storqos_open_connections", "Connections open (handshakes included)", self.connections_open as i64),
+        ];
+        for (name, help, v) in gauges {
+            family(&mut e, name, help, MetricType::Gauge, |m| ConstGauge::new(v).encode(m))?;
+        }
+        family(&mut e, "storqos_accepted_connections", "Connections accepted", MetricType::Counter, |m| {
+            ConstCounter::new(self.connections_total).encode(m)
+        })?;
+        family(
+            &mut e,
+            "storqos_policy_gauge",
+            "The policy's own gauges (credits, thresholds, tag lag, rates)",
+            MetricType::Gauge,
+            |mut m| {
+                for (name, v) in &self.probe.gauges {
+                    ConstGauge::new(*v).encode(m.encode_family(&vec![("name", name.clone())])?)?;
+                }
+                Ok(())
+            },
+        )
+    }
+}
+
+/// Encode one metric family: its descriptor, then what `body` writes into it.
+fn family(
+    e: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    kind: MetricType,
+    body: impl FnOnce(prometheus_client::encoding::MetricEncoder) -> Result<(), std::fmt::Error>,
+) -> Result<(), std::fmt::Error> {
+    body(e.encode_descriptor(name, help, None, kind)?)
+}
+
+/// What the metrics server reads at each scrape.
+pub struct Source {
+    /// The gateway's statistics.
+    pub stats: Arc<std::sync::Mutex<crate::stats::Recorder>>,
+    /// The scheduler loop.
+    pub sched: tokio::sync::mpsc::UnboundedSender<Msg>,
+    /// The gateway clock.
+    pub clock: crate::sched::Clock,
+    /// Latency bucket bounds (s).
+    pub bounds: Vec<f64>,
+    /// Connections open now.
+    pub open: Arc<std::sync::atomic::AtomicUsize>,
+    /// Connections accepted.
+    pub total: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Source {
+    async fn snapshot(&self) -> Snapshot {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let probe = match self.sched.send(Msg::Probe(tx)) {
+            Ok(()) => {
+                tokio::time::timeout(Duration::from_secs(2), rx).await.ok().and_then(Result::ok).unwrap_or_default()
+            }
+            Err(_) => Probe::default(),
+        };
+        let now = self.clock.now();
+        let tenants = self.stats.lock().map(|s| s.metrics(now, &self.bounds)).unwrap_or_default();
+        Snapshot {
+            tenants,
+            probe,
+            connections_open: self.open.load(Ordering::Relaxed) as u64,
+            connections_total: self.total.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The scrape body: the OpenMetrics text of a snapshot taken now.
+    pub async fn render(&self) -> String {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(self.snapshot().await));
+        let mut out = String::new();
+        // Encoding into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
+        out
+    }
+}
+
+/// Longest HTTP request head read from a scraper.
+const MAX_REQUEST_HEAD: usize = 8 << 10;
+
+/// Serve `GET /metrics` on `listener` until the task is dropped.
+pub async fn serve(listener: TcpListener, source: Arc<Source>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        let source = source.clone();
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(Duration::from_secs(10), answer(stream, &source)).await;
+        });
+    }
+}
+
+/// Answer one HTTP/1.x request and close (a scraper opens a connection per scrape or
+/// reopens it: keep-alive is not needed).
+async fn answer(mut s: TcpStream, source: &Source) -> std::io::Result<()> {
+    let mut head = Vec::with_capacity(512);
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = s.read(&mut buf).await?;
+        if n == 0 || head.len() + n > MAX_REQUEST_HEAD {
+            return Ok(());
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
+    let mut parts = line.split(|&b| b == b' ');
+    let (method, path) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
+    let path = path.split(|&b| b == b'?').next().unwrap_or_default();
+    let (status, ctype, body) = if method == b"GET" && path == b"/metrics" {
+        ("200 OK", "application/openmetrics-text; version=1.0.0; charset=utf-8", source.render().await)
+    } else if method == b"GET" {
+        ("404 Not Found", "text/plain; charset=utf-8", "storqos serve: metrics are at /metrics\n".to_string())
+    } else {
+        ("405 Method Not Allowed", "text/plain; charset=utf-8", "GET /metrics\n".to_string())
+    };
+    let reply = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(reply.as_bytes()).await?;
+    s.shutdown().await
+}
