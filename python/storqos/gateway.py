@@ -69,6 +69,8 @@ def gateway_config(
     limits: dict[str, Any] | None = None,
     metrics: str | None = None,
     slos: dict[int, float] | None = None,
+    control: str | None = None,
+    tenant_names: dict[int, str] | None = None,
 ) -> dict[str, Any]:
     """The gateway's JSON configuration. ``exports`` are ``NAME=PATH[:TENANT]`` strings
     (tenant defaults to the position in the list) or ready dicts; ``window_s`` asks for
@@ -76,7 +78,8 @@ def gateway_config(
     statistics); ``tenants`` counts tenants that may have no export (a config file's);
     ``limits`` is the gateway's ``limits`` object (connections, timeouts, in-flight bytes);
     ``metrics`` a ``HOST:PORT`` for Prometheus metrics; ``slos`` latency targets (s) by
-    tenant for the SLO metrics."""
+    tenant for the SLO metrics; ``control`` the path of the control socket
+    (``storqos ctl``); ``tenant_names`` the tenants' names by id, for it."""
     if not exports:
         raise InputError("give at least one export, e.g. --export web=/srv/web.img", "--export")
     ex = [e if isinstance(e, dict) else parse_export(e, default_tenant=i) for i, e in enumerate(exports)]
@@ -91,6 +94,10 @@ def gateway_config(
         cfg["metrics"] = metrics
     if slos:
         cfg["slos"] = {str(t): s for t, s in slos.items()}
+    if control is not None:
+        cfg["control"] = control
+    if tenant_names:
+        cfg["tenant_names"] = {str(t): n for t, n in tenant_names.items()}
     return cfg
 
 

@@ -121,6 +121,7 @@ class GatewayFile(Table):
 
     listen: str | None = None
     metrics: str | None = None
+    control: str | None = None
     depth: Annotated[int | None, Field(ge=1, le=MAX_DEPTH)] = None
     iops: Rate | None = None
     duration: PositiveDurationNs | None = None
@@ -212,6 +213,14 @@ def load(path: str | Path) -> GatewaySettings:
     return GatewaySettings(path=path, text=text, file=file, tenants=tenants, exports=exports)
 
 
+def _control_path(settings: GatewaySettings | None) -> str | None:
+    """The file's control socket, relative to the file."""
+    if settings is None or settings.file.control is None:
+        return None
+    p = Path(settings.file.control).expanduser()
+    return str(p if p.is_absolute() else settings.path.parent / p)
+
+
 #: Policy flags whose parameter has another name.
 _FLAG_KEYS = {"--deadline": "deadlines"}
 
@@ -224,7 +233,7 @@ def _key(flag: str) -> str:
 def merged(settings: GatewaySettings | None, *, exports: list[str] | None = None, policy: str | None = None,
            policy_params: dict[str, Any] | None = None, listen: str | None = None, depth: int | None = None,
            iops: float | None = None, duration_s: float | None = None, window_s: float | None = None,
-           metrics: str | None = None) -> dict[str, Any]:
+           metrics: str | None = None, control: str | None = None) -> dict[str, Any]:
     """The gateway's JSON configuration from a config file (or none) and the flags that
     override it (None = not given). ``policy_params`` are the policy flags by parameter
     name (``weights``, ``deadlines``…): each overrides the file's parameter of that name."""
@@ -294,7 +303,9 @@ def merged(settings: GatewaySettings | None, *, exports: list[str] | None = None
                           depth=depth, iops=cap, duration_s=duration, window_s=window, tenants=len(tenants),
                           limits=file.limits.to_json() if file is not None and file.limits is not None else None,
                           metrics=metrics or (file.metrics if file else None),
-                          slos={i: t.slo_ns / 1e9 for i, t in enumerate(tenants) if t.slo_ns})
+                          slos={i: t.slo_ns / 1e9 for i, t in enumerate(tenants) if t.slo_ns},
+                          control=control or _control_path(settings),
+                          tenant_names={i: t.name for i, t in enumerate(tenants)})
 
 
 __all__ = ["GatewayFile", "GatewaySettings", "Tenant", "load", "merged"]

@@ -398,7 +398,7 @@ def test_trace_convert_bad_output_is_one_line(tmp_path: Path) -> None:
 
 
 COMMANDS = [["simulate"], ["plan"], ["run"], ["serve"], ["allocate"], ["admit"], ["warm"], ["demo"],
-            ["trace", "info"], ["trace", "convert"], []]
+            ["trace", "info"], ["trace", "convert"], ["ctl"], ["ctl", "set"], ["ctl", "stats"], ["ctl", "policy"], ["ctl", "drain"], []]
 
 
 @pytest.mark.parametrize("cmd", COMMANDS, ids=lambda c: " ".join(c) or "storqos")

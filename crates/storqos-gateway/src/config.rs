@@ -138,6 +138,8 @@ pub struct Config {
     pub exports: Vec<ExportConfig>,
     /// The scheduling policy shared by all exports' tenants.
     pub policy: SchedulerSpec,
+    /// The policy as given (JSON), which live changes edit.
+    pub policy_json: serde_json::Value,
     /// Most I/Os outstanding on the backend at once (the device's slots, ≥ 1).
     pub depth: usize,
     /// Emulated device capacity in IOPS (`None`: as fast as the backend goes).
@@ -153,6 +155,10 @@ pub struct Config {
     pub metrics: Option<String>,
     /// Latency targets (s) by tenant id, for the SLO metrics.
     pub slos: std::collections::BTreeMap<u32, f64>,
+    /// Tenants' names by id (for the control socket; ids work too).
+    pub tenant_names: std::collections::BTreeMap<u32, String>,
+    /// A Unix socket for live control (`storqos ctl`), created mode 0600.
+    pub control: Option<PathBuf>,
 }
 
 /// Default listen address (the IANA NBD port on loopback).
@@ -187,6 +193,10 @@ struct RawConfig {
     metrics: Option<String>,
     #[serde(default)]
     slos: std::collections::BTreeMap<u32, f64>,
+    #[serde(default)]
+    tenant_names: std::collections::BTreeMap<u32, String>,
+    #[serde(default)]
+    control: Option<PathBuf>,
 }
 
 fn one_line(e: &serde_json::Error) -> String {
@@ -205,10 +215,9 @@ impl Config {
                     .map_err(|e| Error::Config(format!("exports[{i}]: {}", one_line(&e))))?,
             );
         }
-        let policy = match raw.policy {
-            None => SchedulerSpec::Fcfs,
-            Some(v) => serde_json::from_value(v).map_err(|e| Error::Config(format!("policy: {}", one_line(&e))))?,
-        };
+        let policy_json = raw.policy.unwrap_or_else(|| serde_json::json!({"kind": "fcfs"}));
+        let policy = serde_json::from_value(policy_json.clone())
+            .map_err(|e| Error::Config(format!("policy: {}", one_line(&e))))?;
         let depth = match raw.depth {
             None => DEFAULT_DEPTH,
             Some(v) => match v.as_u64() {
@@ -220,6 +229,7 @@ impl Config {
             listen: raw.listen.unwrap_or_else(|| DEFAULT_LISTEN.to_string()),
             exports,
             policy,
+            policy_json,
             depth,
             iops: raw.iops,
             duration_s: raw.duration_s,
@@ -230,6 +240,8 @@ impl Config {
             },
             metrics: raw.metrics,
             slos: raw.slos,
+            tenant_names: raw.tenant_names,
+            control: raw.control,
         };
         cfg.validate()?;
         Ok(cfg)

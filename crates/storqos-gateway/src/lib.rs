@@ -19,6 +19,7 @@
 //! - [`pool`]: the `depth` threads that run the blocking backend I/O;
 //! - [`sched`]: the task that owns the policy and drives it with injected time;
 //! - [`metrics`]: Prometheus metrics at `GET /metrics`;
+//! - [`control`]: the control socket (`storqos ctl`): stats, live policy changes, drain;
 //! - [`server`]: accept loop, connections, and the run API;
 //! - [`stats`]: per-tenant operations, bytes and latency histograms.
 //!
@@ -38,6 +39,7 @@
 #![deny(missing_docs)]
 
 pub mod config;
+pub mod control;
 pub mod export;
 pub mod metrics;
 pub mod pool;

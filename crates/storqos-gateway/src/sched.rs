@@ -183,6 +183,15 @@ pub enum Msg {
     Stop,
     /// Report the loop's state now (for a metrics scrape).
     Probe(tokio::sync::oneshot::Sender<Probe>),
+    /// Replace the policy by this one (built, so known to be valid): dispatch pauses
+    /// until the backend is empty, then the requests the old policy held move to the
+    /// new one with their arrival times, and `done` gets the new policy's name.
+    Reconfigure {
+        /// The new policy.
+        sched: Box<AnyScheduler>,
+        /// Told once it is in place.
+        done: tokio::sync::oneshot::Sender<String>,
+    },
 }
 
 /// The scheduler loop's state at one instant.
@@ -216,7 +225,10 @@ pub struct SchedLoop {
     per_op_ns: Option<Nanos>,
     busy_until: Nanos,
     next_id: u64,
-    queued: HashMap<u64, Job>,
+    /// Requests the policy holds, with the request it was given.
+    queued: HashMap<u64, (Request, Job)>,
+    /// A policy waiting for the backend to empty before it takes over.
+    pending: Option<(AnyScheduler, tokio::sync::oneshot::Sender<String>)>,
     inflight: HashMap<u64, InFlight>,
     /// I/Os done on the backend, waiting for their emulated finish: (time, id).
     waiting: BinaryHeap<Reverse<(Nanos, u64)>>,
@@ -250,6 +262,7 @@ impl SchedLoop {
             busy_until: 0,
             next_id: 0,
             queued: HashMap::new(),
+            pending: None,
             inflight: HashMap::new(),
             waiting: BinaryHeap::new(),
             windows: stats.lock().is_ok_and(|s| s.window_end().is_some()),
@@ -278,7 +291,8 @@ impl SchedLoop {
                 self.waiting.pop();
                 self.finish(id, now);
             }
-            if !stopping {
+            self.swap_when_idle();
+            if !stopping && self.pending.is_none() {
                 while self.inflight.len() < self.depth && !self.idle.is_empty() {
                     let state =
                         DeviceState { outstanding: self.inflight.len(), free_slots: self.depth - self.inflight.len() };
@@ -318,7 +332,7 @@ impl SchedLoop {
             }
             if stopping {
                 // Nothing more will be dispatched: answer what the policy still holds.
-                for (_, job) in self.queued.drain() {
+                for (_, (_, job)) in self.queued.drain() {
                     let _ = job.reply.send(Reply {
                         cookie: job.cookie,
                         error: ESHUTDOWN,
@@ -356,7 +370,7 @@ impl SchedLoop {
                     op: job.op(),
                     target: TARGET_ANY,
                 };
-                self.queued.insert(id, job);
+                self.queued.insert(id, (req, job));
                 self.sched.enqueue(req, now);
                 false
             }
@@ -370,6 +384,11 @@ impl SchedLoop {
             Msg::Stop => true,
             Msg::Probe(tx) => {
                 let _ = tx.send(self.probe());
+                false
+            }
+            Msg::Reconfigure { sched, done } => {
+                self.pending = Some((*sched, done));
+                self.swap_when_idle();
                 false
             }
         }
@@ -396,7 +415,7 @@ impl SchedLoop {
             }
             None => 0,
         };
-        let Some(job) = self.queued.remove(&req.id) else {
+        let Some((_, job)) = self.queued.remove(&req.id) else {
             // Not a request of ours (cannot happen): keep the policy consistent.
             self.sched.complete(&Completion { req, dispatch: now, finish: now }, now);
             return;
@@ -422,10 +441,27 @@ impl SchedLoop {
         }
     }
 
+    /// Put the pending policy in place if the backend is empty: the old policy's
+    /// queue moves to it, oldest first, with the original arrival times.
+    fn swap_when_idle(&mut self) {
+        if !self.inflight.is_empty() || self.pending.is_none() {
+            return;
+        }
+        let Some((sched, done)) = self.pending.take() else { return };
+        self.sched = sched;
+        let now = self.clock.now();
+        let mut held: Vec<Request> = self.queued.values().map(|(r, _)| *r).collect();
+        held.sort_by_key(|r| r.id);
+        for r in held {
+            self.sched.enqueue(r, now);
+        }
+        let _ = done.send(self.sched.name());
+    }
+
     /// The state reported to a metrics scrape.
     fn probe(&self) -> Probe {
         let mut per: std::collections::BTreeMap<u32, usize> = std::collections::BTreeMap::new();
-        for job in self.queued.values() {
+        for (_, job) in self.queued.values() {
             *per.entry(job.export.tenant).or_default() += 1;
         }
         for f in self.inflight.values() {

@@ -14,7 +14,7 @@
 //! serving the others. Nothing here panics on network input.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -108,6 +108,8 @@ struct Shared {
     /// Flushes running at once (each holds a blocking thread).
     flushes: Arc<Semaphore>,
     notices: Notices,
+    /// Set by the control socket's `drain`: no new connection; stop once none is open.
+    draining: Arc<AtomicBool>,
 }
 
 /// Most flushes running at once: each `fdatasync` holds a blocking thread, so 4,000
@@ -368,6 +370,7 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
         flushes: Arc::new(Semaphore::new(MAX_CONCURRENT_FLUSHES)),
         limits,
         notices: Notices::default(),
+        draining: Arc::new(AtomicBool::new(false)),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
     let finished: Finished = Arc::new((Mutex::new(None), Condvar::new()));
@@ -382,6 +385,29 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
     };
     let sched_loop = SchedLoop::new(sched, clock, depth, iops, stats.clone(), sched_tx.clone())
         .map_err(|e| Error::Io(format!("cannot start the I/O threads: {e}")))?;
+    let control_listener = match &config.control {
+        Some(path) => {
+            let _in_runtime = runtime.enter();
+            Some(
+                crate::control::bind(path)
+                    .map_err(|e| Error::Config(format!("control: cannot create the socket {}: {e}", path.display())))?,
+            )
+        }
+        None => None,
+    };
+    if let Some(listener) = control_listener {
+        let control = crate::control::Control {
+            stats: stats.clone(),
+            sched: sched_tx.clone(),
+            policy: Mutex::new(config.policy_json.clone()),
+            names: config.tenant_names.clone(),
+            open: shared.open.clone(),
+            draining: shared.draining.clone(),
+            clock,
+        };
+        runtime.spawn(crate::control::serve(listener, Arc::new(control)));
+    }
+    let control_path = config.control.clone();
     if let Some(listener) = metrics_listener {
         let source = crate::metrics::Source {
             stats: stats.clone(),
@@ -408,6 +434,9 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
             ),
             Err(_) => empty_stats(),
         };
+        if let Some(p) = &control_path {
+            let _ = std::fs::remove_file(p);
+        }
         let (lock, cv) = &*fin;
         if let Ok(mut g) = lock.lock() {
             *g = Some(summary);
@@ -558,10 +587,13 @@ async fn serve(
     let stopped = stop_signal(stop, duration, signals);
     tokio::pin!(stopped);
     let mut conns = JoinSet::new();
+    // How often a drain is noticed when nothing else happens.
+    let mut drain_tick = tokio::time::interval(Duration::from_millis(200));
     loop {
         tokio::select! {
             _ = &mut stopped => break,
             accepted = listener.accept() => match accepted {
+                Ok((stream, _)) if shared.draining.load(Ordering::Relaxed) => drop(stream),
                 Ok((stream, peer)) => {
                     let max = shared.limits.max_connections;
                     if shared.open.load(Ordering::Relaxed) >= max {
@@ -585,9 +617,14 @@ async fn serve(
                 }
             },
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            _ = drain_tick.tick() => {}
             _ = hangups(&mut hangup) => {
                 (shared.log)("SIGHUP: still serving (reloading the configuration on SIGHUP is not there yet)");
             }
+        }
+        if conns.is_empty() && shared.draining.load(Ordering::Relaxed) {
+            (shared.log)("drained: no connection is open; stopping");
+            break;
         }
     }
     conns.abort_all();

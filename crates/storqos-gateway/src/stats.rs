@@ -228,6 +228,11 @@ impl Recorder {
         Recorder { tenants, windows: None, slos: BTreeMap::new() }
     }
 
+    /// Set (or change) `tenant`'s latency target (ns).
+    pub fn set_slo(&mut self, tenant: u32, slo: Nanos) {
+        self.slos.insert(tenant, slo);
+    }
+
     /// Count each tenant's completions within its latency target (ns).
     pub fn with_slos(mut self, slos: impl IntoIterator<Item = (u32, Nanos)>) -> Self {
         self.slos = slos.into_iter().collect();

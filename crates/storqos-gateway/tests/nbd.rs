@@ -803,3 +803,81 @@ fn metrics_count_what_the_clients_did() {
     drop(h.shutdown());
     std::fs::remove_file(img).unwrap();
 }
+
+/// One command on the control socket at `path`, its JSON reply.
+async fn control(path: &std::path::Path, cmd: &str) -> serde_json::Value {
+    let mut s = tokio::net::UnixStream::connect(path).await.unwrap();
+    s.write_all(format!("{cmd}\n").as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    let mut b = [0u8; 1];
+    while s.read(&mut b).await.unwrap() == 1 && b[0] != b'\n' {
+        out.push(b[0]);
+    }
+    serde_json::from_slice(&out).unwrap()
+}
+
+/// Keep 8 reads in flight until `until`, recording when each completes; returns
+/// (completion times, requests sent, replies received).
+async fn reads_until(mut c: Client, until: Instant) -> (Vec<Instant>, u64, u64) {
+    let (mut sent, mut got, mut times) = (0u64, 0u64, Vec::new());
+    for _ in 0..8 {
+        c.request(0, 0, sent, (sent % 64) * 4096, 4096, &[]).await;
+        sent += 1;
+    }
+    while got < sent {
+        assert_eq!(c.reply(4096).await.0, 0);
+        got += 1;
+        times.push(Instant::now());
+        if Instant::now() < until {
+            c.request(0, 0, sent, (sent % 64) * 4096, 4096, &[]).await;
+            sent += 1;
+        }
+    }
+    (times, sent, got)
+}
+
+#[test]
+fn weights_changed_live_move_the_shares_within_2_s_and_lose_nothing() {
+    let img = image("live", 1 << 20);
+    let sock = std::env::temp_dir().join(format!("storqos-gw-test-{}-ctl.sock", std::process::id()));
+    let exports = format!(
+        r#"[{{"name":"a","path":"{p}","tenant":0}},{{"name":"b","path":"{p}","tenant":1}}]"#,
+        p = img.display()
+    );
+    let extra = format!(
+        r#","policy":{{"kind":"wf2q","weights":[1,1]}},"depth":1,"iops":1000,"control":"{}","tenant_names":{{"0":"web","1":"batch"}}"#,
+        sock.display()
+    );
+    let (h, _) = gateway_json(&exports, &extra);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777, 0o600);
+    let (a, b, t_set) = rt().block_on(async {
+        let t0 = Instant::now();
+        let until = t0 + Duration::from_millis(3500);
+        let (ca, cb) = (Client::connect(h.addr(), "a").await, Client::connect(h.addr(), "b").await);
+        let ta = tokio::spawn(reads_until(ca, until));
+        let tb = tokio::spawn(reads_until(cb, until));
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        let r = control(&sock, r#"{"cmd":"set","tenant":"batch","weight":3}"#).await;
+        let t_set = Instant::now();
+        assert_eq!(r["ok"], true, "{r}");
+        let bad = control(&sock, r#"{"cmd":"set","tenant":"nobody","weight":3}"#).await;
+        assert_eq!(bad["ok"], false);
+        assert!(bad["error"].as_str().unwrap().contains("no tenant named \"nobody\" (known: web, batch)"), "{bad}");
+        let stats = control(&sock, r#"{"cmd":"stats"}"#).await;
+        assert_eq!(stats["policy"]["weights"], serde_json::json!([1, 3]), "{stats}");
+        (ta.await.unwrap(), tb.await.unwrap(), t_set)
+    });
+    drop(h.shutdown());
+    assert!(!sock.exists(), "the socket is removed at exit");
+    // No I/O lost: every request of both clients was answered.
+    assert_eq!((a.1, b.1), (a.2, b.2));
+    let count = |t: &[Instant], from: Instant, to: Instant| t.iter().filter(|&&x| x >= from && x < to).count() as f64;
+    let before =
+        count(&b.0, t_set - Duration::from_millis(700), t_set) / count(&a.0, t_set - Duration::from_millis(700), t_set);
+    let (from, to) = (t_set + Duration::from_millis(300), t_set + Duration::from_millis(2000));
+    let after = count(&b.0, from, to) / count(&a.0, from, to);
+    assert!((before - 1.0).abs() <= 0.1, "before: {before}");
+    assert!((after - 3.0).abs() <= 0.3, "after: {after}");
+    std::fs::remove_file(img).unwrap();
+}

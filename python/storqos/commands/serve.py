@@ -82,6 +82,9 @@ def serve_cmd(
     metrics: Annotated[str | None, typer.Option("--metrics", help="Serve Prometheus metrics at http://HOST:PORT/metrics "
                                                   "(per-tenant requests, bytes, errors, latency histogram, SLO "
                                                   "compliance; queue depth, connections, the policy's gauges).")] = None,
+    control: Annotated[Path | None, typer.Option("--control", help="Create a control socket here (mode 0600) for "
+                                                   "`storqos ctl`: stats, change a tenant's weight, reservation, "
+                                                   "limit or SLO live, drain.")] = None,
     listen: Annotated[str | None, typer.Option(help="HOST:PORT to listen on (port 0 picks a free one; default "
                                                     f"{DEFAULT_LISTEN}).")] = None,
     depth: Annotated[
@@ -121,7 +124,7 @@ def serve_cmd(
     if settings is None and not export:
         raise InputError("give at least one export, e.g. --export web=/srv/web.img, or a --config file", "--export")
     cfg = merged(settings, exports=export or None, policy=policy, listen=listen, depth=depth, iops=cap, duration_s=dur,
-                 window_s=window_s, metrics=metrics, policy_params={
+                 window_s=window_s, metrics=metrics, control=str(control) if control else None, policy_params={
                      "weights": weights, "deadlines": deadline, "cmin": cmin, "slo": slo, "percentile": percentile,
                      "period": period, "control_window": control_window, "facade_overload": facade_overload,
                      "reservations": reservations, "limits": limits})

@@ -1,0 +1,193 @@
+//! Live control: a Unix socket (created mode 0600, so only its owner can use it) that
+//! takes one JSON command per line and answers one JSON line (`{"ok": true, ...}` or
+//! `{"ok": false, "error": "..."}`); `storqos ctl` speaks it.
+//!
+//! Commands:
+//! - `{"cmd": "stats"}`: the per-tenant statistics so far, the policy, connections;
+//! - `{"cmd": "set", "tenant": "web" | 0, "weight": 3, "reservation": 100,
+//!   "limit": 500, "slo_s": 0.01}`: change a tenant's parameters in the running
+//!   policy (its `weights`, `reservations`, `limits` lists) and its latency target;
+//! - `{"cmd": "policy", "spec": {...}}`: replace the whole policy (the simulator's spec);
+//! - `{"cmd": "drain"}`: take no new connection, stop once the open ones have closed.
+//!
+//! A policy change is checked before it is applied (a wrong one leaves the running
+//! policy as it was); once valid, dispatch pauses until the backend is empty, then the
+//! new policy takes the old one's queue with the requests' arrival times
+//! ([`crate::sched::Msg::Reconfigure`]): no request is lost.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use storqos_core::spec::SchedulerSpec;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::sched::Msg;
+use crate::stats::Recorder;
+
+/// Longest command line accepted.
+pub const MAX_COMMAND_BYTES: u64 = 64 << 10;
+
+/// What the control socket acts on.
+pub struct Control {
+    /// The gateway's statistics (and the tenants' latency targets).
+    pub stats: Arc<Mutex<Recorder>>,
+    /// The scheduler loop.
+    pub sched: UnboundedSender<Msg>,
+    /// The running policy, as JSON (what `set` edits).
+    pub policy: Mutex<Value>,
+    /// Tenant names by id.
+    pub names: BTreeMap<u32, String>,
+    /// Connections open now.
+    pub open: Arc<AtomicUsize>,
+    /// Set by `drain`.
+    pub draining: Arc<AtomicBool>,
+    /// The gateway clock.
+    pub clock: crate::sched::Clock,
+}
+
+/// Create the socket at `path` (replacing a stale one), mode 0600.
+pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
+    use std::os::unix::fs::PermissionsExt;
+    if path.exists() {
+        // A socket left by a gateway that is gone (one that is alive answers).
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(std::io::Error::new(std::io::ErrorKind::AddrInUse, "a running gateway already uses it"));
+        }
+        std::fs::remove_file(path)?;
+    }
+    let l = UnixListener::bind(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(l)
+}
+
+/// Serve commands on `listener` until the task is dropped.
+pub async fn serve(listener: UnixListener, control: Arc<Control>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        let c = control.clone();
+        tokio::spawn(async move {
+            let _ = session(stream, &c).await;
+        });
+    }
+}
+
+async fn session(stream: UnixStream, c: &Control) -> std::io::Result<()> {
+    let (rd, mut wr) = stream.into_split();
+    let mut lines = BufReader::new(rd);
+    loop {
+        let mut line = String::new();
+        let n = (&mut lines).take(MAX_COMMAND_BYTES).read_line(&mut line).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        let reply = match serde_json::from_str::<Value>(&line) {
+            Ok(cmd) => c.run(&cmd).await.unwrap_or_else(|e| json!({"ok": false, "error": e})),
+            Err(e) => json!({"ok": false, "error": format!("not a JSON command: {e}")}),
+        };
+        wr.write_all(format!("{reply}\n").as_bytes()).await?;
+    }
+}
+
+impl Control {
+    async fn run(&self, cmd: &Value) -> Result<Value, String> {
+        match cmd.get("cmd").and_then(Value::as_str) {
+            Some("stats") => Ok(self.stats()),
+            Some("set") => self.set(cmd).await,
+            Some("policy") => {
+                let spec = cmd.get("spec").ok_or("policy: give the new policy as \"spec\"")?.clone();
+                let name = self.apply(spec).await?;
+                Ok(json!({"ok": true, "policy": name}))
+            }
+            Some("drain") => {
+                self.draining.store(true, Ordering::Relaxed);
+                Ok(json!({"ok": true, "open_connections": self.open.load(Ordering::Relaxed)}))
+            }
+            Some(other) => Err(format!("unknown command {other:?} (known: stats, set, policy, drain)")),
+            None => Err("a command is a JSON object with \"cmd\": stats, set, policy or drain".into()),
+        }
+    }
+
+    fn stats(&self) -> Value {
+        let elapsed = self.clock.now() as f64 / 1e9;
+        let s = self.stats.lock().map(|s| s.summary(String::new(), elapsed, 0, 0)).ok();
+        json!({
+            "ok": true,
+            "policy": self.policy.lock().map(|p| p.clone()).unwrap_or(Value::Null),
+            "elapsed_s": elapsed,
+            "open_connections": self.open.load(Ordering::Relaxed),
+            "draining": self.draining.load(Ordering::Relaxed),
+            "tenants": s.map(|s| serde_json::to_value(s.tenants).unwrap_or(Value::Null)),
+            "names": self.names,
+        })
+    }
+
+    /// The tenant a command names: an id, or a name from the configuration.
+    fn tenant(&self, v: &Value) -> Result<u32, String> {
+        if let Some(id) = v.as_u64() {
+            return u32::try_from(id).map_err(|_| format!("tenant {id} does not exist"));
+        }
+        let name = v.as_str().ok_or("set: give the tenant as a name or an id")?;
+        self.names.iter().find(|(_, n)| n.as_str() == name).map(|(&id, _)| id).ok_or_else(|| {
+            let known: Vec<&str> = self.names.values().map(String::as_str).collect();
+            format!(
+                "no tenant named {name:?} (known: {})",
+                if known.is_empty() { "ids only".into() } else { known.join(", ") }
+            )
+        })
+    }
+
+    async fn set(&self, cmd: &Value) -> Result<Value, String> {
+        let tenant = self.tenant(cmd.get("tenant").ok_or("set: give the tenant")?)?;
+        let mut spec = self.policy.lock().map_err(|_| "the policy is unavailable")?.clone();
+        let mut changed = Vec::new();
+        for (key, list) in [("weight", "weights"), ("reservation", "reservations"), ("limit", "limits")] {
+            let Some(v) = cmd.get(key) else { continue };
+            let kind = spec.get("kind").and_then(Value::as_str).unwrap_or("?").to_string();
+            let arr =
+                spec.get_mut(list).and_then(Value::as_array_mut).ok_or_else(|| format!("{kind} has no {list}"))?;
+            let len = arr.len();
+            let slot =
+                arr.get_mut(tenant as usize).ok_or_else(|| format!("{list} has {len} entries: no tenant {tenant}"))?;
+            *slot = v.clone();
+            changed.push(key);
+        }
+        if let Some(slo) = cmd.get("slo_s") {
+            let s =
+                slo.as_f64().filter(|s| s.is_finite() && *s > 0.0).ok_or("slo_s: a latency target > 0 in seconds")?;
+            if let Ok(mut r) = self.stats.lock() {
+                r.set_slo(tenant, (s * 1e9).round() as u64);
+            }
+            changed.push("slo");
+        }
+        if changed.is_empty() {
+            return Err("set: give weight, reservation, limit or slo_s".into());
+        }
+        let name = if changed.iter().any(|k| *k != "slo") { Some(self.apply(spec).await?) } else { None };
+        Ok(json!({"ok": true, "tenant": tenant, "changed": changed, "policy": name}))
+    }
+
+    /// Check `spec`, build it, and put it in place of the running policy.
+    async fn apply(&self, spec: Value) -> Result<String, String> {
+        let parsed: SchedulerSpec = serde_json::from_value(spec.clone()).map_err(|e| format!("policy: {e}"))?;
+        let sched = parsed.build().map_err(|e| format!("policy: {e}"))?;
+        let (done, rx) = tokio::sync::oneshot::channel();
+        self.sched.send(Msg::Reconfigure { sched: Box::new(sched), done }).map_err(|_| "the gateway is stopping")?;
+        let name = tokio::time::timeout(Duration::from_secs(30), rx)
+            .await
+            .map_err(|_| "the backend did not empty within 30 s: the change waits")?
+            .map_err(|_| "the gateway is stopping")?;
+        if let Ok(mut p) = self.policy.lock() {
+            *p = spec;
+        }
+        Ok(name)
+    }
+}

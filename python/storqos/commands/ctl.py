@@ -1,0 +1,116 @@
+"""``storqos ctl``: talk to a running gateway through its control socket (``storqos
+serve --control PATH``): show its statistics, change a tenant's weight, reservation,
+limit or SLO, or the whole policy, live, and drain it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from .. import policy_options as po
+from ..console import emit_json, out
+from ..control_client import command
+from ..units import parse_duration, parse_rate
+
+SocketOpt = Annotated[Path, typer.Option("--socket", "-s", help="The gateway's control socket (serve --control PATH).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the gateway's reply as JSON (for scripts).")]
+
+ctl = typer.Typer(help="Talk to a running gateway (storqos serve --control PATH): stats, live changes, drain.",
+                  no_args_is_help=True)
+
+
+def _tenant(value: str) -> str | int:
+    return int(value) if value.isdigit() else value
+
+
+@ctl.command("stats")
+def stats_cmd(socket: SocketOpt, json_out: JsonOpt = False) -> None:
+    """Per-tenant operations, IOPS and latency so far, the policy, the connections."""
+    r = command(socket, {"cmd": "stats"})
+    if json_out:
+        emit_json(r)
+        return
+    names = {int(k): v for k, v in (r.get("names") or {}).items()}
+    t = Table(title=f"{socket}: {r['elapsed_s']:.1f} s, {r['open_connections']} connection(s) open"
+                    + (", draining" if r.get("draining") else ""),
+              caption=f"policy: {r['policy']}")
+    for col in ("tenant", "ops", "IOPS", "p50 µs", "p99 µs", "errors"):
+        t.add_column(col, justify="left" if col == "tenant" else "right")
+    for x in r.get("tenants") or []:
+        name = names.get(int(x["tenant"]))
+        t.add_row(f"{x['tenant']} {name}" if name else str(x["tenant"]), f"{x['ops']:,}", f"{x['iops']:,.1f}",
+                  f"{x['p50_us']:,.1f}", f"{x['p99_us']:,.1f}", f"{x['errors']:,}")
+    out.print(t)
+
+
+@ctl.command("set")
+def set_cmd(
+    tenant: Annotated[str, typer.Argument(help="The tenant: its name in the config file, or its id.", show_default=False)],
+    socket: SocketOpt,
+    weight: Annotated[float | None, typer.Option(help="Its weight (wf2q, sfq, yfq, mclock).")] = None,
+    reservation: Annotated[str | None, typer.Option(help="Its reservation in IOPS (mclock), e.g. 300.")] = None,
+    limit: Annotated[str | None, typer.Option(help="Its limit in IOPS (mclock), e.g. 1k.")] = None,
+    slo: Annotated[str | None, typer.Option(help="Its latency target, e.g. 10ms (the SLO metrics).")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Change a tenant's weight, reservation, limit or SLO in the running gateway.
+
+    The change is checked first (a wrong one leaves the gateway as it was); then dispatch pauses until the backend is empty and the new policy takes the queued requests: none is lost.
+
+    Example: [bold]storqos ctl set batch --weight 3 --socket /run/storqos/gw.sock[/bold]
+    """
+    cmd: dict[str, Any] = {"cmd": "set", "tenant": _tenant(tenant)}
+    if weight is not None:
+        cmd["weight"] = weight
+    if reservation is not None:
+        cmd["reservation"] = 0.0 if reservation.strip() == "0" else parse_rate(reservation, "--reservation")
+    if limit is not None:
+        cmd["limit"] = parse_rate(limit, "--limit")
+    if slo is not None:
+        cmd["slo_s"] = parse_duration(slo, "--slo", default_unit="ms") / 1e9
+    r = command(socket, cmd)
+    if json_out:
+        emit_json(r)
+        return
+    what = ", ".join(r["changed"])
+    out.print(f"tenant {r['tenant']}: {what} changed" + (f"; policy now {r['policy']}" if r.get("policy") else ""),
+              markup=False, highlight=False)
+
+
+@ctl.command("policy")
+def policy_cmd(
+    socket: SocketOpt,
+    policy: po.PolicyOpt = "fcfs",
+    weights: po.WeightsOpt = None,
+    reservations: po.ReservationsOpt = None,
+    limits: po.LimitsOpt = None,
+    iops: Annotated[str | None, typer.Option(help="The emulated capacity, for rtt-fq's total capacity.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Replace the running gateway's whole policy (the same options as storqos simulate)."""
+    from ..specs import policy_spec
+
+    spec = policy_spec(policy, weights=weights, reservations=reservations, limits=limits, total_capacity=iops)
+    r = command(socket, {"cmd": "policy", "spec": spec})
+    if json_out:
+        emit_json(r)
+        return
+    out.print(f"policy now {r['policy']}", markup=False, highlight=False)
+
+
+@ctl.command("drain")
+def drain_cmd(socket: SocketOpt, json_out: JsonOpt = False) -> None:
+    """Take no new connection; the gateway stops (with its statistics) once the open ones have closed."""
+    r = command(socket, {"cmd": "drain"})
+    if json_out:
+        emit_json(r)
+        return
+    out.print(f"draining: {r['open_connections']} connection(s) still open", markup=False, highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``storqos ctl`` to the app."""
+    app.add_typer(ctl, name="ctl")

@@ -1,0 +1,52 @@
+"""`storqos ctl` (issue 15, point 3): the control socket of a running gateway, from the
+command line: stats, a tenant's weight changed live (the Rust test
+`weights_changed_live_move_the_shares_within_2_s_and_lose_nothing` measures the shares),
+bad commands as one line and exit 2, and drain stopping the gateway by itself."""
+
+from __future__ import annotations
+
+import json
+import stat
+import time
+from pathlib import Path
+
+from conftest import assert_one_line_error, run_cli
+from test_gateway_config import gw  # noqa: F401  (the example config beside its images)
+from test_serve import Server, _qemu_io
+
+
+def test_ctl_stats_set_and_drain(gw: Path, tmp_path: Path) -> None:  # noqa: F811
+    sock = tmp_path / "gw.sock"
+    s = Server("--config", str(gw), "--listen", "127.0.0.1:0", "--control", str(sock))
+    _, port = s.ready()
+    try:
+        assert stat.S_IMODE(sock.stat().st_mode) == 0o600
+        assert _qemu_io(port, "web", "write 0 64k").returncode == 0
+        r = run_cli("ctl", "stats", "--socket", str(sock), "--json")
+        st = json.loads(r.out)
+        assert r.code == 0 and st["policy"] == {"kind": "wf2q", "weights": [3.0, 1.0]}, r.out
+        assert [t["ops"] for t in st["tenants"]] == [1, 0] and st["names"] == {"0": "web", "1": "batch"}
+        r = run_cli("ctl", "set", "batch", "--weight", "5", "--slo", "20ms", "--socket", str(sock))
+        assert r.code == 0 and "tenant 1: weight, slo changed; policy now wf2q+" in r.out, (r.out, r.err)
+        st = json.loads(run_cli("ctl", "stats", "--socket", str(sock), "--json").out)
+        assert st["policy"]["weights"] == [3.0, 5.0]
+        assert_one_line_error(run_cli("ctl", "set", "nobody", "--weight", "2", "--socket", str(sock)),
+                              f"{sock}: no tenant named \"nobody\" (known: web, batch)")
+        assert_one_line_error(run_cli("ctl", "set", "web", "--limit", "1k", "--socket", str(sock)),
+                              f"{sock}: wf2q has no limits")
+        assert_one_line_error(run_cli("ctl", "set", "web", "--weight", "-1", "--socket", str(sock)),
+                              f"{sock}: policy:")
+        # The refused changes left the policy as it was.
+        assert json.loads(run_cli("ctl", "stats", "--socket", str(sock), "--json").out)["policy"]["weights"] == [3.0, 5.0]
+        r = run_cli("ctl", "drain", "--socket", str(sock))
+        assert r.code == 0 and "draining: 0 connection(s) still open" in r.out, r.out
+        t0 = time.monotonic()
+        code = s.p.wait(timeout=10)
+        assert code == 0 and time.monotonic() - t0 < 5
+    finally:
+        if s.p.poll() is None:
+            s.p.kill()
+    _, out, err = s.finish()
+    assert "storqos serve: wf2q+" in out and "drained" in err, (out, err)
+    assert not sock.exists()
+    assert_one_line_error(run_cli("ctl", "stats", "--socket", str(sock)), f"{sock}: no such socket")
