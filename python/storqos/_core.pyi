@@ -93,6 +93,7 @@ def serve(
     config_json: str,
     on_ready: Callable[[dict[str, Any]], None] | None = None,
     on_window: Callable[[list[dict[str, Any]]], None] | None = None,
+    on_reload: Callable[[], str] | None = None,
 ) -> dict[str, Any]:
     """Run the NBD QoS gateway (crates/storqos-gateway) until duration_s, SIGTERM or Ctrl-C.
 

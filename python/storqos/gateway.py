@@ -111,12 +111,15 @@ def serve(
     config: dict[str, Any],
     on_ready: Callable[[dict[str, Any]], None] | None = None,
     on_window: Callable[[list[dict[str, Any]]], None] | None = None,
+    on_reload: Callable[[], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Serve until ``duration_s``, SIGTERM or Ctrl-C; return the per-tenant statistics.
 
     ``on_ready(info)`` is called once the gateway listens (``info["listen"]`` is the
     bound address, useful with port 0); with a ``window_s``, ``on_window(rows)`` gets
-    the rows of each window as it closes (within 0.1 s). Bad configuration raises
-    :class:`InputError`.
+    the rows of each window as it closes (within 0.1 s); on SIGHUP, ``on_reload()``
+    gives the configuration to apply (the policy and the tenants' SLOs change live).
+    Bad configuration raises :class:`InputError`.
     """
-    return _core.serve(json.dumps(config), on_ready, on_window)
+    reload = None if on_reload is None else (lambda: json.dumps(on_reload()))
+    return _core.serve(json.dumps(config), on_ready, on_window, reload)

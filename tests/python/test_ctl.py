@@ -6,6 +6,7 @@ bad commands as one line and exit 2, and drain stopping the gateway by itself.""
 from __future__ import annotations
 
 import json
+import re
 import stat
 import time
 from pathlib import Path
@@ -50,3 +51,33 @@ def test_ctl_stats_set_and_drain(gw: Path, tmp_path: Path) -> None:  # noqa: F81
     assert "storqos serve: wf2q+" in out and "drained" in err, (out, err)
     assert not sock.exists()
     assert_one_line_error(run_cli("ctl", "stats", "--socket", str(sock)), f"{sock}: no such socket")
+
+
+def test_sighup_reloads_the_config_file_and_a_bad_one_changes_nothing(gw: Path, tmp_path: Path) -> None:  # noqa: F811
+    import signal
+
+    sock = tmp_path / "gw.sock"
+    s = Server("--config", str(gw), "--listen", "127.0.0.1:0", "--control", str(sock))
+    s.ready()
+    weights = lambda: json.loads(run_cli("ctl", "stats", "--socket", str(sock), "--json").out)["policy"]["weights"]  # noqa: E731
+    try:
+        text = gw.read_text()
+        gw.write_text(text.replace("weight = 1\n", "weight = 2\n", 1))
+        s.p.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 5
+        while weights() != [3.0, 2.0]:
+            assert time.monotonic() < deadline, weights()
+            time.sleep(0.1)
+        gw.write_text(text.replace('iops = "2k"', 'iops = "3k"', 1))  # cannot change while serving
+        s.p.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        gw.write_text(text.replace("weight = 3", "wieght = 3", 1))  # does not check
+        s.p.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        assert weights() == [3.0, 2.0] and s.p.poll() is None
+    finally:
+        code, _out, err = s.finish(signal.SIGTERM)
+    assert code == 0, err
+    assert "SIGHUP: configuration reloaded (policy wf2q+)" in err
+    assert "reload failed: iops cannot change while serving (restart for that); nothing changed" in err
+    assert re.search(r"reload failed: .*gw\.toml:\d+: \[\[tenant\]\] 1 \(web\): unknown key 'wieght'", err), err

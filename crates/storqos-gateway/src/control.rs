@@ -175,8 +175,8 @@ impl Control {
         Ok(json!({"ok": true, "tenant": tenant, "changed": changed, "policy": name}))
     }
 
-    /// Check `spec`, build it, and put it in place of the running policy.
-    async fn apply(&self, spec: Value) -> Result<String, String> {
+    /// Check `spec`, build it, and put it in place of the running policy (its name).
+    pub async fn apply(&self, spec: Value) -> Result<String, String> {
         let parsed: SchedulerSpec = serde_json::from_value(spec.clone()).map_err(|e| format!("policy: {e}"))?;
         let sched = parsed.build().map_err(|e| format!("policy: {e}"))?;
         let (done, rx) = tokio::sync::oneshot::channel();

@@ -110,6 +110,8 @@ struct Shared {
     notices: Notices,
     /// Set by the control socket's `drain`: no new connection; stop once none is open.
     draining: Arc<AtomicBool>,
+    /// Set by SIGHUP, taken by [`Handle::take_hangup`].
+    hangup: Arc<AtomicBool>,
 }
 
 /// Most flushes running at once: each `fdatasync` holds a blocking thread, so 4,000
@@ -173,10 +175,54 @@ pub struct Handle {
     stop: watch::Sender<bool>,
     finished: Finished,
     stats: Arc<Mutex<Recorder>>,
+    control: Arc<crate::control::Control>,
+    hangup: Arc<AtomicBool>,
+    /// The configuration being served (what a reload is compared with).
+    running: Mutex<Config>,
     runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl Handle {
+    /// Whether a SIGHUP arrived since the last call (the caller reloads its
+    /// configuration and hands it to [`Handle::reload`]).
+    pub fn take_hangup(&self) -> bool {
+        self.hangup.swap(false, Ordering::Relaxed)
+    }
+
+    /// Apply a new configuration to the running gateway: its policy (checked, then put
+    /// in place without losing a request), its tenants' latency targets. What cannot
+    /// change while serving (listen address, exports, depth, emulated capacity, limits,
+    /// metrics, control socket) must stay the same: a change there is an error and
+    /// nothing changes. Returns the policy's name.
+    pub fn reload(&self, new: Config) -> std::result::Result<String, String> {
+        new.validate().map_err(|e| e.to_string())?;
+        let mut running = self.running.lock().map_err(|_| "the gateway's configuration is unavailable")?;
+        let fixed = [
+            ("listen", running.listen != new.listen),
+            ("exports", running.exports != new.exports),
+            ("depth", running.depth != new.depth),
+            ("iops", running.iops != new.iops),
+            ("limits", running.limits != new.limits),
+            ("metrics", running.metrics != new.metrics),
+            ("control", running.control != new.control),
+        ];
+        let changed: Vec<&str> = fixed.iter().filter(|(_, c)| *c).map(|(k, _)| *k).collect();
+        if !changed.is_empty() {
+            return Err(format!(
+                "{} cannot change while serving (restart for that); nothing changed",
+                changed.join(", ")
+            ));
+        }
+        let rt = self.runtime.as_ref().ok_or("the gateway has stopped")?;
+        let name = rt.block_on(self.control.apply(new.policy_json.clone()))?;
+        if let Ok(mut r) = self.stats.lock() {
+            for (&t, &s) in &new.slos {
+                r.set_slo(t, (s * 1e9).round() as u64);
+            }
+        }
+        *running = new;
+        Ok(name)
+    }
     /// The address the gateway listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
@@ -371,6 +417,7 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
         limits,
         notices: Notices::default(),
         draining: Arc::new(AtomicBool::new(false)),
+        hangup: Arc::new(AtomicBool::new(false)),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
     let finished: Finished = Arc::new((Mutex::new(None), Condvar::new()));
@@ -395,18 +442,20 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
         }
         None => None,
     };
+    let control = Arc::new(crate::control::Control {
+        stats: stats.clone(),
+        sched: sched_tx.clone(),
+        policy: Mutex::new(config.policy_json.clone()),
+        names: config.tenant_names.clone(),
+        open: shared.open.clone(),
+        draining: shared.draining.clone(),
+        clock,
+    });
     if let Some(listener) = control_listener {
-        let control = crate::control::Control {
-            stats: stats.clone(),
-            sched: sched_tx.clone(),
-            policy: Mutex::new(config.policy_json.clone()),
-            names: config.tenant_names.clone(),
-            open: shared.open.clone(),
-            draining: shared.draining.clone(),
-            clock,
-        };
-        runtime.spawn(crate::control::serve(listener, Arc::new(control)));
+        runtime.spawn(crate::control::serve(listener, control.clone()));
     }
+    let running = config.clone();
+    let hangup_flag = shared.hangup.clone();
     let control_path = config.control.clone();
     if let Some(listener) = metrics_listener {
         let source = crate::metrics::Source {
@@ -443,7 +492,17 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
         }
         cv.notify_all();
     });
-    Ok(Handle { addr, info, stop: stop_tx, finished, stats: live_stats, runtime: Some(runtime) })
+    Ok(Handle {
+        addr,
+        info,
+        stop: stop_tx,
+        finished,
+        stats: live_stats,
+        control,
+        hangup: hangup_flag,
+        running: Mutex::new(running),
+        runtime: Some(runtime),
+    })
 }
 
 /// Serve `config` until Ctrl-C, SIGTERM or `duration_s`, then return the statistics.
@@ -619,7 +678,8 @@ async fn serve(
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
             _ = drain_tick.tick() => {}
             _ = hangups(&mut hangup) => {
-                (shared.log)("SIGHUP: still serving (reloading the configuration on SIGHUP is not there yet)");
+                // The embedder (storqos serve) reloads its configuration file and says how it went.
+                shared.hangup.store(true, Ordering::Relaxed);
             }
         }
         if conns.is_empty() && shared.draining.load(Ordering::Relaxed) {

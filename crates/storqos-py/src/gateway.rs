@@ -47,13 +47,18 @@ fn live_windows(
 /// with the rows of each window as it closes (with a `window_s`). Returns the
 /// per-tenant statistics. Configuration errors (a missing file, a bad policy, an
 /// address in use) raise `ValueError` with a one-line message.
+///
+/// On SIGHUP, `on_reload()` (if given) returns the configuration to apply (JSON, as
+/// `config_json`); what cannot change while serving, or a configuration that does not
+/// check, is said on stderr and the gateway goes on with the old one.
 #[pyfunction]
-#[pyo3(signature = (config_json, on_ready=None, on_window=None))]
+#[pyo3(signature = (config_json, on_ready=None, on_window=None, on_reload=None))]
 pub fn serve<'py>(
     py: Python<'py>,
     config_json: &str,
     on_ready: Option<Bound<'py, PyAny>>,
     on_window: Option<Bound<'py, PyAny>>,
+    on_reload: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let cfg = Config::from_json(config_json).map_err(gw_err)?;
     let handle =
@@ -73,10 +78,32 @@ pub fn serve<'py>(
             handle.stop();
         }
         live_windows(py, &handle, on_window.as_ref())?;
+        if handle.take_hangup() {
+            reload(py, &handle, on_reload.as_ref());
+        }
     };
     live_windows(py, &handle, on_window.as_ref())?;
     py.detach(move || drop(handle.wait()));
     to_py(py, &stats)
+}
+
+/// SIGHUP: ask `on_reload` for the configuration and apply it; say how it went.
+fn reload(py: Python<'_>, handle: &storqos_gateway::Handle, on_reload: Option<&Bound<'_, PyAny>>) {
+    let Some(cb) = on_reload else {
+        eprintln!("storqos serve: SIGHUP: no configuration file to reload (serve --config FILE); still serving");
+        return;
+    };
+    let outcome = match cb.call0().and_then(|v| v.extract::<String>()) {
+        Err(e) => Err(e.value(py).to_string()),
+        Ok(json) => match Config::from_json(&json) {
+            Err(e) => Err(e.to_string()),
+            Ok(cfg) => py.detach(|| handle.reload(cfg)),
+        },
+    };
+    match outcome {
+        Ok(policy) => eprintln!("storqos serve: SIGHUP: configuration reloaded (policy {policy})"),
+        Err(e) => eprintln!("storqos serve: SIGHUP: reload failed: {e}; still serving the old configuration"),
+    }
 }
 
 /// Check the gateway described by `config_json` as `serve` would before listening

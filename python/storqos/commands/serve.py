@@ -111,7 +111,7 @@ def serve_cmd(
 
     Clients (qemu-io, qemu-img, nbdcopy, nbd-client) connect to nbd://HOST:PORT/NAME.
     All tenants share one scheduler and --depth backend slots; the policy is the same
-    code the simulator runs. On exit: ops, MiB, IOPS and latency per tenant.
+    code the simulator runs. On exit: ops, MiB, IOPS and latency per tenant. With --config, SIGHUP reloads the file (the policy and the tenants' keys change live).
 
     Example: [bold]truncate -s 1G a.img b.img; storqos serve --export a=a.img:0 --export b=b.img:1 --policy wf2q --weights 2,1 --iops 2k[/bold]
 
@@ -123,11 +123,19 @@ def serve_cmd(
     settings = load_gateway_config(config) if config is not None else None
     if settings is None and not export:
         raise InputError("give at least one export, e.g. --export web=/srv/web.img, or a --config file", "--export")
-    cfg = merged(settings, exports=export or None, policy=policy, listen=listen, depth=depth, iops=cap, duration_s=dur,
-                 window_s=window_s, metrics=metrics, control=str(control) if control else None, policy_params={
-                     "weights": weights, "deadlines": deadline, "cmin": cmin, "slo": slo, "percentile": percentile,
-                     "period": period, "control_window": control_window, "facade_overload": facade_overload,
-                     "reservations": reservations, "limits": limits})
+    flags: dict[str, Any] = {
+        "exports": export or None, "policy": policy, "listen": listen, "depth": depth, "iops": cap, "duration_s": dur,
+        "window_s": window_s, "metrics": metrics, "control": str(control) if control else None, "policy_params": {
+            "weights": weights, "deadlines": deadline, "cmin": cmin, "slo": slo, "percentile": percentile,
+            "period": period, "control_window": control_window, "facade_overload": facade_overload,
+            "reservations": reservations, "limits": limits}}
+    cfg = merged(settings, **flags)
+
+    def reload() -> dict[str, Any]:
+        # SIGHUP: the file again, with the same flags over it.
+        assert config is not None
+        return merged(load_gateway_config(config), **flags)
+
     window_s = cfg["window_s"]
     if out_file is not None and window_s is None:
         raise InputError("give --window too: --out writes the per-window series", "--out")
@@ -163,7 +171,8 @@ def serve_cmd(
                      f"p99 {fmt_duration(r['p99_us'] * 1e3)}" for r in rows if r["start_s"] == start]
             out.print(f"[dim]{start:9.3f} s[/dim]  " + "  │  ".join(parts), highlight=False)
 
-    stats = serve(cfg, ready, live if window_s is not None and not json_out else None)
+    stats = serve(cfg, ready, live if window_s is not None and not json_out else None,
+                  reload if config is not None else None)
     if out_file is not None:
         gauges_file = _gauges_file(out_file)
         write_table(pl.DataFrame(stats["windows"], schema=WINDOW_SCHEMA), out_file)
