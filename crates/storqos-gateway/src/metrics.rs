@@ -97,7 +97,7 @@ impl Collector for Snapshot {
         family(
             &mut e,
             "storqos_response_seconds",
-            "Response time, request parsed to backend completion",
+            "Response time, request parsed to reply written",
             MetricType::Histogram,
             |mut m| {
                 for t in &self.tenants {

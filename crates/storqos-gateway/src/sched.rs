@@ -4,7 +4,7 @@
 //!
 //! 1. a connection submits a [`Job`]; the loop stamps it `now` (monotonic nanoseconds
 //!    since the gateway started: the policy never reads a clock) and calls
-//!    `enqueue(Request {tenant, class, op, offset, bytes, arrival: now}, now)`;
+//!    `enqueue(Request {tenant, class, op, offset, bytes, arrival: parsed}, now)`;
 //! 2. while fewer than `depth` I/Os are outstanding it calls `dispatch(now, &DeviceState
 //!    {outstanding, free_slots: depth − outstanding})`; the policy's pick is the next
 //!    I/O to start. A read of at most [`INLINE_READ_MAX`] that the page cache holds is
@@ -100,6 +100,9 @@ pub struct Reply {
     pub data: Vec<u8>,
     /// The in-flight share of the request.
     pub permit: Inflight,
+    /// A read or write that succeeded, to be accounted once its reply is written (its
+    /// response time runs from the request parsed to the reply written).
+    pub done: Option<Completion>,
 }
 
 /// The I/O of a job.
@@ -147,6 +150,8 @@ pub struct Job {
     pub reply: UnboundedSender<Reply>,
     /// The request's in-flight share, released once its reply is written.
     pub permit: Inflight,
+    /// When the connection parsed it (gateway clock, ns): its arrival.
+    pub parsed: Nanos,
 }
 
 impl Job {
@@ -338,6 +343,7 @@ impl SchedLoop {
                         error: ESHUTDOWN,
                         data: Vec::new(),
                         permit: job.permit,
+                        done: None,
                     });
                 }
             }
@@ -354,6 +360,7 @@ impl SchedLoop {
                         error: ESHUTDOWN,
                         data: Vec::new(),
                         permit: job.permit,
+                        done: None,
                     });
                     return false;
                 }
@@ -362,7 +369,7 @@ impl SchedLoop {
                 self.next_id += 1;
                 let req = Request {
                     id,
-                    arrival: now,
+                    arrival: job.parsed.min(now),
                     offset: job.offset,
                     bytes: job.bytes(),
                     tenant: job.export.tenant,
@@ -420,7 +427,7 @@ impl SchedLoop {
             self.sched.complete(&Completion { req, dispatch: now, finish: now }, now);
             return;
         };
-        let Job { export, offset, io, cookie, reply, permit } = job;
+        let Job { export, offset, io, cookie, reply, permit, .. } = job;
         let id = req.id;
         let f = InFlight { req, dispatch: now, emulated_finish, cookie, reply, permit, result: None };
         self.inflight.insert(id, f);
@@ -491,19 +498,21 @@ impl SchedLoop {
         let result = f.result.unwrap_or(Err(EIO));
         let done = Completion { req: f.req, dispatch: f.dispatch, finish: now };
         self.sched.complete(&done, now);
-        // One lock: close the window if `now` is past it, then account the completion.
-        if let Ok(mut s) = self.stats.lock() {
-            if self.windows {
-                roll(&mut s, &self.sched, now);
-            }
-            match &result {
-                Ok(_) => s.completed(&done),
-                Err(_) => s.error(f.req.tenant),
+        // Close the window if `now` is past it; an error is accounted here, a success
+        // by the connection's writer once its reply is written.
+        if self.windows || result.is_err() {
+            if let Ok(mut s) = self.stats.lock() {
+                if self.windows {
+                    roll(&mut s, &self.sched, now);
+                }
+                if result.is_err() {
+                    s.error(f.req.tenant);
+                }
             }
         }
         let reply = match result {
-            Ok(data) => Reply { cookie: f.cookie, error: 0, data, permit: f.permit },
-            Err(e) => Reply { cookie: f.cookie, error: e, data: Vec::new(), permit: f.permit },
+            Ok(data) => Reply { cookie: f.cookie, error: 0, data, permit: f.permit, done: Some(done) },
+            Err(e) => Reply { cookie: f.cookie, error: e, data: Vec::new(), permit: f.permit, done: None },
         };
         let _ = f.reply.send(reply);
     }

@@ -32,6 +32,7 @@ use crate::export::Export;
 use crate::protocol::*;
 use crate::sched::{Clock, Inflight, Io, Job, Msg, Reply, SchedLoop};
 use crate::stats::{Recorder, Stats, WindowRow};
+use storqos_core::request::Completion;
 
 /// In-flight budget of one connection, in [`INFLIGHT_UNIT`]s: 1024 units = 64 MiB of
 /// request data (queued or on the backend). A request takes `max(1, ⌈bytes / unit⌉)`
@@ -112,6 +113,8 @@ struct Shared {
     draining: Arc<AtomicBool>,
     /// Set by SIGHUP, taken by [`Handle::take_hangup`].
     hangup: Arc<AtomicBool>,
+    /// The gateway's clock (response times end when the reply is written).
+    clock: Clock,
 }
 
 /// Most flushes running at once: each `fdatasync` holds a blocking thread, so 4,000
@@ -404,6 +407,7 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
     raise_open_files_limit();
     let limits = config.limits.clone();
     let budget_units = usize::try_from(limits.max_inflight_bytes / u64::from(INFLIGHT_UNIT)).unwrap_or(usize::MAX >> 4);
+    let clock = Clock::start();
     let shared = Arc::new(Shared {
         exports,
         sched_tx: sched_tx.clone(),
@@ -418,11 +422,11 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
         notices: Notices::default(),
         draining: Arc::new(AtomicBool::new(false)),
         hangup: Arc::new(AtomicBool::new(false)),
+        clock,
     });
     let (stop_tx, stop_rx) = watch::channel(false);
     let finished: Finished = Arc::new((Mutex::new(None), Condvar::new()));
     let fin = finished.clone();
-    let clock = Clock::start();
     let duration = config.duration_s.map(Duration::from_secs_f64);
     let depth = config.depth;
     let iops = config.iops;
@@ -757,7 +761,7 @@ async fn connection(mut stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>
     let (rd, wr) = stream.into_split();
     let (reply_tx, reply_rx) = unbounded_channel();
     let stall = shared.limits.idle_timeout_s.map(Duration::from_secs_f64);
-    let mut writer = tokio::spawn(write_replies(wr, reply_rx, stall));
+    let mut writer = tokio::spawn(write_replies(wr, reply_rx, stall, shared.stats.clone(), shared.clock));
     let outcome = tokio::select! {
         r = transmission(rd, reply_tx, export, &shared) => r,
         w = &mut writer => {
@@ -931,7 +935,7 @@ async fn negotiate(
 }
 
 fn err_reply(cookie: u64, error: u32, permit: Inflight) -> Reply {
-    Reply { cookie, error, data: Vec::new(), permit }
+    Reply { cookie, error, data: Vec::new(), permit, done: None }
 }
 
 /// Take `units` of the connection's budget, then of the gateway's (said once a minute
@@ -987,6 +991,7 @@ async fn transmission(
             return Ok(());
         }
         let h = RequestHeader::decode(&hb)?;
+        let parsed = shared.clock.now();
         // Take the request's share of the in-flight budgets before buffering its data
         // (the length of a READ / WRITE is at most 32 MiB here, i.e. 512 units); it is
         // given back once the reply is written.
@@ -1056,6 +1061,7 @@ async fn transmission(
                     cookie: h.cookie,
                     reply: replies.clone(),
                     permit,
+                    parsed,
                 };
                 if let Err(e) = shared.sched_tx.send(Msg::Submit(job)) {
                     if let Msg::Submit(job) = e.0 {
@@ -1076,13 +1082,16 @@ async fn write_replies(
     wr: OwnedWriteHalf,
     mut rx: UnboundedReceiver<Reply>,
     stall: Option<Duration>,
+    stats: Arc<Mutex<Recorder>>,
+    clock: Clock,
 ) -> std::io::Result<()> {
     let mut w = BufWriter::with_capacity(64 << 10, wr);
+    let mut written: Vec<Completion> = Vec::new();
     while let Some(r) = rx.recv().await {
         let batch = async {
-            put(&mut w, r).await?;
+            put(&mut w, r, &mut written).await?;
             while let Ok(r) = rx.try_recv() {
-                put(&mut w, r).await?;
+                put(&mut w, r, &mut written).await?;
             }
             w.flush().await
         };
@@ -1092,15 +1101,26 @@ async fn write_replies(
                 .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "client took no reply"))??,
             None => batch.await?,
         }
+        // The replies are written: their response times end now.
+        if !written.is_empty() {
+            let now = clock.now();
+            if let Ok(mut s) = stats.lock() {
+                for mut c in written.drain(..) {
+                    c.finish = now.max(c.finish);
+                    s.completed(&c);
+                }
+            }
+        }
     }
     w.shutdown().await
 }
 
-async fn put(w: &mut BufWriter<OwnedWriteHalf>, r: Reply) -> std::io::Result<()> {
+async fn put(w: &mut BufWriter<OwnedWriteHalf>, r: Reply, written: &mut Vec<Completion>) -> std::io::Result<()> {
     w.write_all(&SimpleReply { error: r.error, cookie: r.cookie }.encode()).await?;
     if r.error == 0 && !r.data.is_empty() {
         w.write_all(&r.data).await?;
     }
+    written.extend(r.done);
     // `r` (its data and its in-flight share) is dropped here, once written.
     Ok(())
 }

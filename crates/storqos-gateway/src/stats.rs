@@ -1,6 +1,6 @@
 //! Per-tenant live statistics: completed operations, bytes, errors, and the
-//! gateway-side response time (from the request entering the scheduler to its backend
-//! I/O completing) in the simulator's own per-tenant summary
+//! gateway-side response time (from the request parsed to its reply written to the
+//! client: the policy's queue, the backend, the page cache and the reply path) in the simulator's own per-tenant summary
 //! ([`GroupSummary`]: HDR histogram, exact max), reported as mean / p50 / p99 / max in
 //! microseconds and IOPS over the serving time.
 //!

@@ -881,3 +881,25 @@ fn weights_changed_live_move_the_shares_within_2_s_and_lose_nothing() {
     assert!((after - 3.0).abs() <= 0.3, "after: {after}");
     std::fs::remove_file(img).unwrap();
 }
+
+#[test]
+fn response_time_runs_until_the_reply_is_written() {
+    // A 16 MiB read the page cache holds takes µs on the backend; a client that waits
+    // 300 ms before reading the reply holds it in the reply path (more than the socket
+    // buffers hold), and that time is the gateway's response time too.
+    let img = image("replypath", 32 << 20);
+    std::fs::write(&img, vec![7u8; 32 << 20]).unwrap();
+    let (h, _) = gateway(&[("a", &img, 0)], "");
+    rt().block_on(async {
+        let mut c = Client::connect(h.addr(), "a").await;
+        c.request(0, 0, 1, 0, 16 << 20, &[]).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let (e, _, data) = c.reply(16 << 20).await;
+        assert_eq!((e, data.len()), (0, 16 << 20));
+    });
+    let stats = h.shutdown();
+    let t = stats.tenant(0).unwrap();
+    assert_eq!(t.ops, 1);
+    assert!(t.max_us >= 250_000.0, "the reply path is in the response time: {} µs", t.max_us);
+    std::fs::remove_file(img).unwrap();
+}
