@@ -63,7 +63,6 @@ import hashlib
 import itertools
 import json
 import time
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,7 +73,7 @@ from pydantic import BaseModel
 from .errors import InputError, warn_input
 from .experiment_schema import ExperimentFile, Policy, Qos, TraceReading, validate
 from .specs import check, check_tenant_lists, device_spec, policy_for_tenants
-from .toml_schema import entry_where, one_or_many
+from .toml_schema import entry_where, one_or_many, read_toml
 from .units import parse_duration
 
 #: Seed spacing between tenants' generators (distinct, reproducible streams).
@@ -229,18 +228,7 @@ def _display(v: Any) -> str:
 def load(path: str | Path) -> Experiment:
     """Read and validate an experiment file (InputError naming the file and key)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"not a TOML text file: byte {e.start} is not UTF-8", str(path)) from None
-    except FileNotFoundError:
-        raise InputError("no such file", str(path)) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a TOML file", str(path)) from None
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"TOML syntax error: {e}", str(path)) from None
+    text, raw = read_toml(path)
     return from_dict(raw, base=path.parent, where=path.name, path=path, text=text)
 
 

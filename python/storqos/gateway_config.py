@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import ipaddress
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -54,7 +53,7 @@ from . import _core
 from .errors import InputError
 from .experiment_schema import Policy, Qos
 from .gateway import DEFAULT_DEPTH, DEFAULT_LISTEN, check_export_file
-from .toml_schema import PositiveDurationNs, Rate, Table, entry_where, line_of, one_or_many
+from .toml_schema import PositiveDurationNs, Rate, Table, entry_where, line_of, one_or_many, read_toml
 from .toml_schema import validate as toml_validate
 from .units import parse_size
 
@@ -178,18 +177,7 @@ class GatewaySettings:
 def load(path: str | Path) -> GatewaySettings:
     """Read and check a gateway config file (InputError naming the file, line and key)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"not a TOML text file: byte {e.start} is not UTF-8", str(path)) from None
-    except FileNotFoundError:
-        raise InputError("no such file", str(path)) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a TOML file", str(path)) from None
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"TOML syntax error: {e}", str(path)) from None
+    text, raw = read_toml(path)
     file = toml_validate(GatewayFile, raw, str(path), text)
     tenants = [Tenant(t.name, t.weight, t.reservation, t.limit, t.slo) for t in file.tenant]
     names = [t.name for t in tenants]

@@ -10,7 +10,9 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
@@ -84,6 +86,23 @@ class Table(BaseModel):
     def given(self) -> dict[str, Any]:
         """The keys the file gave, as given (for the code that reads them further)."""
         return self.model_dump(exclude_unset=True, exclude_none=True)
+
+
+def read_toml(path: Path) -> tuple[str, dict[str, Any]]:
+    """A TOML file's text and its parsed tables, or an InputError naming the file (not
+    there, a directory, not UTF-8 text, a syntax error)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"not a TOML text file: byte {e.start} is not UTF-8", str(path)) from None
+    except FileNotFoundError:
+        raise InputError("no such file", str(path)) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a TOML file", str(path)) from None
+    try:
+        return text, tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"TOML syntax error: {e}", str(path)) from None
 
 
 # ----------------------------------------------------------------------------- errors

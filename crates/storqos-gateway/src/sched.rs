@@ -155,6 +155,12 @@ pub struct Job {
 }
 
 impl Job {
+    /// Answer the job with NBD error `error` (its in-flight share goes with the reply).
+    pub fn refuse(self, error: u32) {
+        let _ =
+            self.reply.send(Reply { cookie: self.cookie, error, data: Vec::new(), permit: self.permit, done: None });
+    }
+
     fn bytes(&self) -> u32 {
         match &self.io {
             Io::Read(n) => *n,
@@ -338,13 +344,7 @@ impl SchedLoop {
             if stopping {
                 // Nothing more will be dispatched: answer what the policy still holds.
                 for (_, (_, job)) in self.queued.drain() {
-                    let _ = job.reply.send(Reply {
-                        cookie: job.cookie,
-                        error: ESHUTDOWN,
-                        data: Vec::new(),
-                        permit: job.permit,
-                        done: None,
-                    });
+                    job.refuse(ESHUTDOWN);
                 }
             }
         }
@@ -355,13 +355,7 @@ impl SchedLoop {
         match msg {
             Msg::Submit(job) => {
                 if stopping {
-                    let _ = job.reply.send(Reply {
-                        cookie: job.cookie,
-                        error: ESHUTDOWN,
-                        data: Vec::new(),
-                        permit: job.permit,
-                        done: None,
-                    });
+                    job.refuse(ESHUTDOWN);
                     return false;
                 }
                 let now = self.clock.now();

@@ -1065,7 +1065,7 @@ async fn transmission(
                 };
                 if let Err(e) = shared.sched_tx.send(Msg::Submit(job)) {
                     if let Msg::Submit(job) = e.0 {
-                        let _ = replies.send(err_reply(job.cookie, ESHUTDOWN, job.permit));
+                        job.refuse(ESHUTDOWN);
                     }
                 }
             }
