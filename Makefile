@@ -56,7 +56,8 @@ test-setup: $(DEPS) $(TDEPS) system-deps
 # System packages (Debian), for the tests only: what pip/cargo cannot provide. Chromium
 # renders the HTML report in the report test (headless); qemu-io (qemu-utils), nbdcopy
 # and nbdinfo (libnbd-bin) and fio (its nbd engine) are the real NBD clients of the
-# `storqos serve` tests; prometheus scrapes the gateway's metrics in its test.
+# `storqos serve` tests; prometheus scrapes the gateway's metrics in its test; openssl
+# makes the TLS tests' certificates.
 system-deps:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
 	  echo "installing chromium with apt-get (headless report test)"; \
@@ -70,6 +71,9 @@ system-deps:
 	@command -v fio >/dev/null 2>&1 || { \
 	  echo "installing fio with apt-get (its nbd engine is an NBD client of the serve tests)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio; }
+	@command -v openssl >/dev/null 2>&1 || { \
+	  echo "installing openssl with apt-get (the TLS tests make their certificates with it)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl; }
 	@command -v prometheus >/dev/null 2>&1 || { \
 	  echo "installing prometheus with apt-get (it scrapes the gateway's metrics in the metrics test)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; }

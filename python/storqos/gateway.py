@@ -71,6 +71,7 @@ def gateway_config(
     slos: dict[int, float] | None = None,
     control: str | None = None,
     tenant_names: dict[int, str] | None = None,
+    tls: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The gateway's JSON configuration. ``exports`` are ``NAME=PATH[:TENANT]`` strings
     (tenant defaults to the position in the list) or ready dicts; ``window_s`` asks for
@@ -79,7 +80,9 @@ def gateway_config(
     ``limits`` is the gateway's ``limits`` object (connections, timeouts, in-flight bytes);
     ``metrics`` a ``HOST:PORT`` for Prometheus metrics; ``slos`` latency targets (s) by
     tenant for the SLO metrics; ``control`` the path of the control socket
-    (``storqos ctl``); ``tenant_names`` the tenants' names by id, for it."""
+    (``storqos ctl``); ``tenant_names`` the tenants' names by id, for it; ``tls`` the
+    gateway's ``tls`` object (``mode`` off / on / require, ``cert``, ``key``,
+    ``client_ca``)."""
     if not exports:
         raise InputError("give at least one export, e.g. --export web=/srv/web.img", "--export")
     ex = [e if isinstance(e, dict) else parse_export(e, default_tenant=i) for i, e in enumerate(exports)]
@@ -98,7 +101,21 @@ def gateway_config(
         cfg["control"] = control
     if tenant_names:
         cfg["tenant_names"] = {str(t): n for t, n in tenant_names.items()}
+    if tls is not None:
+        cfg["tls"] = tls
     return cfg
+
+
+def uri(info: dict[str, Any], export: str | None = None) -> str:
+    """The NBD URI a client opens for ``export`` of a gateway whose ready ``info`` this
+    is (without ``export``: the server's): ``nbd://HOST:PORT/NAME``, ``nbds://`` with
+    TLS, ``nbd+unix:///NAME?socket=PATH`` on a Unix socket."""
+    scheme = "nbds" if info.get("tls", "off") != "off" else "nbd"
+    listen = str(info["listen"])
+    name = export or ""
+    if listen.startswith("unix:"):
+        return f"{scheme}+unix:///{name}?socket={listen.removeprefix('unix:')}"
+    return f"{scheme}://{listen}/{name}" if export is not None else f"{scheme}://{listen}"
 
 
 def check(config: dict[str, Any]) -> dict[str, Any]:

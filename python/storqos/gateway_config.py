@@ -4,7 +4,7 @@ errors that name the file, the line, the table and the key.
 
 A complete file (paths are relative to the file)::
 
-    listen = "127.0.0.1:10809"   # HOST:PORT
+    listen = "127.0.0.1:10809"   # HOST:PORT, or unix:/run/storqos/nbd.sock
     depth = 1                    # I/Os outstanding on the backend (default 8, 1 with iops)
     iops = "2k"                  # emulate a device of this capacity
     window = "1s"                # keep a per-window series and the policy's gauges
@@ -33,10 +33,16 @@ A complete file (paths are relative to the file)::
     path = "batch.img"
     tenant = "batch"
 
+    [tls]                        # NBD STARTTLS (x509, PEM files)
+    mode = "require"             # off | on (plain clients too) | require
+    cert = "server-cert.pem"
+    key = "server-key.pem"
+    client_ca = "ca-cert.pem"    # optional: clients must show a certificate it signed
+
 Flags of ``storqos serve`` override the file: ``--export`` replaces its exports,
 ``--policy`` its kind (and the file's parameters of another kind), a policy flag the
-parameter of that name, ``--listen``/``--depth``/``--iops``/``--for``/``--window``
-theirs.
+parameter of that name, ``--listen``/``--depth``/``--iops``/``--for``/``--window``/
+``--tls``/``--tls-cert``/``--tls-key``/``--tls-client-ca`` theirs.
 """
 
 from __future__ import annotations
@@ -115,10 +121,38 @@ class LimitsTable(Table):
                 "max_inflight_bytes": self.max_inflight}
 
 
+#: TLS modes of the gateway.
+TLS_MODES = ("off", "on", "require")
+
+
+def _tls_mode(v: Any) -> str:
+    if v not in TLS_MODES:
+        raise InputError(f"expected one of {', '.join(TLS_MODES)}, got {v!r}")
+    return str(v)
+
+
+TlsMode = Annotated[str, BeforeValidator(_tls_mode)]
+
+
+class TlsTable(Table):
+    """[tls]: NBD STARTTLS with x509 certificates (PEM files, relative to the file)."""
+
+    mode: TlsMode | None = None
+    cert: str | None = None
+    key: str | None = None
+    client_ca: str | None = None
+
+
+def _listen(v: Any) -> str:
+    if not isinstance(v, str) or not v.strip():
+        raise InputError(f"expected HOST:PORT or unix:/PATH, got {v!r}")
+    return v
+
+
 class GatewayFile(Table):
     """The whole file."""
 
-    listen: str | None = None
+    listen: Annotated[str, BeforeValidator(_listen)] | None = None
     metrics: str | None = None
     control: str | None = None
     depth: Annotated[int | None, Field(ge=1, le=MAX_DEPTH)] = None
@@ -127,6 +161,7 @@ class GatewayFile(Table):
     window: PositiveDurationNs | None = None
     policy: Policy | None = None
     limits: LimitsTable | None = None
+    tls: TlsTable | None = None
     tenant: Annotated[list[TenantTable], Field(default_factory=list)]
     export: Annotated[list[ExportTable], Field(default_factory=list)]
 
@@ -201,12 +236,54 @@ def load(path: str | Path) -> GatewaySettings:
     return GatewaySettings(path=path, text=text, file=file, tenants=tenants, exports=exports)
 
 
+def _relative(settings: GatewaySettings, path: str | None) -> str | None:
+    """A path the file gives, relative to the file."""
+    if path is None:
+        return None
+    p = Path(path).expanduser()
+    return str(p if p.is_absolute() else settings.path.parent / p)
+
+
 def _control_path(settings: GatewaySettings | None) -> str | None:
     """The file's control socket, relative to the file."""
-    if settings is None or settings.file.control is None:
+    return None if settings is None else _relative(settings, settings.file.control)
+
+
+def _listen_at(settings: GatewaySettings | None, flag: str | None) -> str:
+    """Where to listen: the flag, the file's (a unix: path relative to the file), the default."""
+    if flag:
+        return flag
+    if settings is None or settings.file.listen is None:
+        return DEFAULT_LISTEN
+    listen = settings.file.listen
+    if listen.startswith("unix:") and listen != "unix:":
+        return "unix:" + str(_relative(settings, listen.removeprefix("unix:")))
+    return listen
+
+
+def tls_settings(settings: GatewaySettings | None, mode: str | None = None, cert: str | None = None,
+                 key: str | None = None, client_ca: str | None = None) -> dict[str, Any] | None:
+    """The gateway's ``tls`` object from the file's [tls] and the --tls* flags over it
+    (None: TLS off). The mode defaults to ``require`` once a certificate is given."""
+    t = settings.file.tls if settings is not None and settings.file.tls is not None else None
+    merged_tls = {
+        "mode": mode or (t.mode if t else None),
+        "cert": cert or (_relative(settings, t.cert) if t and settings else None),
+        "key": key or (_relative(settings, t.key) if t and settings else None),
+        "client_ca": client_ca or (_relative(settings, t.client_ca) if t and settings else None),
+    }
+    if mode is not None and mode not in TLS_MODES:
+        raise InputError(f"expected one of {', '.join(TLS_MODES)}, got {mode!r}", "--tls")
+    if merged_tls["mode"] is None:
+        merged_tls["mode"] = "require" if merged_tls["cert"] or merged_tls["key"] else "off"
+    if merged_tls["mode"] == "off" and not any(merged_tls[k] for k in ("cert", "key", "client_ca")):
         return None
-    p = Path(settings.file.control).expanduser()
-    return str(p if p.is_absolute() else settings.path.parent / p)
+    if merged_tls["mode"] != "off":
+        for k in ("cert", "key"):
+            if not merged_tls[k]:
+                where = f"{settings.path}: [tls]: {k}" if t is not None and settings else f"--tls-{k}"
+                raise InputError(f"TLS is {merged_tls['mode']}: give the server's {k} (a PEM file)", where)
+    return merged_tls
 
 
 #: Policy flags whose parameter has another name.
@@ -221,10 +298,12 @@ def _key(flag: str) -> str:
 def merged(settings: GatewaySettings | None, *, exports: list[str] | None = None, policy: str | None = None,
            policy_params: dict[str, Any] | None = None, listen: str | None = None, depth: int | None = None,
            iops: float | None = None, duration_s: float | None = None, window_s: float | None = None,
-           metrics: str | None = None, control: str | None = None) -> dict[str, Any]:
+           metrics: str | None = None, control: str | None = None,
+           tls: dict[str, str | None] | None = None) -> dict[str, Any]:
     """The gateway's JSON configuration from a config file (or none) and the flags that
     override it (None = not given). ``policy_params`` are the policy flags by parameter
-    name (``weights``, ``deadlines``…): each overrides the file's parameter of that name."""
+    name (``weights``, ``deadlines``…): each overrides the file's parameter of that name;
+    ``tls`` the --tls* flags by key (``mode``, ``cert``, ``key``, ``client_ca``)."""
     from .gateway import gateway_config
     from .specs import canonical_policy, check_tenant_lists, policy_for_tenants
 
@@ -287,13 +366,14 @@ def merged(settings: GatewaySettings | None, *, exports: list[str] | None = None
             raise InputError(e.message, f"--{str(e.where).replace('_', '-')}") from None
     duration = duration_s if duration_s is not None else (file.duration / 1e9 if file and file.duration else None)
     window = window_s if window_s is not None else (file.window / 1e9 if file and file.window else None)
-    return gateway_config(ex, spec, listen=listen or (file.listen if file and file.listen else DEFAULT_LISTEN),
+    return gateway_config(ex, spec, listen=_listen_at(settings, listen),
                           depth=depth, iops=cap, duration_s=duration, window_s=window, tenants=len(tenants),
                           limits=file.limits.to_json() if file is not None and file.limits is not None else None,
                           metrics=metrics or (file.metrics if file else None),
                           slos={i: t.slo_ns / 1e9 for i, t in enumerate(tenants) if t.slo_ns},
                           control=control or _control_path(settings),
-                          tenant_names={i: t.name for i, t in enumerate(tenants)})
+                          tenant_names={i: t.name for i, t in enumerate(tenants)},
+                          tls=tls_settings(settings, **(tls or {})))
 
 
 __all__ = ["GatewayFile", "GatewaySettings", "Tenant", "load", "merged"]

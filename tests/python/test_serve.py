@@ -46,7 +46,7 @@ class Server:
         line = self.lines.get(timeout=30)
         if line is None:
             raise AssertionError(f"exited before ready: {self.p.wait()} {self.p.stderr.read() if self.p.stderr else ''}")
-        m = re.search(r"on nbd://127\.0\.0\.1:(\d+) ", line)
+        m = re.search(r"on nbds?://127\.0\.0\.1:(\d+) ", line)
         assert m, line
         return line, int(m.group(1))
 

@@ -17,7 +17,7 @@ fn main() {
     };
     let result = storqos_gateway::Config::from_json(&json).and_then(|cfg| {
         let gw = storqos_gateway::start_with(cfg, storqos_gateway::Options { sigterm: true, sigint: true, log: None })?;
-        eprintln!("serving on nbd://{}", gw.addr());
+        eprintln!("serving on nbd://{}", gw.info().listen);
         Ok(gw.wait())
     });
     match result {

@@ -17,6 +17,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use serde::Deserialize;
+
+pub use crate::transport::ListenAt;
 use storqos_core::request::MAX_TENANTS;
 use storqos_core::spec::SchedulerSpec;
 
@@ -129,10 +131,38 @@ pub const DEFAULT_HANDSHAKE_TIMEOUT_S: f64 = 10.0;
 /// Default [`Limits::max_inflight_bytes`]: 256 MiB.
 pub const DEFAULT_MAX_INFLIGHT_BYTES: u64 = 256 << 20;
 
+/// Whether clients use TLS (`NBD_OPT_STARTTLS`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum TlsMode {
+    /// No TLS: `NBD_OPT_STARTTLS` is answered "not supported".
+    #[default]
+    Off,
+    /// TLS offered; plain clients are served too.
+    On,
+    /// TLS only: a client must start TLS before anything but `NBD_OPT_ABORT`.
+    Require,
+}
+
+/// TLS settings (x509 certificates in PEM files; see [`crate::tls`]).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TlsConfig {
+    /// Off (the default), on, or require.
+    pub mode: TlsMode,
+    /// The server's certificate chain (PEM), leaf first.
+    pub cert: Option<PathBuf>,
+    /// The server's private key (PEM: PKCS#8, PKCS#1 or SEC1).
+    pub key: Option<PathBuf>,
+    /// Ask clients for a certificate signed by one of these CAs (PEM), and refuse
+    /// clients without one (`None`: no client certificates).
+    pub client_ca: Option<PathBuf>,
+}
+
 /// The gateway's configuration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
-    /// Address to listen on, `HOST:PORT` (port 0 picks a free one).
+    /// Where to listen: `HOST:PORT` (port 0 picks a free one) or `unix:/PATH`.
     pub listen: String,
     /// The exports (at least one).
     pub exports: Vec<ExportConfig>,
@@ -159,6 +189,8 @@ pub struct Config {
     pub tenant_names: std::collections::BTreeMap<u32, String>,
     /// A Unix socket for live control (`storqos ctl`), created mode 0600.
     pub control: Option<PathBuf>,
+    /// TLS.
+    pub tls: TlsConfig,
 }
 
 /// Default listen address (the IANA NBD port on loopback).
@@ -197,6 +229,8 @@ struct RawConfig {
     tenant_names: std::collections::BTreeMap<u32, String>,
     #[serde(default)]
     control: Option<PathBuf>,
+    #[serde(default)]
+    tls: Option<serde_json::Value>,
 }
 
 fn one_line(e: &serde_json::Error) -> String {
@@ -242,6 +276,10 @@ impl Config {
             slos: raw.slos,
             tenant_names: raw.tenant_names,
             control: raw.control,
+            tls: match raw.tls {
+                None => TlsConfig::default(),
+                Some(v) => serde_json::from_value(v).map_err(|e| Error::Config(format!("tls: {}", one_line(&e))))?,
+            },
         };
         cfg.validate()?;
         Ok(cfg)
@@ -249,7 +287,7 @@ impl Config {
 
     /// Check every field (not the files: see [`crate::export::Export::open`]).
     pub fn validate(&self) -> Result<()> {
-        self.listen_addr()?;
+        self.listen_at()?;
         if self.exports.is_empty() {
             return bad("exports: give at least one export");
         }
@@ -325,15 +363,31 @@ impl Config {
                 return bad(format!("slos.{t}: a latency target must be a number of seconds > 0, got {s}"));
             }
         }
+        if self.tls.mode != TlsMode::Off {
+            for (key, v) in [("cert", &self.tls.cert), ("key", &self.tls.key)] {
+                if v.is_none() {
+                    return bad(format!("tls.{key}: required when TLS is on (a PEM file)"));
+                }
+            }
+        }
         self.policy.validate().map_err(|e| Error::Config(format!("policy: {e}")))?;
         Ok(())
     }
 
-    /// The listen address as a socket address (`HOST:PORT`: IPv4, `[IPv6]`, or a host
-    /// name such as `localhost:10809`, resolved to its first address).
-    pub fn listen_addr(&self) -> Result<SocketAddr> {
-        resolve(&self.listen).ok_or_else(|| {
-            Error::Config(format!("listen: expected HOST:PORT such as 127.0.0.1:10809, got {:?}", self.listen))
+    /// Where to listen: `HOST:PORT` (IPv4, `[IPv6]`, or a host name such as
+    /// `localhost:10809`, resolved to its first address) or `unix:/PATH`.
+    pub fn listen_at(&self) -> Result<ListenAt> {
+        if let Some(path) = self.listen.strip_prefix("unix:") {
+            if path.is_empty() {
+                return bad("listen: unix: needs the socket's path, such as unix:/run/storqos/nbd.sock");
+            }
+            return Ok(ListenAt::Unix(PathBuf::from(path)));
+        }
+        resolve(&self.listen).map(ListenAt::Tcp).ok_or_else(|| {
+            Error::Config(format!(
+                "listen: expected HOST:PORT such as 127.0.0.1:10809 or unix:/PATH, got {:?}",
+                self.listen
+            ))
         })
     }
 }

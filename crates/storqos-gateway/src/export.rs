@@ -77,8 +77,10 @@ impl Export {
         })
     }
 
-    /// Whether a client at `ip` may use the export.
-    pub fn allows(&self, ip: std::net::IpAddr) -> bool {
+    /// Whether a client at `ip` may use the export (`None`: a client of the Unix
+    /// socket, whose file permissions decide who connects: always allowed).
+    pub fn allows(&self, ip: Option<std::net::IpAddr>) -> bool {
+        let Some(ip) = ip else { return true };
         // An IPv4 client on a dual-stack socket arrives as ::ffff:a.b.c.d.
         let ip = match ip {
             std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, std::net::IpAddr::V4),

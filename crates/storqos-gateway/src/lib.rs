@@ -21,7 +21,9 @@
 //! - [`metrics`]: Prometheus metrics at `GET /metrics`;
 //! - [`control`]: the control socket (`storqos ctl`): stats, live policy changes, drain;
 //! - [`server`]: accept loop, connections, and the run API;
-//! - [`stats`]: per-tenant operations, bytes and latency histograms.
+//! - [`stats`]: per-tenant operations, bytes and latency histograms;
+//! - [`transport`]: TCP or Unix sockets, plain or TLS;
+//! - [`tls`]: `NBD_OPT_STARTTLS` with rustls (x509 certificates).
 //!
 //! ```no_run
 //! let cfg = storqos_gateway::Config::from_json(
@@ -31,7 +33,7 @@
 //!         "policy": {"kind": "wf2q", "weights": [2, 1]}, "depth": 4, "iops": 2000}"#,
 //! )?;
 //! let gw = storqos_gateway::start(cfg)?;
-//! println!("serving on nbd://{}/a", gw.addr());
+//! println!("serving on nbd://{}/a", gw.info().listen);
 //! let stats = gw.shutdown();
 //! println!("tenant 0 did {} ops", stats.tenants[0].ops);
 //! # Ok::<(), storqos_gateway::Error>(())
@@ -47,6 +49,8 @@ pub mod protocol;
 pub mod sched;
 pub mod server;
 pub mod stats;
+pub mod tls;
+pub mod transport;
 
 pub use config::{Config, Error, ExportConfig, Result};
 pub use server::{check, run, start, start_with, ExportInfo, Handle, Logger, Options, ReadyInfo};

@@ -9,8 +9,8 @@
 //!   length, data) and option replies (magic `0x3e889045565a9`, option, reply type,
 //!   length, data).
 //! - **"Option types"**: `NBD_OPT_EXPORT_NAME`, `NBD_OPT_ABORT`, `NBD_OPT_LIST`,
-//!   `NBD_OPT_INFO`, `NBD_OPT_GO`; every other option is answered with
-//!   `NBD_REP_ERR_UNSUP`.
+//!   `NBD_OPT_INFO`, `NBD_OPT_GO`, `NBD_OPT_STARTTLS` (the TLS handshake itself is
+//!   `crate::tls`'s); every other option is answered with `NBD_REP_ERR_UNSUP`.
 //! - **"Option reply types"**: `NBD_REP_ACK`, `NBD_REP_SERVER`, `NBD_REP_INFO` with
 //!   `NBD_INFO_EXPORT` and `NBD_INFO_BLOCK_SIZE`, and the error replies.
 //! - **"Transmission"** with **simple replies** only (no structured replies, no
@@ -51,7 +51,7 @@ pub const OPT_EXPORT_NAME: u32 = 1;
 pub const OPT_ABORT: u32 = 2;
 /// Option: list the exports.
 pub const OPT_LIST: u32 = 3;
-/// Option: TLS (not supported: answered with `NBD_REP_ERR_UNSUP`).
+/// Option: start TLS (served when TLS is configured, else `NBD_REP_ERR_UNSUP`).
 pub const OPT_STARTTLS: u32 = 5;
 /// Option: describe an export without entering transmission.
 pub const OPT_INFO: u32 = 6;
@@ -76,6 +76,8 @@ pub const REP_ERR_INVALID: u32 = REP_FLAG_ERROR | 3;
 pub const REP_ERR_POLICY: u32 = REP_FLAG_ERROR | 2;
 /// Error reply: no such export.
 pub const REP_ERR_UNKNOWN: u32 = REP_FLAG_ERROR | 6;
+/// Reply error: the server requires TLS first (`NBD_REP_ERR_TLS_REQD`).
+pub const REP_ERR_TLS_REQD: u32 = REP_FLAG_ERROR | 5;
 
 /// Information type: export size and transmission flags.
 pub const INFO_EXPORT: u16 = 0;

@@ -20,18 +20,18 @@ use std::time::Duration;
 
 use serde::Serialize;
 use storqos_core::scheduler::Scheduler;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::net::TcpListener;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
-use crate::config::{Config, Error, Limits, Result};
+use crate::config::{Config, Error, Limits, Result, TlsMode};
 use crate::export::Export;
 use crate::protocol::*;
 use crate::sched::{Clock, Inflight, Io, Job, Msg, Reply, SchedLoop};
 use crate::stats::{Recorder, Stats, WindowRow};
+use crate::transport::{Listener, Peer, Plain, ReadHalf, Stream, WriteHalf};
 use storqos_core::request::Completion;
 
 /// In-flight budget of one connection, in [`INFLIGHT_UNIT`]s: 1024 units = 64 MiB of
@@ -79,8 +79,11 @@ pub struct ExportInfo {
 /// What the gateway serves, known once it listens.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ReadyInfo {
-    /// The bound address (the real port when the config asked for port 0).
+    /// The bound address (the real port when the config asked for port 0), or
+    /// `unix:/PATH`.
     pub listen: String,
+    /// TLS: `off`, `on` or `require`.
+    pub tls: String,
     /// Policy name.
     pub policy: String,
     /// Backend slots.
@@ -115,6 +118,9 @@ struct Shared {
     hangup: Arc<AtomicBool>,
     /// The gateway's clock (response times end when the reply is written).
     clock: Clock,
+    /// TLS, when it is on.
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    tls_mode: TlsMode,
 }
 
 /// Most flushes running at once: each `fdatasync` holds a blocking thread, so 4,000
@@ -173,7 +179,7 @@ type Finished = Arc<(Mutex<Option<Stats>>, Condvar)>;
 
 /// A running gateway. Dropping it stops the gateway.
 pub struct Handle {
-    addr: SocketAddr,
+    addr: Option<SocketAddr>,
     info: ReadyInfo,
     stop: watch::Sender<bool>,
     finished: Finished,
@@ -208,6 +214,7 @@ impl Handle {
             ("limits", running.limits != new.limits),
             ("metrics", running.metrics != new.metrics),
             ("control", running.control != new.control),
+            ("tls", running.tls != new.tls),
         ];
         let changed: Vec<&str> = fixed.iter().filter(|(_, c)| *c).map(|(k, _)| *k).collect();
         if !changed.is_empty() {
@@ -226,8 +233,8 @@ impl Handle {
         *running = new;
         Ok(name)
     }
-    /// The address the gateway listens on.
-    pub fn addr(&self) -> SocketAddr {
+    /// The TCP address the gateway listens on (`None` on a Unix socket).
+    pub fn addr(&self) -> Option<SocketAddr> {
         self.addr
     }
 
@@ -322,6 +329,7 @@ pub fn check(config: &Config) -> Result<ReadyInfo> {
 /// Validate `config`, open its exports and build its policy.
 fn prepare(config: &Config) -> Result<(Vec<Arc<Export>>, storqos_core::spec::AnyScheduler)> {
     config.validate()?;
+    crate::tls::acceptor(&config.tls)?;
     let mut exports = Vec::with_capacity(config.exports.len());
     for (i, e) in config.exports.iter().enumerate() {
         exports.push(Arc::new(Export::open(e, &format!("exports[{i}]"))?));
@@ -333,6 +341,7 @@ fn prepare(config: &Config) -> Result<(Vec<Arc<Export>>, storqos_core::spec::Any
 fn ready_info(config: &Config, listen: String, policy: String, exports: &[Arc<Export>]) -> ReadyInfo {
     ReadyInfo {
         listen,
+        tls: format!("{:?}", config.tls.mode).to_lowercase(),
         policy,
         depth: config.depth,
         iops: config.iops,
@@ -356,7 +365,8 @@ fn ready_info(config: &Config, listen: String, policy: String, exports: &[Arc<Ex
 pub fn start_with(config: Config, options: Options) -> Result<Handle> {
     let (exports, sched) = prepare(&config)?;
     let policy = sched.name();
-    let addr = config.listen_addr()?;
+    let at = config.listen_at()?;
+    let tls = crate::tls::acceptor(&config.tls)?;
     // One runtime thread for the connections and the scheduler loop: hand-offs between
     // those tasks then wake no other thread. The backend I/O has threads of its own
     // (`crate::pool`); on the 2-CPU benchmark machine one runtime thread gave 4–16 %
@@ -372,9 +382,10 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
         .build()
         .map_err(|e| Error::Io(format!("cannot start the runtime: {e}")))?;
     let listener = runtime
-        .block_on(TcpListener::bind(addr))
-        .map_err(|e| Error::Config(format!("listen: cannot listen on {addr}: {}", bind_reason(&e))))?;
-    let addr = listener.local_addr().map_err(|e| Error::Io(e.to_string()))?;
+        .block_on(Listener::bind(&at))
+        .map_err(|e| Error::Config(format!("listen: cannot listen on {}: {}", config.listen, bind_reason(&e))))?;
+    let listen = listener.describe().map_err(|e| Error::Io(e.to_string()))?;
+    let addr = listener.tcp_addr();
     let metrics_listener = match &config.metrics {
         Some(m) => {
             let at = crate::config::resolve(m).ok_or_else(|| Error::Config(format!("metrics: bad address {m:?}")))?;
@@ -385,7 +396,7 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
         }
         None => None,
     };
-    let mut info = ready_info(&config, addr.to_string(), policy.clone(), &exports);
+    let mut info = ready_info(&config, listen, policy.clone(), &exports);
     if let Some(l) = &metrics_listener {
         info.metrics = l.local_addr().ok().map(|a| a.to_string());
     }
@@ -398,10 +409,11 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
     let stats = Arc::new(Mutex::new(recorder));
     let live_stats = stats.clone();
     let (sched_tx, sched_rx) = unbounded_channel();
-    if !addr.ip().is_loopback() {
+    if let Some(addr) = addr.filter(|a| !a.ip().is_loopback() && config.tls.mode != TlsMode::Require) {
+        let tls = if config.tls.mode == TlsMode::On { "without requiring TLS" } else { "without TLS" };
         log(&format!(
-            "listening on {addr}, not a loopback address, without TLS: any host that reaches it can read and write \
-             the exports (give each export an allow list of client addresses)"
+            "listening on {addr}, not a loopback address, {tls}: any host that reaches it can read and write \
+             the exports in the clear (require TLS, and give each export an allow list of client addresses)"
         ));
     }
     raise_open_files_limit();
@@ -423,6 +435,8 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
         draining: Arc::new(AtomicBool::new(false)),
         hangup: Arc::new(AtomicBool::new(false)),
         clock,
+        tls,
+        tls_mode: config.tls.mode,
     });
     let (stop_tx, stop_rx) = watch::channel(false);
     let finished: Finished = Arc::new((Mutex::new(None), Condvar::new()));
@@ -639,7 +653,7 @@ async fn stop_signal(mut stop: watch::Receiver<bool>, duration: Option<Duration>
 /// The accept loop: one task per connection until a stop condition fires, then every
 /// connection is closed.
 async fn serve(
-    listener: TcpListener,
+    listener: Listener,
     shared: Arc<Shared>,
     stop: watch::Receiver<bool>,
     duration: Option<Duration>,
@@ -668,7 +682,6 @@ async fn serve(
                     }
                     shared.connections.fetch_add(1, Ordering::Relaxed);
                     shared.open.fetch_add(1, Ordering::Relaxed);
-                    let _ = stream.set_nodelay(true);
                     conns.spawn(connection(stream, peer, shared.clone()));
                 }
                 Err(e) => {
@@ -738,27 +751,28 @@ async fn read_msg<R: AsyncRead + Unpin>(
     Ok(true)
 }
 
-async fn connection(mut stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
+async fn connection(stream: Plain, peer: Peer, shared: Arc<Shared>) {
     let _open = OpenGuard(shared.clone());
     let handshake = Duration::from_secs_f64(shared.limits.handshake_timeout_s);
-    let (export, _counted) = match tokio::time::timeout(handshake, negotiate(&mut stream, peer, &shared)).await {
-        Ok(Ok(Some(chosen))) => chosen,
-        Ok(Ok(None)) => return,
-        Ok(Err(e)) => {
-            report(&shared, peer, "negotiation", e);
-            return;
-        }
-        Err(_) => {
-            shared.notices.say(&shared.log, "handshake_timeout", || {
-                format!(
+    let (stream, export, _counted) =
+        match tokio::time::timeout(handshake, negotiate(Stream::Plain(stream), &peer, &shared)).await {
+            Ok(Ok(Some(chosen))) => chosen,
+            Ok(Ok(None)) => return,
+            Ok(Err(e)) => {
+                report(&shared, &peer, "negotiation", e);
+                return;
+            }
+            Err(_) => {
+                shared.notices.say(&shared.log, "handshake_timeout", || {
+                    format!(
                     "client {peer}: no handshake within {} s; connection closed (said once a minute while it lasts)",
                     shared.limits.handshake_timeout_s
                 )
-            });
-            return;
-        }
-    };
-    let (rd, wr) = stream.into_split();
+                });
+                return;
+            }
+        };
+    let (rd, wr) = stream.split();
     let (reply_tx, reply_rx) = unbounded_channel();
     let stall = shared.limits.idle_timeout_s.map(Duration::from_secs_f64);
     let mut writer = tokio::spawn(write_replies(wr, reply_rx, stall, shared.stats.clone(), shared.clock));
@@ -794,12 +808,12 @@ async fn connection(mut stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>
         }
         Err(e) => {
             writer.abort();
-            report(&shared, peer, "transmission", e);
+            report(&shared, &peer, "transmission", e);
         }
     }
 }
 
-fn report(shared: &Shared, peer: SocketAddr, phase: &str, e: ConnError) {
+fn report(shared: &Shared, peer: &Peer, phase: &str, e: ConnError) {
     match e {
         ConnError::Protocol(p) => {
             shared.protocol_errors.fetch_add(1, Ordering::Relaxed);
@@ -828,9 +842,9 @@ async fn send<W: AsyncWrite + Unpin>(w: &mut W, bytes: &[u8]) -> std::result::Re
 
 /// May the client at `peer` use `e` now: its allow-list, then the per-export
 /// connection limit (the slot is taken when it may). `Err` says why not.
-fn admit(e: &Arc<Export>, peer: SocketAddr, shared: &Shared) -> std::result::Result<ExportGuard, String> {
+fn admit(e: &Arc<Export>, peer: &Peer, shared: &Shared) -> std::result::Result<ExportGuard, String> {
     if !e.allows(peer.ip()) {
-        return Err(format!("address {} is not allowed to use export {}", peer.ip(), shown_name(&e.name)));
+        return Err(not_allowed(e, peer));
     }
     let max = shared.limits.max_connections_per_export.unwrap_or(usize::MAX);
     let took = e.connections.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < max).then_some(n + 1));
@@ -840,28 +854,74 @@ fn admit(e: &Arc<Export>, peer: SocketAddr, shared: &Shared) -> std::result::Res
     }
 }
 
-/// Fixed newstyle negotiation. `Ok(Some((export, slot)))` enters transmission;
-/// `Ok(None)` means the client aborted or left.
+fn not_allowed(e: &Export, peer: &Peer) -> String {
+    let who = peer.ip().map_or_else(|| peer.to_string(), |ip| ip.to_string());
+    format!("address {who} is not allowed to use export {}", shown_name(&e.name))
+}
+
+/// The negotiated connection: its stream (TLS or not), export and export slot.
+type Negotiated = (Stream, Arc<Export>, ExportGuard);
+
+/// Fixed newstyle negotiation. `Ok(Some(..))` enters transmission; `Ok(None)` means
+/// the client aborted or left.
 async fn negotiate(
-    stream: &mut TcpStream,
-    peer: SocketAddr,
+    mut stream: Stream,
+    peer: &Peer,
     shared: &Shared,
-) -> std::result::Result<Option<(Arc<Export>, ExportGuard)>, ConnError> {
-    send(stream, &encode_greeting()).await?;
+) -> std::result::Result<Option<Negotiated>, ConnError> {
+    send(&mut stream, &encode_greeting()).await?;
     let mut cf = [0u8; 4];
-    if !read_msg(stream, &mut cf, "client flags", true).await? {
+    if !read_msg(&mut stream, &mut cf, "client flags", true).await? {
         return Ok(None);
     }
     let no_zeroes = decode_client_flags(&cf)? & FLAG_C_NO_ZEROES != 0;
     loop {
         let mut hb = [0u8; OPTION_HEADER_LEN];
-        if !read_msg(stream, &mut hb, "option request", true).await? {
+        if !read_msg(&mut stream, &mut hb, "option request", true).await? {
             return Ok(None);
         }
         let h = OptionHeader::decode(&hb)?;
         let mut data = vec![0u8; h.len as usize];
-        read_msg(stream, &mut data, "option data", false).await?;
+        read_msg(&mut stream, &mut data, "option data", false).await?;
+        let tls_wanted = shared.tls_mode == TlsMode::Require && !stream.is_tls();
         match h.option {
+            OPT_STARTTLS => {
+                let Some(acceptor) = shared.tls.clone() else {
+                    let msg = b"TLS is not configured on this gateway";
+                    send(&mut stream, &encode_option_reply(h.option, REP_ERR_UNSUP, msg)).await?;
+                    continue;
+                };
+                if stream.is_tls() || !data.is_empty() {
+                    let msg: &[u8] =
+                        if stream.is_tls() { b"TLS is already on" } else { b"NBD_OPT_STARTTLS takes no data" };
+                    send(&mut stream, &encode_option_reply(h.option, REP_ERR_INVALID, msg)).await?;
+                    continue;
+                }
+                send(&mut stream, &encode_option_reply(h.option, REP_ACK, &[])).await?;
+                stream = match stream {
+                    Stream::Plain(plain) => Stream::Tls(Box::new(
+                        acceptor
+                            .accept(plain)
+                            .await
+                            .map_err(|e| ConnError::Refused(format!("TLS handshake failed: {e}")))?,
+                    )),
+                    tls => tls,
+                };
+            }
+            OPT_ABORT => {}
+            OPT_EXPORT_NAME if tls_wanted => {
+                // No error reply exists for NBD_OPT_EXPORT_NAME: the spec has the server close.
+                return Err(ConnError::Refused("NBD_OPT_EXPORT_NAME without TLS, which this gateway requires".into()));
+            }
+            _ if tls_wanted => {
+                let msg = b"this gateway requires TLS: start it with NBD_OPT_STARTTLS first";
+                send(&mut stream, &encode_option_reply(h.option, REP_ERR_TLS_REQD, msg)).await?;
+                continue;
+            }
+            _ => {}
+        }
+        match h.option {
+            OPT_STARTTLS => {}
             OPT_EXPORT_NAME => {
                 let name = String::from_utf8_lossy(&data).into_owned();
                 let Some(e) = find_export(shared, &name) else {
@@ -869,8 +929,8 @@ async fn negotiate(
                 };
                 // The spec gives NBD_OPT_EXPORT_NAME no error reply: a refusal closes.
                 let slot = admit(&e, peer, shared).map_err(ConnError::Refused)?;
-                send(stream, &encode_export_name_reply(e.size, e.transmission_flags(), no_zeroes)).await?;
-                return Ok(Some((e, slot)));
+                send(&mut stream, &encode_export_name_reply(e.size, e.transmission_flags(), no_zeroes)).await?;
+                return Ok(Some((stream, e, slot)));
             }
             OPT_ABORT => {
                 // The spec asks for an ACK; the client may already be gone.
@@ -880,7 +940,7 @@ async fn negotiate(
             OPT_LIST => {
                 if !data.is_empty() {
                     let msg = b"NBD_OPT_LIST takes no data";
-                    send(stream, &encode_option_reply(OPT_LIST, REP_ERR_INVALID, msg)).await?;
+                    send(&mut stream, &encode_option_reply(OPT_LIST, REP_ERR_INVALID, msg)).await?;
                     continue;
                 }
                 let mut out = Vec::new();
@@ -888,31 +948,31 @@ async fn negotiate(
                     out.extend(encode_option_reply(OPT_LIST, REP_SERVER, &encode_server_entry(&e.name)));
                 }
                 out.extend(encode_option_reply(OPT_LIST, REP_ACK, &[]));
-                send(stream, &out).await?;
+                send(&mut stream, &out).await?;
             }
             OPT_INFO | OPT_GO => {
                 let go = match GoRequest::decode(&data) {
                     Ok(g) => g,
                     Err(msg) => {
-                        send(stream, &encode_option_reply(h.option, REP_ERR_INVALID, msg.as_bytes())).await?;
+                        send(&mut stream, &encode_option_reply(h.option, REP_ERR_INVALID, msg.as_bytes())).await?;
                         continue;
                     }
                 };
                 let Some(e) = find_export(shared, &go.name) else {
                     let msg = format!("no export named {}", shown_name(&go.name));
-                    send(stream, &encode_option_reply(h.option, REP_ERR_UNKNOWN, msg.as_bytes())).await?;
+                    send(&mut stream, &encode_option_reply(h.option, REP_ERR_UNKNOWN, msg.as_bytes())).await?;
                     continue;
                 };
                 let slot = if h.option == OPT_GO {
                     Some(admit(&e, peer, shared))
                 } else if !e.allows(peer.ip()) {
-                    Some(Err(format!("address {} is not allowed to use export {}", peer.ip(), shown_name(&e.name))))
+                    Some(Err(not_allowed(&e, peer)))
                 } else {
                     None
                 };
                 if let Some(Err(why)) = &slot {
                     shared.notices.say(&shared.log, "refused", || format!("client {peer}: {why} (said once a minute)"));
-                    send(stream, &encode_option_reply(h.option, REP_ERR_POLICY, why.as_bytes())).await?;
+                    send(&mut stream, &encode_option_reply(h.option, REP_ERR_POLICY, why.as_bytes())).await?;
                     continue;
                 }
                 let flags = e.transmission_flags();
@@ -921,14 +981,14 @@ async fn negotiate(
                     out.extend(encode_option_reply(h.option, REP_INFO, &encode_info_block_size()));
                 }
                 out.extend(encode_option_reply(h.option, REP_ACK, &[]));
-                send(stream, &out).await?;
+                send(&mut stream, &out).await?;
                 if let Some(Ok(slot)) = slot {
-                    return Ok(Some((e, slot)));
+                    return Ok(Some((stream, e, slot)));
                 }
             }
             other => {
-                let msg = format!("option {other} is not supported (simple replies only, no TLS)");
-                send(stream, &encode_option_reply(other, REP_ERR_UNSUP, msg.as_bytes())).await?;
+                let msg = format!("option {other} is not supported (simple replies only)");
+                send(&mut stream, &encode_option_reply(other, REP_ERR_UNSUP, msg.as_bytes())).await?;
             }
         }
     }
@@ -961,12 +1021,15 @@ async fn take_budget(permits: &Arc<Semaphore>, units: u32, shared: &Shared) -> O
 /// The transmission phase's reader: parse, check, submit. Returns `Ok(())` on
 /// `NBD_CMD_DISC` or when the client closes between requests.
 async fn transmission(
-    mut rd: OwnedReadHalf,
+    rd: ReadHalf,
     replies: UnboundedSender<Reply>,
     export: Arc<Export>,
     shared: &Shared,
 ) -> std::result::Result<(), ConnError> {
     let permits = Arc::new(Semaphore::new(MAX_INFLIGHT_UNITS as usize));
+    // Buffered: several small requests arrive in one read, and waiting for the next
+    // request's first byte (the idle timeout) takes nothing from the stream.
+    let mut rd = BufReader::with_capacity(64 << 10, rd);
     let tenant = export.tenant;
     let idle = shared.limits.idle_timeout_s.map(Duration::from_secs_f64);
     let count_error = || {
@@ -978,9 +1041,8 @@ async fn transmission(
         if let Some(idle) = idle {
             // Wait for the next request's first byte; a connection with nothing in
             // flight that sends nothing for the idle timeout is closed.
-            let mut probe = [0u8; 1];
-            // (peek takes nothing from the stream, so giving up on it loses no byte.)
-            while tokio::time::timeout(idle, rd.peek(&mut probe)).await.is_err() {
+            // (fill_buf keeps what it reads, so giving up on it loses no byte.)
+            while tokio::time::timeout(idle, rd.fill_buf()).await.is_err() {
                 if permits.available_permits() == MAX_INFLIGHT_UNITS as usize {
                     return Err(ConnError::Idle);
                 }
@@ -1079,7 +1141,7 @@ async fn transmission(
 /// once it is written. With a `stall` limit, a client that takes no reply for that
 /// long while replies wait ends the connection (`TimedOut`).
 async fn write_replies(
-    wr: OwnedWriteHalf,
+    wr: WriteHalf,
     mut rx: UnboundedReceiver<Reply>,
     stall: Option<Duration>,
     stats: Arc<Mutex<Recorder>>,
@@ -1115,7 +1177,7 @@ async fn write_replies(
     w.shutdown().await
 }
 
-async fn put(w: &mut BufWriter<OwnedWriteHalf>, r: Reply, written: &mut Vec<Completion>) -> std::io::Result<()> {
+async fn put(w: &mut BufWriter<WriteHalf>, r: Reply, written: &mut Vec<Completion>) -> std::io::Result<()> {
     w.write_all(&SimpleReply { error: r.error, cookie: r.cookie }.encode()).await?;
     if r.error == 0 && !r.data.is_empty() {
         w.write_all(&r.data).await?;

@@ -204,7 +204,7 @@ impl Client {
 fn negotiation_write_read_flush_errors_disconnect() {
     let img = image("basic", 1 << 20);
     let (gw, lines) = gateway(&[("disk", &img, 0), ("other", &img, 1)], "");
-    let addr = gw.addr();
+    let addr = gw.addr().unwrap();
     rt().block_on(async {
         let mut c = Client::hello(addr, 3).await;
         // NBD_OPT_LIST: one NBD_REP_SERVER per export, then ACK.
@@ -291,7 +291,7 @@ fn trim_and_write_zeroes_go_through_the_policy() {
     let img = image("zeroes", 1 << 20);
     std::fs::write(&img, vec![0x33u8; 1 << 20]).unwrap();
     let (gw, lines) = gateway(&[("disk", &img, 0)], "");
-    let addr = gw.addr();
+    let addr = gw.addr().unwrap();
     rt().block_on(async {
         let mut c = Client::connect(addr, "disk").await;
         // WRITE_ZEROES (6): a hole, then with NO_HOLE (flag 2) and FUA (flag 1).
@@ -340,7 +340,7 @@ fn export_name_option_with_and_without_zeroes() {
     let (gw, lines) = gateway(&[("d", &img, 0)], "");
     rt().block_on(async {
         // Client without NO_ZEROES: size, flags and 124 zero bytes.
-        let mut c = Client::hello(gw.addr(), 1).await;
+        let mut c = Client::hello(gw.addr().unwrap(), 1).await;
         c.option(1, b"d").await;
         let mut r = [0u8; 134];
         c.s.read_exact(&mut r).await.unwrap();
@@ -349,18 +349,18 @@ fn export_name_option_with_and_without_zeroes() {
         c.request(0, 0, 1, 0, 8, &[]).await;
         assert_eq!(c.reply(8).await, (0, 1, vec![0; 8]));
         // With NO_ZEROES: exactly 10 bytes, then transmission.
-        let mut c = Client::hello(gw.addr(), 3).await;
+        let mut c = Client::hello(gw.addr().unwrap(), 3).await;
         c.option(1, b"d").await;
         let mut r = [0u8; 10];
         c.s.read_exact(&mut r).await.unwrap();
         c.request(0, 0, 2, 0, 8, &[]).await;
         assert_eq!(c.reply(8).await.1, 2);
         // Unknown export: the only answer the spec allows is closing.
-        let mut c = Client::hello(gw.addr(), 3).await;
+        let mut c = Client::hello(gw.addr().unwrap(), 3).await;
         c.option(1, b"missing").await;
         assert!(c.closed().await);
         // NBD_OPT_ABORT: ACK, then closed.
-        let mut c = Client::hello(gw.addr(), 3).await;
+        let mut c = Client::hello(gw.addr().unwrap(), 3).await;
         c.option(2, &[]).await;
         assert_eq!(c.opt_reply().await.kind, 1);
         assert!(c.closed().await);
@@ -378,7 +378,7 @@ fn export_name_option_with_and_without_zeroes() {
 fn malformed_packets_close_only_that_connection() {
     let img = image("malformed", 1 << 20);
     let (gw, lines) = gateway(&[("d", &img, 0)], "");
-    let addr = gw.addr();
+    let addr = gw.addr().unwrap();
     let peers = rt().block_on(async {
         let mut good = Client::connect(addr, "d").await;
         let mut peers = Vec::new();
@@ -456,7 +456,7 @@ fn contend(policy: &str, tag: &str, classes: [Option<u32>; 2]) -> ([u64; 2], Sta
     let b = image(&format!("{tag}-b"), 1 << 20);
     let extra = format!(r#","policy":{policy},"depth":1,"iops":2000"#);
     let (gw, _) = gateway_classes(&[("a", &a, 0, classes[0]), ("b", &b, 1, classes[1])], &extra);
-    let addr = gw.addr();
+    let addr = gw.addr().unwrap();
     let counts = rt().block_on(async move {
         let barrier = Arc::new(tokio::sync::Barrier::new(2));
         let run = |name: &'static str| {
@@ -510,7 +510,7 @@ fn emulated_capacity_at_depth_4_and_full_speed_without_it() {
     let img = image("pace", 1 << 20);
     let run = |extra: &str| {
         let (gw, _) = gateway(&[("d", &img, 0)], extra);
-        let addr = gw.addr();
+        let addr = gw.addr().unwrap();
         let window = Duration::from_millis(1000);
         let done = rt().block_on(async move {
             let mut c = Client::connect(addr, "d").await;
@@ -533,7 +533,7 @@ fn largest_transfer_round_trips() {
     let img = image("big", 33 << 20);
     let (gw, _) = gateway(&[("d", &img, 0)], "");
     rt().block_on(async {
-        let mut c = Client::connect(gw.addr(), "d").await;
+        let mut c = Client::connect(gw.addr().unwrap(), "d").await;
         let data: Vec<u8> = (0..(32u32 << 20)).map(|i| (i % 253) as u8).collect();
         c.request(1, 0, 1, 1 << 20, 32 << 20, &data).await;
         assert_eq!(c.reply(0).await, (0, 1, vec![]));
@@ -593,7 +593,7 @@ fn garbage(seed: u64, len: usize) -> Vec<u8> {
 fn random_garbage_in_either_phase_never_stops_the_server() {
     let img = image("garbage", 1 << 20);
     let (gw, lines) = gateway(&[("d", &img, 0)], "");
-    let addr = gw.addr();
+    let addr = gw.addr().unwrap();
     const CLIENTS: u64 = 60;
     rt().block_on(async {
         let mut good = Client::connect(addr, "d").await;
@@ -666,7 +666,7 @@ fn read_only_exports_and_allow_lists() {
     let (h, lines) = gateway_json(&exports, "");
     rt().block_on(async {
         // Read-only: the handshake says so (flag bit 1), writes get EPERM (1), reads work.
-        let mut c = Client::hello(h.addr(), 3).await;
+        let mut c = Client::hello(h.addr().unwrap(), 3).await;
         let (_, flags) = c.go(7, "ro").await.unwrap();
         assert_ne!(flags & 2, 0, "NBD_FLAG_READ_ONLY");
         c.request(1, 0, 1, 0, 4096, &[0xab; 4096]).await;
@@ -677,7 +677,7 @@ fn read_only_exports_and_allow_lists() {
         assert_eq!(c.reply(4096).await, (0, 3, vec![0; 4096]));
         // 127.0.0.1 is not in 10.0.0.0/8: GO is refused by policy (2^31 + 2), the
         // listing leaves the export out, and the client may go on negotiating.
-        let mut c = Client::hello(h.addr(), 3).await;
+        let mut c = Client::hello(h.addr().unwrap(), 3).await;
         assert_eq!(c.go(7, "lan").await, Err(0x8000_0002));
         c.option(3, &[]).await; // NBD_OPT_LIST
         let mut names = Vec::new();
@@ -705,12 +705,13 @@ fn connection_limits_and_timeouts() {
                     "handshake_timeout_s":0.3,"idle_timeout_s":0.5}"#;
     let (h, lines) = gateway_json(&exports, limits);
     rt().block_on(async {
-        let (mut a, mut b) = (Client::connect(h.addr(), "a").await, Client::connect(h.addr(), "a").await);
+        let (mut a, mut b) =
+            (Client::connect(h.addr().unwrap(), "a").await, Client::connect(h.addr().unwrap(), "a").await);
         // A third connection to the export: refused by policy; it still counts as open.
-        let mut c = Client::hello(h.addr(), 3).await;
+        let mut c = Client::hello(h.addr().unwrap(), 3).await;
         assert_eq!(c.go(7, "a").await, Err(0x8000_0002));
         // A fourth connection is over the gateway's limit of 3: closed at once.
-        let mut d = TcpStream::connect(h.addr()).await.unwrap();
+        let mut d = TcpStream::connect(h.addr().unwrap()).await.unwrap();
         let mut buf = [0u8; 18];
         let n = tokio::time::timeout(Duration::from_secs(5), d.read(&mut buf)).await.unwrap().unwrap_or(0);
         assert_eq!(n, 0, "closed without a greeting");
@@ -723,7 +724,7 @@ fn connection_limits_and_timeouts() {
         assert!(a.closed().await && b.closed().await);
         assert!(t0.elapsed() < Duration::from_secs(3));
         // Slots are given back: a new client is served.
-        let mut e = Client::connect(h.addr(), "a").await;
+        let mut e = Client::connect(h.addr().unwrap(), "a").await;
         e.request(0, 0, 1, 0, 4096, &[]).await;
         assert_eq!(e.reply(4096).await.0, 0);
     });
@@ -742,9 +743,9 @@ fn clients_without_fixed_newstyle_are_refused_and_long_names_are_cut_in_the_log(
     let img = image("oldstyle", 1 << 20);
     let (h, lines) = gateway(&[("a", &img, 0)], "");
     rt().block_on(async {
-        let mut c = Client::hello(h.addr(), 0).await; // no FIXED_NEWSTYLE
+        let mut c = Client::hello(h.addr().unwrap(), 0).await; // no FIXED_NEWSTYLE
         assert!(c.closed().await);
-        let mut c = Client::hello(h.addr(), 3).await;
+        let mut c = Client::hello(h.addr().unwrap(), 3).await;
         c.option(1, "n".repeat(4000).as_bytes()).await; // NBD_OPT_EXPORT_NAME of an unknown export
         assert!(c.closed().await);
     });
@@ -773,7 +774,7 @@ fn metrics_count_what_the_clients_did() {
     let (h, _) = gateway_json(&exports, r#","metrics":"127.0.0.1:0","slos":{"0":0.25}"#);
     let at = h.info().metrics.clone().expect("the bound metrics address");
     rt().block_on(async {
-        let mut c = Client::connect(h.addr(), "a").await;
+        let mut c = Client::connect(h.addr().unwrap(), "a").await;
         for cookie in 0..3 {
             c.request(0, 0, cookie, 0, 4096, &[]).await;
             assert_eq!(c.reply(4096).await.0, 0);
@@ -854,7 +855,7 @@ fn weights_changed_live_move_the_shares_within_2_s_and_lose_nothing() {
     let (a, b, t_set) = rt().block_on(async {
         let t0 = Instant::now();
         let until = t0 + Duration::from_millis(3500);
-        let (ca, cb) = (Client::connect(h.addr(), "a").await, Client::connect(h.addr(), "b").await);
+        let (ca, cb) = (Client::connect(h.addr().unwrap(), "a").await, Client::connect(h.addr().unwrap(), "b").await);
         let ta = tokio::spawn(reads_until(ca, until));
         let tb = tokio::spawn(reads_until(cb, until));
         tokio::time::sleep(Duration::from_millis(1000)).await;
@@ -891,7 +892,7 @@ fn response_time_runs_until_the_reply_is_written() {
     std::fs::write(&img, vec![7u8; 32 << 20]).unwrap();
     let (h, _) = gateway(&[("a", &img, 0)], "");
     rt().block_on(async {
-        let mut c = Client::connect(h.addr(), "a").await;
+        let mut c = Client::connect(h.addr().unwrap(), "a").await;
         c.request(0, 0, 1, 0, 16 << 20, &[]).await;
         tokio::time::sleep(Duration::from_millis(300)).await;
         let (e, _, data) = c.reply(16 << 20).await;

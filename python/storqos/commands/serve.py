@@ -13,7 +13,7 @@ from rich.table import Table
 from .. import policy_options as po
 from ..console import emit_json, out
 from ..errors import InputError
-from ..gateway import DEFAULT_LISTEN, serve
+from ..gateway import DEFAULT_LISTEN, serve, uri
 from ..gateway import check as check_gateway
 from ..gateway_config import load as load_gateway_config
 from ..gateway_config import merged
@@ -31,8 +31,15 @@ def _ready_line(info: dict[str, Any]) -> str:
     n = len(info["exports"])
     cap = f", emulated {fmt_rate(info['iops'])}" if info.get("iops") else ""
     metrics = f"; metrics at http://{info['metrics']}/metrics" if info.get("metrics") else ""
-    return (f"serving {n} export{'s' if n != 1 else ''} on nbd://{info['listen']} "
-            f"(policy {info['policy']}, depth {info['depth']}{cap}){metrics}; Ctrl-C to stop")
+    tls = {"on": ", TLS offered", "require": ", TLS required"}.get(info.get("tls", "off"), "")
+    return (f"serving {n} export{'s' if n != 1 else ''} on {_where(info)} "
+            f"(policy {info['policy']}, depth {info['depth']}{cap}{tls}){metrics}; Ctrl-C to stop")
+
+
+def _where(info: dict[str, Any]) -> str:
+    """``nbd://127.0.0.1:10809`` or ``the Unix socket /run/nbd.sock``."""
+    listen = str(info["listen"])
+    return f"the Unix socket {listen.removeprefix('unix:')}" if listen.startswith("unix:") else uri(info)
 
 
 def _tables(stats: dict[str, Any]) -> tuple[Table, Table]:
@@ -86,7 +93,16 @@ def serve_cmd(
                                                    "`storqos ctl`: stats, change a tenant's weight, reservation, "
                                                    "limit or SLO live, drain.")] = None,
     listen: Annotated[str | None, typer.Option(help="HOST:PORT to listen on (port 0 picks a free one; default "
-                                                    f"{DEFAULT_LISTEN}).")] = None,
+                                                    f"{DEFAULT_LISTEN}), or unix:/PATH for a Unix socket "
+                                                    "(clients: nbd+unix:///NAME?socket=/PATH).")] = None,
+    tls: Annotated[str | None, typer.Option("--tls", help="off | on (TLS offered, plain clients served too) | require "
+                                                           "(plain clients refused). Default: require when a "
+                                                           "certificate is given, else off.")] = None,
+    tls_cert: Annotated[Path | None, typer.Option("--tls-cert", help="The server's certificate chain, a PEM file.")] = None,
+    tls_key: Annotated[Path | None, typer.Option("--tls-key", help="The server's private key, a PEM file.")] = None,
+    tls_client_ca: Annotated[Path | None, typer.Option("--tls-client-ca", help="Ask clients for a certificate signed "
+                                                                               "by this CA (PEM) and refuse those "
+                                                                               "without one.")] = None,
     depth: Annotated[
         int | None,
         typer.Option(help="I/Os outstanding on the backend at once (also SFQ(D)'s D); default 8, or 1 with --iops "
@@ -109,7 +125,8 @@ def serve_cmd(
 ) -> None:
     """Serve files over NBD through a QoS policy, one tenant per export, until Ctrl-C or --for.
 
-    Clients (qemu-io, qemu-img, nbdcopy, nbd-client) connect to nbd://HOST:PORT/NAME.
+    Clients (qemu-io, qemu-img, nbdcopy, nbd-client) connect to nbd://HOST:PORT/NAME
+    (nbds:// with TLS, nbd+unix:///NAME?socket=PATH on a Unix socket).
     All tenants share one scheduler and --depth backend slots; the policy is the same
     code the simulator runs. On exit: ops, MiB, IOPS and latency per tenant. With --config, SIGHUP reloads the file (the policy and the tenants' keys change live).
 
@@ -128,7 +145,8 @@ def serve_cmd(
         "window_s": window_s, "metrics": metrics, "control": str(control) if control else None, "policy_params": {
             "weights": weights, "deadlines": deadline, "cmin": cmin, "slo": slo, "percentile": percentile,
             "period": period, "control_window": control_window, "facade_overload": facade_overload,
-            "reservations": reservations, "limits": limits}}
+            "reservations": reservations, "limits": limits},
+        "tls": {"mode": tls, "cert": _opt(tls_cert), "key": _opt(tls_key), "client_ca": _opt(tls_client_ca)}}
     cfg = merged(settings, **flags)
 
     def reload() -> dict[str, Any]:
@@ -142,7 +160,7 @@ def serve_cmd(
     if check:
         info = check_gateway(cfg)
         what = f"{config}: ok" if config is not None else "ok"
-        out.print(f"{what}, would serve {len(info['exports'])} export(s) on nbd://{info['listen']} "
+        out.print(f"{what}, would serve {len(info['exports'])} export(s) on {_where(info)} "
                   f"(policy {info['policy']}, depth {info['depth']}"
                   f"{', emulated ' + fmt_rate(info['iops']) if info.get('iops') else ''})",
                   markup=False, highlight=False, soft_wrap=True)
@@ -159,7 +177,7 @@ def serve_cmd(
         stream = sys.stderr if json_out else sys.stdout
         lines = [_ready_line(info)]
         for e in info["exports"]:
-            lines.append(f"  nbd://{info['listen']}/{e['name']}  tenant {e['tenant']}  {fmt_size(e['size_bytes'])}"
+            lines.append(f"  {uri(info, e['name'])}  tenant {e['tenant']}  {fmt_size(e['size_bytes'])}"
                          f"{_access(e).replace(',', ' ')}  {e['path']}")
         stream.write("\n".join(lines) + "\n")
         stream.flush()
@@ -190,6 +208,10 @@ def serve_cmd(
                   f"{g:,} gauge sample{'s' if g != 1 else ''}{where}")
     if stats["protocol_errors"]:
         out.print(f"[yellow]{stats['protocol_errors']} connection(s) closed for protocol errors (see the log above)[/yellow]")
+
+
+def _opt(path: Path | None) -> str | None:
+    return None if path is None else str(path)
 
 
 def _access(export: dict[str, Any]) -> str:

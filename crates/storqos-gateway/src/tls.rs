@@ -1,0 +1,69 @@
+//! TLS for NBD (`NBD_OPT_STARTTLS`, as qemu-nbd and nbdkit serve it) with rustls:
+//! loading the server's certificate and key, and optionally the CA that client
+//! certificates must chain to. x509 only: rustls offers no external pre-shared keys
+//! (PSK), so qemu's `tls-creds-psk` is not served.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{RootCertStore, ServerConfig};
+use tokio_rustls::TlsAcceptor;
+
+use crate::config::{Error, Result, TlsConfig, TlsMode};
+
+fn certs(path: &Path, key: &str) -> Result<Vec<CertificateDer<'static>>> {
+    let bad = |why: String| Error::Config(format!("tls.{key}: {}: {why}", path.display()));
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| bad(e.to_string()))?
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| bad(format!("not a PEM certificate file ({e})")))?;
+    if certs.is_empty() {
+        return Err(bad("no certificate in the file (expected -----BEGIN CERTIFICATE-----)".into()));
+    }
+    Ok(certs)
+}
+
+/// The TLS acceptor `tls` asks for (`None` when TLS is off). Every file is read and
+/// checked here, before anything is served: a certificate that does not load, a key
+/// that does not match it, a client CA with no certificate are one-line errors naming
+/// the key and the file.
+pub fn acceptor(tls: &TlsConfig) -> Result<Option<TlsAcceptor>> {
+    if tls.mode == TlsMode::Off {
+        return Ok(None);
+    }
+    let need = |v: &Option<std::path::PathBuf>, key: &str| {
+        v.clone().ok_or_else(|| Error::Config(format!("tls.{key}: required when TLS is on (a PEM file)")))
+    };
+    let (cert_path, key_path) = (need(&tls.cert, "cert")?, need(&tls.key, "key")?);
+    let chain = certs(&cert_path, "cert")?;
+    let key = PrivateKeyDer::from_pem_file(&key_path)
+        .map_err(|e| Error::Config(format!("tls.key: {}: not a PEM private key ({e})", key_path.display())))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Error::Config(format!("tls: {e}")))?;
+    let builder = match &tls.client_ca {
+        None => builder.with_no_client_auth(),
+        Some(ca) => {
+            let mut roots = RootCertStore::empty();
+            for c in certs(ca, "client_ca")? {
+                roots.add(c).map_err(|e| Error::Config(format!("tls.client_ca: {}: {e}", ca.display())))?;
+            }
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .map_err(|e| Error::Config(format!("tls.client_ca: {}: {e}", ca.display())))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let config = builder.with_single_cert(chain, key).map_err(|e| {
+        Error::Config(format!(
+            "tls: the key {} does not go with the certificate {} ({e})",
+            key_path.display(),
+            cert_path.display()
+        ))
+    })?;
+    Ok(Some(TlsAcceptor::from(Arc::new(config))))
+}
