@@ -92,7 +92,7 @@ def fclb_experiment(cases: list[str], policies: list[str], pole: float | None = 
 def serve(
     config_json: str,
     on_ready: Callable[[dict[str, Any]], None] | None = None,
-    on_window: Callable[[list[dict[str, Any]]], None] | None = None,
+    on_window: Callable[[list[dict[str, Any]], list[dict[str, Any]]], None] | None = None,
     on_reload: Callable[[], str] | None = None,
 ) -> dict[str, Any]:
     """Run the NBD QoS gateway (crates/storqos-gateway) until duration_s, SIGTERM or Ctrl-C.

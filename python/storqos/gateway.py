@@ -127,14 +127,15 @@ def check(config: dict[str, Any]) -> dict[str, Any]:
 def serve(
     config: dict[str, Any],
     on_ready: Callable[[dict[str, Any]], None] | None = None,
-    on_window: Callable[[list[dict[str, Any]]], None] | None = None,
+    on_window: Callable[[list[dict[str, Any]], list[dict[str, Any]]], None] | None = None,
     on_reload: Callable[[], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Serve until ``duration_s``, SIGTERM or Ctrl-C; return the per-tenant statistics.
 
     ``on_ready(info)`` is called once the gateway listens (``info["listen"]`` is the
-    bound address, useful with port 0); with a ``window_s``, ``on_window(rows)`` gets
-    the rows of each window as it closes (within 0.1 s); on SIGHUP, ``on_reload()``
+    bound address, useful with port 0); with a ``window_s``, ``on_window(rows, gauges)``
+    gets the rows and gauge samples of each window as it closes (within 0.1 s; they are
+    handed over, and the returned ``windows`` and ``gauges`` are then empty); on SIGHUP, ``on_reload()``
     gives the configuration to apply (the policy and the tenants' SLOs change live).
     Bad configuration raises :class:`InputError`.
     """

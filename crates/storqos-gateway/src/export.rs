@@ -134,7 +134,11 @@ impl Export {
 
     /// Write `data` at `offset` (blocking); with `fua`, also `fdatasync` before
     /// returning.
+    /// A write that would end past the file's end now is refused (`EIO`): the file was
+    /// truncated under the gateway, and the write would grow it again, although an
+    /// export keeps the size it had when the gateway opened it.
     pub fn write(&self, offset: u64, data: &[u8], fua: bool) -> std::result::Result<(), u32> {
+        self.within_file(offset, data.len() as u64)?;
         self.file.write_all_at(data, offset).map_err(|e| errno(&e))?;
         self.sync_if(fua)
     }
@@ -152,6 +156,7 @@ impl Export {
         let done = (!no_hole && self.fallocate(FallocMode::PunchHole, offset, len).is_ok())
             || self.fallocate(FallocMode::ZeroRange, offset, len).is_ok();
         if !done {
+            self.within_file(offset, u64::from(len))?;
             const CHUNK: usize = 1 << 20;
             let zeroes = vec![0u8; CHUNK.min(len as usize)];
             let mut at = 0usize;
@@ -162,6 +167,16 @@ impl Export {
             }
         }
         self.sync_if(fua)
+    }
+
+    /// `Err(EIO)` unless `offset .. offset + len` lies inside the file as it is now
+    /// (one `fstat`).
+    fn within_file(&self, offset: u64, len: u64) -> std::result::Result<(), u32> {
+        let now = self.file.metadata().map_err(|e| errno(&e))?.len();
+        if offset.saturating_add(len) > now {
+            return Err(EIO);
+        }
+        Ok(())
     }
 
     /// `fallocate` with `KEEP_SIZE` (Linux); `Err` where unsupported.
@@ -264,6 +279,21 @@ mod tests {
             assert_eq!(e.read_nowait(4096, 100), Some(vec![0xab; 100]));
         }
         assert_eq!(e.read_nowait(8190, 10), None);
+        std::fs::remove_file(p).unwrap();
+    }
+
+    #[test]
+    fn a_file_truncated_under_the_gateway_is_not_grown_again() {
+        let p = tmp("shrunk", 8192);
+        let e = Export::open(&cfg(p.clone()), "exports[0]").unwrap();
+        File::options().write(true).open(&p).unwrap().set_len(4096).unwrap();
+        assert!(e.contains(6000, 100), "inside the export's size at open");
+        assert_eq!(e.write(6000, &[1; 100], false), Err(EIO));
+        assert_eq!(e.write(4000, &[1; 100], false), Err(EIO), "a write across the new end");
+        let _ = e.write_zeroes(6000, 100, true, false); // fallocate keeps the size, or EIO
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), 4096, "the file grew again");
+        e.write(0, &[2; 100], false).unwrap();
+        assert_eq!(e.read(0, 100).unwrap(), vec![2; 100]);
         std::fs::remove_file(p).unwrap();
     }
 

@@ -30,7 +30,7 @@ use crate::config::{Config, Error, Limits, Result, TlsMode};
 use crate::export::Export;
 use crate::protocol::*;
 use crate::sched::{Clock, Inflight, Io, Job, Msg, Reply, SchedLoop};
-use crate::stats::{Recorder, Stats, WindowRow};
+use crate::stats::{GaugeRow, Recorder, Stats, WindowRow};
 use crate::transport::{Listener, Peer, Plain, ReadHalf, Stream, WriteHalf};
 use storqos_core::request::Completion;
 
@@ -243,10 +243,11 @@ impl Handle {
         &self.info
     }
 
-    /// The per-window rows closed since the last call (empty without a window length):
-    /// the live view of [`Stats::windows`](crate::Stats), which keeps them all.
-    pub fn new_windows(&self) -> Vec<WindowRow> {
-        self.stats.lock().map(|mut s| s.new_windows()).unwrap_or_default()
+    /// The per-window rows and gauge samples closed since the last call (empty without
+    /// a window length), handed over: the gateway keeps no copy, and the final
+    /// [`Stats::windows`](crate::Stats) and `gauges` hold only what was never taken.
+    pub fn take_windows(&self) -> (Vec<WindowRow>, Vec<GaugeRow>) {
+        self.stats.lock().map(|mut s| s.take_windows()).unwrap_or_default()
     }
 
     /// Ask the gateway to stop (returns at once; see [`Handle::wait`]).

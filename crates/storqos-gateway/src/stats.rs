@@ -9,14 +9,66 @@
 //! p50 / p95 / p99 and max response time), and the policy's gauges
 //! (`Scheduler::gauges`, e.g. AVATAR's threshold L^O) sampled at the end of every
 //! window, so a live run and a simulated one can be put side by side.
+//!
+//! Memory stays bounded however long the gateway serves: a window keeps at most
+//! [`EXACT_SAMPLES`] response times per tenant for its exact percentiles (beyond, an
+//! HDR histogram of 3 significant digits), and the rows of closed windows are kept only
+//! until they are taken ([`Recorder::take_windows`]; the Python binding takes them
+//! every 100 ms and streams them to the caller).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 use storqos_core::request::{Completion, Op};
 use storqos_core::sim::quantile::exact_quantiles;
+use storqos_core::sim::summary::{HIST_MAX_NS, HIST_SIGFIGS};
 use storqos_core::sim::GroupSummary;
 use storqos_core::time::Nanos;
+
+/// Response times a window keeps per tenant for exact percentiles (512 KiB); a busier
+/// window's percentiles come from an HDR histogram (3 significant digits).
+pub const EXACT_SAMPLES: usize = 1 << 16;
+
+/// One tenant's activity in the open window.
+#[derive(Default)]
+struct WindowAcc {
+    ops: u64,
+    bytes: u64,
+    sum_ns: u128,
+    max_ns: Nanos,
+    /// The response times, while there are at most [`EXACT_SAMPLES`].
+    exact: Vec<Nanos>,
+    /// All of them, once there were more.
+    hist: Option<hdrhistogram::Histogram<u64>>,
+}
+
+impl WindowAcc {
+    fn record(&mut self, response: Nanos, bytes: u32) {
+        self.ops += 1;
+        self.bytes += u64::from(bytes);
+        self.sum_ns += u128::from(response);
+        self.max_ns = self.max_ns.max(response);
+        if let Some(h) = self.hist.as_mut() {
+            h.saturating_record(response.clamp(1, HIST_MAX_NS));
+        } else if self.exact.len() < EXACT_SAMPLES {
+            self.exact.push(response);
+        } else if let Ok(mut h) = hdrhistogram::Histogram::new_with_bounds(1, HIST_MAX_NS, HIST_SIGFIGS) {
+            for &x in self.exact.iter().chain([&response]) {
+                h.saturating_record(x.clamp(1, HIST_MAX_NS));
+            }
+            self.exact = Vec::new();
+            self.hist = Some(h);
+        }
+    }
+
+    fn quantiles(&mut self) -> [Nanos; 3] {
+        const Q: [f64; 3] = [0.50, 0.95, 0.99];
+        match &self.hist {
+            Some(h) => Q.map(|q| h.value_at_quantile(q)),
+            None => exact_quantiles(&mut self.exact, Q),
+        }
+    }
+}
 
 /// The final statistics of one tenant.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -111,11 +163,10 @@ pub struct GaugeRow {
 struct Windows {
     len: Nanos,
     start: Nanos,
-    /// Per tenant: operations, bytes, response times (ns) of the open window.
-    open: BTreeMap<u32, (u64, u64, Vec<Nanos>)>,
+    /// Per tenant: the open window's activity.
+    open: BTreeMap<u32, WindowAcc>,
+    /// Closed windows' rows and gauges not taken yet.
     rows: Vec<WindowRow>,
-    /// Rows already handed out by [`Recorder::new_windows`].
-    emitted: usize,
     gauges: Vec<GaugeRow>,
 }
 
@@ -124,29 +175,26 @@ impl Windows {
     fn close(&mut self, end: Nanos, gauges: &mut GaugeSampler) {
         let start_s = self.start as f64 / 1e9;
         let length_s = end.saturating_sub(self.start) as f64 / 1e9;
-        for (&tenant, (ops, bytes, lat)) in self.open.iter_mut() {
-            if *ops == 0 {
+        for (&tenant, acc) in self.open.iter_mut() {
+            if acc.ops == 0 {
                 continue;
             }
             let us = |ns: Nanos| ns as f64 / 1e3;
-            let mean = lat.iter().map(|&x| x as f64).sum::<f64>() / lat.len() as f64 / 1e3;
-            let max = lat.iter().copied().max().unwrap_or(0);
-            let [p50, p95, p99] = exact_quantiles(lat, [0.50, 0.95, 0.99]);
+            let [p50, p95, p99] = acc.quantiles();
             self.rows.push(WindowRow {
                 start_s,
                 length_s,
                 tenant,
-                ops: *ops,
-                bytes: *bytes,
-                iops: if length_s > 0.0 { *ops as f64 / length_s } else { 0.0 },
-                mean_us: mean,
+                ops: acc.ops,
+                bytes: acc.bytes,
+                iops: if length_s > 0.0 { acc.ops as f64 / length_s } else { 0.0 },
+                mean_us: acc.sum_ns as f64 / acc.ops as f64 / 1e3,
                 p50_us: us(p50),
                 p95_us: us(p95),
                 p99_us: us(p99),
-                max_us: us(max),
+                max_us: us(acc.max_ns),
             });
-            (*ops, *bytes) = (0, 0);
-            lat.clear();
+            *acc = WindowAcc::default();
         }
         let rows = &mut self.gauges;
         gauges(&mut |name: &str, value: f64| rows.push(GaugeRow { start_s, name: name.to_string(), value }));
@@ -241,14 +289,8 @@ impl Recorder {
 
     /// Also keep the per-window series, in windows of `window` ns (> 0) from time 0.
     pub fn with_window(mut self, window: Nanos) -> Self {
-        self.windows = Some(Windows {
-            len: window.max(1),
-            start: 0,
-            open: BTreeMap::new(),
-            rows: Vec::new(),
-            emitted: 0,
-            gauges: Vec::new(),
-        });
+        self.windows =
+            Some(Windows { len: window.max(1), start: 0, open: BTreeMap::new(), rows: Vec::new(), gauges: Vec::new() });
         self
     }
 
@@ -270,16 +312,13 @@ impl Recorder {
         w.start = now / w.len * w.len;
     }
 
-    /// The rows of the windows closed since the last call (all are kept for the
-    /// summary too).
-    pub fn new_windows(&mut self) -> Vec<WindowRow> {
+    /// The rows and gauge samples of the windows closed since the last call, handed
+    /// over: the recorder keeps no copy, so the [`Recorder::summary`] holds only what
+    /// was never taken.
+    pub fn take_windows(&mut self) -> (Vec<WindowRow>, Vec<GaugeRow>) {
         match self.windows.as_mut() {
-            Some(w) => {
-                let rows = w.rows[w.emitted..].to_vec();
-                w.emitted = w.rows.len();
-                rows
-            }
-            None => Vec::new(),
+            Some(w) => (std::mem::take(&mut w.rows), std::mem::take(&mut w.gauges)),
+            None => (Vec::new(), Vec::new()),
         }
     }
 
@@ -301,10 +340,7 @@ impl Recorder {
     pub fn completed(&mut self, c: &Completion) {
         let (tenant, bytes) = (c.req.tenant, c.req.bytes);
         if let Some(w) = self.windows.as_mut() {
-            let e = w.open.entry(tenant).or_default();
-            e.0 += 1;
-            e.1 += u64::from(bytes);
-            e.2.push(c.response());
+            w.open.entry(tenant).or_default().record(c.response(), bytes);
         }
         let slo = self.slos.get(&tenant).copied();
         let a = self.acc(tenant);
@@ -463,25 +499,50 @@ mod tests {
         r.completed(&done(1, Op::Write, 512, 7_000));
         r.completed(&done(1, Op::Write, 512, 9_000));
         assert_eq!(r.window_end(), Some(400 * MS));
-        // The live view hands each closed window's rows out once.
-        assert_eq!(r.new_windows().len(), 1);
-        assert!(r.new_windows().is_empty());
+        // The live view hands each closed window's rows out once, and keeps no copy.
+        let (taken, taken_gauges) = r.take_windows();
+        assert_eq!((taken.len(), taken_gauges.len()), (1, 1));
+        assert_eq!(r.take_windows(), (Vec::new(), Vec::new()));
         // Stopped at 350 ms: the last window is 50 ms long.
         r.finish_windows(350 * MS, &mut gauges);
-        assert_eq!(r.new_windows().iter().map(|w| w.tenant).collect::<Vec<_>>(), vec![1]);
         let s = r.summary("fcfs".into(), 0.35, 2, 0);
-        assert_eq!(s.windows.len(), 2);
-        let w0 = &s.windows[0];
+        assert_eq!(s.windows.iter().map(|w| w.tenant).collect::<Vec<_>>(), vec![1]);
+        let windows: Vec<WindowRow> = taken.into_iter().chain(s.windows.iter().cloned()).collect();
+        let gauge_rows: Vec<GaugeRow> = taken_gauges.into_iter().chain(s.gauges.iter().cloned()).collect();
+        let w0 = &windows[0];
         assert_eq!((w0.start_s, w0.length_s, w0.tenant, w0.ops, w0.bytes), (0.0, 0.1, 0, 100, 409_600));
         assert_eq!((w0.p50_us, w0.p95_us, w0.p99_us, w0.max_us, w0.mean_us), (50.0, 95.0, 99.0, 100.0, 50.5));
         assert!((w0.iops - 1000.0).abs() < 1e-9);
-        let w1 = &s.windows[1];
+        let w1 = &windows[1];
         assert_eq!((w1.start_s, w1.tenant, w1.ops, w1.p50_us, w1.p99_us), (0.3, 1, 2, 7.0, 9.0));
         assert!((w1.length_s - 0.05).abs() < 1e-12 && (w1.iops - 40.0).abs() < 1e-6);
         // One gauge sample per closed window: at 100 ms (window 0) and at the stop.
-        let g: Vec<(f64, f64)> = s.gauges.iter().map(|g| (g.start_s, g.value)).collect();
+        let g: Vec<(f64, f64)> = gauge_rows.iter().map(|g| (g.start_s, g.value)).collect();
         assert_eq!(g, vec![(0.0, 1.0), (0.3, 2.0)]);
         // The totals are unaffected.
         assert_eq!((s.tenant(0).unwrap().ops, s.tenant(1).unwrap().ops), (100, 2));
+    }
+
+    #[test]
+    fn a_busy_window_keeps_bounded_memory_and_close_percentiles() {
+        // 3 × EXACT_SAMPLES completions in one window: 1..=n µs, in a scrambled order.
+        let n = 3 * EXACT_SAMPLES as u64;
+        let mut r = Recorder::new([(0, "a")]).with_window(1_000_000_000_000);
+        for i in 0..n {
+            let us = (i * 7919) % n + 1;
+            r.completed(&done(0, Op::Read, 4096, us * 1_000));
+        }
+        let w = &r.windows.as_ref().unwrap().open[&0];
+        assert!(w.exact.capacity() <= EXACT_SAMPLES, "kept {} samples", w.exact.capacity());
+        r.finish_windows(1, &mut |_| {});
+        let row = &r.take_windows().0[0];
+        assert_eq!(row.ops, n);
+        assert_eq!(row.max_us, n as f64);
+        assert!((row.mean_us - (n + 1) as f64 / 2.0).abs() < 1e-6);
+        // Nearest rank of 1..=n: p50 = n/2, p99 = 0.99 n; the histogram is within 0.1 %.
+        for (got, want) in [(row.p50_us, n as f64 * 0.50), (row.p95_us, n as f64 * 0.95), (row.p99_us, n as f64 * 0.99)]
+        {
+            assert!((got / want - 1.0).abs() < 2e-3, "{got} vs {want}");
+        }
     }
 }

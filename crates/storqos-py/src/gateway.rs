@@ -22,16 +22,18 @@ fn to_py<'py, T: serde::Serialize>(py: Python<'py>, v: &T) -> PyResult<Bound<'py
     py.import("json")?.call_method1("loads", (s,))
 }
 
-/// Hand the rows of newly closed windows to `on_window(rows)`, if given.
+/// Hand the rows and gauge samples of newly closed windows to `on_window(rows,
+/// gauges)`, if given (the gateway then keeps no copy of them).
 fn live_windows(
     py: Python<'_>,
     handle: &storqos_gateway::Handle,
     on_window: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     if let Some(cb) = on_window {
-        let rows = handle.new_windows();
-        if !rows.is_empty() {
-            if let Err(e) = to_py(py, &rows).and_then(|r| cb.call1((r,))) {
+        let (rows, gauges) = handle.take_windows();
+        if !rows.is_empty() || !gauges.is_empty() {
+            let call = to_py(py, &rows).and_then(|r| to_py(py, &gauges).and_then(|g| cb.call1((r, g))));
+            if let Err(e) = call {
                 handle.stop();
                 return Err(e);
             }
@@ -43,9 +45,10 @@ fn live_windows(
 /// Serve the gateway described by `config_json` (the schema of
 /// `storqos_gateway::Config`) until its `duration_s`, SIGTERM, or Ctrl-C (Python's
 /// SIGINT handler, polled every 100 ms), with the GIL released. `on_ready(info)` is
-/// called once it listens, with the bound address and the exports; `on_window(rows)`
-/// with the rows of each window as it closes (with a `window_s`). Returns the
-/// per-tenant statistics. Configuration errors (a missing file, a bad policy, an
+/// called once it listens, with the bound address and the exports; `on_window(rows,
+/// gauges)` with the rows and gauge samples of each window as it closes (with a
+/// `window_s`): they are handed over, and the returned statistics' `windows` and
+/// `gauges` are then empty. Returns the per-tenant statistics. Configuration errors (a missing file, a bad policy, an
 /// address in use) raise `ValueError` with a one-line message.
 ///
 /// On SIGHUP, `on_reload()` (if given) returns the configuration to apply (JSON, as
@@ -82,8 +85,16 @@ pub fn serve<'py>(
             reload(py, &handle, on_reload.as_ref());
         }
     };
-    live_windows(py, &handle, on_window.as_ref())?;
+    // The last, partial window is in the final statistics: hand it over too.
+    let (rows, gauges) = (stats.windows.clone(), stats.gauges.clone());
     py.detach(move || drop(handle.wait()));
+    if let Some(cb) = on_window.as_ref().filter(|_| !rows.is_empty() || !gauges.is_empty()) {
+        cb.call1((to_py(py, &rows)?, to_py(py, &gauges)?))?;
+    }
+    let mut stats = stats;
+    if on_window.is_some() {
+        (stats.windows, stats.gauges) = (Vec::new(), Vec::new());
+    }
     to_py(py, &stats)
 }
 

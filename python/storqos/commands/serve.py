@@ -17,7 +17,8 @@ from ..gateway import DEFAULT_LISTEN, serve, uri
 from ..gateway import check as check_gateway
 from ..gateway_config import load as load_gateway_config
 from ..gateway_config import merged
-from ..paths import check_table_file, write_table
+from ..paths import check_table_file
+from ..table_stream import TableStream
 from ..units import fmt_duration, fmt_rate, fmt_size, parse_positive_duration, parse_rate
 
 #: Columns of the per-window series (units in the names, as in the simulator's series).
@@ -112,9 +113,9 @@ def serve_cmd(
     duration: Annotated[str | None, typer.Option("--for", help="Stop after this long (e.g. 30s, 5min); default: until Ctrl-C / SIGTERM.")] = None,
     window: Annotated[
         str | None,
-        typer.Option(help="Also keep a per-window series (per tenant: ops, IOPS, exact p50/p95/p99 µs) and the "
+        typer.Option(help="Also keep a per-window series (per tenant: ops, IOPS, p50/p95/p99 µs) and the "
                           "policy's gauges, in windows of this length (e.g. 1s): one line per window while "
-                          "serving, all of it in --json and --out."),
+                          "serving, streamed to --out (memory stays bounded), or all of it in --json."),
     ] = None,
     out_file: Annotated[
         Path | None,
@@ -182,20 +183,40 @@ def serve_cmd(
         stream.write("\n".join(lines) + "\n")
         stream.flush()
 
-    def live(rows: list[dict[str, Any]]) -> None:
-        # One line per closed window while serving (not with --json: stdout is the JSON).
-        for start in sorted({r["start_s"] for r in rows}):
-            parts = [f"tenant {r['tenant']}: {fmt_rate(r['iops'])}, p50 {fmt_duration(r['p50_us'] * 1e3)}, "
-                     f"p99 {fmt_duration(r['p99_us'] * 1e3)}" for r in rows if r["start_s"] == start]
-            out.print(f"[dim]{start:9.3f} s[/dim]  " + "  │  ".join(parts), highlight=False)
+    # The series is handed over as windows close: printed, streamed to --out, and kept
+    # in memory only for --json (which prints it whole at the end).
+    streams = (TableStream(out_file, WINDOW_SCHEMA), TableStream(_gauges_file(out_file), GAUGE_SCHEMA)) \
+        if out_file is not None else None
+    kept: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
+    counts = [0, 0]
 
-    stats = serve(cfg, ready, live if window_s is not None and not json_out else None,
-                  reload if config is not None else None)
+    def on_window(rows: list[dict[str, Any]], gauges: list[dict[str, Any]]) -> None:
+        counts[0] += len(rows)
+        counts[1] += len(gauges)
+        if streams is not None:
+            streams[0].add(rows)
+            streams[1].add(gauges)
+        if json_out:
+            kept[0].extend(rows)
+            kept[1].extend(gauges)
+        else:
+            # One line per closed window while serving (not with --json: stdout is the JSON).
+            for start in sorted({r["start_s"] for r in rows}):
+                parts = [f"tenant {r['tenant']}: {fmt_rate(r['iops'])}, p50 {fmt_duration(r['p50_us'] * 1e3)}, "
+                         f"p99 {fmt_duration(r['p99_us'] * 1e3)}" for r in rows if r["start_s"] == start]
+                out.print(f"[dim]{start:9.3f} s[/dim]  " + "  │  ".join(parts), highlight=False)
+
+    try:
+        stats = serve(cfg, ready, on_window if window_s is not None else None, reload if config is not None else None)
+        for s in streams or ():
+            s.close()
+    except BaseException:
+        for s in streams or ():
+            s.abort()
+        raise
+    stats["windows"], stats["gauges"] = kept
     if out_file is not None:
-        gauges_file = _gauges_file(out_file)
-        write_table(pl.DataFrame(stats["windows"], schema=WINDOW_SCHEMA), out_file)
-        write_table(pl.DataFrame(stats["gauges"], schema=GAUGE_SCHEMA), gauges_file)
-        stats["windows_file"], stats["gauges_file"] = str(out_file), str(gauges_file)
+        stats["windows_file"], stats["gauges_file"] = str(out_file), str(_gauges_file(out_file))
     if json_out:
         emit_json(stats)
         return
@@ -203,7 +224,7 @@ def serve_cmd(
         out.print(t)
     if window_s is not None:
         where = f": {out_file}" if out_file is not None else " (in --json, or --out FILE)"
-        n, g = len(stats["windows"]), len(stats["gauges"])
+        n, g = counts
         out.print(f"per-window series: {n:,} row{'s' if n != 1 else ''} of {fmt_duration(window_s * 1e9)} windows with activity, "
                   f"{g:,} gauge sample{'s' if g != 1 else ''}{where}")
     if stats["protocol_errors"]:
