@@ -28,3 +28,8 @@ FacadeOverloadOpt = Annotated[
 ]
 ReservationsOpt = Annotated[str | None, typer.Option(help="mclock: per-tenant reservations in IOPS, e.g. 300,0,100.")]
 LimitsOpt = Annotated[str | None, typer.Option(help="mclock: per-tenant limits in IOPS (none = no limit), e.g. none,1k.")]
+AtLimitOpt = Annotated[str | None, typer.Option("--at-limit", help="mclock: a request beyond its tenant's limit waits "
+                                                                   "(wait, the default), is served when the device "
+                                                                   "would idle (allow), or is refused at once for the "
+                                                                   "client to retry (reject, or reject:50ms to let "
+                                                                   "50 ms of requests ahead of the limit wait).")]

@@ -95,6 +95,9 @@ class SimResult:
     events: int
     wall_s: float
     params: dict[str, Any] = field(default_factory=dict)
+    #: requests the policy refused at arrival, by tenant (mclock ``at_limit = reject``);
+    #: also the ``rejected`` column of ``tenants`` when any was
+    rejected: dict[int, int] = field(default_factory=dict)
 
     @property
     def sim_rate(self) -> float:
@@ -107,6 +110,7 @@ class SimResult:
             "policy": self.policy,
             "device": self.device,
             "arrived": self.arrived,
+            "rejected": sum(self.rejected.values()),
             "unfinished": self.unfinished,
             "simulated_s": self.end_ns / 1e9,
             "wall_s": self.wall_s,
@@ -271,10 +275,16 @@ def _result(out: dict[str, Any], pname: str, dname: str, wall: float, params: di
             (pl.col("finish_ns") - pl.col("arrival_ns")).alias("response_ns"),
             (pl.col("dispatch_ns") - pl.col("arrival_ns")).alias("wait_ns"),
         )
+    rejected = {t: int(n) for t, n in enumerate(out.get("rejected", [])) if n}
+    tenants = _groups(out["tenants"], run_span)
+    if rejected and tenants.height:
+        tenants = tenants.with_columns(
+            pl.col("tenant").map_elements(lambda t: rejected.get(int(t), 0), return_dtype=pl.UInt64).alias("rejected"))
     return SimResult(
         policy=pname,
         device=dname,
-        tenants=_groups(out["tenants"], run_span),
+        rejected=rejected,
+        tenants=tenants,
         classes=_groups(out["classes"], run_span),
         total=_groups(out["total"], run_span).drop("all"),
         windows=windows,

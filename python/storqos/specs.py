@@ -45,7 +45,7 @@ POLICY_PARAMS: dict[str, tuple[str, ...]] = {
     "sfq": ("weights", "by", "cost", "depth"),
     "miser": ("cmin", "deadlines"),
     "rtt-fq": ("cmin", "deadlines", "total_capacity"),
-    "mclock": ("reservations", "weights", "limits", "cost", "limit_break", "by"),
+    "mclock": ("reservations", "weights", "limits", "cost", "limit_break", "at_limit", "by"),
     "yfq": ("weights", "batch"),
     "fclb": ("workloads", "weights", "batch", "gain", "pole", "plant_gain", "mode"),
     **{k: _TWO_LEVEL_PARAMS for k in ("sarc+avatar", "sarc+facade", "fixed+avatar", "adaptive+avatar")},
@@ -117,14 +117,20 @@ def mclock_spec(
     limits: Sequence[Any] | str | None = None,
     cost: str | int | None = None,
     limit_break: bool | None = None,
+    at_limit: str | None = None,
     by: str | None = None,
 ) -> dict[str, Any]:
     """mClock's spec: per-tenant ``reservations`` (IOPS, 0 = none), ``weights`` and
     ``limits`` (IOPS, ``None`` = no limit); ``cost`` ``"iops"`` or a reference size
-    (``"512KiB"``: a request of b bytes costs 1 + b / size).
+    (``"512KiB"``: a request of b bytes costs 1 + b / size); ``at_limit`` what a request
+    beyond its tenant's limit gets: ``wait`` (default), ``allow`` (served when the device
+    would idle) or ``reject[:THRESHOLD]`` (refused at once, to retry, when its limit tag
+    lies beyond THRESHOLD, default 0, ahead: dmclock's ``AtLimit::Reject``).
 
     >>> mclock_spec(reservations="300,0", weights=[1, 2], limits=[None, "1k"])
     {'kind': 'mclock', 'reservations': [300.0, 0.0], 'weights': [1.0, 2.0], 'limits': [None, 1000.0]}
+    >>> mclock_spec(limits="200", at_limit="reject:50ms")["reject_threshold_ns"]
+    50000000
     """
     spec: dict[str, Any] = {"kind": "mclock"}
     if reservations is not None:
@@ -138,9 +144,25 @@ def mclock_spec(
         spec["cost"] = {"size": parse_size(cost, "cost")}
     if limit_break:
         spec["limit_break"] = True
+    if at_limit is not None:
+        mode, _, threshold = str(at_limit).strip().lower().partition(":")
+        if mode not in AT_LIMIT:
+            raise InputError(f"expected wait, allow, reject or reject:THRESHOLD (e.g. reject:50ms), got {at_limit!r}",
+                             "--at-limit")
+        if threshold and mode != "reject":
+            raise InputError(f"a threshold is for reject (reject:{threshold}), got {at_limit!r}", "--at-limit")
+        if limit_break and mode == "reject":
+            raise InputError("limit_break and at_limit reject contradict each other", "--at-limit")
+        spec["at_limit"] = mode
+        if threshold:
+            spec["reject_threshold_ns"] = parse_duration(threshold, "--at-limit", default_unit="ms")
     if by is not None:
         spec["by"] = by
     return spec
+
+
+#: What mClock does with a request beyond its tenant's limit.
+AT_LIMIT = ("wait", "allow", "reject")
 
 
 def policy_spec(
@@ -170,6 +192,7 @@ def policy_spec(
     reservations: Sequence[Any] | str | None = None,
     limits: Sequence[Any] | str | None = None,
     limit_break: bool | None = None,
+    at_limit: str | None = None,
 ) -> dict[str, Any]:
     """Build a policy spec from a name and its parameters (a dict is passed through).
 
@@ -230,7 +253,7 @@ def policy_spec(
                 "then": {"kind": "wf2q", "weights": [c, total - c], "by": "class"}}
     if kind == "mclock":
         return mclock_spec(reservations=reservations, weights=weights, limits=limits, cost=cost,
-                           limit_break=limit_break, by=by)
+                           limit_break=limit_break, at_limit=at_limit, by=by)
     if kind in ("yfq", "fclb"):
         back = yfq_spec(weights=_weights(weights), batch=batch)
         if kind == "yfq":

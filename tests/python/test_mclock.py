@@ -4,7 +4,12 @@ with closed-loop tenants (the exhaustive checks are crates/storqos-core/tests/mc
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import polars as pl
 import pytest
+from conftest import assert_one_line_error, run_cli
 from storqos import simulate
 from storqos.errors import InputError
 from storqos.sim import ClosedClient
@@ -46,3 +51,31 @@ def test_reservation_weight_and_limit_through_the_simulator() -> None:
     # Limit break: alone, the limited tenant gets the idle device.
     assert rates(mclock_spec(limits=[200]), 1)[0] <= 200.2
     assert rates(mclock_spec(limits=[200], limit_break=True), 1)[0] >= 990
+
+
+def test_reject_at_limit_in_the_simulator_and_the_cli(tmp_path: Path) -> None:
+    assert mclock_spec(limits="200", at_limit="reject:5ms") == {
+        "kind": "mclock", "limits": [200.0], "at_limit": "reject", "reject_threshold_ns": 5_000_000}
+    for bad, msg in (("sometimes", "expected wait, allow, reject"), ("wait:5ms", "a threshold is for reject")):
+        with pytest.raises(InputError, match=msg):
+            mclock_spec(limits="200", at_limit=bad)
+    # One request every ms for 2 s against a limit of 200 IOPS: with no threshold one in
+    # five is admitted (its limit tag is due on arrival), 400 of 2,000; the rest are
+    # refused at once instead of queueing for seconds.
+    steady = pl.DataFrame({"arrival_ns": [i * 1_000_000 for i in range(2000)], "size": [4096] * 2000})
+    res = simulate(steady, mclock_spec(limits=[200], at_limit="reject"), "constant", capacity=1000)
+    assert res.rejected == {0: 1600}
+    assert res.tenants["completed"].to_list() == [400] and res.tenants["rejected"].to_list() == [1600]
+    assert res.tenants["max_ns"][0] == 1_000_000, "an admitted request waits for nothing but its service"
+    wait = simulate(steady, mclock_spec(limits=[200]), "constant", capacity=1000)
+    assert wait.rejected == {} and "rejected" not in wait.tenants.columns
+    assert wait.tenants["max_ns"][0] > 5e9, "waiting at the limit: the last requests wait seconds"
+    trace = tmp_path / "steady.csv"
+    steady.with_columns(pl.lit(True).alias("is_read"), pl.lit(0).alias("offset")).write_csv(trace)
+    r = run_cli("simulate", str(trace), "--format", "csv", "--policy", "mclock", "--limits", "200", "--at-limit", "reject",
+                "--capacity", "1k", "--json")
+    assert r.code == 0, r.err
+    summary = json.loads(r.out)
+    assert summary["rejected"] == 1600 and summary["tenants"][0]["rejected"] == 1600
+    assert_one_line_error(run_cli("simulate", str(trace), "--policy", "mclock", "--at-limit", "drop"),
+                          "--at-limit", "expected wait, allow, reject")

@@ -25,6 +25,15 @@ pub trait Scheduler {
     /// Short policy name for reports (e.g. `"fcfs"`, `"wf2q+"`).
     fn name(&self) -> String;
 
+    /// A request arrives at time `now`: may it be queued? `false` rejects it at once
+    /// (the caller answers it with an error the client may retry, and does not call
+    /// [`Scheduler::enqueue`]). Default: every request is admitted; mClock rejects at a
+    /// tenant's limit when asked to (dmclock's `AtLimit::Reject`).
+    #[inline]
+    fn admit(&mut self, _req: &Request, _now: Nanos) -> bool {
+        true
+    }
+
     /// A request arrives at time `now`.
     fn enqueue(&mut self, req: Request, now: Nanos);
 
@@ -55,6 +64,10 @@ pub trait Scheduler {
 impl<S: Scheduler + ?Sized> Scheduler for Box<S> {
     fn name(&self) -> String {
         (**self).name()
+    }
+    #[inline]
+    fn admit(&mut self, req: &Request, now: Nanos) -> bool {
+        (**self).admit(req, now)
     }
     #[inline]
     fn enqueue(&mut self, req: Request, now: Nanos) {

@@ -215,3 +215,50 @@ fn mclock_service_above_the_reservation_leaves_no_reservation_debt() {
     let after = (0..log.id.len()).filter(|&i| log.tenant[i] == 0 && log.dispatch[i] >= BACK).count();
     near("tenant 0 keeps its reservation once contention starts", after as f64 / 2.0, 300.0, 0.02);
 }
+
+#[test]
+fn mclock_reject_at_limit_refuses_what_would_wait_and_serves_the_rest_at_once() {
+    use storqos_core::schedulers::AtLimit;
+    // Tenant 0 sends 1000 IOPS (one request each ms) against a limit of 200 IOPS; tenant
+    // 1 sends 300 IOPS, unlimited. The device (1000 IOPS) has room for both.
+    let mut reqs: Vec<Request> = Vec::new();
+    for i in 0..10_000u64 {
+        reqs.push(Request::new(i, 0, i * NS_PER_MS, 4096));
+        if i % 10 < 3 {
+            reqs.push(Request::new(100_000 + i, 1, i * NS_PER_MS + 1, 4096));
+        }
+    }
+    reqs.sort_by_key(|r| r.arrival);
+    let cfg = SimConfig { until: Some(RUN), ..Default::default() };
+    let limits = vec![Some(200.0)];
+    // Threshold 0: a request is admitted only if its limit tag (5 ms after the last
+    // admitted one) is due on arrival: 1 of every 5 arrivals, 2,000 of 10,000.
+    let mut s = Mclock::new(vec![], vec![], limits.clone()).unwrap().with_at_limit(AtLimit::Reject, 0);
+    let r = simulate(reqs.clone(), &[], &mut s, &mut ConstantRate::new(IOPS).unwrap(), &cfg).unwrap();
+    assert_eq!(r.rejected, vec![8_000], "rejected per tenant");
+    assert_eq!(s.rejected(), 8_000);
+    assert_eq!((r.tenants[0].completed, r.tenants[1].completed), (2_000, 3_000));
+    assert_eq!(r.unfinished, 0);
+    // What is admitted does not wait for its limit: served in about one service time.
+    assert!(r.tenants[0].max_response <= 2 * NS_PER_MS, "max {} ns", r.tenants[0].max_response);
+    // A threshold of 20 ms admits a burst of 4 more requests, then the same rate.
+    let mut s = Mclock::new(vec![], vec![], limits.clone()).unwrap().with_at_limit(AtLimit::Reject, 20 * NS_PER_MS);
+    let r = simulate(reqs.clone(), &[], &mut s, &mut ConstantRate::new(IOPS).unwrap(), &cfg).unwrap();
+    let served = r.tenants[0].completed;
+    assert!((2_000..=2_005).contains(&served), "{served}");
+    assert_eq!(r.rejected[0] + served, 10_000);
+    // Waiting (the default) instead: nothing is rejected, the backlog grows and the
+    // last requests wait tens of seconds.
+    let mut s = Mclock::new(vec![], vec![], limits).unwrap();
+    let r = simulate(reqs, &[], &mut s, &mut ConstantRate::new(IOPS).unwrap(), &cfg).unwrap();
+    assert!(r.rejected.is_empty());
+    assert!(r.tenants[0].max_response > 5 * NS_PER_SEC, "max {} ns", r.tenants[0].max_response);
+    // Closed-loop clients retry after a rejection: the limited one still gets 200 IOPS.
+    let mut s = Mclock::new(vec![], vec![], vec![Some(200.0)]).unwrap().with_at_limit(AtLimit::Reject, 0);
+    let mut c = clients(2);
+    c[0].think = NS_PER_MS;
+    let r = run(&mut s, &c, RUN, false);
+    near("closed-loop tenant at its limit", r.tenants[0].completed as f64 / 20.0, 200.0, TOL);
+    near("the other tenant gets the rest", r.tenants[1].completed as f64 / 20.0, 800.0, TOL);
+    assert!(r.rejected[0] > 10_000, "{:?}", r.rejected);
+}

@@ -67,9 +67,10 @@ impl Collector for Snapshot {
             }
             Ok(())
         })?;
-        let counters: [(&str, &str, Count); 4] = [
+        let counters: [(&str, &str, Count); 5] = [
             ("storqos_bytes", "Bytes of reads and writes completed", |t| t.bytes),
             ("storqos_errors", "Requests answered with an NBD error", |t| t.errors),
+            ("storqos_rejected", "Requests rejected at the tenant's limit (answered ENOMEM, to retry)", |t| t.rejected),
             ("storqos_flushes", "Flushes completed", |t| t.flushes),
             ("storqos_slo_met", "Completions within the tenant's latency target", |t| t.slo_met),
         ];

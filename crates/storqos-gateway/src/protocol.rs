@@ -127,6 +127,9 @@ pub const EPERM: u32 = 1;
 pub const EIO: u32 = 5;
 /// Error value: write beyond the end of the export.
 pub const ENOSPC: u32 = 28;
+/// NBD error `ENOMEM`: out of resources for now (the gateway's answer to a request
+/// rejected at its tenant's limit; the protocol has no `EAGAIN`).
+pub const ENOMEM: u32 = 12;
 /// Error value: the server is shutting down.
 pub const ESHUTDOWN: u32 = 108;
 

@@ -42,7 +42,7 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use crate::export::Export;
 use crate::pool::{Pool, Task};
-use crate::protocol::{EIO, ESHUTDOWN};
+use crate::protocol::{EIO, ENOMEM, ESHUTDOWN};
 use crate::stats::Recorder;
 
 /// How far in the past the emulated server may start a request (2 ms: tokio timers
@@ -371,6 +371,15 @@ impl SchedLoop {
                     op: job.op(),
                     target: TARGET_ANY,
                 };
+                if !self.sched.admit(&req, now) {
+                    // Rejected at the tenant's limit (mClock `at_limit = "reject"`): NBD has
+                    // no EAGAIN; ENOMEM is its "out of resources for now", to retry.
+                    if let Ok(mut s) = self.stats.lock() {
+                        s.rejected(req.tenant);
+                    }
+                    job.refuse(ENOMEM);
+                    return false;
+                }
                 self.queued.insert(id, (req, job));
                 self.sched.enqueue(req, now);
                 false

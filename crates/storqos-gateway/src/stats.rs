@@ -87,8 +87,11 @@ pub struct TenantStats {
     pub bytes: u64,
     /// Flushes completed.
     pub flushes: u64,
-    /// Requests answered with an error (out of range, unsupported, backend failure).
+    /// Requests answered with an error (out of range, unsupported, backend failure,
+    /// rejected at a limit).
     pub errors: u64,
+    /// Of which rejected by the policy at the tenant's limit (mClock `at_limit = reject`).
+    pub rejected: u64,
     /// Completed operations per second of serving time.
     pub iops: f64,
     /// Mean response time (µs).
@@ -217,6 +220,7 @@ struct Acc {
     writes: u64,
     flushes: u64,
     errors: u64,
+    rejected: u64,
     latency: GroupSummary,
     /// Completions within the tenant's SLO.
     slo_met: u64,
@@ -240,6 +244,8 @@ pub struct TenantMetrics {
     pub bytes: u64,
     /// Requests answered with an error.
     pub errors: u64,
+    /// Of which rejected at the tenant's limit.
+    pub rejected: u64,
     /// Flushes completed.
     pub flushes: u64,
     /// Sum of response times (s).
@@ -387,6 +393,7 @@ impl Recorder {
                     writes: a.writes,
                     bytes: a.latency.bytes,
                     errors: a.errors,
+                    rejected: a.rejected,
                     flushes: a.flushes,
                     latency_sum_s: a.latency.sum_response as f64 / 1e9,
                     latency_buckets: buckets,
@@ -401,6 +408,14 @@ impl Recorder {
     /// A request of `tenant` was answered with an error.
     pub fn error(&mut self, tenant: u32) {
         self.acc(tenant).errors += 1;
+    }
+
+    /// A request of `tenant` was rejected by the policy at its limit (answered with an
+    /// error the client may retry; counted as an error too).
+    pub fn rejected(&mut self, tenant: u32) {
+        let a = self.acc(tenant);
+        a.errors += 1;
+        a.rejected += 1;
     }
 
     /// A flush of `tenant` completed.
@@ -426,6 +441,7 @@ impl Recorder {
                     bytes: l.bytes,
                     flushes: a.flushes,
                     errors: a.errors,
+                    rejected: a.rejected,
                     iops: if elapsed_s > 0.0 { ops as f64 / elapsed_s } else { 0.0 },
                     mean_us: us(l.mean_response()),
                     p50_us: q(0.50),

@@ -17,6 +17,7 @@ const REPLY_MAGIC: u64 = 0x0003_e889_0455_65a9;
 const REQ_MAGIC: u32 = 0x2560_9513;
 const SIMPLE_MAGIC: u32 = 0x6744_6698;
 const EINVAL: u32 = 22;
+const ENOMEM: u32 = 12;
 const ENOSPC: u32 = 28;
 
 fn rt() -> tokio::runtime::Runtime {
@@ -903,4 +904,42 @@ fn response_time_runs_until_the_reply_is_written() {
     assert_eq!(t.ops, 1);
     assert!(t.max_us >= 250_000.0, "the reply path is in the response time: {} µs", t.max_us);
     std::fs::remove_file(img).unwrap();
+}
+
+#[test]
+fn mclock_reject_at_limit_answers_enomem_and_serves_the_admitted_at_once() {
+    // Tenant 0 limited to 100 IOPS, rejecting beyond a 50 ms threshold; tenant 1 free.
+    let (a, b) = (image("reject-a", 1 << 20), image("reject-b", 1 << 20));
+    let policy = r#","policy":{"kind":"mclock","limits":[100],"at_limit":"reject","reject_threshold_ns":50000000}"#;
+    let (gw, _lines) = gateway(&[("a", &a, 0), ("b", &b, 1)], policy);
+    let addr = gw.addr().unwrap();
+    let (answers, other) = rt().block_on(async {
+        // 40 reads sent at once: tags 0, 10, …, 50 ms lie within the threshold (6
+        // admitted), the other 34 are answered ENOMEM at once.
+        let mut c = Client::connect(addr, "a").await;
+        let t0 = Instant::now();
+        for cookie in 0..40u64 {
+            c.request(0, 0, cookie, cookie * 4096, 4096, &[]).await;
+        }
+        let mut answers = Vec::new();
+        for _ in 0..40 {
+            let (e, cookie, _) = c.reply(4096).await;
+            answers.push((e, cookie, t0.elapsed()));
+        }
+        // The unlimited tenant is not touched.
+        let mut d = Client::connect(addr, "b").await;
+        let (done, _) = d.keep_busy(4, Duration::from_millis(200)).await;
+        (answers, done)
+    });
+    let ok: Vec<_> = answers.iter().filter(|a| a.0 == 0).collect();
+    let rejected: Vec<_> = answers.iter().filter(|a| a.0 == ENOMEM).collect();
+    // (6 when the 40 arrive within 10 ms; one more per 10 ms they take on a slow machine.)
+    assert!((6..=8).contains(&ok.len()) && ok.len() + rejected.len() == 40, "{answers:?}");
+    // What is admitted is served by its limit tag (≤ 50 ms), not queued behind the rest.
+    assert!(ok.iter().all(|a| a.2 < Duration::from_millis(500)), "{ok:?}");
+    assert!(other > 50, "tenant 1 served {other} reads in 200 ms");
+    let stats = gw.shutdown();
+    let t0 = stats.tenant(0).unwrap();
+    assert_eq!((t0.ops, t0.rejected, t0.errors), (ok.len() as u64, rejected.len() as u64, rejected.len() as u64));
+    assert_eq!(stats.tenant(1).unwrap().rejected, 0);
 }

@@ -168,6 +168,7 @@ fn result_to_dict<'py>(py: Python<'py>, r: SimResult) -> PyResult<Bound<'py, PyD
     for (k, v) in [("arrived", r.arrived), ("unfinished", r.unfinished), ("end_ns", r.end), ("events", r.events)] {
         out.set_item(k, v)?;
     }
+    out.set_item("rejected", r.rejected)?;
     Ok(out)
 }
 

@@ -87,13 +87,15 @@ def policy_cmd(
     weights: po.WeightsOpt = None,
     reservations: po.ReservationsOpt = None,
     limits: po.LimitsOpt = None,
+    at_limit: po.AtLimitOpt = None,
     iops: Annotated[str | None, typer.Option(help="The emulated capacity, for rtt-fq's total capacity.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Replace the running gateway's whole policy (the same options as storqos simulate)."""
     from ..specs import policy_spec
 
-    spec = policy_spec(policy, weights=weights, reservations=reservations, limits=limits, total_capacity=iops)
+    spec = policy_spec(policy, weights=weights, reservations=reservations, limits=limits, at_limit=at_limit,
+                       total_capacity=iops)
     r = command(socket, {"cmd": "policy", "spec": spec})
     if json_out:
         emit_json(r)

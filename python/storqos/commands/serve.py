@@ -87,6 +87,7 @@ def serve_cmd(
     facade_overload: po.FacadeOverloadOpt = None,
     reservations: po.ReservationsOpt = None,
     limits: po.LimitsOpt = None,
+    at_limit: po.AtLimitOpt = None,
     metrics: Annotated[str | None, typer.Option("--metrics", help="Serve Prometheus metrics at http://HOST:PORT/metrics "
                                                   "(per-tenant requests, bytes, errors, latency histogram, SLO "
                                                   "compliance; queue depth, connections, the policy's gauges).")] = None,
@@ -146,7 +147,7 @@ def serve_cmd(
         "window_s": window_s, "metrics": metrics, "control": str(control) if control else None, "policy_params": {
             "weights": weights, "deadlines": deadline, "cmin": cmin, "slo": slo, "percentile": percentile,
             "period": period, "control_window": control_window, "facade_overload": facade_overload,
-            "reservations": reservations, "limits": limits},
+            "reservations": reservations, "limits": limits, "at_limit": at_limit},
         "tls": {"mode": tls, "cert": _opt(tls_cert), "key": _opt(tls_key), "client_ca": _opt(tls_client_ca)}}
     cfg = merged(settings, **flags)
 

@@ -88,6 +88,7 @@ def simulate(
     facade_overload: po.FacadeOverloadOpt = None,
     reservations: po.ReservationsOpt = None,
     limits: po.LimitsOpt = None,
+    at_limit: po.AtLimitOpt = None,
     servers: Annotated[int | None, typer.Option(help="Array device: number of servers.")] = None,
     hit_ratio: Annotated[float | None, typer.Option(help="Tiered device: probability a request hits the fast tier.")] = None,
     profile: Annotated[
@@ -143,6 +144,7 @@ def simulate(
             facade_overload=facade_overload,
             reservations=reservations,
             limits=limits,
+            at_limit=at_limit,
             servers=servers,
             hit_ratio=hit_ratio,
             profile=profile,
@@ -184,7 +186,7 @@ def simulate(
     out.print(f"[bold]{res.policy}[/bold] on [bold]{res.device}[/bold]: {res.arrived:,} requests, "
               f"{res.end_ns / 1e9:.3f} s simulated in {res.wall_s:.3f} s wall ({fmt_rate(res.sim_rate)} simulated)")
     out.print(_summary_table("response time per tenant", res.tenants.to_dicts(), "tenant", names))
-    if not res.classes.equals(res.tenants.rename({"tenant": "class"})):
+    if not res.classes.equals(res.tenants.drop("rejected", strict=False).rename({"tenant": "class"})):
         out.print(_summary_table("response time per class (assigned by the policy)", res.classes.to_dicts(), "class"))
     out.print(_summary_table("all requests", res.total.to_dicts(), "all"))
     if verdicts is not None:
@@ -202,6 +204,9 @@ def simulate(
         for r in misses.to_dicts():
             t.add_row(str(r["class"]), f"{r['completed']:,}", f"{r['missed']:,}", f"{100 * r['miss_ratio']:.2f}")
         out.print(t)
+    if res.rejected:
+        per = ", ".join(f"tenant {t}: {n:,}" for t, n in sorted(res.rejected.items()))
+        out.print(f"{sum(res.rejected.values()):,} requests rejected at their tenant's limit, to retry ({per})")
     if res.unfinished:
         out.print(f"[yellow]{res.unfinished:,} requests had not completed when the run ended[/yellow]")
     if out_file is not None:

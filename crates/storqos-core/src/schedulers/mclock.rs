@@ -24,6 +24,12 @@
 //!    `AtLimit::Allow`): if nothing is eligible *and the device is idle*, serve the
 //!    smallest `P` even though its `L` lies in the future. Off by default (limits are
 //!    hard caps, the paper's behaviour); on, mClock is work conserving.
+//!    **Reject at the limit** (optional, [`AtLimit::Reject`], dmclock's
+//!    `AtLimit::Reject` with its `RejectThreshold`): a request whose limit tag, chained
+//!    at arrival as dmclock tags it (`L = max(L_prev + c / l_i, t)`), lies more than the
+//!    threshold beyond its arrival is refused at once ([`Scheduler::admit`]) instead of
+//!    waiting: the client gets an error it can retry (`EAGAIN` in dmclock, an NBD
+//!    error in the gateway) and the rejected request leaves no tag behind.
 //! 4. Otherwise dispatch nothing and ask for a timer at the earliest `R` or `L` tag
 //!    ([`Scheduler::next_timer`]).
 //!
@@ -262,6 +268,19 @@ struct Tenant {
     limited: bool,
 }
 
+/// What mClock does with a tenant's request beyond its limit (dmclock's `AtLimit`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, serde::Serialize, PartialEq)]
+#[serde(rename_all = "lowercase")]
+pub enum AtLimit {
+    /// Queue it until its limit tag comes due (the paper's behaviour).
+    #[default]
+    Wait,
+    /// Serve it past the limit when nothing else is eligible and the device is idle.
+    Allow,
+    /// Refuse it at arrival if its limit tag lies beyond the threshold.
+    Reject,
+}
+
 /// How a request was chosen (counted for the gauges).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -276,6 +295,13 @@ pub struct Mclock {
     by: FlowKey,
     cost: MclockCost,
     limit_break: bool,
+    /// With [`AtLimit::Reject`]: how far (ns) beyond its arrival a request's limit tag
+    /// may lie before it is rejected.
+    reject_after: Option<f64>,
+    /// Per tenant: the limit tag of the last admitted request, chained at arrival.
+    arrival_l: Vec<f64>,
+    /// Requests rejected at their tenant's limit.
+    rejected: u64,
     reservations: Vec<f64>,
     weights: Vec<f64>,
     limits: Vec<Option<f64>>,
@@ -325,6 +351,9 @@ impl Mclock {
             by: FlowKey::Tenant,
             cost: MclockCost::Iops,
             limit_break: false,
+            reject_after: None,
+            arrival_l: Vec::new(),
+            rejected: 0,
             reservations,
             weights,
             limits,
@@ -361,6 +390,20 @@ impl Mclock {
     pub fn with_limit_break(mut self, on: bool) -> Self {
         self.limit_break = on;
         self
+    }
+
+    /// What to do beyond a limit: wait (default), allow (= [`Mclock::with_limit_break`])
+    /// or reject a request whose limit tag lies more than `threshold_ns` beyond its
+    /// arrival (dmclock's `RejectThreshold`; 0 rejects whatever would have to wait).
+    pub fn with_at_limit(mut self, at_limit: AtLimit, threshold_ns: Nanos) -> Self {
+        self.limit_break = at_limit == AtLimit::Allow;
+        self.reject_after = (at_limit == AtLimit::Reject).then_some(threshold_ns as f64);
+        self
+    }
+
+    /// Requests rejected so far at their tenant's limit ([`AtLimit::Reject`]).
+    pub fn rejected(&self) -> u64 {
+        self.rejected
     }
 
     /// Requests dispatched so far in the reservation phase, the weight phase and by
@@ -457,9 +500,32 @@ impl Scheduler for Mclock {
     fn name(&self) -> String {
         if self.limit_break {
             "mclock(limit break)".into()
+        } else if self.reject_after.is_some() {
+            "mclock(reject at limit)".into()
         } else {
             "mclock".into()
         }
+    }
+
+    #[inline]
+    fn admit(&mut self, req: &Request, now: Nanos) -> bool {
+        let Some(after) = self.reject_after else { return true };
+        let k = self.by.of(req) as usize;
+        let spacing = self.limits.get(k).copied().flatten().map_or(0.0, |l| NS_PER_SEC as f64 / l);
+        if spacing == 0.0 {
+            return true;
+        }
+        if k >= self.arrival_l.len() {
+            self.arrival_l.resize(k + 1, f64::NEG_INFINITY);
+        }
+        let t = now as f64;
+        let tag = (self.arrival_l[k] + self.cost.of(req) * spacing).max(t);
+        if tag > t + after {
+            self.rejected += 1;
+            return false;
+        }
+        self.arrival_l[k] = tag;
+        true
     }
 
     fn enqueue(&mut self, req: Request, now: Nanos) {
@@ -534,6 +600,9 @@ impl Scheduler for Mclock {
         sink("mclock_reservation_dispatches", self.served[0] as f64);
         sink("mclock_weight_dispatches", self.served[1] as f64);
         sink("mclock_limit_break_dispatches", self.served[2] as f64);
+        if self.reject_after.is_some() {
+            sink("mclock_rejected", self.rejected as f64);
+        }
         sink("mclock_backlogged_tenants", self.prop.len() as f64);
     }
 }

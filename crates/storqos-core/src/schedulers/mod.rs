@@ -24,7 +24,7 @@ pub mod yfq;
 
 pub use edf::{Edf, EdfQueue};
 pub use fcfs::Fcfs;
-pub use mclock::{Mclock, MclockCost};
+pub use mclock::{AtLimit, Mclock, MclockCost};
 pub use sfq::Sfq;
 pub use tags::{CostModel, FairQueue, FlowKey, Sharing};
 pub use wf2q::Wf2q;

@@ -83,8 +83,12 @@ pub struct SimResult {
     pub log: Option<RequestLog>,
     /// Requests that arrived.
     pub arrived: u64,
-    /// Requests that arrived but had not completed when the run ended.
+    /// Requests that arrived but had not completed (nor been rejected) when the run ended.
     pub unfinished: u64,
+    /// Requests the policy rejected at arrival ([`Scheduler::admit`]), per tenant
+    /// (empty when none was): answered at once, never served. A closed-loop client
+    /// whose request is rejected thinks and tries again.
+    pub rejected: Vec<u64>,
     /// Time of the last event processed.
     pub end: Nanos,
     /// Events processed (arrivals + completions + timers).
@@ -268,6 +272,16 @@ impl<'a> ClosedLoop<'a> {
     }
 }
 
+/// Count a request of `tenant` rejected at arrival (cold: only mClock's reject mode).
+#[cold]
+fn count_rejected(rejected: &mut Vec<u64>, tenant: u32) {
+    let t = tenant as usize;
+    if rejected.len() <= t {
+        rejected.resize(t + 1, 0);
+    }
+    rejected[t] += 1;
+}
+
 /// Offer every free device slot to the scheduler at `now` until it has nothing to send or
 /// the device is full; true if anything was submitted.
 #[inline(always)]
@@ -320,6 +334,7 @@ where
     let mut rec = Recorder::new(cfg.window, cfg.keep_requests);
     let mut arrived = 0u64;
     let mut completed = 0u64;
+    let mut rejected: Vec<u64> = Vec::new();
     let mut events = 0u64;
     let mut now: Nanos = 0;
     let mut pending_dispatch = false;
@@ -377,14 +392,24 @@ where
                 if open.t <= t_wake {
                     open.in_order()?;
                     rec.arrival(open.next.tenant);
-                    // Handed over straight from the source's slot, which is then refilled.
-                    sched.enqueue(open.next, now);
+                    if sched.admit(&open.next, now) {
+                        // Handed over straight from the source's slot, which is then refilled.
+                        sched.enqueue(open.next, now);
+                    } else {
+                        count_rejected(&mut rejected, open.next.tenant);
+                    }
                     open.advance();
                 } else {
                     let r = clients.issue(now, &mut rng);
                     t_wake = clients.next_wake();
                     rec.arrival(r.tenant);
-                    sched.enqueue(r, now);
+                    if sched.admit(&r, now) {
+                        sched.enqueue(r, now);
+                    } else {
+                        // Answered at once: the client thinks and tries again.
+                        count_rejected(&mut rejected, r.tenant);
+                        t_wake = clients.completed(r.id, now, &mut rng);
+                    }
                 }
             }
         }
@@ -402,7 +427,8 @@ where
         gauges,
         log,
         arrived,
-        unfinished: arrived - completed,
+        unfinished: arrived - completed - rejected.iter().sum::<u64>(),
+        rejected,
         end: now,
         events,
     })

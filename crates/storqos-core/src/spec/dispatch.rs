@@ -61,6 +61,10 @@ impl Scheduler for AnyScheduler {
         each_scheduler!(self, s => s.name())
     }
     #[inline]
+    fn admit(&mut self, req: &Request, now: Nanos) -> bool {
+        each_scheduler!(self, s => s.admit(req, now))
+    }
+    #[inline]
     fn enqueue(&mut self, req: Request, now: Nanos) {
         each_scheduler!(self, s => s.enqueue(req, now))
     }

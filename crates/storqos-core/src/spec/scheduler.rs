@@ -66,9 +66,18 @@ pub enum SchedulerSpec {
         /// Cost of a request: `"iops"` (1, default) or `{"size": S}` (1 + bytes / S).
         #[serde(default)]
         cost: crate::schedulers::MclockCost,
-        /// Exceed a limit when nothing else is eligible and the device is idle.
+        /// Exceed a limit when nothing else is eligible and the device is idle (the
+        /// same as `at_limit: "allow"`).
         #[serde(default)]
         limit_break: bool,
+        /// Beyond a limit: `"wait"` (default), `"allow"` or `"reject"` (dmclock's
+        /// `AtLimit`).
+        #[serde(default)]
+        at_limit: crate::schedulers::AtLimit,
+        /// With `"reject"`: how far (ns) beyond its arrival a request's limit tag may
+        /// lie before it is rejected (dmclock's `RejectThreshold`; default 0).
+        #[serde(default)]
+        reject_threshold_ns: Nanos,
         /// Flows are tenants (default) or classes.
         #[serde(default)]
         by: FlowKey,
@@ -173,12 +182,36 @@ impl SchedulerSpec {
             SchedulerSpec::Wf2q { weights, by, cost } => {
                 AnyScheduler::Wf2q(Wf2q::new(weights.clone())?.with_key(*by).with_cost(*cost))
             }
-            SchedulerSpec::Mclock { reservations, weights, limits, cost, limit_break, by } => AnyScheduler::Mclock(
-                crate::schedulers::Mclock::new(reservations.clone(), weights.clone(), limits.clone())?
-                    .with_cost(*cost)?
-                    .with_limit_break(*limit_break)
-                    .with_key(*by),
-            ),
+            SchedulerSpec::Mclock {
+                reservations,
+                weights,
+                limits,
+                cost,
+                limit_break,
+                at_limit,
+                reject_threshold_ns,
+                by,
+            } => {
+                use crate::schedulers::AtLimit;
+                let at_limit = match (*limit_break, *at_limit) {
+                    (false, a) => a,
+                    (true, AtLimit::Wait | AtLimit::Allow) => AtLimit::Allow,
+                    (true, AtLimit::Reject) => {
+                        return crate::error::config(
+                            "mclock: limit_break and at_limit \"reject\" contradict each other",
+                        )
+                    }
+                };
+                if *reject_threshold_ns > 0 && at_limit != AtLimit::Reject {
+                    return crate::error::config("mclock: reject_threshold_ns is for at_limit \"reject\"");
+                }
+                AnyScheduler::Mclock(
+                    crate::schedulers::Mclock::new(reservations.clone(), weights.clone(), limits.clone())?
+                        .with_cost(*cost)?
+                        .with_at_limit(at_limit, *reject_threshold_ns)
+                        .with_key(*by),
+                )
+            }
             SchedulerSpec::Sfq { weights, depth, by, cost } => {
                 AnyScheduler::Sfq(Sfq::new(weights.clone(), *depth)?.with_key(*by).with_cost(*cost))
             }
@@ -251,6 +284,13 @@ mod tests {
             (r#"{"kind":"wf2q"}"#, "wf2q+"),
             (r#"{"kind":"mclock","reservations":[300,0],"weights":[1,2],"limits":[null,800]}"#, "mclock"),
             (r#"{"kind":"mclock","cost":{"size":32768},"limit_break":true}"#, "mclock(limit break)"),
+            (r#"{"kind":"mclock","limits":[200],"at_limit":"allow"}"#, "mclock(limit break)"),
+            (r#"{"kind":"mclock","limits":[200],"at_limit":"reject"}"#, "mclock(reject at limit)"),
+            (
+                r#"{"kind":"mclock","limits":[200],"at_limit":"reject","reject_threshold_ns":5000000}"#,
+                "mclock(reject at limit)",
+            ),
+            (r#"{"kind":"mclock","limits":[200],"at_limit":"wait"}"#, "mclock"),
             (r#"{"kind":"wf2q","weights":[2,1],"by":"class","cost":"bytes"}"#, "wf2q+"),
             (r#"{"kind":"sfq","weights":[2.5,1],"depth":4,"by":"tenant","cost":"iops"}"#, "sfq(d=4)"),
             (r#"{"kind":"miser","capacity_iops":500,"deadline_ns":10000000}"#, "miser(500 IOPS, δ 10 ms)"),
@@ -274,6 +314,9 @@ mod tests {
     fn bad_specs_name_the_problem() {
         let cases = [
             (r#"{"kind":"wfq"}"#, "unknown variant `wfq`"),
+            (r#"{"kind":"mclock","at_limit":"drop"}"#, "unknown variant `drop`"),
+            (r#"{"kind":"mclock","limit_break":true,"at_limit":"reject"}"#, "contradict each other"),
+            (r#"{"kind":"mclock","reject_threshold_ns":5}"#, "reject_threshold_ns is for at_limit \"reject\""),
             (r#"{"weights":[1]}"#, "missing field `kind`"),
             (r#"{"kind":"wf2q","weights":[2,-1]}"#, "wf2q: weights[1] must be a finite number > 0, got -1"),
             (r#"{"kind":"wf2q","weights":[0]}"#, "wf2q: weights[0]"),
