@@ -87,6 +87,38 @@ def _network(v: Any) -> str:
     return v
 
 
+def _choice(*allowed: str) -> Any:
+    def check(v: Any) -> str:
+        if v not in allowed:
+            raise InputError(f"expected one of {', '.join(allowed)}, got {v!r}")
+        return str(v)
+    return BeforeValidator(check)
+
+
+def _bytes(v: Any) -> int:
+    return parse_size(v, "")
+
+
+def _rate(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= 1:
+        raise InputError(f"must be a fraction in (0, 1], got {v!r}")
+    return float(v)
+
+
+class FaultTable(Table):
+    """A fault rule of an export ([[export.fault]]): requests it fails on purpose."""
+
+    op: Annotated[str, _choice("read", "write", "flush", "any")]
+    error: Annotated[str, _choice("eio", "enospc", "short")]
+    offset: Annotated[int, BeforeValidator(_bytes)] = 0
+    length: Annotated[int | None, BeforeValidator(_bytes), Field(gt=0)] = None
+    rate: Annotated[float, BeforeValidator(_rate)] = 1.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The gateway's fault object."""
+        return {"op": self.op, "error": self.error, "offset": self.offset, "length": self.length, "rate": self.rate}
+
+
 class ExportTable(Table):
     """An [[export]]: an NBD export name served from an existing file for one tenant."""
 
@@ -95,6 +127,7 @@ class ExportTable(Table):
     tenant: str | int = 0
     read_only: bool = False
     allow: list[Annotated[str, BeforeValidator(_network)]] = []
+    fault: Annotated[list[FaultTable], BeforeValidator(one_or_many)] = []
 
 
 def _inflight(v: Any) -> int:
@@ -232,7 +265,10 @@ def load(path: str | Path) -> GatewaySettings:
         p = p if p.is_absolute() else path.parent / p
         check_export_file(p, x.name, entry_where(f"{path}:{line_of(text, ['export', i, 'path'])}", "export", i, x.name)
                           + ": path")
-        exports.append({"name": x.name, "path": str(p), "tenant": tid, "read_only": x.read_only, "allow": list(x.allow)})
+        entry = {"name": x.name, "path": str(p), "tenant": tid, "read_only": x.read_only, "allow": list(x.allow)}
+        if x.fault:
+            entry["faults"] = [f.to_json() for f in x.fault]
+        exports.append(entry)
     return GatewaySettings(path=path, text=text, file=file, tenants=tenants, exports=exports)
 
 

@@ -74,6 +74,10 @@ pub struct ExportConfig {
     /// handshake (`NBD_REP_ERR_POLICY`).
     #[serde(default)]
     pub allow: Vec<String>,
+    /// Requests to fail on purpose (testing what clients see of a failing disk; see
+    /// [`crate::fault`]). Empty: none.
+    #[serde(default)]
+    pub faults: Vec<crate::fault::Fault>,
 }
 
 impl ExportConfig {
@@ -308,6 +312,9 @@ impl Config {
                 return bad(format!("exports[{i}].name: {:?} is already the name of exports[{j}]", e.name));
             }
             e.allowed().map_err(|m| Error::Config(format!("exports[{i}].{m}")))?;
+            for (j, f) in e.faults.iter().enumerate() {
+                f.check().map_err(|m| Error::Config(format!("exports[{i}].faults[{j}].{m}")))?;
+            }
         }
         let l = &self.limits;
         if l.max_connections == 0 {

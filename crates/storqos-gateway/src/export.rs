@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;
 
 use crate::config::{Error, ExportConfig, Result};
+use crate::fault::{Faults, Kind};
 use crate::protocol::{EIO, ENOSPC};
 
 /// An open export: its name, owner and backing file.
@@ -40,6 +41,8 @@ pub struct Export {
     pub allow: Vec<ipnet::IpNet>,
     /// Connections to it now (counted from the handshake that chose it).
     pub connections: AtomicUsize,
+    /// Requests to fail on purpose.
+    faults: Faults,
     file: File,
 }
 
@@ -73,6 +76,7 @@ impl Export {
             read_only: cfg.read_only,
             allow: cfg.allowed().map_err(|m| Error::Config(format!("{field}.{m}")))?,
             connections: AtomicUsize::new(0),
+            faults: Faults::new(cfg.faults.clone()),
             file,
         })
     }
@@ -105,6 +109,7 @@ impl Export {
 
     /// Read `len` bytes at `offset` (blocking). Errors map to NBD error values.
     pub fn read(&self, offset: u64, len: u32) -> std::result::Result<Vec<u8>, u32> {
+        self.inject(Kind::Read, offset, u64::from(len))?;
         let mut buf = vec![0u8; len as usize];
         self.file.read_exact_at(&mut buf, offset).map_err(|e| errno(&e))?;
         Ok(buf)
@@ -115,6 +120,9 @@ impl Export {
     /// up short or failed (the caller then does a blocking [`Export::read`]); always
     /// `None` off Linux.
     pub fn read_nowait(&self, offset: u64, len: u32) -> Option<Vec<u8>> {
+        if !self.faults.is_empty() && self.faults.may_hit(Kind::Read, offset, u64::from(len)) {
+            return None;
+        }
         #[cfg(target_os = "linux")]
         {
             use std::os::fd::AsRawFd;
@@ -138,6 +146,13 @@ impl Export {
     /// truncated under the gateway, and the write would grow it again, although an
     /// export keeps the size it had when the gateway opened it.
     pub fn write(&self, offset: u64, data: &[u8], fua: bool) -> std::result::Result<(), u32> {
+        if let Some((error, short)) = self.fault(Kind::Write, offset, data.len() as u64) {
+            if short {
+                // The first half lands, as when a device fails in the middle of a write.
+                let _ = self.file.write_all_at(&data[..data.len() / 2], offset);
+            }
+            return Err(error);
+        }
         self.within_file(offset, data.len() as u64)?;
         self.file.write_all_at(data, offset).map_err(|e| errno(&e))?;
         self.sync_if(fua)
@@ -146,6 +161,7 @@ impl Export {
     /// Discard `len` bytes at `offset` (blocking): punch a hole where the file system
     /// can, otherwise keep the data (a trim is only a hint). With `fua`, `fdatasync`.
     pub fn trim(&self, offset: u64, len: u32, fua: bool) -> std::result::Result<(), u32> {
+        self.inject(Kind::Write, offset, u64::from(len))?;
         let _ = self.fallocate(FallocMode::PunchHole, offset, len);
         self.sync_if(fua)
     }
@@ -153,6 +169,7 @@ impl Export {
     /// Make `len` bytes at `offset` read as zeroes (blocking): a punched hole unless
     /// `no_hole`, else a zeroed range, else zeroes written. With `fua`, `fdatasync`.
     pub fn write_zeroes(&self, offset: u64, len: u32, no_hole: bool, fua: bool) -> std::result::Result<(), u32> {
+        self.inject(Kind::Write, offset, u64::from(len))?;
         let done = (!no_hole && self.fallocate(FallocMode::PunchHole, offset, len).is_ok())
             || self.fallocate(FallocMode::ZeroRange, offset, len).is_ok();
         if !done {
@@ -216,7 +233,23 @@ impl Export {
 
     /// Make every completed write durable (blocking `fdatasync`).
     pub fn flush(&self) -> std::result::Result<(), u32> {
+        self.inject(Kind::Flush, 0, 0)?;
         self.file.sync_data().map_err(|e| errno(&e))
+    }
+
+    /// The injected fault of a request, if a rule fails it.
+    #[inline]
+    fn fault(&self, kind: Kind, offset: u64, len: u64) -> Option<(u32, bool)> {
+        if self.faults.is_empty() {
+            return None;
+        }
+        self.faults.hit(kind, offset, len)
+    }
+
+    /// `Err` with the injected error if a rule fails the request.
+    #[inline]
+    fn inject(&self, kind: Kind, offset: u64, len: u64) -> std::result::Result<(), u32> {
+        self.fault(kind, offset, len).map_or(Ok(()), |(e, _)| Err(e))
     }
 }
 
@@ -256,7 +289,15 @@ mod tests {
     }
 
     fn cfg(path: PathBuf) -> ExportConfig {
-        ExportConfig { name: "e".into(), path, tenant: 2, class: None, read_only: false, allow: Vec::new() }
+        ExportConfig {
+            name: "e".into(),
+            path,
+            tenant: 2,
+            class: None,
+            read_only: false,
+            allow: Vec::new(),
+            faults: Vec::new(),
+        }
     }
 
     #[test]

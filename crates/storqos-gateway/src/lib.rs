@@ -16,6 +16,7 @@
 //! - [`protocol`]: the NBD wire format, pure parse / encode with typed errors;
 //! - [`config`]: the JSON configuration and its validation;
 //! - [`export`]: exports and their backing files;
+//! - [`fault`]: requests an export fails on purpose (EIO, ENOSPC, short writes);
 //! - [`pool`]: the `depth` threads that run the blocking backend I/O;
 //! - [`sched`]: the task that owns the policy and drives it with injected time;
 //! - [`metrics`]: Prometheus metrics at `GET /metrics`;
@@ -43,6 +44,7 @@
 pub mod config;
 pub mod control;
 pub mod export;
+pub mod fault;
 pub mod metrics;
 pub mod pool;
 pub mod protocol;

@@ -418,6 +418,7 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
         ));
     }
     raise_open_files_limit();
+    ignore_file_size_signal();
     let limits = config.limits.clone();
     let budget_units = usize::try_from(limits.max_inflight_bytes / u64::from(INFLIGHT_UNIT)).unwrap_or(usize::MAX >> 4);
     let clock = Clock::start();
@@ -540,6 +541,16 @@ fn raise_open_files_limit() {
             r.rlim_cur = r.rlim_max;
             libc::setrlimit(libc::RLIMIT_NOFILE, &r);
         }
+    }
+}
+
+/// A write past the process's file-size limit (`ulimit -f`) then fails with `EFBIG`,
+/// answered `ENOSPC` to that request, instead of killing the gateway with SIGXFSZ.
+fn ignore_file_size_signal() {
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
 }
 
