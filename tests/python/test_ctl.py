@@ -13,7 +13,7 @@ from pathlib import Path
 
 from conftest import assert_one_line_error, run_cli
 from test_gateway_config import gw  # noqa: F401  (the example config beside its images)
-from test_serve import Server, _qemu_io
+from test_serve import Server, _image, _qemu_io
 
 
 def test_ctl_stats_set_and_drain(gw: Path, tmp_path: Path) -> None:  # noqa: F811
@@ -81,3 +81,36 @@ def test_sighup_reloads_the_config_file_and_a_bad_one_changes_nothing(gw: Path, 
     assert "SIGHUP: configuration reloaded (policy wf2q+)" in err
     assert "reload failed: iops cannot change while serving (restart for that); nothing changed" in err
     assert re.search(r"reload failed: .*gw\.toml:\d+: \[\[tenant\]\] 1 \(web\): unknown key 'wieght'", err), err
+
+
+def test_exports_added_and_removed_live_with_ctl_and_sighup(gw: Path, tmp_path: Path) -> None:  # noqa: F811
+    import signal
+
+    sock = tmp_path / "gw.sock"
+    extra = _image(tmp_path / "extra.img", 1 << 20)
+    s = Server("--config", str(gw), "--listen", "127.0.0.1:0", "--control", str(sock))
+    _, port = s.ready()
+    try:
+        r = run_cli("ctl", "add-export", "extra", str(extra), "--tenant", "batch", "--socket", str(sock))
+        assert r.code == 0 and "export extra served (tenant 1)" in r.out, r.out + r.err
+        q = _qemu_io(port, "extra", "write -P 0x6b 0 64k", "read -P 0x6b 0 64k")
+        assert q.returncode == 0 and "Pattern verification failed" not in q.stdout, q.stdout + q.stderr
+        assert_one_line_error(run_cli("ctl", "add-export", "extra", str(extra), "--socket", str(sock)),
+                              "already served")
+        assert_one_line_error(run_cli("ctl", "add-export", "x", str(tmp_path / "none.img"), "--socket", str(sock)),
+                              "PATH", "no such file")
+        r = run_cli("ctl", "remove-export", "extra", "--socket", str(sock))
+        assert r.code == 0 and "export extra removed; 0 connection(s) still use it" in r.out, r.out + r.err
+        assert _qemu_io(port, "extra", "read 0 4k").returncode != 0
+        # A reload adds what the file adds (and removes what it drops).
+        text = gw.read_text()
+        gw.write_text(text + f'\n[[export]]\nname = "late"\npath = "{extra}"\ntenant = "web"\n')
+        s.p.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 5
+        while _qemu_io(port, "late", "read -P 0x6b 0 4k").returncode != 0:
+            assert time.monotonic() < deadline, "the reloaded export is not served"
+            time.sleep(0.1)
+    finally:
+        code, out, err = s.finish(signal.SIGTERM)
+    assert code == 0, err
+    assert "SIGHUP: configuration reloaded" in err

@@ -81,6 +81,28 @@ pub struct ExportConfig {
 }
 
 impl ExportConfig {
+    /// Check the entry's own fields (`field` names it in errors: `"exports[0]"`); the
+    /// file is checked when it is opened ([`crate::export::Export::open`]).
+    pub fn check(&self, field: &str) -> Result<()> {
+        if self.name.is_empty() {
+            return bad(format!("{field}.name: must not be empty"));
+        }
+        if self.tenant >= MAX_TENANTS {
+            return bad(format!("{field}.tenant: must be below {MAX_TENANTS}, got {}", self.tenant));
+        }
+        if let Some(c) = self.class.filter(|&c| c >= MAX_TENANTS) {
+            return bad(format!("{field}.class: must be below {MAX_TENANTS}, got {c}"));
+        }
+        if self.name.len() > crate::protocol::MAX_NAME_BYTES {
+            return bad(format!("{field}.name: longer than the NBD limit of 4096 bytes"));
+        }
+        self.allowed().map_err(|m| Error::Config(format!("{field}.{m}")))?;
+        for (j, f) in self.faults.iter().enumerate() {
+            f.check().map_err(|m| Error::Config(format!("{field}.faults[{j}].{m}")))?;
+        }
+        Ok(())
+    }
+
     /// The allow-list as networks, or what is wrong with an entry (checked by
     /// [`Config::validate`]).
     pub fn allowed(&self) -> std::result::Result<Vec<ipnet::IpNet>, String> {
@@ -296,24 +318,9 @@ impl Config {
             return bad("exports: give at least one export");
         }
         for (i, e) in self.exports.iter().enumerate() {
-            if e.name.is_empty() {
-                return bad(format!("exports[{i}].name: must not be empty"));
-            }
-            if e.tenant >= MAX_TENANTS {
-                return bad(format!("exports[{i}].tenant: must be below {MAX_TENANTS}, got {}", e.tenant));
-            }
-            if let Some(c) = e.class.filter(|&c| c >= MAX_TENANTS) {
-                return bad(format!("exports[{i}].class: must be below {MAX_TENANTS}, got {c}"));
-            }
-            if e.name.len() > crate::protocol::MAX_NAME_BYTES {
-                return bad(format!("exports[{i}].name: longer than the NBD limit of 4096 bytes"));
-            }
+            e.check(&format!("exports[{i}]"))?;
             if let Some(j) = self.exports[..i].iter().position(|o| o.name == e.name) {
                 return bad(format!("exports[{i}].name: {:?} is already the name of exports[{j}]", e.name));
-            }
-            e.allowed().map_err(|m| Error::Config(format!("exports[{i}].{m}")))?;
-            for (j, f) in e.faults.iter().enumerate() {
-                f.check().map_err(|m| Error::Config(format!("exports[{i}].faults[{j}].{m}")))?;
             }
         }
         let l = &self.limits;

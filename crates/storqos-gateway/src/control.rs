@@ -8,6 +8,10 @@
 //!   "limit": 500, "slo_s": 0.01}`: change a tenant's parameters in the running
 //!   policy (its `weights`, `reservations`, `limits` lists) and its latency target;
 //! - `{"cmd": "policy", "spec": {...}}`: replace the whole policy (the simulator's spec);
+//! - `{"cmd": "add-export", "export": {"name": "c", "path": "/srv/c.img", "tenant": 2}}`:
+//!   serve a new export (the fields of a configuration's export; the tenant as a name or
+//!   an id); `{"cmd": "remove-export", "name": "c"}`: offer it no more (its open
+//!   connections keep it until they close; the reply counts them);
 //! - `{"cmd": "drain"}`: take no new connection, stop once the open ones have closed.
 //!
 //! A policy change is checked before it is applied (a wrong one leaves the running
@@ -35,6 +39,11 @@ pub const MAX_COMMAND_BYTES: u64 = 64 << 10;
 
 /// What the control socket acts on.
 pub struct Control {
+    /// The exports being served.
+    pub exports: Arc<crate::export::Exports>,
+    /// The configuration being served (export changes are written into it, so that a
+    /// reload compares with what is served).
+    pub running: Arc<Mutex<crate::config::Config>>,
     /// The gateway's statistics (and the tenants' latency targets).
     pub stats: Arc<Mutex<Recorder>>,
     /// The scheduler loop.
@@ -107,12 +116,19 @@ impl Control {
                 let name = self.apply(spec).await?;
                 Ok(json!({"ok": true, "policy": name}))
             }
+            Some("add-export") => self.add_export_cmd(cmd),
+            Some("remove-export") => self.remove_export_cmd(cmd),
             Some("drain") => {
                 self.draining.store(true, Ordering::Relaxed);
                 Ok(json!({"ok": true, "open_connections": self.open.load(Ordering::Relaxed)}))
             }
-            Some(other) => Err(format!("unknown command {other:?} (known: stats, set, policy, drain)")),
-            None => Err("a command is a JSON object with \"cmd\": stats, set, policy or drain".into()),
+            Some(other) => {
+                Err(format!("unknown command {other:?} (known: stats, set, policy, add-export, remove-export, drain)"))
+            }
+            None => {
+                Err("a command is a JSON object with \"cmd\": stats, set, policy, add-export, remove-export or drain"
+                    .into())
+            }
         }
     }
 
@@ -173,6 +189,47 @@ impl Control {
         }
         let name = if changed.iter().any(|k| *k != "slo") { Some(self.apply(spec).await?) } else { None };
         Ok(json!({"ok": true, "tenant": tenant, "changed": changed, "policy": name}))
+    }
+
+    /// Open and serve export `cfg` (its statistics under its tenant); the running
+    /// configuration is the caller's to update.
+    pub fn open_export(&self, cfg: &crate::config::ExportConfig) -> Result<(), String> {
+        let e = self.exports.add(cfg)?;
+        if let Ok(mut s) = self.stats.lock() {
+            s.add_export(e.tenant, &e.name);
+        }
+        Ok(())
+    }
+
+    /// The running configuration, unless a reload holds it (this runs on the runtime's
+    /// one thread, which the reload waits for: blocking here would stall both).
+    fn running_now(&self) -> Result<std::sync::MutexGuard<'_, crate::config::Config>, String> {
+        self.running.try_lock().map_err(|e| match e {
+            std::sync::TryLockError::WouldBlock => "a reload is in progress: try again".to_string(),
+            std::sync::TryLockError::Poisoned(_) => "the gateway's configuration is unavailable".to_string(),
+        })
+    }
+
+    fn add_export_cmd(&self, cmd: &Value) -> Result<Value, String> {
+        let mut spec = cmd.get("export").cloned().ok_or("add-export: give the export as \"export\"")?;
+        if let Some(t) = spec.get("tenant").filter(|t| t.is_string()).cloned() {
+            spec["tenant"] = json!(self.tenant(&t)?);
+        }
+        let cfg: crate::config::ExportConfig =
+            serde_json::from_value(spec).map_err(|e| format!("add-export: {}", e.to_string().replace('\n', " ")))?;
+        let mut running = self.running_now()?;
+        self.open_export(&cfg)?;
+        running.exports.push(cfg.clone());
+        Ok(json!({"ok": true, "export": cfg.name, "tenant": cfg.tenant}))
+    }
+
+    fn remove_export_cmd(&self, cmd: &Value) -> Result<Value, String> {
+        let name = cmd.get("name").and_then(Value::as_str).ok_or("remove-export: give the export's \"name\"")?;
+        let mut running = self.running_now()?;
+        let gone = self.exports.remove(name)?;
+        running.exports.retain(|e| e.name != name);
+        let open = gone.connections.load(Ordering::Relaxed);
+        Ok(json!({"ok": true, "export": name, "open_connections": open}))
     }
 
     /// Check `spec`, build it, and put it in place of the running policy (its name).

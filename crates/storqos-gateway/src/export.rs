@@ -17,6 +17,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, RwLock};
 
 use crate::config::{Error, ExportConfig, Result};
 use crate::fault::{Faults, Kind};
@@ -250,6 +251,63 @@ impl Export {
     #[inline]
     fn inject(&self, kind: Kind, offset: u64, len: u64) -> std::result::Result<(), u32> {
         self.fault(kind, offset, len).map_or(Ok(()), |(e, _)| Err(e))
+    }
+}
+
+/// The exports being served: looked up at each handshake, changed live by the control
+/// socket (`add-export`, `remove-export`) and by a reload. A removed export takes no new
+/// connection; the open ones keep it until they close.
+#[derive(Default)]
+pub struct Exports {
+    list: RwLock<Vec<Arc<Export>>>,
+}
+
+impl Exports {
+    /// The exports `list`, in order (the first is the default export).
+    pub fn new(list: Vec<Arc<Export>>) -> Self {
+        Exports { list: RwLock::new(list) }
+    }
+
+    /// A snapshot of the exports, in order.
+    pub fn all(&self) -> Vec<Arc<Export>> {
+        self.list.read().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    /// The export a client names (the empty name: the first one).
+    pub fn find(&self, name: &str) -> Option<Arc<Export>> {
+        let list = self.list.read().ok()?;
+        if name.is_empty() {
+            return list.first().cloned();
+        }
+        list.iter().find(|e| e.name == name).cloned()
+    }
+
+    /// Check `cfg`, open its file and serve it from now on.
+    pub fn add(&self, cfg: &ExportConfig) -> std::result::Result<Arc<Export>, String> {
+        cfg.check("export").map_err(|e| e.to_string())?;
+        if self.find(&cfg.name).is_some_and(|e| e.name == cfg.name) {
+            return Err(format!("an export named {:?} is already served", cfg.name));
+        }
+        let e = Arc::new(Export::open(cfg, "export").map_err(|e| e.to_string())?);
+        let mut list = self.list.write().map_err(|_| "the export table is unavailable")?;
+        if list.iter().any(|x| x.name == cfg.name) {
+            return Err(format!("an export named {:?} is already served", cfg.name));
+        }
+        list.push(e.clone());
+        Ok(e)
+    }
+
+    /// Stop offering export `name`; returns it (its open connections keep it).
+    pub fn remove(&self, name: &str) -> std::result::Result<Arc<Export>, String> {
+        let mut list = self.list.write().map_err(|_| "the export table is unavailable")?;
+        let i = list.iter().position(|e| e.name == name).ok_or_else(|| {
+            let known: Vec<&str> = list.iter().map(|e| e.name.as_str()).collect();
+            format!("no export named {name:?} (served: {})", known.join(", "))
+        })?;
+        if list.len() == 1 {
+            return Err(format!("{name:?} is the only export: a gateway serves at least one"));
+        }
+        Ok(list.remove(i))
     }
 }
 

@@ -26,8 +26,8 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
-use crate::config::{Config, Error, Limits, Result, TlsMode};
-use crate::export::Export;
+use crate::config::{Config, Error, ExportConfig, Limits, Result, TlsMode};
+use crate::export::{Export, Exports};
 use crate::protocol::*;
 use crate::sched::{Clock, Inflight, Io, Job, Msg, Reply, SchedLoop};
 use crate::stats::{GaugeRow, Recorder, Stats, WindowRow};
@@ -97,7 +97,7 @@ pub struct ReadyInfo {
 }
 
 struct Shared {
-    exports: Vec<Arc<Export>>,
+    exports: Arc<Exports>,
     sched_tx: UnboundedSender<Msg>,
     stats: Arc<Mutex<Recorder>>,
     log: Logger,
@@ -186,8 +186,9 @@ pub struct Handle {
     stats: Arc<Mutex<Recorder>>,
     control: Arc<crate::control::Control>,
     hangup: Arc<AtomicBool>,
-    /// The configuration being served (what a reload is compared with).
-    running: Mutex<Config>,
+    /// The configuration being served (what a reload is compared with; the control
+    /// socket's export changes are written into it).
+    running: Arc<Mutex<Config>>,
     runtime: Option<tokio::runtime::Runtime>,
 }
 
@@ -199,16 +200,27 @@ impl Handle {
     }
 
     /// Apply a new configuration to the running gateway: its policy (checked, then put
-    /// in place without losing a request), its tenants' latency targets. What cannot
-    /// change while serving (listen address, exports, depth, emulated capacity, limits,
-    /// metrics, control socket) must stay the same: a change there is an error and
-    /// nothing changes. Returns the policy's name.
+    /// in place without losing a request), its tenants' latency targets, its exports
+    /// (new names are opened and served, names no longer there take no new connection).
+    /// What cannot change while serving (listen address, an export kept under the same
+    /// name, depth, emulated capacity, limits, metrics, control socket, TLS) must stay
+    /// the same: a change there is an error and nothing changes. Returns the policy's
+    /// name.
     pub fn reload(&self, new: Config) -> std::result::Result<String, String> {
         new.validate().map_err(|e| e.to_string())?;
         let mut running = self.running.lock().map_err(|_| "the gateway's configuration is unavailable")?;
+        let changed_export = new
+            .exports
+            .iter()
+            .find_map(|e| running.exports.iter().find(|o| o.name == e.name && *o != e).map(|_| e.name.clone()));
+        if let Some(name) = changed_export {
+            return Err(format!(
+                "export {name:?} changed: an export cannot change while serving (remove it, then add it under \
+                 another name, or restart); nothing changed"
+            ));
+        }
         let fixed = [
             ("listen", running.listen != new.listen),
-            ("exports", running.exports != new.exports),
             ("depth", running.depth != new.depth),
             ("iops", running.iops != new.iops),
             ("limits", running.limits != new.limits),
@@ -224,7 +236,33 @@ impl Handle {
             ));
         }
         let rt = self.runtime.as_ref().ok_or("the gateway has stopped")?;
-        let name = rt.block_on(self.control.apply(new.policy_json.clone()))?;
+        // New exports first (a file that does not open changes nothing), then the policy.
+        let added: Vec<&ExportConfig> =
+            new.exports.iter().filter(|e| !running.exports.iter().any(|o| o.name == e.name)).collect();
+        let mut opened = Vec::new();
+        for e in added {
+            match self.control.open_export(e) {
+                Ok(()) => opened.push(e.name.clone()),
+                Err(why) => {
+                    for name in &opened {
+                        let _ = self.control.exports.remove(name);
+                    }
+                    return Err(format!("{why}; nothing changed"));
+                }
+            }
+        }
+        let name = match rt.block_on(self.control.apply(new.policy_json.clone())) {
+            Ok(name) => name,
+            Err(why) => {
+                for name in &opened {
+                    let _ = self.control.exports.remove(name);
+                }
+                return Err(why);
+            }
+        };
+        for gone in running.exports.iter().filter(|o| !new.exports.iter().any(|e| e.name == o.name)) {
+            let _ = self.control.exports.remove(&gone.name);
+        }
         if let Ok(mut r) = self.stats.lock() {
             for (&t, &s) in &new.slos {
                 r.set_slo(t, (s * 1e9).round() as u64);
@@ -423,7 +461,7 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
     let budget_units = usize::try_from(limits.max_inflight_bytes / u64::from(INFLIGHT_UNIT)).unwrap_or(usize::MAX >> 4);
     let clock = Clock::start();
     let shared = Arc::new(Shared {
-        exports,
+        exports: Arc::new(Exports::new(exports)),
         sched_tx: sched_tx.clone(),
         stats: stats.clone(),
         log,
@@ -462,7 +500,10 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
         }
         None => None,
     };
+    let running = Arc::new(Mutex::new(config.clone()));
     let control = Arc::new(crate::control::Control {
+        exports: shared.exports.clone(),
+        running: running.clone(),
         stats: stats.clone(),
         sched: sched_tx.clone(),
         policy: Mutex::new(config.policy_json.clone()),
@@ -474,7 +515,6 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
     if let Some(listener) = control_listener {
         runtime.spawn(crate::control::serve(listener, control.clone()));
     }
-    let running = config.clone();
     let hangup_flag = shared.hangup.clone();
     let control_path = config.control.clone();
     if let Some(listener) = metrics_listener {
@@ -520,7 +560,7 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
         stats: live_stats,
         control,
         hangup: hangup_flag,
-        running: Mutex::new(running),
+        running,
         runtime: Some(runtime),
     })
 }
@@ -841,10 +881,7 @@ fn report(shared: &Shared, peer: &Peer, phase: &str, e: ConnError) {
 }
 
 fn find_export(shared: &Shared, name: &str) -> Option<Arc<Export>> {
-    if name.is_empty() {
-        return shared.exports.first().cloned();
-    }
-    shared.exports.iter().find(|e| e.name == name).cloned()
+    shared.exports.find(name)
 }
 
 async fn send<W: AsyncWrite + Unpin>(w: &mut W, bytes: &[u8]) -> std::result::Result<(), ConnError> {
@@ -956,7 +993,7 @@ async fn negotiate(
                     continue;
                 }
                 let mut out = Vec::new();
-                for e in shared.exports.iter().filter(|e| e.allows(peer.ip())) {
+                for e in shared.exports.all().iter().filter(|e| e.allows(peer.ip())) {
                     out.extend(encode_option_reply(OPT_LIST, REP_SERVER, &encode_server_entry(&e.name)));
                 }
                 out.extend(encode_option_reply(OPT_LIST, REP_ACK, &[]));

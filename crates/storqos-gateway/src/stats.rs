@@ -282,6 +282,14 @@ impl Recorder {
         Recorder { tenants, windows: None, slos: BTreeMap::new() }
     }
 
+    /// Account export `name` to `tenant` from now on (an export added while serving).
+    pub fn add_export(&mut self, tenant: u32, name: &str) {
+        let exports = &mut self.acc(tenant).exports;
+        if !exports.iter().any(|e| e == name) {
+            exports.push(name.to_string());
+        }
+    }
+
     /// Set (or change) `tenant`'s latency target (ns).
     pub fn set_slo(&mut self, tenant: u32, slo: Nanos) {
         self.slos.insert(tenant, slo);

@@ -943,3 +943,50 @@ fn mclock_reject_at_limit_answers_enomem_and_serves_the_admitted_at_once() {
     assert_eq!((t0.ops, t0.rejected, t0.errors), (ok.len() as u64, rejected.len() as u64, rejected.len() as u64));
     assert_eq!(stats.tenant(1).unwrap().rejected, 0);
 }
+
+#[test]
+fn exports_added_and_removed_live() {
+    let (a, c) = (image("live-add-a", 1 << 20), image("live-add-c", 1 << 20));
+    std::fs::write(&c, vec![0x5cu8; 1 << 20]).unwrap();
+    let sock = std::env::temp_dir().join(format!("storqos-gw-test-{}-exports.sock", std::process::id()));
+    let exports = format!(r#"[{{"name":"a","path":"{}","tenant":0}}]"#, a.display());
+    let extra = format!(r#","control":"{}","tenant_names":{{"0":"web","1":"batch"}}"#, sock.display());
+    let (h, _) = gateway_json(&exports, &extra);
+    let addr = h.addr().unwrap();
+    rt().block_on(async {
+        // Not served yet.
+        let mut probe = Client::hello(addr, 3).await;
+        assert_eq!(probe.go(7, "c").await, Err(0x8000_0006));
+        // Added, for tenant "batch": served, and its I/O is the tenant's.
+        let add =
+            format!(r#"{{"cmd":"add-export","export":{{"name":"c","path":"{}","tenant":"batch"}}}}"#, c.display());
+        let r = control(&sock, &add).await;
+        assert_eq!((r["ok"].as_bool(), r["tenant"].as_u64()), (Some(true), Some(1)), "{r}");
+        let mut held = Client::connect(addr, "c").await;
+        held.request(0, 0, 1, 0, 4096, &[]).await;
+        assert_eq!(held.reply(4096).await, (0, 1, vec![0x5c; 4096]));
+        // A name already served, a missing file, an unknown tenant: refused, nothing changes.
+        assert!(control(&sock, &add).await["error"].as_str().unwrap().contains("already served"));
+        let missing = r#"{"cmd":"add-export","export":{"name":"d","path":"/nonexistent/d.img","tenant":0}}"#;
+        assert!(control(&sock, missing).await["error"].as_str().unwrap().contains("no such file"));
+        let nobody = format!(r#"{{"cmd":"add-export","export":{{"name":"e","path":"{}","tenant":"x"}}}}"#, c.display());
+        assert!(control(&sock, &nobody).await["error"].as_str().unwrap().contains("no tenant named"));
+        // Removed: no new connection, but the open one keeps working until it closes.
+        let r = control(&sock, r#"{"cmd":"remove-export","name":"c"}"#).await;
+        assert_eq!((r["ok"].as_bool(), r["open_connections"].as_u64()), (Some(true), Some(1)), "{r}");
+        let mut late = Client::hello(addr, 3).await;
+        assert_eq!(late.go(7, "c").await, Err(0x8000_0006));
+        held.request(0, 0, 2, 4096, 4096, &[]).await;
+        assert_eq!(held.reply(4096).await, (0, 2, vec![0x5c; 4096]));
+        let r = control(&sock, r#"{"cmd":"remove-export","name":"a"}"#).await;
+        assert!(r["error"].as_str().unwrap().contains("the only export"), "{r}");
+        let r = control(&sock, r#"{"cmd":"remove-export","name":"zz"}"#).await;
+        assert!(r["error"].as_str().unwrap().contains("no export named \"zz\" (served: a)"), "{r}");
+    });
+    let stats = h.shutdown();
+    let batch = stats.tenant(1).unwrap();
+    assert_eq!((batch.ops, batch.exports.clone()), (2, vec!["c".to_string()]));
+    for p in [a, c] {
+        std::fs::remove_file(p).unwrap();
+    }
+}

@@ -1,6 +1,6 @@
 """``storqos ctl``: talk to a running gateway through its control socket (``storqos
 serve --control PATH``): show its statistics, change a tenant's weight, reservation,
-limit or SLO, or the whole policy, live, and drain it."""
+limit or SLO, or the whole policy, live, add or remove an export, and drain it."""
 
 from __future__ import annotations
 
@@ -101,6 +101,48 @@ def policy_cmd(
         emit_json(r)
         return
     out.print(f"policy now {r['policy']}", markup=False, highlight=False)
+
+
+@ctl.command("add-export")
+def add_export_cmd(
+    name: Annotated[str, typer.Argument(help="The NBD export name clients will open.", show_default=False)],
+    path: Annotated[Path, typer.Argument(help="Its backing file (an existing regular file).", show_default=False)],
+    socket: SocketOpt,
+    tenant: Annotated[str, typer.Option(help="Its tenant: a name from the config file, or an id.")] = "0",
+    read_only: Annotated[bool, typer.Option("--read-only", help="Serve it read-only.")] = False,
+    allow: Annotated[list[str] | None, typer.Option(help="A client address or network allowed (repeat); "
+                                                         "default: any.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Serve a new export from now on (the file is checked first; the gateway is unchanged if it does not open).
+
+    Example: [bold]storqos ctl add-export scratch /srv/scratch.img --tenant batch --socket /run/storqos/gw.sock[/bold]
+    """
+    from ..gateway import check_export_file
+
+    check_export_file(path.resolve(), name, "PATH")
+    export: dict[str, Any] = {"name": name, "path": str(path.resolve()), "tenant": _tenant(tenant),
+                              "read_only": read_only, "allow": list(allow or [])}
+    r = command(socket, {"cmd": "add-export", "export": export})
+    if json_out:
+        emit_json(r)
+        return
+    out.print(f"export {r['export']} served (tenant {r['tenant']})", markup=False, highlight=False)
+
+
+@ctl.command("remove-export")
+def remove_export_cmd(
+    name: Annotated[str, typer.Argument(help="The export to offer no more.", show_default=False)],
+    socket: SocketOpt,
+    json_out: JsonOpt = False,
+) -> None:
+    """Offer an export no more: new clients are refused; the ones connected keep it until they close."""
+    r = command(socket, {"cmd": "remove-export", "name": name})
+    if json_out:
+        emit_json(r)
+        return
+    out.print(f"export {r['export']} removed; {r['open_connections']} connection(s) still use it",
+              markup=False, highlight=False)
 
 
 @ctl.command("drain")
