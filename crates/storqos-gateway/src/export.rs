@@ -111,9 +111,58 @@ impl Export {
     /// Read `len` bytes at `offset` (blocking). Errors map to NBD error values.
     pub fn read(&self, offset: u64, len: u32) -> std::result::Result<Vec<u8>, u32> {
         self.inject(Kind::Read, offset, u64::from(len))?;
-        let mut buf = vec![0u8; len as usize];
-        self.file.read_exact_at(&mut buf, offset).map_err(|e| errno(&e))?;
-        Ok(buf)
+        #[cfg(target_os = "linux")]
+        {
+            match self.pread(offset, len, 0) {
+                Ok(Some(buf)) => Ok(buf),
+                // Past the end of the file (truncated under the gateway): an I/O error.
+                Ok(None) => Err(EIO),
+                Err(e) => Err(errno(&e)),
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let mut buf = vec![0u8; len as usize];
+            self.file.read_exact_at(&mut buf, offset).map_err(|e| errno(&e))?;
+            Ok(buf)
+        }
+    }
+
+    /// `len` bytes at `offset` into a new buffer that is never zeroed first (`preadv2`
+    /// with `flags`, repeated after a short read unless `RWF_NOWAIT` is among them).
+    /// `Ok(None)` if the file ends before, or a non-blocking read came up short.
+    #[cfg(target_os = "linux")]
+    fn pread(&self, offset: u64, len: u32, flags: libc::c_int) -> io::Result<Option<Vec<u8>>> {
+        use std::os::fd::AsRawFd;
+        let len = len as usize;
+        let mut buf: Vec<u8> = Vec::with_capacity(len);
+        let mut got = 0usize;
+        while got < len {
+            let spare = &mut buf.spare_capacity_mut()[..len - got];
+            let iov = libc::iovec { iov_base: spare.as_mut_ptr().cast(), iov_len: spare.len() };
+            let at =
+                libc::off_t::try_from(offset + got as u64).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+            // SAFETY: one iovec over the buffer's spare capacity (`len - got` bytes past
+            // the `got` initialised ones), which outlives the call; the fd is open.
+            let n = unsafe { libc::preadv2(self.file.as_raw_fd(), &iov, 1, at, flags) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            if n == 0 {
+                return Ok(None);
+            }
+            got += n as usize;
+            // SAFETY: the kernel wrote `n` more bytes after the `got - n` already there.
+            unsafe { buf.set_len(got) };
+            if flags & libc::RWF_NOWAIT != 0 && got < len {
+                return Ok(None);
+            }
+        }
+        Ok(Some(buf))
     }
 
     /// Read `len` bytes at `offset` only if that cannot block, i.e. the page cache
@@ -126,13 +175,7 @@ impl Export {
         }
         #[cfg(target_os = "linux")]
         {
-            use std::os::fd::AsRawFd;
-            let mut buf = vec![0u8; len as usize];
-            let iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
-            let offset = libc::off_t::try_from(offset).ok()?;
-            // SAFETY: one iovec over `buf`, which outlives the call; the fd is open.
-            let n = unsafe { libc::preadv2(self.file.as_raw_fd(), &iov, 1, offset, libc::RWF_NOWAIT) };
-            (usize::try_from(n).ok() == Some(buf.len())).then_some(buf)
+            self.pread(offset, len, libc::RWF_NOWAIT).ok().flatten()
         }
         #[cfg(not(target_os = "linux"))]
         {

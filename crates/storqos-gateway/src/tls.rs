@@ -41,7 +41,7 @@ pub fn acceptor(tls: &TlsConfig) -> Result<Option<TlsAcceptor>> {
     let chain = certs(&cert_path, "cert")?;
     let key = PrivateKeyDer::from_pem_file(&key_path)
         .map_err(|e| Error::Config(format!("tls.key: {}: not a PEM private key ({e})", key_path.display())))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(provider());
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| Error::Config(format!("tls: {e}")))?;
@@ -58,12 +58,28 @@ pub fn acceptor(tls: &TlsConfig) -> Result<Option<TlsAcceptor>> {
             builder.with_client_cert_verifier(verifier)
         }
     };
-    let config = builder.with_single_cert(chain, key).map_err(|e| {
+    let mut config = builder.with_single_cert(chain, key).map_err(|e| {
         Error::Config(format!(
             "tls: the key {} does not go with the certificate {} ({e})",
             key_path.display(),
             cert_path.display()
         ))
     })?;
+    // The server's order of cipher suites (AES-128-GCM first) rather than the client's.
+    config.ignore_client_order = true;
     Ok(Some(TlsAcceptor::from(Arc::new(config))))
+}
+
+/// rustls's ring provider with AES-128-GCM preferred: as safe as AES-256-GCM for this
+/// use, and faster (the gateway encrypts on the thread that also schedules; 64 KiB
+/// reads over TLS ran at 0.72 of plain with AES-256-GCM, which gnutls clients ask first).
+fn provider() -> rustls::crypto::CryptoProvider {
+    let mut p = rustls::crypto::ring::default_provider();
+    p.cipher_suites.sort_by_key(|s| match s.suite() {
+        rustls::CipherSuite::TLS13_AES_128_GCM_SHA256 => 0,
+        rustls::CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256
+        | rustls::CipherSuite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 => 1,
+        _ => 2,
+    });
+    p
 }
