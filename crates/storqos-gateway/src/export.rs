@@ -281,6 +281,52 @@ impl Export {
         self.file.sync_data().map_err(|e| errno(&e))
     }
 
+    /// The allocation of `offset .. offset + len` as extents `(length, flags)`: data
+    /// (flags 0) or holes (`NBD_STATE_HOLE | NBD_STATE_ZERO`), from the file's
+    /// `SEEK_DATA` / `SEEK_HOLE`; with `one`, the first extent only. Where the file
+    /// system cannot tell, it is all data (which is never wrong).
+    pub fn block_status(&self, offset: u64, len: u32, one: bool) -> Vec<(u32, u32)> {
+        use crate::protocol::{STATE_HOLE, STATE_ZERO};
+        let end = offset + u64::from(len);
+        let mut out: Vec<(u32, u32)> = Vec::new();
+        let mut at = offset;
+        while at < end {
+            let (next, flags) = match self.seek(at, Seek::Data) {
+                // Data only further on (or none: ENXIO past the last data): a hole first.
+                Ok(data) if data > at => (data.min(end), STATE_HOLE | STATE_ZERO),
+                Err(e) if e.raw_os_error() == Some(libc::ENXIO) => (end, STATE_HOLE | STATE_ZERO),
+                Ok(_) => (self.seek(at, Seek::Hole).map_or(end, |h| h.min(end)).max(at + 1), 0),
+                Err(_) => (end, 0),
+            };
+            match out.last_mut() {
+                Some(last) if last.1 == flags => last.0 += (next - at) as u32,
+                _ => out.push(((next - at) as u32, flags)),
+            }
+            at = next;
+            if one {
+                break;
+            }
+        }
+        out
+    }
+
+    /// `lseek(SEEK_DATA / SEEK_HOLE)` from `at`.
+    fn seek(&self, at: u64, whence: Seek) -> io::Result<u64> {
+        use std::os::fd::AsRawFd;
+        let whence = match whence {
+            Seek::Data => libc::SEEK_DATA,
+            Seek::Hole => libc::SEEK_HOLE,
+        };
+        let off = libc::off_t::try_from(at).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: lseek on an open fd moves only its offset, which nothing else uses
+        // (all I/O here is positional).
+        let r = unsafe { libc::lseek(self.file.as_raw_fd(), off, whence) };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(r as u64)
+    }
+
     /// The injected fault of a request, if a rule fails it.
     #[inline]
     fn fault(&self, kind: Kind, offset: u64, len: u64) -> Option<(u32, bool)> {
@@ -352,6 +398,13 @@ impl Exports {
         }
         Ok(list.remove(i))
     }
+}
+
+/// What [`Export::seek`] looks for.
+#[derive(Clone, Copy)]
+enum Seek {
+    Data,
+    Hole,
 }
 
 /// What [`Export::fallocate`] asks for.

@@ -1,6 +1,7 @@
 //! # storqos-gateway
 //!
-//! The live QoS gateway: an NBD server (fixed newstyle negotiation, simple replies)
+//! The live QoS gateway: an NBD server (fixed newstyle negotiation, structured replies
+//! with holes and `base:allocation` block status, TLS)
 //! that puts a storqos-core scheduling policy — the very `SchedulerSpec` the simulator
 //! replays traces through — in front of real files, on a wall clock. Every export
 //! belongs to a tenant; all tenants share one scheduler and one backend queue of

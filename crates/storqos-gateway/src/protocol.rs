@@ -10,15 +10,19 @@
 //!   length, data).
 //! - **"Option types"**: `NBD_OPT_EXPORT_NAME`, `NBD_OPT_ABORT`, `NBD_OPT_LIST`,
 //!   `NBD_OPT_INFO`, `NBD_OPT_GO`, `NBD_OPT_STARTTLS` (the TLS handshake itself is
-//!   `crate::tls`'s); every other option is answered with `NBD_REP_ERR_UNSUP`.
+//!   `crate::tls`'s), `NBD_OPT_STRUCTURED_REPLY`, `NBD_OPT_LIST_META_CONTEXT` and
+//!   `NBD_OPT_SET_META_CONTEXT` (`base:allocation`); every other option (extended
+//!   headers...) is answered with `NBD_REP_ERR_UNSUP`.
 //! - **"Option reply types"**: `NBD_REP_ACK`, `NBD_REP_SERVER`, `NBD_REP_INFO` with
-//!   `NBD_INFO_EXPORT` and `NBD_INFO_BLOCK_SIZE`, and the error replies.
-//! - **"Transmission"** with **simple replies** only (no structured replies, no
-//!   extended headers): the 28-byte request header (magic `0x25609513`) and the
-//!   16-byte simple reply (magic `0x67446698`), commands `NBD_CMD_READ`,
-//!   `NBD_CMD_WRITE`, `NBD_CMD_DISC`, `NBD_CMD_FLUSH`, `NBD_CMD_TRIM`,
-//!   `NBD_CMD_WRITE_ZEROES` and the flags `NBD_CMD_FLAG_FUA` and
-//!   `NBD_CMD_FLAG_NO_HOLE`.
+//!   `NBD_INFO_EXPORT` and `NBD_INFO_BLOCK_SIZE`, `NBD_REP_META_CONTEXT`, and the error
+//!   replies.
+//! - **"Transmission"**: the 28-byte request header (magic `0x25609513`), the 16-byte
+//!   simple reply (magic `0x67446698`) and, once negotiated, **structured reply**
+//!   chunks (magic `0x668e33ef`: `OFFSET_DATA`, `OFFSET_HOLE`, `BLOCK_STATUS`,
+//!   `ERROR`); commands `NBD_CMD_READ`, `NBD_CMD_WRITE`, `NBD_CMD_DISC`,
+//!   `NBD_CMD_FLUSH`, `NBD_CMD_TRIM`, `NBD_CMD_WRITE_ZEROES`, `NBD_CMD_BLOCK_STATUS`
+//!   and the flags `NBD_CMD_FLAG_FUA`, `NBD_CMD_FLAG_NO_HOLE`, `NBD_CMD_FLAG_REQ_ONE`.
+//!   No extended headers.
 //! - **"Error values"**: `EINVAL`, `ENOSPC`, `EIO`...
 //!
 //! All integers are big-endian ("network byte order") on the wire.
@@ -57,8 +61,12 @@ pub const OPT_STARTTLS: u32 = 5;
 pub const OPT_INFO: u32 = 6;
 /// Option: describe an export and enter transmission.
 pub const OPT_GO: u32 = 7;
-/// Option: structured replies (not supported: answered with `NBD_REP_ERR_UNSUP`).
+/// Option: structured replies (reads answered in chunks: data and holes).
 pub const OPT_STRUCTURED_REPLY: u32 = 8;
+/// Option: list the metadata contexts (`base:allocation`).
+pub const OPT_LIST_META_CONTEXT: u32 = 9;
+/// Option: select metadata contexts for `NBD_CMD_BLOCK_STATUS`.
+pub const OPT_SET_META_CONTEXT: u32 = 10;
 
 /// Reply: the option succeeded (last reply to it).
 pub const REP_ACK: u32 = 1;
@@ -66,6 +74,32 @@ pub const REP_ACK: u32 = 1;
 pub const REP_SERVER: u32 = 2;
 /// Reply: one piece of information of an `NBD_OPT_INFO` / `NBD_OPT_GO`.
 pub const REP_INFO: u32 = 3;
+/// Reply: one metadata context (its id, its name).
+pub const REP_META_CONTEXT: u32 = 4;
+
+/// The one metadata context served: allocation (holes) of the export.
+pub const BASE_ALLOCATION: &str = "base:allocation";
+/// Its id in `NBD_CMD_BLOCK_STATUS` replies.
+pub const BASE_ALLOCATION_ID: u32 = 1;
+/// `base:allocation` flag: the extent is not allocated.
+pub const STATE_HOLE: u32 = 1 << 0;
+/// `base:allocation` flag: the extent reads as zeroes.
+pub const STATE_ZERO: u32 = 1 << 1;
+
+/// Magic of a structured reply chunk.
+pub const STRUCTURED_REPLY_MAGIC: u32 = 0x668e_33ef;
+/// Chunk flag: the last chunk of the reply.
+pub const REPLY_FLAG_DONE: u16 = 1 << 0;
+/// Chunk type: data at an offset.
+pub const REPLY_TYPE_OFFSET_DATA: u16 = 1;
+/// Chunk type: a range that reads as zeroes (no data sent).
+pub const REPLY_TYPE_OFFSET_HOLE: u16 = 2;
+/// Chunk type: extents of a metadata context.
+pub const REPLY_TYPE_BLOCK_STATUS: u16 = 5;
+/// Chunk type: an error (NBD error value, message).
+pub const REPLY_TYPE_ERROR: u16 = (1 << 15) | 1;
+/// Size of a structured reply chunk header.
+pub const CHUNK_HEADER_LEN: usize = 20;
 /// Bit set in every error reply type.
 pub const REP_FLAG_ERROR: u32 = 1 << 31;
 /// Error reply: option not supported.
@@ -98,7 +132,10 @@ pub const TFLAG_SEND_TRIM: u16 = 1 << 5;
 pub const TFLAG_SEND_WRITE_ZEROES: u16 = 1 << 6;
 
 /// The transmission flags this gateway advertises: flush, FUA, trim and write-zeroes;
-/// no cache, no block status, no multi-conn.
+/// no cache, no multi-conn (a flush covers every connection's writes, but a second
+/// connection gave nbdcopy no measurable gain: 1.6-2.0 GB/s either way, one runtime
+/// thread), no `DF` (reads may come in several chunks). Block status is negotiated as a
+/// metadata context, not a flag.
 pub const TRANSMISSION_FLAGS: u16 =
     TFLAG_HAS_FLAGS | TFLAG_SEND_FLUSH | TFLAG_SEND_FUA | TFLAG_SEND_TRIM | TFLAG_SEND_WRITE_ZEROES;
 
@@ -106,6 +143,8 @@ pub const TRANSMISSION_FLAGS: u16 =
 pub const CMD_FLAG_FUA: u16 = 1 << 0;
 /// Command flag of `NBD_CMD_WRITE_ZEROES`: write the zeroes, do not punch a hole.
 pub const CMD_FLAG_NO_HOLE: u16 = 1 << 1;
+/// Command flag of `NBD_CMD_BLOCK_STATUS`: one extent is enough.
+pub const CMD_FLAG_REQ_ONE: u16 = 1 << 3;
 
 /// Largest READ / WRITE length accepted (and advertised as the maximum block size):
 /// 32 MiB, the limit the NBD spec recommends clients respect.
@@ -430,7 +469,10 @@ pub enum Command {
     /// `NBD_CMD_WRITE_ZEROES` (6): `length` bytes at `offset` read as zeroes after it
     /// (no data follows the header).
     WriteZeroes,
-    /// Any other type (`NBD_CMD_CACHE`, `NBD_CMD_BLOCK_STATUS`...): answered `EINVAL`.
+    /// `NBD_CMD_BLOCK_STATUS` (7): which extents of `length` bytes at `offset` are
+    /// holes (with `base:allocation` selected).
+    BlockStatus,
+    /// Any other type (`NBD_CMD_CACHE`...): answered `EINVAL`.
     Other(u16),
 }
 
@@ -444,6 +486,7 @@ impl Command {
             3 => Command::Flush,
             4 => Command::Trim,
             6 => Command::WriteZeroes,
+            7 => Command::BlockStatus,
             t => Command::Other(t),
         }
     }
@@ -456,6 +499,7 @@ impl Command {
             Command::Flush => 3,
             Command::Trim => 4,
             Command::WriteZeroes => 6,
+            Command::BlockStatus => 7,
             Command::Other(t) => t,
         }
     }
@@ -546,8 +590,188 @@ impl SimpleReply {
     }
 }
 
+/// The header of a structured reply chunk: magic, flags, type, cookie, payload length.
+pub fn encode_chunk_header(flags: u16, kind: u16, cookie: u64, length: u32) -> [u8; CHUNK_HEADER_LEN] {
+    let mut b = [0u8; CHUNK_HEADER_LEN];
+    b[0..4].copy_from_slice(&STRUCTURED_REPLY_MAGIC.to_be_bytes());
+    b[4..6].copy_from_slice(&flags.to_be_bytes());
+    b[6..8].copy_from_slice(&kind.to_be_bytes());
+    b[8..16].copy_from_slice(&cookie.to_be_bytes());
+    b[16..20].copy_from_slice(&length.to_be_bytes());
+    b
+}
+
+/// A whole `NBD_REPLY_TYPE_ERROR` chunk, last of its reply: error value, message.
+pub fn encode_error_chunk(cookie: u64, error: u32, message: &str) -> Vec<u8> {
+    let msg = &message.as_bytes()[..message.len().min(MAX_NAME_BYTES)];
+    let mut out = encode_chunk_header(REPLY_FLAG_DONE, REPLY_TYPE_ERROR, cookie, 6 + msg.len() as u32).to_vec();
+    out.extend(error.to_be_bytes());
+    out.extend((msg.len() as u16).to_be_bytes());
+    out.extend(msg);
+    out
+}
+
+/// A whole `NBD_REPLY_TYPE_BLOCK_STATUS` chunk, last of its reply: the context id and
+/// its extents (length, flags).
+pub fn encode_block_status_chunk(cookie: u64, context: u32, extents: &[(u32, u32)]) -> Vec<u8> {
+    let len = 4 + 8 * extents.len() as u32;
+    let mut out = encode_chunk_header(REPLY_FLAG_DONE, REPLY_TYPE_BLOCK_STATUS, cookie, len).to_vec();
+    out.extend(context.to_be_bytes());
+    for (length, flags) in extents {
+        out.extend(length.to_be_bytes());
+        out.extend(flags.to_be_bytes());
+    }
+    out
+}
+
+/// Data of an `NBD_REP_META_CONTEXT` reply: context id, name.
+pub fn encode_meta_context(id: u32, name: &str) -> Vec<u8> {
+    let mut out = id.to_be_bytes().to_vec();
+    out.extend(name.as_bytes());
+    out
+}
+
+/// The data of an `NBD_OPT_LIST_META_CONTEXT` / `NBD_OPT_SET_META_CONTEXT` request:
+/// the export name and the queries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetaContextRequest {
+    /// The export the contexts are for.
+    pub name: String,
+    /// The queries (`base:allocation`, `base:`...).
+    pub queries: Vec<String>,
+}
+
+impl MetaContextRequest {
+    /// Parse option data; `Err` is a message for `NBD_REP_ERR_INVALID`.
+    pub fn decode(data: &[u8]) -> Result<Self, String> {
+        fn take<'a>(data: &'a [u8], at: &mut usize, n: usize, what: &str) -> Result<&'a [u8], String> {
+            let end = at.checked_add(n).filter(|&e| e <= data.len()).ok_or_else(|| format!("{what} is cut short"))?;
+            let out = &data[*at..end];
+            *at = end;
+            Ok(out)
+        }
+        fn u32_at(data: &[u8], at: &mut usize, what: &str) -> Result<u32, String> {
+            let b = take(data, at, 4, what)?;
+            Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+        }
+        let mut at = 0;
+        let name_len = u32_at(data, &mut at, "the export name length")? as usize;
+        if name_len > MAX_NAME_BYTES {
+            return Err("the export name is longer than 4096 bytes".into());
+        }
+        let name = String::from_utf8_lossy(take(data, &mut at, name_len, "the export name")?).into_owned();
+        let count = u32_at(data, &mut at, "the number of queries")?;
+        let mut queries = Vec::new();
+        for _ in 0..count {
+            let len = u32_at(data, &mut at, "a query length")? as usize;
+            if len > MAX_NAME_BYTES {
+                return Err("a query is longer than 4096 bytes".into());
+            }
+            queries.push(String::from_utf8_lossy(take(data, &mut at, len, "a query")?).into_owned());
+        }
+        if at != data.len() {
+            return Err(format!("{} bytes after the last query", data.len() - at));
+        }
+        Ok(MetaContextRequest { name, queries })
+    }
+
+    /// Encode (what a client sends).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = (self.name.len() as u32).to_be_bytes().to_vec();
+        out.extend(self.name.as_bytes());
+        out.extend((self.queries.len() as u32).to_be_bytes());
+        for q in &self.queries {
+            out.extend((q.len() as u32).to_be_bytes());
+            out.extend(q.as_bytes());
+        }
+        out
+    }
+
+    /// Whether the queries select `base:allocation`: by name, or (to list) the whole
+    /// `base:` namespace or no query at all.
+    pub fn selects_base_allocation(&self, listing: bool) -> bool {
+        self.queries.iter().any(|q| q == BASE_ALLOCATION || (listing && q == "base:"))
+            || (listing && self.queries.is_empty())
+    }
+}
+
+/// Whether every byte of `b` is zero (64 bytes at a time, which the compiler
+/// vectorises: a byte-by-byte test cost 64 KiB hole reads a fifth of their rate).
+pub fn is_zero(b: &[u8]) -> bool {
+    let mut blocks = b.chunks_exact(64);
+    for c in &mut blocks {
+        if c.iter().fold(0u8, |acc, &x| acc | x) != 0 {
+            return false;
+        }
+    }
+    blocks.remainder().iter().all(|&x| x == 0)
+}
+
+/// The runs of a read's data as structured reply chunks: `(offset within the data,
+/// length, is a hole)`, at `block`-byte granularity (an all-zero block is a hole);
+/// adjacent runs of one kind are merged.
+pub fn data_runs(data: &[u8], block: usize) -> Vec<(usize, usize, bool)> {
+    let mut runs: Vec<(usize, usize, bool)> = Vec::new();
+    for (i, b) in data.chunks(block.max(1)).enumerate() {
+        let hole = is_zero(b);
+        match runs.last_mut() {
+            Some(last) if last.2 == hole => last.1 += b.len(),
+            _ => runs.push((i * block.max(1), b.len(), hole)),
+        }
+    }
+    runs
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn structured_chunks_and_meta_contexts() {
+        let h = encode_chunk_header(REPLY_FLAG_DONE, REPLY_TYPE_OFFSET_HOLE, 7, 12);
+        assert_eq!(&h[0..4], &0x668e_33efu32.to_be_bytes());
+        assert_eq!((u16::from_be_bytes([h[4], h[5]]), u16::from_be_bytes([h[6], h[7]])), (1, 2));
+        assert_eq!(u64::from_be_bytes(h[8..16].try_into().unwrap()), 7);
+        assert_eq!(u32::from_be_bytes(h[16..20].try_into().unwrap()), 12);
+        let e = encode_error_chunk(9, EINVAL, "bad");
+        assert_eq!(e.len(), CHUNK_HEADER_LEN + 4 + 2 + 3);
+        assert_eq!(u16::from_be_bytes([e[6], e[7]]), 0x8001);
+        assert_eq!(&e[20..24], &22u32.to_be_bytes());
+        let b = encode_block_status_chunk(3, 1, &[(4096, 0), (8192, 3)]);
+        assert_eq!(u32::from_be_bytes(b[16..20].try_into().unwrap()), 4 + 16);
+        assert_eq!(&b[20..24], &1u32.to_be_bytes());
+        assert_eq!(&b[28..32], &0u32.to_be_bytes());
+        assert_eq!(&b[36..40], &3u32.to_be_bytes());
+        let q = MetaContextRequest { name: "a".into(), queries: vec!["base:allocation".into(), "x:y".into()] };
+        assert_eq!(MetaContextRequest::decode(&q.encode()), Ok(q.clone()));
+        assert!(q.selects_base_allocation(false));
+        let all = MetaContextRequest { name: "a".into(), queries: vec![] };
+        assert!(all.selects_base_allocation(true) && !all.selects_base_allocation(false));
+        let mut bad = q.encode();
+        bad.push(0);
+        assert!(MetaContextRequest::decode(&bad).unwrap_err().contains("after the last query"));
+        assert!(MetaContextRequest::decode(&bad[..10]).unwrap_err().contains("cut short"));
+        assert!(MetaContextRequest::decode(&u32::MAX.to_be_bytes()).unwrap_err().contains("longer than 4096"));
+    }
+
+    #[test]
+    fn data_runs_split_zero_blocks_into_holes() {
+        let mut d = vec![0u8; 4 * 4096 + 100];
+        d[4096] = 1; // block 1 has data
+        d[4 * 4096 + 5] = 2; // the short last block too
+        assert_eq!(
+            data_runs(&d, 4096),
+            vec![(0, 4096, true), (4096, 4096, false), (8192, 8192, true), (16384, 100, false)]
+        );
+        assert_eq!(data_runs(&[], 4096), vec![]);
+        for at in [0, 63, 64, 4095] {
+            let mut z = vec![0u8; 4096];
+            assert!(is_zero(&z));
+            z[at] = 1;
+            assert!(!is_zero(&z), "{at}");
+        }
+        assert_eq!(data_runs(&[0; 10], 4096), vec![(0, 10, true)]);
+    }
+
     use super::*;
 
     #[test]

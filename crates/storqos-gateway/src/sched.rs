@@ -103,6 +103,30 @@ pub struct Reply {
     /// A read or write that succeeded, to be accounted once its reply is written (its
     /// response time runs from the request parsed to the reply written).
     pub done: Option<Completion>,
+    /// How it is framed on the wire.
+    pub form: Form,
+}
+
+/// How a reply is framed on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// A simple reply: the header, then the data of a successful read.
+    Simple,
+    /// A structured reply to a read of the export at `offset` (structured replies
+    /// negotiated): data and hole chunks, or an error chunk.
+    Read {
+        /// Where the read starts in the export.
+        offset: u64,
+    },
+    /// `data` is a whole structured reply, written as it is (block status).
+    Raw,
+}
+
+impl Reply {
+    /// An answer without data: `error` (0: success) framed as `form` asks.
+    pub fn bare(cookie: u64, error: u32, permit: Inflight, form: Form) -> Reply {
+        Reply { cookie, error, data: Vec::new(), permit, done: None, form }
+    }
 }
 
 /// The I/O of a job.
@@ -152,13 +176,14 @@ pub struct Job {
     pub permit: Inflight,
     /// When the connection parsed it (gateway clock, ns): its arrival.
     pub parsed: Nanos,
+    /// How its reply is framed.
+    pub form: Form,
 }
 
 impl Job {
     /// Answer the job with NBD error `error` (its in-flight share goes with the reply).
     pub fn refuse(self, error: u32) {
-        let _ =
-            self.reply.send(Reply { cookie: self.cookie, error, data: Vec::new(), permit: self.permit, done: None });
+        let _ = self.reply.send(Reply::bare(self.cookie, error, self.permit, self.form));
     }
 
     fn bytes(&self) -> u32 {
@@ -226,6 +251,7 @@ struct InFlight {
     reply: UnboundedSender<Reply>,
     permit: Inflight,
     result: Option<Result<Vec<u8>, u32>>,
+    form: Form,
 }
 
 /// The loop's state; [`SchedLoop::run`] consumes it.
@@ -430,9 +456,9 @@ impl SchedLoop {
             self.sched.complete(&Completion { req, dispatch: now, finish: now }, now);
             return;
         };
-        let Job { export, offset, io, cookie, reply, permit, .. } = job;
+        let Job { export, offset, io, cookie, reply, permit, form, .. } = job;
         let id = req.id;
-        let f = InFlight { req, dispatch: now, emulated_finish, cookie, reply, permit, result: None };
+        let f = InFlight { req, dispatch: now, emulated_finish, cookie, reply, permit, result: None, form };
         self.inflight.insert(id, f);
         // A small read the page cache holds completes right here: no thread hand-off.
         if let Io::Read(n) = io {
@@ -514,8 +540,8 @@ impl SchedLoop {
             }
         }
         let reply = match result {
-            Ok(data) => Reply { cookie: f.cookie, error: 0, data, permit: f.permit, done: Some(done) },
-            Err(e) => Reply { cookie: f.cookie, error: e, data: Vec::new(), permit: f.permit, done: None },
+            Ok(data) => Reply { cookie: f.cookie, error: 0, data, permit: f.permit, done: Some(done), form: f.form },
+            Err(e) => Reply::bare(f.cookie, e, f.permit, f.form),
         };
         let _ = f.reply.send(reply);
     }

@@ -29,7 +29,7 @@ use tokio::task::JoinSet;
 use crate::config::{Config, Error, ExportConfig, Limits, Result, TlsMode};
 use crate::export::{Export, Exports};
 use crate::protocol::*;
-use crate::sched::{Clock, Inflight, Io, Job, Msg, Reply, SchedLoop};
+use crate::sched::{Clock, Form, Inflight, Io, Job, Msg, Reply, SchedLoop};
 use crate::stats::{GaugeRow, Recorder, Stats, WindowRow};
 use crate::transport::{Listener, Peer, Plain, ReadHalf, Stream, WriteHalf};
 use storqos_core::request::Completion;
@@ -806,7 +806,7 @@ async fn read_msg<R: AsyncRead + Unpin>(
 async fn connection(stream: Plain, peer: Peer, shared: Arc<Shared>) {
     let _open = OpenGuard(shared.clone());
     let handshake = Duration::from_secs_f64(shared.limits.handshake_timeout_s);
-    let (stream, export, _counted) =
+    let (stream, export, _counted, session) =
         match tokio::time::timeout(handshake, negotiate(Stream::Plain(stream), &peer, &shared)).await {
             Ok(Ok(Some(chosen))) => chosen,
             Ok(Ok(None)) => return,
@@ -829,7 +829,7 @@ async fn connection(stream: Plain, peer: Peer, shared: Arc<Shared>) {
     let stall = shared.limits.idle_timeout_s.map(Duration::from_secs_f64);
     let mut writer = tokio::spawn(write_replies(wr, reply_rx, stall, shared.stats.clone(), shared.clock));
     let outcome = tokio::select! {
-        r = transmission(rd, reply_tx, export, &shared) => r,
+        r = transmission(rd, reply_tx, export, &shared, session) => r,
         w = &mut writer => {
             // The writer ended first: the client left, or took no reply for the idle
             // timeout while replies waited. The reader stops with it.
@@ -908,8 +908,17 @@ fn not_allowed(e: &Export, peer: &Peer) -> String {
     format!("address {who} is not allowed to use export {}", shown_name(&e.name))
 }
 
-/// The negotiated connection: its stream (TLS or not), export and export slot.
-type Negotiated = (Stream, Arc<Export>, ExportGuard);
+/// What a client negotiated beyond its export.
+#[derive(Clone, Copy, Debug, Default)]
+struct Session {
+    /// Structured replies (`NBD_OPT_STRUCTURED_REPLY`): reads answered in chunks.
+    structured: bool,
+    /// `base:allocation` selected for the export: `NBD_CMD_BLOCK_STATUS` answered.
+    block_status: bool,
+}
+
+/// The negotiated connection: its stream (TLS or not), export, export slot, session.
+type Negotiated = (Stream, Arc<Export>, ExportGuard, Session);
 
 /// Fixed newstyle negotiation. `Ok(Some(..))` enters transmission; `Ok(None)` means
 /// the client aborted or left.
@@ -924,6 +933,13 @@ async fn negotiate(
         return Ok(None);
     }
     let no_zeroes = decode_client_flags(&cf)? & FLAG_C_NO_ZEROES != 0;
+    let mut structured = false;
+    // The export `base:allocation` was selected for, if any.
+    let mut meta_for: Option<String> = None;
+    let session = |e: &Export, structured: bool, meta_for: &Option<String>| Session {
+        structured,
+        block_status: structured && meta_for.as_deref() == Some(e.name.as_str()),
+    };
     loop {
         let mut hb = [0u8; OPTION_HEADER_LEN];
         if !read_msg(&mut stream, &mut hb, "option request", true).await? {
@@ -979,7 +995,8 @@ async fn negotiate(
                 // The spec gives NBD_OPT_EXPORT_NAME no error reply: a refusal closes.
                 let slot = admit(&e, peer, shared).map_err(ConnError::Refused)?;
                 send(&mut stream, &encode_export_name_reply(e.size, e.transmission_flags(), no_zeroes)).await?;
-                return Ok(Some((stream, e, slot)));
+                let s = session(&e, structured, &meta_for);
+                return Ok(Some((stream, e, slot, s)));
             }
             OPT_ABORT => {
                 // The spec asks for an ACK; the client may already be gone.
@@ -1032,11 +1049,57 @@ async fn negotiate(
                 out.extend(encode_option_reply(h.option, REP_ACK, &[]));
                 send(&mut stream, &out).await?;
                 if let Some(Ok(slot)) = slot {
-                    return Ok(Some((stream, e, slot)));
+                    let s = session(&e, structured, &meta_for);
+                    return Ok(Some((stream, e, slot, s)));
+                }
+            }
+            OPT_STRUCTURED_REPLY => {
+                if !data.is_empty() {
+                    let msg = b"NBD_OPT_STRUCTURED_REPLY takes no data";
+                    send(&mut stream, &encode_option_reply(h.option, REP_ERR_INVALID, msg)).await?;
+                    continue;
+                }
+                structured = true;
+                send(&mut stream, &encode_option_reply(h.option, REP_ACK, &[])).await?;
+            }
+            OPT_LIST_META_CONTEXT | OPT_SET_META_CONTEXT => {
+                let setting = h.option == OPT_SET_META_CONTEXT;
+                if !structured {
+                    let msg = b"negotiate structured replies (NBD_OPT_STRUCTURED_REPLY) first";
+                    send(&mut stream, &encode_option_reply(h.option, REP_ERR_INVALID, msg)).await?;
+                    continue;
+                }
+                let q = match MetaContextRequest::decode(&data) {
+                    Ok(q) => q,
+                    Err(msg) => {
+                        send(&mut stream, &encode_option_reply(h.option, REP_ERR_INVALID, msg.as_bytes())).await?;
+                        continue;
+                    }
+                };
+                let Some(e) = find_export(shared, &q.name).filter(|e| e.allows(peer.ip())) else {
+                    let msg = format!("no export named {}", shown_name(&q.name));
+                    send(&mut stream, &encode_option_reply(h.option, REP_ERR_UNKNOWN, msg.as_bytes())).await?;
+                    continue;
+                };
+                let selected = q.selects_base_allocation(!setting);
+                let mut out = Vec::new();
+                if selected {
+                    // Listed contexts carry id 0 (the spec reserves it there).
+                    let id = if setting { BASE_ALLOCATION_ID } else { 0 };
+                    out.extend(encode_option_reply(
+                        h.option,
+                        REP_META_CONTEXT,
+                        &encode_meta_context(id, BASE_ALLOCATION),
+                    ));
+                }
+                out.extend(encode_option_reply(h.option, REP_ACK, &[]));
+                send(&mut stream, &out).await?;
+                if setting {
+                    meta_for = selected.then(|| e.name.clone());
                 }
             }
             other => {
-                let msg = format!("option {other} is not supported (simple replies only)");
+                let msg = format!("option {other} is not supported");
                 send(&mut stream, &encode_option_reply(other, REP_ERR_UNSUP, msg.as_bytes())).await?;
             }
         }
@@ -1044,7 +1107,7 @@ async fn negotiate(
 }
 
 fn err_reply(cookie: u64, error: u32, permit: Inflight) -> Reply {
-    Reply { cookie, error, data: Vec::new(), permit, done: None }
+    Reply::bare(cookie, error, permit, Form::Simple)
 }
 
 /// Take `units` of the connection's budget, then of the gateway's (said once a minute
@@ -1074,6 +1137,7 @@ async fn transmission(
     replies: UnboundedSender<Reply>,
     export: Arc<Export>,
     shared: &Shared,
+    session: Session,
 ) -> std::result::Result<(), ConnError> {
     let permits = Arc::new(Semaphore::new(MAX_INFLIGHT_UNITS as usize));
     // Buffered: several small requests arrive in one read, and waiting for the next
@@ -1127,15 +1191,28 @@ async fn transmission(
             Command::Read | Command::Write | Command::Flush | Command::Trim if h.flags & !CMD_FLAG_FUA != 0 => {
                 Some(EINVAL)
             }
-            Command::Read | Command::Write | Command::Trim | Command::WriteZeroes if h.length == 0 => Some(EINVAL),
+            Command::BlockStatus if !session.block_status || h.flags & !CMD_FLAG_REQ_ONE != 0 => Some(EINVAL),
+            Command::Read | Command::Write | Command::Trim | Command::WriteZeroes | Command::BlockStatus
+                if h.length == 0 =>
+            {
+                Some(EINVAL)
+            }
             _ if writes && export.read_only => Some(EPERM),
-            Command::Read | Command::Trim if !export.contains(h.offset, h.length) => Some(EINVAL),
+            Command::Read | Command::Trim | Command::BlockStatus if !export.contains(h.offset, h.length) => {
+                Some(EINVAL)
+            }
             Command::Write | Command::WriteZeroes if !export.contains(h.offset, h.length) => Some(ENOSPC),
             _ => None,
         };
+        // Once structured replies are negotiated, a read is never answered simply (its
+        // errors included).
+        let form = match h.command {
+            Command::Read if session.structured => Form::Read { offset: h.offset },
+            _ => Form::Simple,
+        };
         if let Some(e) = error {
             count_error();
-            let _ = replies.send(err_reply(h.cookie, e, permit));
+            let _ = replies.send(Reply::bare(h.cookie, e, permit, form));
             continue;
         }
         match h.command {
@@ -1157,6 +1234,12 @@ async fn transmission(
                     let _ = tx.send(err_reply(h.cookie, r.err().unwrap_or(0), permit));
                 });
             }
+            Command::BlockStatus => {
+                // Metadata from the file system (lseek), not I/O: the policy does not see it.
+                let extents = export.block_status(h.offset, h.length, h.flags & CMD_FLAG_REQ_ONE != 0);
+                let chunk = encode_block_status_chunk(h.cookie, BASE_ALLOCATION_ID, &extents);
+                let _ = replies.send(Reply { data: chunk, ..Reply::bare(h.cookie, 0, permit, Form::Raw) });
+            }
             Command::Read | Command::Write | Command::Trim | Command::WriteZeroes => {
                 let fua = h.flags & CMD_FLAG_FUA != 0;
                 let io = match h.command {
@@ -1173,6 +1256,7 @@ async fn transmission(
                     reply: replies.clone(),
                     permit,
                     parsed,
+                    form,
                 };
                 if let Err(e) = shared.sched_tx.send(Msg::Submit(job)) {
                     if let Msg::Submit(job) = e.0 {
@@ -1226,6 +1310,41 @@ async fn write_replies(
     w.shutdown().await
 }
 
+/// A reply's header and its data: in one vectored write with the first piece (else a
+/// reply larger than the buffer goes out as a 16-byte write, then the data), the rest in
+/// pieces of [`WRITE_PIECE`]: one write larger than a loopback segment (64 KiB) leaves a
+/// small tail that a pacing congestion control (BBR, Debian's default here) sends a
+/// pacing interval later, for every reply. Measured with fio, 64 KiB sequential reads at
+/// queue depth 8: 21.5k IOPS in one write, 39-41k in pieces. A payload of more than one
+/// piece skips the buffer (what it holds goes first): copying it there would cost more
+/// than the write it saves.
+async fn write_payload(w: &mut BufWriter<WriteHalf>, header: &[u8], data: &[u8]) -> std::io::Result<()> {
+    let first = data.len().min(WRITE_PIECE);
+    if data.len() > WRITE_PIECE {
+        w.flush().await?;
+        write_all_vectored(w.get_mut(), header, &data[..first]).await?;
+        for piece in data[first..].chunks(WRITE_PIECE) {
+            w.get_mut().write_all(piece).await?;
+        }
+        Ok(())
+    } else {
+        write_all_vectored(w, header, data).await
+    }
+}
+
+/// An NBD error value's name, for error chunks.
+fn error_name(e: u32) -> &'static str {
+    match e {
+        EPERM => "EPERM (operation not permitted)",
+        EIO => "EIO (input/output error)",
+        ENOMEM => "ENOMEM (the tenant is at its limit: retry)",
+        EINVAL => "EINVAL (invalid argument)",
+        ENOSPC => "ENOSPC (no space left)",
+        ESHUTDOWN => "ESHUTDOWN (the gateway is stopping)",
+        _ => "error",
+    }
+}
+
 /// Write `a` then `b`, in vectored writes where the writer takes them.
 async fn write_all_vectored<W: AsyncWrite + Unpin>(w: &mut W, a: &[u8], b: &[u8]) -> std::io::Result<()> {
     let mut bufs = [std::io::IoSlice::new(a), std::io::IoSlice::new(b)];
@@ -1244,28 +1363,39 @@ async fn write_all_vectored<W: AsyncWrite + Unpin>(w: &mut W, a: &[u8], b: &[u8]
 pub const WRITE_PIECE: usize = 32 << 10;
 
 async fn put(w: &mut BufWriter<WriteHalf>, r: Reply, written: &mut Vec<Completion>) -> std::io::Result<()> {
-    let header = SimpleReply { error: r.error, cookie: r.cookie }.encode();
-    if r.error == 0 && !r.data.is_empty() {
-        // The header with the first piece in one vectored write (else a reply larger
-        // than the buffer goes out as a 16-byte write, then the data), the rest in
-        // pieces of 32 KiB: one write larger than a loopback segment (64 KiB) leaves a
-        // small tail that a pacing congestion control (BBR, Debian's default here) sends
-        // a pacing interval later, for every reply. Measured with fio, 64 KiB sequential
-        // reads at queue depth 8: 21.5k IOPS in one write, 39-41k in pieces.
-        // A reply of more than one piece skips the buffer (what it holds goes first):
-        // copying it there would cost more than the write it saves.
-        let first = r.data.len().min(WRITE_PIECE);
-        if r.data.len() > WRITE_PIECE {
-            w.flush().await?;
-            write_all_vectored(w.get_mut(), &header, &r.data[..first]).await?;
-            for piece in r.data[first..].chunks(WRITE_PIECE) {
-                w.get_mut().write_all(piece).await?;
+    match r.form {
+        Form::Simple => {
+            let header = SimpleReply { error: r.error, cookie: r.cookie }.encode();
+            if r.error == 0 && !r.data.is_empty() {
+                write_payload(w, &header, &r.data).await?;
+            } else {
+                w.write_all(&header).await?;
             }
-        } else {
-            write_all_vectored(w, &header, &r.data).await?;
         }
-    } else {
-        w.write_all(&header).await?;
+        Form::Raw => w.write_all(&r.data).await?,
+        Form::Read { .. } if r.error != 0 => {
+            let msg = format!("read failed: {}", error_name(r.error));
+            w.write_all(&encode_error_chunk(r.cookie, r.error, &msg)).await?;
+        }
+        Form::Read { offset } => {
+            // Data and hole chunks (an all-zero 4 KiB block is a hole: no data sent).
+            let runs = data_runs(&r.data, PREFERRED_BLOCK as usize);
+            for (i, &(at, len, hole)) in runs.iter().enumerate() {
+                let flags = if i + 1 == runs.len() { REPLY_FLAG_DONE } else { 0 };
+                let start = (offset + at as u64).to_be_bytes();
+                if hole {
+                    let mut chunk = encode_chunk_header(flags, REPLY_TYPE_OFFSET_HOLE, r.cookie, 12).to_vec();
+                    chunk.extend(start);
+                    chunk.extend((len as u32).to_be_bytes());
+                    w.write_all(&chunk).await?;
+                } else {
+                    let mut head =
+                        encode_chunk_header(flags, REPLY_TYPE_OFFSET_DATA, r.cookie, 8 + len as u32).to_vec();
+                    head.extend(start);
+                    write_payload(w, &head, &r.data[at..at + len]).await?;
+                }
+            }
+        }
     }
     written.extend(r.done);
     // `r` (its data and its in-flight share) is dropped here, once written.

@@ -221,10 +221,10 @@ fn negotiation_write_read_flush_errors_disconnect() {
             names.push(String::from_utf8(r.data[4..4 + n].to_vec()).unwrap());
         }
         assert_eq!(names, ["disk", "other"]);
-        // Unknown option → NBD_REP_ERR_UNSUP; structured replies are not offered either.
+        // Unknown option → NBD_REP_ERR_UNSUP; STARTTLS without TLS configured too.
         c.option(99, &[1, 2, 3]).await;
         assert_eq!(c.opt_reply().await.kind, 0x8000_0001);
-        c.option(8, &[]).await;
+        c.option(5, &[]).await;
         assert_eq!(c.opt_reply().await.kind, 0x8000_0001);
         // INFO / GO on an unknown export → NBD_REP_ERR_UNKNOWN, negotiation goes on.
         assert_eq!(c.go(6, "nope").await, Err(0x8000_0006));
@@ -989,4 +989,117 @@ fn exports_added_and_removed_live() {
     for p in [a, c] {
         std::fs::remove_file(p).unwrap();
     }
+}
+
+/// A structured reply chunk: (flags, type, cookie, payload).
+async fn chunk(c: &mut Client) -> (u16, u16, u64, Vec<u8>) {
+    let mut h = [0u8; 20];
+    c.s.read_exact(&mut h).await.unwrap();
+    assert_eq!(u32::from_be_bytes(h[0..4].try_into().unwrap()), 0x668e_33ef, "structured reply magic");
+    let flags = u16::from_be_bytes([h[4], h[5]]);
+    let kind = u16::from_be_bytes([h[6], h[7]]);
+    let cookie = u64::from_be_bytes(h[8..16].try_into().unwrap());
+    let mut payload = vec![0u8; u32::from_be_bytes(h[16..20].try_into().unwrap()) as usize];
+    c.s.read_exact(&mut payload).await.unwrap();
+    (flags, kind, cookie, payload)
+}
+
+fn be32(b: &[u8]) -> u32 {
+    u32::from_be_bytes(b[..4].try_into().unwrap())
+}
+
+fn meta_query(export: &str, queries: &[&str]) -> Vec<u8> {
+    let mut d = (export.len() as u32).to_be_bytes().to_vec();
+    d.extend(export.as_bytes());
+    d.extend((queries.len() as u32).to_be_bytes());
+    for q in queries {
+        d.extend((q.len() as u32).to_be_bytes());
+        d.extend(q.as_bytes());
+    }
+    d
+}
+
+#[test]
+fn structured_replies_holes_and_block_status() {
+    // 1 MiB: a hole, 4 KiB of data at 256 KiB, a hole to the end.
+    let img = image("structured", 1 << 20);
+    {
+        use std::os::unix::fs::FileExt;
+        std::fs::OpenOptions::new().write(true).open(&img).unwrap().write_all_at(&[0x7e; 4096], 256 << 10).unwrap();
+    }
+    let (gw, _) = gateway(&[("s", &img, 0)], "");
+    let addr = gw.addr().unwrap();
+    rt().block_on(async {
+        // Metadata contexts need structured replies first (NBD_REP_ERR_INVALID).
+        let mut c = Client::hello(addr, 3).await;
+        c.option(10, &meta_query("s", &["base:allocation"])).await;
+        assert_eq!(c.opt_reply().await.kind, 0x8000_0003);
+        // NBD_OPT_STRUCTURED_REPLY (8) → ACK; listing all contexts (no query) gives
+        // base:allocation with id 0; setting it gives a non-zero id.
+        c.option(8, &[]).await;
+        assert_eq!(c.opt_reply().await.kind, 1);
+        c.option(9, &meta_query("s", &[])).await;
+        let r = c.opt_reply().await;
+        assert_eq!((r.kind, be32(&r.data), &r.data[4..]), (4, 0, &b"base:allocation"[..]));
+        assert_eq!(c.opt_reply().await.kind, 1);
+        c.option(10, &meta_query("s", &["x-other:thing", "base:allocation"])).await;
+        let r = c.opt_reply().await;
+        assert_eq!((r.kind, &r.data[4..]), (4, &b"base:allocation"[..]));
+        let ctx = be32(&r.data);
+        assert_ne!(ctx, 0);
+        assert_eq!(c.opt_reply().await.kind, 1);
+        c.option(10, &meta_query("nope", &["base:allocation"])).await;
+        assert_eq!(c.opt_reply().await.kind, 0x8000_0006, "unknown export");
+        c.go(7, "s").await.unwrap();
+        // A read across hole, data, hole: chunks OFFSET_HOLE (2), OFFSET_DATA (1),
+        // OFFSET_HOLE, the last one flagged DONE; together they cover the range.
+        c.request(0, 0, 1, 248 << 10, 16 << 10, &[]).await;
+        let mut covered = Vec::new();
+        loop {
+            let (flags, kind, cookie, p) = chunk(&mut c).await;
+            assert_eq!(cookie, 1);
+            let off = u64::from_be_bytes(p[0..8].try_into().unwrap());
+            match kind {
+                2 => covered.push((off, be32(&p[8..]) as u64, None)),
+                1 => covered.push((off, (p.len() - 8) as u64, Some(p[8..].to_vec()))),
+                k => panic!("chunk type {k}"),
+            }
+            if flags & 1 == 1 {
+                break;
+            }
+        }
+        assert_eq!(
+            covered.iter().map(|c| (c.0, c.1, c.2.is_some())).collect::<Vec<_>>(),
+            vec![(248 << 10, 8 << 10, false), (256 << 10, 4 << 10, true), (260 << 10, 4 << 10, false)]
+        );
+        assert_eq!(covered[1].2.as_deref(), Some(&[0x7e; 4096][..]));
+        // A read past the end: an ERROR chunk (type 2^15 + 1) with EINVAL, never a simple reply.
+        c.request(0, 0, 2, 1 << 20, 4096, &[]).await;
+        let (flags, kind, cookie, p) = chunk(&mut c).await;
+        assert_eq!((flags, kind, cookie, be32(&p)), (1, 0x8001, 2, EINVAL));
+        let msg_len = u16::from_be_bytes([p[4], p[5]]) as usize;
+        assert_eq!(p.len(), 6 + msg_len);
+        // Block status (7) of the whole export: hole, data, hole, for our context.
+        c.request(7, 0, 3, 0, 1 << 20, &[]).await;
+        let (flags, kind, cookie, p) = chunk(&mut c).await;
+        assert_eq!((flags, kind, cookie, be32(&p)), (1, 5, 3, ctx));
+        let extents: Vec<(u32, u32)> = p[4..].chunks(8).map(|e| (be32(e), be32(&e[4..]))).collect();
+        assert_eq!(extents, vec![(256 << 10, 3), (4 << 10, 0), ((1 << 20) - (260 << 10), 3)]);
+        // NBD_CMD_FLAG_REQ_ONE (8): the first extent only.
+        c.request(7, 8, 4, 0, 1 << 20, &[]).await;
+        let (_, _, _, p) = chunk(&mut c).await;
+        assert_eq!(&p[4..], &[(256u32 << 10).to_be_bytes(), 3u32.to_be_bytes()].concat()[..]);
+        // Writes keep simple replies (the spec allows either).
+        c.request(1, 0, 5, 0, 4, &[1, 2, 3, 4]).await;
+        assert_eq!(c.reply(0).await, (0, 5, vec![]));
+        // Without base:allocation selected, block status is EINVAL.
+        let mut plain = Client::hello(addr, 3).await;
+        plain.option(8, &[]).await;
+        assert_eq!(plain.opt_reply().await.kind, 1);
+        plain.go(7, "s").await.unwrap();
+        plain.request(7, 0, 9, 0, 4096, &[]).await;
+        assert_eq!(plain.reply(0).await, (EINVAL, 9, vec![]));
+    });
+    drop(gw.shutdown());
+    std::fs::remove_file(img).unwrap();
 }
