@@ -72,6 +72,7 @@ def gateway_config(
     control: str | None = None,
     tenant_names: dict[int, str] | None = None,
     tls: dict[str, Any] | None = None,
+    cost: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The gateway's JSON configuration. ``exports`` are ``NAME=PATH[:TENANT]`` strings
     (tenant defaults to the position in the list) or ready dicts; ``window_s`` asks for
@@ -82,7 +83,8 @@ def gateway_config(
     tenant for the SLO metrics; ``control`` the path of the control socket
     (``storqos ctl``); ``tenant_names`` the tenants' names by id, for it; ``tls`` the
     gateway's ``tls`` object (``mode`` off / on / require, ``cert``, ``key``,
-    ``client_ca``)."""
+    ``client_ca``); ``cost`` the backend's cost model (``enabled``, ``op_time_s``,
+    ``bytes_per_s``)."""
     if not exports:
         raise InputError("give at least one export, e.g. --export web=/srv/web.img", "--export")
     ex = [e if isinstance(e, dict) else parse_export(e, default_tenant=i) for i, e in enumerate(exports)]
@@ -103,6 +105,8 @@ def gateway_config(
         cfg["tenant_names"] = {str(t): n for t, n in tenant_names.items()}
     if tls is not None:
         cfg["tls"] = tls
+    if cost is not None:
+        cfg["cost"] = cost
     return cfg
 
 

@@ -39,6 +39,10 @@ A complete file (paths are relative to the file)::
     key = "server-key.pem"
     client_ca = "ca-cert.pem"    # optional: clients must show a certificate it signed
 
+    [cost]                       # what an I/O costs the backend (real storage, no iops)
+    op_time = "100us"            # per operation: a seek, the overheads
+    bandwidth = "1GiB/s"         # plus its bytes over this
+
 Flags of ``storqos serve`` override the file: ``--export`` replaces its exports,
 ``--policy`` its kind (and the file's parameters of another kind), a policy flag the
 parameter of that name, ``--listen``/``--depth``/``--iops``/``--for``/``--window``/
@@ -59,9 +63,9 @@ from . import _core
 from .errors import InputError
 from .experiment_schema import Policy, Qos
 from .gateway import DEFAULT_DEPTH, DEFAULT_LISTEN, check_export_file
-from .toml_schema import PositiveDurationNs, Rate, Table, entry_where, line_of, one_or_many, read_toml
+from .toml_schema import PositiveDurationNs, Rate, Table, entry_where, line_of, one_or_many, read_toml, unit
 from .toml_schema import validate as toml_validate
-from .units import parse_size
+from .units import parse_bandwidth, parse_duration, parse_size
 
 #: Deepest backend queue the gateway takes.
 MAX_DEPTH = 4096
@@ -182,6 +186,19 @@ def _listen(v: Any) -> str:
     return v
 
 
+class CostTable(Table):
+    """[cost]: what an I/O costs the backend (a time per operation plus its bytes over
+    the bandwidth), so that a tenant of large requests cannot fill the backend."""
+
+    enabled: bool = True
+    op_time: Annotated[int, unit(parse_duration, default_unit="us")] = 100_000
+    bandwidth: Annotated[float, unit(parse_bandwidth)] = float(1 << 30)
+
+    def to_json(self) -> dict[str, Any]:
+        """The gateway's ``cost`` object."""
+        return {"enabled": self.enabled, "op_time_s": self.op_time / 1e9, "bytes_per_s": self.bandwidth}
+
+
 class GatewayFile(Table):
     """The whole file."""
 
@@ -194,6 +211,7 @@ class GatewayFile(Table):
     window: PositiveDurationNs | None = None
     policy: Policy | None = None
     limits: LimitsTable | None = None
+    cost: CostTable | None = None
     tls: TlsTable | None = None
     tenant: Annotated[list[TenantTable], Field(default_factory=list)]
     export: Annotated[list[ExportTable], Field(default_factory=list)]
@@ -409,7 +427,8 @@ def merged(settings: GatewaySettings | None, *, exports: list[str] | None = None
                           slos={i: t.slo_ns / 1e9 for i, t in enumerate(tenants) if t.slo_ns},
                           control=control or _control_path(settings),
                           tenant_names={i: t.name for i, t in enumerate(tenants)},
-                          tls=tls_settings(settings, **(tls or {})))
+                          tls=tls_settings(settings, **(tls or {})),
+                          cost=file.cost.to_json() if file is not None and file.cost is not None else None)
 
 
 __all__ = ["GatewayFile", "GatewaySettings", "Tenant", "load", "merged"]

@@ -78,7 +78,19 @@ BAD = [
     (('max_inflight = "256MiB"', 'max_inflight = "1MiB"'), "max_inflight",
      "[limits]: max_inflight: must be at least 32MiB (one request of the largest size), got '1MiB'"),
     (('max_connections = 256', 'max_connection = 256'), "max_connection =", "[limits]: unknown key 'max_connection'"),
+    (('max_inflight = "256MiB"', 'max_inflight = "256MiB"\n[cost]\nbandwidth = "fast"'), 'bandwidth = "fast"',
+     "[cost]: bandwidth: malformed bandwidth 'fast'"),
+    (('max_inflight = "256MiB"', 'max_inflight = "256MiB"\n[cost]\nseek = "5ms"'), 'seek = "5ms"',
+     "[cost]: unknown key 'seek'"),
 ]
+
+
+def test_the_cost_table_reaches_the_gateway(gw: Path) -> None:
+    gw.write_text(gw.read_text() + '\n[cost]\nop_time = "250us"\nbandwidth = "200MiB/s"\n')
+    assert merged(load(gw))["cost"] == {"enabled": True, "op_time_s": 250e-6, "bytes_per_s": 200 * 2**20}
+    gw.write_text(gw.read_text() + "enabled = false\n")
+    assert merged(load(gw))["cost"]["enabled"] is False
+    assert run_cli("serve", "--config", str(gw), "--check").code == 0
 
 
 @pytest.mark.parametrize(("change", "at", "message"), BAD, ids=[b[2][:40] for b in BAD])

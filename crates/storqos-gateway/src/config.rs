@@ -185,6 +185,33 @@ pub struct TlsConfig {
     pub client_ca: Option<PathBuf>,
 }
 
+/// The backend's cost model ([`crate::sched::CostModel`]): what an I/O costs, to keep
+/// a tenant of large requests from filling the backend on real storage.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CostConfig {
+    /// Use it (default); off, only the `depth` slots bound what is in flight.
+    pub enabled: bool,
+    /// Time per operation (s): a seek, the request overheads.
+    pub op_time_s: f64,
+    /// Bandwidth (bytes per second).
+    pub bytes_per_s: f64,
+}
+
+impl Default for CostConfig {
+    fn default() -> Self {
+        let d = crate::sched::CostModel::DEFAULT;
+        CostConfig { enabled: true, op_time_s: d.op_ns / 1e9, bytes_per_s: d.bytes_per_s }
+    }
+}
+
+impl CostConfig {
+    /// The model, if enabled.
+    pub fn model(&self) -> Option<crate::sched::CostModel> {
+        self.enabled.then_some(crate::sched::CostModel { op_ns: self.op_time_s * 1e9, bytes_per_s: self.bytes_per_s })
+    }
+}
+
 /// The gateway's configuration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
@@ -217,6 +244,8 @@ pub struct Config {
     pub control: Option<PathBuf>,
     /// TLS.
     pub tls: TlsConfig,
+    /// The backend's cost model (ignored with an emulated capacity).
+    pub cost: CostConfig,
 }
 
 /// Default listen address (the IANA NBD port on loopback).
@@ -257,6 +286,8 @@ struct RawConfig {
     control: Option<PathBuf>,
     #[serde(default)]
     tls: Option<serde_json::Value>,
+    #[serde(default)]
+    cost: Option<serde_json::Value>,
 }
 
 fn one_line(e: &serde_json::Error) -> String {
@@ -305,6 +336,10 @@ impl Config {
             tls: match raw.tls {
                 None => TlsConfig::default(),
                 Some(v) => serde_json::from_value(v).map_err(|e| Error::Config(format!("tls: {}", one_line(&e))))?,
+            },
+            cost: match raw.cost {
+                None => CostConfig::default(),
+                Some(v) => serde_json::from_value(v).map_err(|e| Error::Config(format!("cost: {}", one_line(&e))))?,
             },
         };
         cfg.validate()?;
@@ -376,6 +411,13 @@ impl Config {
             if !(s.is_finite() && *s > 0.0 && *s <= MAX_SECONDS) {
                 return bad(format!("slos.{t}: a latency target must be a number of seconds > 0, got {s}"));
             }
+        }
+        let c = &self.cost;
+        if !(c.op_time_s.is_finite() && c.op_time_s >= 0.0 && c.op_time_s <= 1.0) {
+            return bad(format!("cost.op_time_s: must be a time per operation in [0, 1] s, got {}", c.op_time_s));
+        }
+        if !(c.bytes_per_s.is_finite() && c.bytes_per_s >= 1.0) {
+            return bad(format!("cost.bytes_per_s: must be a bandwidth >= 1 byte/s, got {}", c.bytes_per_s));
         }
         if self.tls.mode != TlsMode::Off {
             for (key, v) in [("cert", &self.tls.cert), ("key", &self.tls.key)] {
@@ -487,6 +529,9 @@ mod tests {
                 "window_s: must be a finite number of seconds >= 1e-6 and <= 9223372036",
             ),
             (format!(r#"{{{ex},"policy":{{"kind":"wfq"}}}}"#), "policy: unknown variant `wfq`"),
+            (format!(r#"{{{ex},"cost":{{"op_time_s":-1}}}}"#), "cost.op_time_s: must be a time per operation"),
+            (format!(r#"{{{ex},"cost":{{"bytes_per_s":0}}}}"#), "cost.bytes_per_s: must be a bandwidth"),
+            (format!(r#"{{{ex},"cost":{{"seek":1}}}}"#), "cost: unknown field `seek`"),
             (
                 format!(r#"{{{ex},"policy":{{"kind":"wf2q","weights":[0]}}}}"#),
                 "policy: invalid configuration: wf2q: weights[0]",

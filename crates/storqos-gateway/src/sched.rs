@@ -275,17 +275,56 @@ pub struct SchedLoop {
     pool: Pool,
     /// Indices of the idle I/O threads.
     idle: Vec<usize>,
+    /// The backend's cost model (`None` with an emulated capacity: its slots decide).
+    cost: Option<CostModel>,
+    /// Cost (ns of backend time) of the I/Os in flight.
+    inflight_cost: Nanos,
+    /// Requests the policy chose that wait for the cost budget (oldest first).
+    held: std::collections::VecDeque<Request>,
+}
+
+/// What an I/O costs the backend, as blk-iocost models a device: a fixed time per
+/// operation (a seek, the request overheads) plus its bytes over the bandwidth. The
+/// gateway keeps the cost of what is in flight under a budget of `depth` I/Os of
+/// [`CostModel::SMALL_BYTES`]: small requests are limited by the slots only, a large
+/// one that does not fit waits (held, with its tenant's later requests, in the order
+/// the policy chose) while other tenants' requests that fit go on, as blk-iocost
+/// throttles a cgroup over its budget. A tenant of large requests then cannot fill
+/// every slot: the others wait in the policy's queue, not behind its I/O.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CostModel {
+    /// Time per operation (ns).
+    pub op_ns: f64,
+    /// Bandwidth (bytes per second).
+    pub bytes_per_s: f64,
+}
+
+impl CostModel {
+    /// A request of at most this size costs no more than the budget allows for each
+    /// slot: limited by the slots alone.
+    pub const SMALL_BYTES: u32 = 64 << 10;
+
+    /// The default: 100 µs per operation, 1 GiB/s.
+    pub const DEFAULT: CostModel = CostModel { op_ns: 100_000.0, bytes_per_s: (1u64 << 30) as f64 };
+
+    /// The cost of an I/O of `bytes` (ns).
+    pub fn of(&self, bytes: u32) -> Nanos {
+        (self.op_ns + f64::from(bytes) / self.bytes_per_s * 1e9) as Nanos
+    }
 }
 
 impl SchedLoop {
-    /// A loop over `sched` with `depth` backend slots and an optional emulated
-    /// capacity. Starts the `depth` I/O threads ([`crate::pool`]), which report on
-    /// `done_tx`; it must send to the receiver later passed to [`SchedLoop::run`].
+    /// A loop over `sched` with `depth` backend slots, an optional emulated capacity
+    /// and an optional cost model of the backend (not used with an emulated capacity,
+    /// whose one-at-a-time server is the model). Starts the `depth` I/O threads
+    /// ([`crate::pool`]), which report on `done_tx`; it must send to the receiver later
+    /// passed to [`SchedLoop::run`].
     pub fn new(
         sched: AnyScheduler,
         clock: Clock,
         depth: usize,
         iops: Option<f64>,
+        cost: Option<CostModel>,
         stats: Arc<Mutex<Recorder>>,
         done_tx: UnboundedSender<Msg>,
     ) -> std::io::Result<Self> {
@@ -306,6 +345,9 @@ impl SchedLoop {
             stats,
             idle: (0..pool.len()).rev().collect(),
             pool,
+            cost: if iops.is_none() { cost } else { None },
+            inflight_cost: 0,
+            held: std::collections::VecDeque::new(),
         })
     }
 
@@ -330,14 +372,7 @@ impl SchedLoop {
             }
             self.swap_when_idle();
             if !stopping && self.pending.is_none() {
-                while self.inflight.len() < self.depth && !self.idle.is_empty() {
-                    let state =
-                        DeviceState { outstanding: self.inflight.len(), free_slots: self.depth - self.inflight.len() };
-                    match self.sched.dispatch(now, &state) {
-                        Some(req) => self.start_io(req, now),
-                        None => break,
-                    }
-                }
+                self.dispatch_ready(now);
             } else if self.inflight.is_empty() {
                 let now = self.clock.now();
                 if let Ok(mut s) = self.stats.lock() {
@@ -369,6 +404,7 @@ impl SchedLoop {
             }
             if stopping {
                 // Nothing more will be dispatched: answer what the policy still holds.
+                self.held.clear();
                 for (_, (_, job)) in self.queued.drain() {
                     job.refuse(ESHUTDOWN);
                 }
@@ -442,6 +478,47 @@ impl SchedLoop {
         }
     }
 
+    /// Start what the slots and the cost budget allow: held requests first (in the
+    /// policy's order), then the policy's next picks; a pick too costly for the budget
+    /// now is held (at most `depth` of them, so the policy keeps ordering the rest).
+    fn dispatch_ready(&mut self, now: Nanos) {
+        while self.inflight.len() < self.depth && !self.idle.is_empty() {
+            // The first held request of its tenant that fits now, if any.
+            let ready = (0..self.held.len()).find(|&i| {
+                let r = &self.held[i];
+                self.fits(r) && !self.held.iter().take(i).any(|h| h.tenant == r.tenant)
+            });
+            if let Some(i) = ready {
+                if let Some(req) = self.held.remove(i) {
+                    self.start_io(req, now);
+                }
+                continue;
+            }
+            if self.held.len() >= self.depth {
+                break;
+            }
+            let state = DeviceState { outstanding: self.inflight.len(), free_slots: self.depth - self.inflight.len() };
+            match self.sched.dispatch(now, &state) {
+                // A tenant's requests keep the policy's order among themselves; another
+                // tenant's that fit go on while one waits for the budget.
+                Some(req) if self.fits(&req) && !self.held.iter().any(|h| h.tenant == req.tenant) => {
+                    self.start_io(req, now)
+                }
+                Some(req) => self.held.push_back(req),
+                None => break,
+            }
+        }
+    }
+
+    /// Whether `req` may start now under the cost budget (always without a cost model,
+    /// when nothing is in flight, or when it is small).
+    fn fits(&self, req: &Request) -> bool {
+        let Some(c) = self.cost else { return true };
+        req.bytes <= CostModel::SMALL_BYTES
+            || self.inflight.is_empty()
+            || self.inflight_cost + c.of(req.bytes) <= self.depth as Nanos * c.of(CostModel::SMALL_BYTES)
+    }
+
     fn start_io(&mut self, req: Request, now: Nanos) {
         let emulated_finish = match self.per_op_ns {
             Some(service) => {
@@ -457,6 +534,9 @@ impl SchedLoop {
             return;
         };
         let Job { export, offset, io, cookie, reply, permit, form, .. } = job;
+        if let Some(c) = self.cost {
+            self.inflight_cost += c.of(req.bytes);
+        }
         let id = req.id;
         let f = InFlight { req, dispatch: now, emulated_finish, cookie, reply, permit, result: None, form };
         self.inflight.insert(id, f);
@@ -485,6 +565,8 @@ impl SchedLoop {
         }
         let Some((sched, done)) = self.pending.take() else { return };
         self.sched = sched;
+        // Held requests are still queued requests: the new policy takes them with the rest.
+        self.held.clear();
         let now = self.clock.now();
         let mut held: Vec<Request> = self.queued.values().map(|(r, _)| *r).collect();
         held.sort_by_key(|r| r.id);
@@ -524,6 +606,9 @@ impl SchedLoop {
 
     fn finish(&mut self, id: u64, now: Nanos) {
         let Some(f) = self.inflight.remove(&id) else { return };
+        if let Some(c) = self.cost {
+            self.inflight_cost = self.inflight_cost.saturating_sub(c.of(f.req.bytes));
+        }
         let result = f.result.unwrap_or(Err(EIO));
         let done = Completion { req: f.req, dispatch: f.dispatch, finish: now };
         self.sched.complete(&done, now);

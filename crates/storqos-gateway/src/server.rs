@@ -226,6 +226,7 @@ impl Handle {
             ("limits", running.limits != new.limits),
             ("metrics", running.metrics != new.metrics),
             ("control", running.control != new.control),
+            ("cost", running.cost != new.cost),
             ("tls", running.tls != new.tls),
         ];
         let changed: Vec<&str> = fixed.iter().filter(|(_, c)| *c).map(|(k, _)| *k).collect();
@@ -488,7 +489,7 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
         let _in_runtime = runtime.enter();
         Signals::register(&options)?
     };
-    let sched_loop = SchedLoop::new(sched, clock, depth, iops, stats.clone(), sched_tx.clone())
+    let sched_loop = SchedLoop::new(sched, clock, depth, iops, config.cost.model(), stats.clone(), sched_tx.clone())
         .map_err(|e| Error::Io(format!("cannot start the I/O threads: {e}")))?;
     let control_listener = match &config.control {
         Some(path) => {
@@ -1324,6 +1325,11 @@ async fn write_payload(w: &mut BufWriter<WriteHalf>, header: &[u8], data: &[u8])
         w.flush().await?;
         write_all_vectored(w.get_mut(), header, &data[..first]).await?;
         for piece in data[first..].chunks(WRITE_PIECE) {
+            // Let the other connections' replies (and the scheduler) run between pieces:
+            // one large reply would otherwise hold the runtime's one thread for its whole
+            // length (a victim's 4 KiB reads at QD 1 beside 1 MiB reads at QD 8: p99
+            // 268 µs without, 140 µs with, 116 µs alone).
+            tokio::task::yield_now().await;
             w.get_mut().write_all(piece).await?;
         }
         Ok(())
