@@ -27,38 +27,20 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 import urllib.request
 from pathlib import Path
+
+from gateway import free_port, wait_listening  # benches/gateway.py: the same helpers
 
 REPEATS = 3
 IMAGE_BYTES = 256 << 20
 TENANTS = 100
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            raise SystemExit(f"server exited early with status {proc.returncode}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise SystemExit(f"nothing listens on port {port} after {timeout} s")
 
 
 def cpu_s(pid: int) -> float:

@@ -4,6 +4,7 @@ limit or SLO, or the whole policy, live, add or remove an export, and drain it."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,6 +25,14 @@ ctl = typer.Typer(help="Talk to a running gateway (storqos serve --control PATH)
 
 def _tenant(value: str) -> str | int:
     return int(value) if value.isdigit() else value
+
+
+def _answer(reply: dict[str, Any], json_out: bool, line: Callable[[dict[str, Any]], str]) -> None:
+    """The gateway's reply: as JSON, or as the one line ``line`` makes of it."""
+    if json_out:
+        emit_json(reply)
+    else:
+        out.print(line(reply), markup=False, highlight=False)
 
 
 @ctl.command("stats")
@@ -96,11 +105,7 @@ def policy_cmd(
 
     spec = policy_spec(policy, weights=weights, reservations=reservations, limits=limits, at_limit=at_limit,
                        total_capacity=iops)
-    r = command(socket, {"cmd": "policy", "spec": spec})
-    if json_out:
-        emit_json(r)
-        return
-    out.print(f"policy now {r['policy']}", markup=False, highlight=False)
+    _answer(command(socket, {"cmd": "policy", "spec": spec}), json_out, lambda r: f"policy now {r['policy']}")
 
 
 @ctl.command("add-export")
@@ -123,11 +128,8 @@ def add_export_cmd(
     check_export_file(path.resolve(), name, "PATH")
     export: dict[str, Any] = {"name": name, "path": str(path.resolve()), "tenant": _tenant(tenant),
                               "read_only": read_only, "allow": list(allow or [])}
-    r = command(socket, {"cmd": "add-export", "export": export})
-    if json_out:
-        emit_json(r)
-        return
-    out.print(f"export {r['export']} served (tenant {r['tenant']})", markup=False, highlight=False)
+    _answer(command(socket, {"cmd": "add-export", "export": export}), json_out,
+            lambda r: f"export {r['export']} served (tenant {r['tenant']})")
 
 
 @ctl.command("remove-export")
@@ -137,22 +139,15 @@ def remove_export_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Offer an export no more: new clients are refused; the ones connected keep it until they close."""
-    r = command(socket, {"cmd": "remove-export", "name": name})
-    if json_out:
-        emit_json(r)
-        return
-    out.print(f"export {r['export']} removed; {r['open_connections']} connection(s) still use it",
-              markup=False, highlight=False)
+    _answer(command(socket, {"cmd": "remove-export", "name": name}), json_out,
+            lambda r: f"export {r['export']} removed; {r['open_connections']} connection(s) still use it")
 
 
 @ctl.command("drain")
 def drain_cmd(socket: SocketOpt, json_out: JsonOpt = False) -> None:
     """Take no new connection; the gateway stops (with its statistics) once the open ones have closed."""
-    r = command(socket, {"cmd": "drain"})
-    if json_out:
-        emit_json(r)
-        return
-    out.print(f"draining: {r['open_connections']} connection(s) still open", markup=False, highlight=False)
+    _answer(command(socket, {"cmd": "drain"}), json_out,
+            lambda r: f"draining: {r['open_connections']} connection(s) still open")
 
 
 def register(app: typer.Typer) -> None:
