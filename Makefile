@@ -21,7 +21,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export PIP_QUIET := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test lint test-rust test-python build setup test-setup system-deps bench reproduce clean
+.PHONY: demo test lint test-rust test-python build setup test-setup system-deps nbd-client bench reproduce clean
 
 demo: build
 	$(VENV)/bin/storqos demo --out out/demo
@@ -51,7 +51,23 @@ test-python: build test-setup
 
 setup: $(DEPS)
 
-test-setup: $(DEPS) $(TDEPS) system-deps
+test-setup: $(DEPS) $(TDEPS) system-deps nbd-client
+
+# libnbd's Python bindings, the NBD client of `storqos replay` (and of validate and
+# calibrate's checks), come from Debian's python3-libnbd, built for Debian's CPython
+# 3.11; they are linked into .venv, whose Python is a 3.11 too.
+NBDPY := $(VENV)/.libnbd-linked
+nbd-client: $(NBDPY)
+$(NBDPY): $(DEPS)
+	@test -f /usr/lib/python3/dist-packages/nbd.py || { \
+	  echo "installing python3-libnbd with apt-get (libnbd's Python bindings: the NBD client of storqos replay)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-libnbd; }
+	@$(VPY) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "libnbd bindings need CPython 3.11 in .venv")'
+	@mkdir -p $(VENV)/libnbd
+	@ln -sf /usr/lib/python3/dist-packages/nbd.py /usr/lib/python3/dist-packages/libnbdmod.cpython-311-*.so $(VENV)/libnbd/
+	@echo "$(abspath $(VENV))/libnbd" > "$$($(VPY) -c 'import site; print(site.getsitepackages()[0])')/libnbd.pth"
+	@$(VPY) -c 'import nbd'
+	@touch $@
 
 # System packages (Debian), for the tests only: what pip/cargo cannot provide. Chromium
 # renders the HTML report in the report test (headless); qemu-io (qemu-utils), nbdcopy

@@ -60,6 +60,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, model_validator
 
 from . import _core
+from .device_profile import DeviceProfile
 from .errors import InputError
 from .experiment_schema import Policy, Qos
 from .gateway import DEFAULT_DEPTH, DEFAULT_LISTEN, check_export_file
@@ -353,11 +354,14 @@ def merged(settings: GatewaySettings | None, *, exports: list[str] | None = None
            policy_params: dict[str, Any] | None = None, listen: str | None = None, depth: int | None = None,
            iops: float | None = None, duration_s: float | None = None, window_s: float | None = None,
            metrics: str | None = None, control: str | None = None,
-           tls: dict[str, str | None] | None = None) -> dict[str, Any]:
+           tls: dict[str, str | None] | None = None, device_profile: DeviceProfile | None = None) -> dict[str, Any]:
     """The gateway's JSON configuration from a config file (or none) and the flags that
     override it (None = not given). ``policy_params`` are the policy flags by parameter
     name (``weights``, ``deadlines``…): each overrides the file's parameter of that name;
-    ``tls`` the --tls* flags by key (``mode``, ``cert``, ``key``, ``client_ca``)."""
+    ``tls`` the --tls* flags by key (``mode``, ``cert``, ``key``, ``client_ca``);
+    ``device_profile`` a measured profile of the backend (``storqos calibrate``): its
+    cost model, its parallelism as the default depth and its capacity for the
+    policies that need one."""
     from .gateway import gateway_config
     from .specs import canonical_policy, check_tenant_lists, policy_for_tenants
 
@@ -378,14 +382,20 @@ def merged(settings: GatewaySettings | None, *, exports: list[str] | None = None
                          settings.policy_key("depth") if settings else where)
     flags = {k: v for k, v in (policy_params or {}).items() if v is not None}
     cap = iops if iops is not None else (file.iops if file else None)
+    if device_profile is not None and cap is not None:
+        raise InputError("give --iops (an emulated device) or --device-profile (the measured one), not both",
+                         "--device-profile")
     depth = depth if depth is not None else (file.depth if file and file.depth is not None else None)
+    if depth is None and device_profile is not None:
+        depth = device_profile.parallelism
     if depth is None:
         # An emulated constant-rate server serves its slots FIFO: deeper than 1, the queue
         # (and QoS) moves from the policy into the device.
         depth = 1 if cap is not None else DEFAULT_DEPTH
     if depth < 1:
         raise InputError(f"must be >= 1, got {depth}", "--depth")
-    params: dict[str, Any] = {**from_file, **flags, "total_capacity": cap}
+    params: dict[str, Any] = {**from_file, **flags, "total_capacity": cap if device_profile is None
+                              else device_profile.capacity_iops}
     if kind == "sfq":
         params["depth"] = depth  # --depth is the backend's; it is also SFQ(D)'s D
     tenants = settings.tenants if settings else []
@@ -428,7 +438,8 @@ def merged(settings: GatewaySettings | None, *, exports: list[str] | None = None
                           control=control or _control_path(settings),
                           tenant_names={i: t.name for i, t in enumerate(tenants)},
                           tls=tls_settings(settings, **(tls or {})),
-                          cost=file.cost.to_json() if file is not None and file.cost is not None else None)
+                          cost=device_profile.cost() if device_profile is not None
+                          else file.cost.to_json() if file is not None and file.cost is not None else None)
 
 
 __all__ = ["GatewayFile", "GatewaySettings", "Tenant", "load", "merged"]

@@ -8,11 +8,20 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 T = TypeVar("T")
 
@@ -46,3 +55,18 @@ def run_with_progress(label: str, work: Callable[[], T]) -> T:
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     return box["value"]  # type: ignore[return-value]
+
+
+@contextmanager
+def progress_bar(label: str, total: int) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar of ``total`` steps on stderr (only on a terminal); yields
+    ``update(done, total)``."""
+    if not sys.stderr.isatty():
+        yield lambda done, total: None
+        return
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+    ) as p:
+        task = p.add_task(label, total=total)
+        yield lambda done, total: p.update(task, completed=done, total=total)

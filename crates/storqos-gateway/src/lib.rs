@@ -54,6 +54,7 @@ pub mod server;
 pub mod stats;
 pub mod tls;
 pub mod transport;
+pub mod waker;
 
 pub use config::{Config, Error, ExportConfig, Result};
 pub use server::{check, run, start, start_with, ExportInfo, Handle, Logger, Options, ReadyInfo};

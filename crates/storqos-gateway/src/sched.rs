@@ -15,7 +15,9 @@
 //! 3. when the backend I/O is done, it calls `complete(&Completion {req, dispatch,
 //!    finish}, now)`, records the response time and hands the reply (cookie, error,
 //!    data) to the connection's writer task;
-//! 4. it sleeps until the next message or `next_timer()`, then calls `on_timer(now)`;
+//! 4. it sleeps until the next message or `next_timer()`, then calls `on_timer(now)`
+//!    (deadlines within 3 ms also go to a [`Waker`] thread: tokio's timer is a
+//!    millisecond coarse);
 //!    messages already waiting are handled as one batch (up to [`BATCH`]) before it
 //!    dispatches again. With a statistics window it also wakes at each window's end,
 //!    closes the window and samples the policy's `gauges` ([`crate::stats`]).
@@ -44,10 +46,14 @@ use crate::export::Export;
 use crate::pool::{Pool, Task};
 use crate::protocol::{EIO, ENOMEM, ESHUTDOWN};
 use crate::stats::Recorder;
+use crate::waker::Waker;
 
 /// How far in the past the emulated server may start a request (2 ms: tokio timers
 /// fire up to about a millisecond late).
 pub const TIMER_SLACK_NS: Nanos = 2_000_000;
+/// Deadlines closer than this (3 ms) also go to the [`Waker`]: tokio's timer would fire
+/// them up to a millisecond late.
+pub const PRECISE_WAKE_NS: Nanos = 3_000_000;
 /// Most messages handled before the loop dispatches again.
 pub const BATCH: usize = 256;
 /// Reads up to this size (64 KiB) that the page cache holds are done in the loop itself
@@ -69,6 +75,10 @@ impl Clock {
     /// Nanoseconds since the start.
     pub fn now(&self) -> Nanos {
         self.start.elapsed().as_nanos() as Nanos
+    }
+    /// The instant of clock time `t`.
+    pub fn std_instant(&self, t: Nanos) -> Instant {
+        self.start + Duration::from_nanos(t)
     }
     /// The tokio instant of clock time `t`.
     pub fn instant(&self, t: Nanos) -> tokio::time::Instant {
@@ -217,6 +227,8 @@ pub enum Msg {
     },
     /// Stop: dispatch nothing more, wait for the outstanding I/Os, return.
     Stop,
+    /// A deadline given to the [`Waker`] has come (nothing else to do).
+    Wake,
     /// Report the loop's state now (for a metrics scrape).
     Probe(tokio::sync::oneshot::Sender<Probe>),
     /// Replace the policy by this one (built, so known to be valid): dispatch pauses
@@ -279,6 +291,8 @@ pub struct SchedLoop {
     cost: Option<CostModel>,
     /// Cost (ns of backend time) of the I/Os in flight.
     inflight_cost: Nanos,
+    /// Wakes the loop at deadlines finer than tokio's millisecond timer.
+    waker: Waker,
     /// Requests the policy chose that wait for the cost budget (oldest first).
     held: std::collections::VecDeque<Request>,
 }
@@ -329,8 +343,10 @@ impl SchedLoop {
         done_tx: UnboundedSender<Msg>,
     ) -> std::io::Result<Self> {
         let depth = depth.max(1);
+        let waker = Waker::new(done_tx.clone(), || Msg::Wake)?;
         let pool = Pool::new(depth, done_tx)?;
         Ok(SchedLoop {
+            waker,
             sched,
             clock,
             depth,
@@ -388,6 +404,9 @@ impl SchedLoop {
             let emu = self.waiting.peek().map(|r| r.0 .0);
             let window = if self.windows { self.stats.lock().ok().and_then(|s| s.window_end()) } else { None };
             let wake = [timer, emu, window].into_iter().flatten().min();
+            if let Some(w) = wake.filter(|&w| w.saturating_sub(now) < PRECISE_WAKE_NS) {
+                self.waker.wake_at(self.clock.std_instant(w));
+            }
             let sleep = tokio::time::sleep_until(self.clock.instant(wake.unwrap_or(now)));
             tokio::select! {
                 msg = rx.recv() => {
@@ -454,6 +473,7 @@ impl SchedLoop {
                 false
             }
             Msg::Stop => true,
+            Msg::Wake => false,
             Msg::Probe(tx) => {
                 let _ = tx.send(self.probe());
                 false

@@ -33,3 +33,30 @@ def load_trace(path: Path, fmt: str | None, time_unit: str | None, sort: bool) -
     from ..traces import read_trace
 
     return run_with_progress(f"reading {path.name}", lambda: read_trace(path, format=fmt, time_unit=time_unit, sort=sort))
+
+
+def load_tenants(
+    paths: list[Path], fmt: str | None, time_unit: str | None, sort: bool, split_by: str | None
+) -> tuple[pl.DataFrame, dict[int, str] | None]:
+    """Read ``paths`` into one trace of tenants, with a name per tenant id: one file keeps
+    its own tenants (or is split); several files are one tenant each (or are each split,
+    numbered after each other), named after the file."""
+    from ..traces import merge, split_tenants
+
+    if len(paths) == 1:
+        df = load_trace(paths[0], fmt, time_unit, sort)
+        if not split_by:
+            return df, None
+        df, mapping = split_tenants(df, by=split_by)
+        return df, {int(t): str(k) for t, k in zip(mapping["tenant"], mapping["key"], strict=True)}
+    frames = [load_trace(path, fmt, time_unit, sort) for path in paths]
+    if not split_by:  # file i is tenant i (traces.merge interleaves them by time)
+        return merge(frames), {i: path.stem for i, path in enumerate(paths)}
+    names: dict[int, str] = {}
+    for i, (path, part) in enumerate(zip(paths, frames, strict=True)):
+        part, mapping = split_tenants(part, by=split_by)
+        first = len(names)
+        for k in mapping["key"]:
+            names[len(names)] = f"{path.stem}:{k}"
+        frames[i] = part.with_columns(pl.col("tenant") + first)
+    return pl.concat(frames, how="diagonal_relaxed").sort("arrival_ns", maintain_order=True), names

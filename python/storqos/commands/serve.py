@@ -111,6 +111,10 @@ def serve_cmd(
                           "(the simulator's constant device has one slot: the policy holds the queue)."),
     ] = None,
     iops: Annotated[str | None, typer.Option(help="Emulate a device of this capacity (e.g. 2k) so QoS shows on fast disks.")] = None,
+    device_profile: Annotated[
+        Path | None, typer.Option("--device-profile", help="The backend's profile from `storqos calibrate`: its cost "
+                                                           "model, its parallelism as --depth, its capacity for the "
+                                                           "policies that need one.")] = None,
     duration: Annotated[str | None, typer.Option("--for", help="Stop after this long (e.g. 30s, 5min); default: until Ctrl-C / SIGTERM.")] = None,
     window: Annotated[
         str | None,
@@ -149,6 +153,10 @@ def serve_cmd(
             "period": period, "control_window": control_window, "facade_overload": facade_overload,
             "reservations": reservations, "limits": limits, "at_limit": at_limit},
         "tls": {"mode": tls, "cert": _opt(tls_cert), "key": _opt(tls_key), "client_ca": _opt(tls_client_ca)}}
+    if device_profile is not None:
+        from ..device_profile import load_profile
+
+        flags["device_profile"] = load_profile(device_profile)
     cfg = merged(settings, **flags)
 
     def reload() -> dict[str, Any]:

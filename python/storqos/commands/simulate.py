@@ -11,9 +11,10 @@ from rich.table import Table
 
 from .. import policy_options as po
 from ..console import emit_json, out
+from ..errors import InputError
 from ..progress import run_with_progress
 from ..units import fmt_ms, fmt_rate
-from .options import CapacityOpt, DeviceOpt, FormatOpt, JsonOpt, SortOpt, TimeUnitOpt, load_trace
+from .options import CapacityOpt, DeviceOpt, FormatOpt, JsonOpt, SortOpt, TimeUnitOpt, load_tenants
 
 
 def _summary_table(title: str, res_rows: list[dict[str, Any]], key: str, names: dict[int, str] | None = None) -> Table:
@@ -41,33 +42,6 @@ def _summary_table(title: str, res_rows: list[dict[str, Any]], key: str, names: 
     return t
 
 
-def _tenants_from(
-    paths: list[Path], fmt: str | None, time_unit: str | None, sort: bool, split_by: str | None
-) -> tuple[pl.DataFrame, dict[int, str] | None]:
-    """Read ``paths`` into one trace of tenants, with a name per tenant id: one file keeps
-    its own tenants (or is split); several files are one tenant each (or are each split,
-    numbered after each other), named after the file."""
-    from ..traces import merge, split_tenants
-
-    if len(paths) == 1:
-        df = load_trace(paths[0], fmt, time_unit, sort)
-        if not split_by:
-            return df, None
-        df, mapping = split_tenants(df, by=split_by)
-        return df, {int(t): str(k) for t, k in zip(mapping["tenant"], mapping["key"], strict=True)}
-    frames = [load_trace(path, fmt, time_unit, sort) for path in paths]
-    if not split_by:  # file i is tenant i (traces.merge interleaves them by time)
-        return merge(frames), {i: path.stem for i, path in enumerate(paths)}
-    names: dict[int, str] = {}
-    for i, (path, part) in enumerate(zip(paths, frames, strict=True)):
-        part, mapping = split_tenants(part, by=split_by)
-        first = len(names)
-        for k in mapping["key"]:
-            names[len(names)] = f"{path.stem}:{k}"
-        frames[i] = part.with_columns(pl.col("tenant") + first)
-    return pl.concat(frames, how="diagonal_relaxed").sort("arrival_ns", maintain_order=True), names
-
-
 def simulate(
     traces: Annotated[
         list[Path],
@@ -77,6 +51,9 @@ def simulate(
     policy: po.PolicyOpt = "fcfs",
     device: DeviceOpt = "constant",
     capacity: CapacityOpt = None,
+    device_profile: Annotated[
+        Path | None, typer.Option("--device-profile", help="Model the device measured by `storqos calibrate` "
+                                                           "(instead of --device and --capacity).")] = None,
     weights: po.WeightsOpt = None,
     depth: Annotated[int | None, typer.Option(help="SFQ(D) dispatch depth D.")] = None,
     deadline: po.DeadlineOpt = None,
@@ -125,7 +102,14 @@ def simulate(
 
     if out_file is not None:
         check_table_file(out_file, "--out")
-    df, names = _tenants_from(traces, format, time_unit, sort, split_by)
+    if device_profile is not None:
+        from ..device_profile import load_profile
+
+        if device != "constant" or capacity is not None:
+            raise InputError("give --device-profile or --device/--capacity, not both", "--device-profile")
+        prof = load_profile(device_profile)
+        device, capacity = prof.sim_device(), f"{prof.capacity_iops:.6g}"  # type: ignore[assignment]
+    df, names = load_tenants(traces, format, time_unit, sort, split_by)
     res = run_with_progress(
         f"simulating {df.height:,} requests",
         lambda: run(

@@ -308,7 +308,7 @@ impl Parallel {
     fn start(&mut self, s: usize, w: Waiting, now: Nanos, rng: &mut SimRng) {
         let server = &mut self.servers[s];
         debug_assert!(server.busy.is_none(), "server {s} already busy");
-        let service = self.prepared.serve(&mut server.head, w.pos, w.req.bytes, rng);
+        let service = self.prepared.serve(&mut server.head, w.pos, w.req.op, w.req.bytes, rng);
         let finish = now + service;
         server.busy = Some(Completion { req: w.req, dispatch: w.dispatch, finish });
         self.events.set(s, finish, w.seq);

@@ -8,6 +8,7 @@
 //! - [`disk`]: the mechanical disk model (seek, rotation, transfer; FIFO / SCAN / SPTF
 //!   queue), its named profiles, and a single disk as a device (seeds 001, 003).
 //! - [`service`]: the per-server service-time models an array is built from.
+//! - [`measured`]: service times measured on real storage (`storqos calibrate`).
 //! - [`cache`]: an LRU cache tier over blocks with explicit warm-up (seed 002).
 //! - [`tiered`]: a fast and a slow device with per-request targets or hit ratios
 //!   (seeds 002, 004).
@@ -17,6 +18,7 @@ pub mod cache;
 pub mod constant;
 pub mod disk;
 pub mod exponential;
+pub mod measured;
 pub mod service;
 pub mod tiered;
 
@@ -25,5 +27,6 @@ pub use cache::CacheTier;
 pub use constant::ConstantRate;
 pub use disk::{Disk, DiskProfile, QueuePolicy};
 pub use exponential::Exponential;
+pub use measured::{MeasuredClass, MeasuredService};
 pub use service::ServiceModel;
 pub use tiered::Tiered;

@@ -1,10 +1,15 @@
 //! Service-time models of one server of a [`crate::devices::Parallel`] array (spec
 //! "Device models"): deterministic (seed 000's constant-rate capacity, M/D/k),
 //! exponential (seed 004's simulation, M/M/k) or the mechanical [`DiskProfile`] model
-//! (seeds 001 and 003) with its queue order.
+//! (seeds 001 and 003) with its queue order, or times measured on real storage
+//! ([`crate::devices::measured`], `storqos calibrate`'s device profile).
+
+use std::sync::Arc;
 
 use crate::devices::disk::{DiskProfile, Head, Mechanics, QueuePolicy};
+use crate::devices::measured::MeasuredService;
 use crate::error::{config, Result};
+use crate::request::Op;
 use crate::rng::SimRng;
 use crate::sim::generate::round_ns;
 use crate::time::{per_op, Nanos, NS_PER_SEC};
@@ -29,6 +34,8 @@ pub enum ServiceModel {
         /// Order in which waiting requests are served.
         queue: QueuePolicy,
     },
+    /// Service times measured per class of request (a device profile).
+    Measured(Arc<MeasuredService>),
 }
 
 impl ServiceModel {
@@ -63,6 +70,7 @@ impl ServiceModel {
                 Ok(())
             }
             ServiceModel::Disk { profile, .. } => profile.validate(),
+            ServiceModel::Measured(_) => Ok(()), // checked when built
         }
     }
 
@@ -71,6 +79,7 @@ impl ServiceModel {
             ServiceModel::Constant { .. } => "constant",
             ServiceModel::Exponential { .. } => "exponential",
             ServiceModel::Disk { .. } => "disk",
+            ServiceModel::Measured(_) => "measured",
         }
     }
 
@@ -80,6 +89,7 @@ impl ServiceModel {
             ServiceModel::Constant { iops } => format!("const({iops} IOPS)"),
             ServiceModel::Exponential { iops } => format!("exp({iops} IOPS)"),
             ServiceModel::Disk { profile, queue } => format!("disk({}, {})", profile.name, queue.as_str()),
+            ServiceModel::Measured(m) => m.name(),
         }
     }
 
@@ -88,6 +98,7 @@ impl ServiceModel {
         match self {
             ServiceModel::Constant { iops } | ServiceModel::Exponential { iops } => NS_PER_SEC as f64 / iops,
             ServiceModel::Disk { profile, .. } => profile.mean_random_service(bytes),
+            ServiceModel::Measured(m) => m.mean_random_read(bytes),
         }
     }
 
@@ -105,6 +116,7 @@ impl ServiceModel {
             ServiceModel::Constant { iops } => PreparedService::Constant { service: per_op(*iops) },
             ServiceModel::Exponential { iops } => PreparedService::Exponential { mean: NS_PER_SEC as f64 / iops },
             ServiceModel::Disk { profile, .. } => PreparedService::Disk(Mechanics::new(profile)),
+            ServiceModel::Measured(m) => PreparedService::Measured(Arc::clone(m)),
         }
     }
 }
@@ -112,7 +124,7 @@ impl ServiceModel {
 /// A [`ServiceModel`] ready to serve: what every request would recompute (the constant
 /// service time, the exponential mean, the disk's derived constants) computed once by
 /// the same expressions, so the draws and times are the model's, bit for bit.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum PreparedService {
     /// [`ServiceModel::Constant`]: the fixed service time (ns).
     Constant { service: Nanos },
@@ -120,24 +132,34 @@ pub(crate) enum PreparedService {
     Exponential { mean: f64 },
     /// [`ServiceModel::Disk`].
     Disk(Mechanics),
+    /// [`ServiceModel::Measured`].
+    Measured(Arc<MeasuredService>),
 }
 
 impl PreparedService {
     /// Position (bytes) on the server that a server-local offset lands at (the key of
-    /// positional queues; 0 for non-disk models, whose service ignores position).
+    /// positional queues; the offset itself for measured models, which tell sequential
+    /// requests by it; 0 for the others, whose service ignores position).
     #[inline]
     pub fn position(&self, local_offset: u64) -> u64 {
         match self {
             PreparedService::Disk(m) => m.position(local_offset),
+            PreparedService::Measured(_) => local_offset,
             _ => 0,
         }
     }
 
-    /// Draw the service time (ns, ≥ 1) of `bytes` at position `pos` for a server whose
-    /// head is `head` (moved by disks).
+    /// Draw the service time (ns, ≥ 1) of an `op` of `bytes` at position `pos` for a
+    /// server whose head is `head` (moved by disks; by measured models, to the end of
+    /// the request, so the next one there is sequential).
     #[inline]
-    pub fn serve(&self, head: &mut Head, pos: u64, bytes: u32, rng: &mut SimRng) -> Nanos {
+    pub fn serve(&self, head: &mut Head, pos: u64, op: Op, bytes: u32, rng: &mut SimRng) -> Nanos {
         match self {
+            PreparedService::Measured(m) => {
+                let sequential = pos == head.pos && pos != 0;
+                head.pos = pos + u64::from(bytes);
+                m.draw(op, sequential, bytes, rng)
+            }
             PreparedService::Constant { service } => *service,
             PreparedService::Exponential { mean } => round_ns(rng.exp(*mean)).max(1),
             PreparedService::Disk(m) => m.serve(head, pos, bytes, rng),

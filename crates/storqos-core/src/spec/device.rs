@@ -22,7 +22,8 @@ use serde::Deserialize;
 
 use crate::device::Device;
 use crate::devices::{
-    Assign, ConstantRate, Disk, DiskProfile, Exponential, Parallel, QueuePolicy, ServiceModel, Tiered,
+    Assign, ConstantRate, Disk, DiskProfile, Exponential, MeasuredClass, MeasuredService, Parallel, QueuePolicy,
+    ServiceModel, Tiered,
 };
 use crate::error::{config, Error, Result};
 use crate::spec::dispatch::AnyDevice;
@@ -148,6 +149,47 @@ pub enum ServiceSpec {
         #[serde(default)]
         capacity: Option<u64>,
     },
+    /// Service times measured per class of request (a device profile of `storqos
+    /// calibrate`).
+    Measured {
+        /// The measured classes.
+        classes: Vec<MeasuredClassSpec>,
+    },
+}
+
+/// One measured class of a [`ServiceSpec::Measured`]:
+/// `{"op": "read", "pattern": "random", "bytes": 4096, "quantiles_ns": [[0, 90000], [0.5, 100000], [1, 250000]]}`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MeasuredClassSpec {
+    /// `read` or `write`.
+    pub op: OpSpec,
+    /// `random` or `sequential`.
+    pub pattern: PatternSpec,
+    /// Request size (bytes).
+    pub bytes: u32,
+    /// Points `[q, ns]` of the service time's quantile function, q from 0 to 1.
+    pub quantiles_ns: Vec<(f64, f64)>,
+}
+
+/// A request's operation in a spec.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum OpSpec {
+    /// Reads.
+    Read,
+    /// Writes.
+    Write,
+}
+
+/// An access pattern in a spec.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum PatternSpec {
+    /// Each request anywhere.
+    Random,
+    /// Each request where the previous one ended.
+    Sequential,
 }
 
 /// Profile used when a disk spec names none: seed 001's array disks spin at 10k RPM.
@@ -177,6 +219,18 @@ impl ServiceSpec {
             ServiceSpec::Exponential { iops } => ServiceModel::exponential(*iops),
             ServiceSpec::Disk { profile, queue, capacity } => {
                 ServiceModel::disk(disk_profile(profile, *capacity)?, *queue)
+            }
+            ServiceSpec::Measured { classes } => {
+                let classes = classes
+                    .iter()
+                    .map(|c| MeasuredClass {
+                        read: c.op == OpSpec::Read,
+                        sequential: c.pattern == PatternSpec::Sequential,
+                        bytes: c.bytes,
+                        quantiles: c.quantiles_ns.clone(),
+                    })
+                    .collect();
+                Ok(ServiceModel::Measured(std::sync::Arc::new(MeasuredService::new(classes)?)))
             }
         }
     }

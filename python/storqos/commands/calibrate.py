@@ -1,0 +1,98 @@
+"""``storqos calibrate``: measure a storage target and write its device profile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ..console import emit_json, out
+from ..errors import InputError
+from ..units import fmt_rate, fmt_size, parse_size
+from .options import JsonOpt
+
+
+def _list(text: str, parse: type[int] | None, where: str) -> list[int]:
+    items = [s.strip() for s in text.split(",") if s.strip()]
+    if not items:
+        raise InputError("give at least one value", where)
+    if parse is None:
+        return [parse_size(s, where) for s in items]
+    try:
+        return [int(s) for s in items]
+    except ValueError:
+        raise InputError(f"malformed list {text!r} (expected whole numbers, e.g. 1,4,16)", where) from None
+
+
+def calibrate(
+    target: Annotated[str, typer.Argument(help="What to measure: nbd://HOST:PORT/EXPORT, a file (≥ 64 MiB) or a "
+                                               "block device.", show_default=False)],
+    out_file: Annotated[Path, typer.Option("--out", "-o", help="Where to write the device profile (TOML).")]
+    = Path("device-profile.toml"),
+    sizes: Annotated[str, typer.Option(help="Request sizes measured at queue depth 1.")] = "4k,16k,64k,256k,1m",
+    queue_depths: Annotated[str, typer.Option(help="Queue depths of the 4 KiB random-read throughput curve.")]
+    = "1,2,4,8,16,32,64",
+    time: Annotated[float, typer.Option(help="Seconds per measurement point.")] = 1.0,
+    writes: Annotated[bool, typer.Option("--writes", help="Also measure writes (they OVERWRITE the target's "
+                                                          "data).")] = False,
+    buffered: Annotated[bool, typer.Option("--buffered", help="Files and devices: go through the page cache "
+                                                              "instead of O_DIRECT.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Measure a storage target with fio and write a device profile for simulate and serve.
+
+    Each request class (read, and write with --writes; random and sequential; each
+    size) is measured at queue depth 1, then 4 KiB random reads at each queue depth.
+    The profile holds the measurements and what is fitted to them: the capacity (best
+    4 KiB random-read IOPS), the parallelism, a service-time model for `storqos simulate
+    --device-profile` and a cost model for `storqos serve --device-profile`.
+
+    Example: [bold]storqos calibrate nbd://127.0.0.1:10809/disk --out disk.toml[/bold]
+
+    Example: [bold]storqos calibrate /srv/images/test.img --writes --time 2 --out file.toml[/bold]
+    """
+    from ..calibrate import calibrate as run
+    from ..device_profile import dump_profile
+    from ..paths import check_output_file, replacing
+    from ..progress import progress_bar
+
+    if not time > 0:
+        raise InputError(f"must be > 0, got {time}", "--time")
+    check_output_file(out_file, "--out")
+    size_list = _list(sizes, None, "--sizes")
+    depth_list = _list(queue_depths, int, "--queue-depths")
+    points = len(set(size_list)) * 2 * (2 if writes else 1) + len(set(depth_list))
+    with progress_bar(f"measuring {target} ({points} points of {time:g} s)", points) as update:
+        profile = run(target, sizes=size_list, depths=depth_list, writes=writes, direct=not buffered, seconds=time,
+                      progress=lambda i, n, _what: update(i, n))
+    with replacing(out_file) as part:
+        part.write_text(dump_profile(profile))
+    if json_out:
+        emit_json({**profile.model_dump(), "profile_file": str(out_file)})
+        return
+    out.print(f"[bold]{target}[/bold]: capacity {fmt_rate(profile.capacity_iops)} (4 KiB random reads), "
+              f"parallelism {profile.parallelism}, {profile.op_time_us:.1f} µs per op, "
+              f"{fmt_size(profile.bandwidth_bytes_per_s)}/s")
+    t = Table(title="response time at queue depth 1")
+    for col in ("op", "size", "IOPS", "mean ms", "p50 ms", "p99 ms"):
+        t.add_column(col, justify="left" if col == "op" else "right")
+    for p in profile.service:
+        pc = dict(p.percentiles_us)
+        t.add_row(f"{'rand' if p.pattern == 'random' else 'seq'} {p.op}", fmt_size(p.size), f"{p.iops:,.0f}", f"{p.mean_us / 1e3:.3g}",
+                  f"{pc.get(50.0, p.mean_us) / 1e3:.3g}", f"{pc.get(99.0, p.mean_us) / 1e3:.3g}")
+    out.print(t)
+    d = Table(title="4 KiB random reads by queue depth")
+    for col in ("depth", "IOPS", "mean ms", "p50 ms", "p99 ms"):
+        d.add_column(col, justify="right")
+    for q in profile.queue_depth:
+        d.add_row(str(q.qd), f"{q.iops:,.0f}", f"{q.mean_us / 1e3:.3g}", f"{q.p50_us / 1e3:.3g}",
+                  f"{q.p99_us / 1e3:.3g}")
+    out.print(d)
+    out.print(f"device profile: {out_file}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``storqos calibrate`` to the app."""
+    app.command("calibrate")(calibrate)

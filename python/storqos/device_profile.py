@@ -1,0 +1,162 @@
+"""A device profile: what ``storqos calibrate`` measured on a storage target, and the
+models fitted to it (a TOML file).
+
+It holds, per class of request (read / write, random / sequential, size), the response
+time at queue depth 1 as a quantile table, and the throughput of 4 KiB random reads
+against the queue depth (the parallelism curve). From them:
+
+- the **capacity** is the best 4 KiB random-read IOPS over the queue depths;
+- the **parallelism** k is the number of requests the target serves at once:
+  Little's law at saturation, k = round(capacity × mean time at depth 1), at least 1;
+- the **simulator model** is an array of k servers, each request's service time drawn
+  from its class's measured quantiles, scaled so that k servers of 4 KiB random reads
+  give the capacity (the time a lone request spends in the client and the network, which
+  does not occupy the device, is scaled out);
+- the **gateway's cost model** is a time per operation (k / capacity) and a bandwidth
+  (the largest sequential read's).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from .errors import InputError
+from .toml_schema import Table, read_toml, validate
+
+#: Version of the profile format; a profile of another version is refused.
+PROFILE_VERSION = 1
+#: The first key of every profile.
+PROFILE_FORMAT = "storqos-device-profile"
+#: Percentiles measured for each class (fio takes at most 20), besides the minimum.
+PERCENTILES = (1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.9, 99.99)
+
+
+Op = Literal["read", "write"]
+Pattern = Literal["random", "sequential"]
+
+
+class ServicePoint(Table):
+    """One measured class at queue depth 1."""
+
+    op: Op
+    pattern: Pattern
+    size: int = Field(gt=0, description="request size (bytes)")
+    iops: float = Field(ge=0)
+    mean_us: float = Field(gt=0)
+    min_us: float = Field(gt=0)
+    #: [percentile, µs] pairs, percentiles rising
+    percentiles_us: list[tuple[float, float]]
+
+
+class DepthPoint(Table):
+    """Throughput and response time of 4 KiB random reads at one queue depth."""
+
+    qd: int = Field(ge=1)
+    iops: float = Field(ge=0)
+    mean_us: float = Field(gt=0)
+    p50_us: float = Field(gt=0)
+    p99_us: float = Field(gt=0)
+
+
+class DeviceProfile(Table):
+    """A device profile (see the module's description)."""
+
+    format: Literal["storqos-device-profile"] = "storqos-device-profile"
+    version: int
+    storqos_version: str
+    target: str
+    engine: str
+    direct: bool
+    created: str
+    time_per_point_s: float = Field(gt=0)
+    capacity_iops: float = Field(gt=0)
+    parallelism: int = Field(ge=1)
+    op_time_us: float = Field(gt=0)
+    bandwidth_bytes_per_s: float = Field(gt=0)
+    service: list[ServicePoint] = Field(min_length=1)
+    queue_depth: list[DepthPoint] = Field(min_length=1)
+
+    def scale(self) -> float:
+        """Factor from a class's measured response time at depth 1 to its service time
+        in the model: k / capacity over the 4 KiB random read's mean."""
+        base = self._base()
+        return (self.parallelism / self.capacity_iops * 1e6) / base.mean_us
+
+    def _base(self) -> ServicePoint:
+        reads = [p for p in self.service if p.op == "read" and p.pattern == "random"] or self.service
+        return min(reads, key=lambda p: abs(p.size - 4096))
+
+    def sim_device(self) -> dict[str, Any]:
+        """The simulator's device spec: k servers of measured service times."""
+        s = self.scale()
+        classes = []
+        for p in self.service:
+            pts = [(0.0, p.min_us)] + [(q / 100, us) for q, us in p.percentiles_us]
+            pts[-1] = (1.0, pts[-1][1])  # the top measured percentile closes the table
+            qs: list[list[float]] = []
+            for q, us in pts:
+                ns = max(us * s * 1e3, 1.0)
+                if qs and q <= qs[-1][0]:
+                    continue
+                qs.append([q, max(ns, qs[-1][1]) if qs else ns])
+            classes.append({"op": p.op, "pattern": p.pattern, "bytes": p.size, "quantiles_ns": qs})
+        return {"kind": "array", "servers": self.parallelism, "assign": "shared", "depth": self.parallelism,
+                "service": {"kind": "measured", "classes": classes}}
+
+    def cost(self) -> dict[str, Any]:
+        """The gateway's cost model (``[cost]``)."""
+        return {"enabled": True, "op_time_s": self.op_time_us / 1e6, "bytes_per_s": self.bandwidth_bytes_per_s}
+
+
+def fit(points: list[ServicePoint], depths: list[DepthPoint]) -> dict[str, Any]:
+    """The fitted numbers of a profile: capacity, parallelism, time per op, bandwidth."""
+    if not depths:
+        raise InputError("no queue-depth measurements to fit", "calibrate")
+    capacity = max(d.iops for d in depths)
+    if capacity <= 0:
+        raise InputError("the target completed no request", "calibrate")
+    qd1 = min(depths, key=lambda d: d.qd)
+    k = max(1, round(capacity * qd1.mean_us / 1e6))
+    op_time = k / capacity
+    seq = [p for p in points if p.op == "read" and p.pattern == "sequential"] or [
+        p for p in points if p.op == "read"]
+    big = max(seq, key=lambda p: p.size)
+    scale = (op_time * 1e6) / qd1.mean_us
+    transfer = big.mean_us * scale / 1e6 - op_time
+    bandwidth = big.size / transfer if transfer > 0 and big.size > 4096 else float(1 << 30)
+    return {"capacity_iops": capacity, "parallelism": k, "op_time_us": op_time * 1e6,
+            "bandwidth_bytes_per_s": bandwidth}
+
+
+def load_profile(path: Path, where: str = "--device-profile") -> DeviceProfile:
+    """Read and check a profile; one error line naming the file for anything wrong,
+    including a profile of another format version."""
+    text, raw = read_toml(path)
+    if raw.get("format") != PROFILE_FORMAT:
+        raise InputError(f"{path}: not a storqos device profile (no format = \"{PROFILE_FORMAT}\"); "
+                         "make one with `storqos calibrate`", where)
+    version = raw.get("version")
+    if version != PROFILE_VERSION:
+        raise InputError(f"{path}: a device profile of format version {version!r} (made by storqos "
+                         f"{raw.get('storqos_version', '?')}); this storqos reads version {PROFILE_VERSION}: "
+                         "run `storqos calibrate` again", where)
+    return validate(DeviceProfile, raw, str(path), text)
+
+
+def dump_profile(profile: DeviceProfile) -> str:
+    """The profile as TOML text (with a header saying what it is)."""
+    import tomli_w
+
+    body = tomli_w.dumps(profile.model_dump(), multiline_strings=False)
+    head = ("# storqos device profile: measured by `storqos calibrate`, read by\n"
+            "# `storqos simulate --device-profile` and `storqos serve --device-profile`.\n")
+    tomllib.loads(body)  # what we write must read back
+    return head + body
+
+
+__all__ = ["PERCENTILES", "PROFILE_VERSION", "DepthPoint", "DeviceProfile", "Op", "Pattern", "ServicePoint", "dump_profile", "fit",
+           "load_profile"]

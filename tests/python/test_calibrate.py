@@ -1,0 +1,99 @@
+"""`storqos calibrate` and device profiles (issue 16, point 2): a profile of the
+gateway's own 2k-IOPS emulation comes out as 2k IOPS ± 3 %; simulate and serve take the
+profile; a profile of another version, or a bad target, is one line, exit 2."""
+
+from __future__ import annotations
+
+import signal
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from conftest import assert_one_line_error, run_cli
+from test_serve import Server, _image
+
+from storqos.device_profile import load_profile
+from storqos.sim import simulate
+
+MiB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def profile_2k(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Calibrate a gateway emulating a 2k-IOPS device (short points; reads and writes)."""
+    tmp = tmp_path_factory.mktemp("cal")
+    a = _image(tmp / "a.img", 256 * MiB)
+    s = Server("--export", f"a={a}", "--listen", "127.0.0.1:0", "--iops", "2k", "--for", "120s")
+    _, port = s.ready()
+    out = tmp / "p.toml"
+    try:
+        r = run_cli("calibrate", f"nbd://127.0.0.1:{port}/a", "--sizes", "4k,64k", "--queue-depths", "1,4,8",
+                    "--time", "0.7", "--writes", "--out", str(out), columns=80)
+    finally:
+        s.finish(signal.SIGTERM)
+    assert r.code == 0, r.err
+    assert "capacity" in r.out and "IOPS" in r.out and all(len(ln) <= 80 for ln in r.out.splitlines()), r.out
+    return out
+
+
+def test_the_emulated_2k_device_measures_2k_iops(profile_2k: Path) -> None:
+    p = load_profile(profile_2k)
+    assert p.capacity_iops == pytest.approx(2000, rel=0.03)
+    assert p.parallelism == 1  # one emulated server: depth 4 and 8 add no throughput
+    depth = {d.qd: d.iops for d in p.queue_depth}
+    assert depth[8] == pytest.approx(2000, rel=0.03) and depth[1] < depth[8]
+    assert {(s.op, s.pattern, s.size) for s in p.service} == {
+        (op, pat, size) for op in ("read", "write") for pat in ("random", "sequential") for size in (4096, 65536)}
+    # The fitted server takes 1 / capacity per 4 KiB read: 0.5 ms.
+    assert p.op_time_us == pytest.approx(500, rel=0.03)
+
+
+def test_simulating_with_the_profile_predicts_the_devices_capacity(profile_2k: Path) -> None:
+    """A saturating closed-loop-like burst through the profile's model completes at the
+    measured capacity, as the constant 2k device does."""
+    n = 4000
+    df = pl.DataFrame({"arrival_ns": np.zeros(n, np.int64), "is_read": np.ones(n, bool),
+                       "offset": (np.arange(n) * 8192).astype(np.uint64), "size": np.full(n, 4096, np.uint32),
+                       "tenant": np.zeros(n, np.uint32)})
+    prof = load_profile(profile_2k)
+    res = simulate(df, "fcfs", prof.sim_device())
+    assert n / (res.end_ns / 1e9) == pytest.approx(prof.capacity_iops, rel=0.02)
+
+
+def test_simulate_and_serve_take_the_profile(profile_2k: Path, tmp_path: Path) -> None:
+    trace = tmp_path / "t.csv"
+    pl.DataFrame({"arrival_ns": np.arange(200) * 1_000_000, "is_read": [True] * 200,
+                  "offset": np.arange(200) * 4096, "size": [4096] * 200, "tenant": [0] * 200}).write_csv(trace)
+    r = run_cli("simulate", str(trace), "--device-profile", str(profile_2k), "--json")
+    assert r.code == 0, r.err
+    assert "measured" in r.out
+    img = _image(tmp_path / "d.img", MiB)
+    r = run_cli("serve", "--export", f"d={img}", "--device-profile", str(profile_2k), "--check")
+    assert r.code == 0, r.err
+    assert "depth 1" in r.out  # the profile's parallelism
+    assert_one_line_error(run_cli("serve", "--export", f"d={img}", "--device-profile", str(profile_2k), "--iops",
+                                  "1k", "--check"), "not both")
+    assert_one_line_error(run_cli("simulate", str(trace), "--device-profile", str(profile_2k), "--capacity", "1k"),
+                          "not both")
+
+
+def test_a_profile_of_another_version_or_a_bad_target_is_one_line(profile_2k: Path, tmp_path: Path) -> None:
+    text = profile_2k.read_text()
+    old = tmp_path / "old.toml"
+    old.write_text(text.replace("version = 1\n", "version = 99\n", 1))
+    assert tomllib.loads(old.read_text())["version"] == 99
+    trace = tmp_path / "t.csv"
+    pl.DataFrame({"arrival_ns": [0], "is_read": [True], "offset": [0], "size": [4096], "tenant": [0]}).write_csv(trace)
+    assert_one_line_error(run_cli("simulate", str(trace), "--device-profile", str(old)),
+                          "format version 99", "run `storqos calibrate` again")
+    junk = tmp_path / "junk.toml"
+    junk.write_text('capacity = "fast"\n')
+    assert_one_line_error(run_cli("simulate", str(trace), "--device-profile", str(junk)), "not a storqos device profile")
+    small = _image(tmp_path / "small.img", MiB)
+    assert_one_line_error(run_cli("calibrate", str(small), "--out", str(tmp_path / "p.toml")), "at least 64 MiB")
+    assert_one_line_error(run_cli("calibrate", str(tmp_path / "none.img")), "no such file")
+    assert_one_line_error(run_cli("calibrate", "nbd://127.0.0.1:1/x", "--out", str(tmp_path / "p.toml")),
+                          "fio failed on nbd://127.0.0.1:1/x")
+    assert not (tmp_path / "p.toml").exists()

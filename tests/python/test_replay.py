@@ -1,0 +1,127 @@
+"""`storqos replay` (issue 16, point 1): a trace sent over NBD (libnbd) to a gateway on
+loopback, at the trace's timing or closed loop; its log reads like the simulator's; bad
+URIs, exports and traces are one line, exit 2, with no partial output."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from conftest import assert_one_line_error, run_cli
+from test_serve import Server, _image
+
+from storqos.replay import MAX_REQUEST, place, replay, split_large
+from storqos.sim import simulate
+
+MiB = 1 << 20
+
+
+def _trace(n: int, rate: float, tenants: int = 1, size: int = 4096, seed: int = 1) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    arrival = np.cumsum(rng.exponential(1e9 / rate, n)).astype(np.int64)
+    return pl.DataFrame({
+        "arrival_ns": arrival, "is_read": rng.random(n) < 0.7,
+        "offset": (rng.integers(0, 4096, n) * 4096).astype(np.uint64), "size": np.full(n, size, np.uint32),
+        "tenant": (np.arange(n) % tenants).astype(np.uint32)})
+
+
+@pytest.fixture
+def gateway(tmp_path: Path):
+    """A two-export gateway (16 MiB each) without emulation; yields its port."""
+    a, b = _image(tmp_path / "a.img", 16 * MiB), _image(tmp_path / "b.img", 16 * MiB)
+    s = Server("--export", f"a={a}:0", "--export", f"b={b}:1", "--listen", "127.0.0.1:0", "--for", "120s")
+    _, port = s.ready()
+    yield port
+    code, _, err = s.finish(signal.SIGTERM)
+    assert code == 0, err
+
+
+def test_the_log_has_the_simulators_columns_and_the_schedule_is_kept(gateway: int) -> None:
+    df = _trace(3000, 3000.0, tenants=2)
+    res = replay(df, {0: f"nbd://127.0.0.1:{gateway}/a", 1: f"nbd://127.0.0.1:{gateway}/b"})
+    sim = simulate(df, "fcfs", "constant", capacity="10k", keep_requests=True)
+    assert sim.requests is not None
+    assert res.requests.schema == sim.requests.schema  # one analysis reads both
+    assert res.requests.height == 3000 and not res.errors
+    assert res.requests.group_by("tenant").len().sort("tenant")["len"].to_list() == [1500, 1500]
+    # Open loop at the trace's times: the replay lasts the trace's span, and requests go
+    # out on time (generous bounds: the gateway and the replay share 2 cores).
+    assert res.span_s == pytest.approx(res.scheduled_span_s, abs=0.05)
+    sch = res.schedule()
+    assert sch["issue_error_p50_us"] < 200 and sch["late_fraction"] < 0.02, sch
+    # Issue times follow the trace's inter-arrival times.
+    gaps = np.diff(res.requests.sort("id")["arrival_ns"].to_numpy().astype(np.int64))
+    want = np.diff(df["arrival_ns"].to_numpy())
+    assert np.median(np.abs(gaps - want)) < 100_000
+
+
+def test_closed_loop_keeps_the_emulated_device_busy(tmp_path: Path) -> None:
+    """Closed loop with 4 in flight against a 1k-IOPS emulated device: it completes at
+    the device's rate, whatever the trace's times say (they are hours apart here)."""
+    a = _image(tmp_path / "a.img", 16 * MiB)
+    s = Server("--export", f"a={a}", "--listen", "127.0.0.1:0", "--iops", "1k", "--for", "60s")
+    _, port = s.ready()
+    try:
+        df = _trace(1500, 0.001)
+        res = replay(df, {0: f"nbd://127.0.0.1:{port}/a"}, closed=4)
+    finally:
+        s.finish(signal.SIGTERM)
+    assert res.mode == "closed:4" and res.requests.height == 1500
+    assert 1000 * 0.93 < 1500 / res.span_s < 1000 * 1.03, res.span_s
+
+
+def test_cli_writes_parquet_and_names_tenants(gateway: int, tmp_path: Path) -> None:
+    trace = tmp_path / "t.csv"
+    _trace(400, 2000.0, tenants=2).write_csv(trace)
+    out = tmp_path / "live.parquet"
+    r = run_cli("replay", str(trace), f"nbd://127.0.0.1:{gateway}/a", "--tenant-map", "1=b", "--out", str(out),
+                columns=80)
+    assert r.code == 0, r.err
+    assert "issue-time error p50" in r.out and "µs" in r.out
+    assert all(len(line) <= 80 for line in r.out.splitlines()), r.out
+    log = pl.read_parquet(out)
+    assert log.height == 400 and sorted(log["tenant"].unique().to_list()) == [0, 1]
+    assert (log["response_ns"] > 0).all() and (log["finish_ns"] >= log["arrival_ns"]).all()
+
+
+def test_bad_uris_exports_and_traces_are_one_line(gateway: int, tmp_path: Path) -> None:
+    trace = tmp_path / "t.csv"
+    _trace(50, 1000.0).write_csv(trace)
+    out = tmp_path / "x.parquet"
+    assert_one_line_error(run_cli("replay", str(trace), "nbd://127.0.0.1:1/a", "--out", str(out)),
+                          "cannot open nbd://127.0.0.1:1/a", "refused")
+    assert_one_line_error(run_cli("replay", str(trace), f"nbd://127.0.0.1:{gateway}/nope", "--out", str(out)),
+                          "no export named 'nope'")
+    assert_one_line_error(run_cli("replay", str(trace), "http://x/a"), "not an NBD URI")
+    big = tmp_path / "big.csv"
+    _trace(50, 1000.0).with_columns(pl.col("offset") + 64 * MiB).write_csv(big)
+    assert_one_line_error(run_cli("replay", str(big), f"nbd://127.0.0.1:{gateway}/a", "--offsets", "error",
+                                  "--out", str(out)), "beyond the export", "--offsets wrap")
+    huge = tmp_path / "huge.csv"
+    _trace(5, 1000.0, size=32 * MiB).write_csv(huge)
+    assert_one_line_error(run_cli("replay", str(huge), f"nbd://127.0.0.1:{gateway}/a", "--out", str(out)),
+                          "larger than the export")
+    assert_one_line_error(run_cli("replay", str(trace), f"nbd://127.0.0.1:{gateway}/a", "--tenant-map", "7=b"),
+                          "no tenant")
+    assert not out.exists() and not list(tmp_path.glob(".x.parquet*"))  # nothing partial left
+
+
+def test_offsets_wrap_into_the_export_and_large_requests_split() -> None:
+    off = np.array([0, 10 * MiB, 17 * MiB, 31 * MiB + 512], dtype=np.uint64)
+    size = np.array([4096, 4096, 4096, 2 * MiB], dtype=np.uint64)
+    placed, moved = place(off, size, 16 * MiB, wrap=True, where="t")
+    assert moved == 2
+    assert placed.tolist()[:3] == [0, 10 * MiB, MiB]
+    assert placed[3] + size[3] <= 16 * MiB and placed[3] % 512 == 0
+    df = pl.DataFrame({"arrival_ns": [0, 5], "is_read": [True, False], "offset": [0, MiB],
+                       "size": [80 * MiB, 4096], "tenant": [0, 0]},
+                      schema={"arrival_ns": pl.Int64, "is_read": pl.Boolean, "offset": pl.UInt64,
+                              "size": pl.UInt32, "tenant": pl.UInt32})
+    out, added = split_large(df)
+    assert added == 2 and out.height == 4
+    first = out.filter(pl.col("arrival_ns") == 0)
+    assert first["size"].to_list() == [MAX_REQUEST, MAX_REQUEST, 16 * MiB]
+    assert first["offset"].to_list() == [0, MAX_REQUEST, 2 * MAX_REQUEST]
