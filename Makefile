@@ -4,6 +4,7 @@
 #   make test       build everything, lint (rustfmt, clippy, ruff, mypy) and run all Rust and Python tests
 #   make bench      run the benchmarks (slow; results go to BENCHMARKS.md by hand)
 #   make reproduce  regenerate every examples/ experiment and docs/results/
+#   make nbd-client libnbd's Python bindings for `storqos replay` / `validate` (make test does it too)
 #
 # Everything Python lives in .venv (created here); Rust builds into target/. The extension
 # (maturin) and the Rust tests build in the same `release` profile with the same features,
@@ -119,17 +120,20 @@ $(TDEPS): pyproject.toml $(DEPS)
 build: setup
 	$(VENV)/bin/maturin develop --release -q
 
-bench: build
+bench: build nbd-client
 	$(VPY) benches/event_loop.py
 	$(VPY) benches/trace_read.py
 	$(VPY) benches/capacity_table.py
 	$(VPY) benches/twolevel.py
 	$(VPY) benches/sweep.py
 	$(VPY) benches/gateway.py
+	@command -v tcpdump >/dev/null 2>&1 || { echo "installing tcpdump with apt-get (benches/replay_timing.py measures on the wire)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tcpdump; }
+	$(VPY) benches/replay_timing.py
 	$(CARGO) run --release -q -p storqos-core --example mclock_rate
 
 # Regenerate every examples/ experiment and docs/results/*.md with numbers and plots.
-reproduce: build
+reproduce: build nbd-client
 	scripts/reproduce.sh
 
 clean:

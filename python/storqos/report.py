@@ -39,12 +39,14 @@ def _color(policies: Sequence[str], name: str) -> str:
     return PALETTE[list(policies).index(name) % len(PALETTE)] if name in policies else "#444"
 
 
-def _grid_shape(n: int) -> tuple[int, int]:
+def grid_shape(n: int) -> tuple[int, int]:
+    """Rows and columns of subplots for ``n`` panels."""
     cols = min(COLUMNS, max(n, 1))
     return math.ceil(max(n, 1) / cols), cols
 
 
-def _thin(df: pl.DataFrame, n: int) -> pl.DataFrame:
+def thin(df: pl.DataFrame, n: int) -> pl.DataFrame:
+    """At most about ``n`` evenly spaced rows of ``df`` (the last one kept)."""
     if df.height <= n:
         return df
     step = df.height / n
@@ -83,12 +85,12 @@ def cdf_figure(result: ExperimentResult, point: dict[str, Any]) -> Any:
     from plotly.subplots import make_subplots
 
     tenants = result.experiment.runs[0].tenants
-    rows, cols = _grid_shape(len(tenants))
+    rows, cols = grid_shape(len(tenants))
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[t.name for t in tenants], shared_yaxes=True)
     policies = result.experiment.policies
     for o in (o for o in result.outputs if o.point == point):
         for ti in range(len(tenants)):
-            c = _thin(o.cdf.filter(pl.col("tenant") == ti).sort("response_ns"), CDF_POINTS)
+            c = thin(o.cdf.filter(pl.col("tenant") == ti).sort("response_ns"), CDF_POINTS)
             fig.add_scatter(
                 x=(c["response_ns"] / 1e6).to_list(), y=c["fraction"].to_list(), mode="lines",
                 name=o.policy_name, legendgroup=o.policy_name, showlegend=ti == 0,
@@ -112,7 +114,7 @@ def timeseries_figure(result: ExperimentResult, point: dict[str, Any]) -> Any:
     from plotly.subplots import make_subplots
 
     tenants = result.experiment.runs[0].tenants
-    rows, cols = _grid_shape(len(tenants))
+    rows, cols = grid_shape(len(tenants))
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[t.name for t in tenants], shared_xaxes=True)
     policies = result.experiment.policies
     for o in (o for o in result.outputs if o.point == point):
@@ -136,7 +138,7 @@ def curve_figure(result: ExperimentResult, key: str, stat: str = "p99_ns") -> An
     from plotly.subplots import make_subplots
 
     tenants = result.experiment.runs[0].tenants
-    rows, cols = _grid_shape(len(tenants))
+    rows, cols = grid_shape(len(tenants))
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[t.name for t in tenants], shared_xaxes=True)
     policies = result.experiment.policies
     lines: dict[str, list[Any]] = {}
@@ -183,7 +185,7 @@ def _table(result: ExperimentResult, point: dict[str, Any]) -> str:
             + "".join(body) + "</tbody></table>")
 
 
-_CSS = """
+PAGE_CSS = """
 body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1300px; color: #222; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1.5em; }
@@ -230,7 +232,7 @@ def render(result: ExperimentResult) -> tuple[str, int]:
 <html lang="en"><head><meta charset="utf-8">
 <meta name="storqos-figures" content="{figures}">
 <title>storqos: {html.escape(exp.name)}</title>
-<style>{_CSS}</style>
+<style>{PAGE_CSS}</style>
 <script type="text/javascript">{plotly.offline.get_plotlyjs()}</script>
 </head><body>
 <h1>storqos experiment: {html.escape(exp.name)}</h1>
@@ -284,4 +286,5 @@ def write_report(result: ExperimentResult, path: str | Path) -> int:
     return n
 
 
-__all__ = ["cdf_figure", "curve_figure", "markdown", "render", "timeseries_figure", "write_report"]
+__all__ = ["PAGE_CSS", "cdf_figure", "curve_figure", "grid_shape", "markdown", "render", "thin", "timeseries_figure",
+           "write_report"]

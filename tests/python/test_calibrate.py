@@ -12,10 +12,9 @@ import numpy as np
 import polars as pl
 import pytest
 from conftest import assert_one_line_error, run_cli
-from test_serve import Server, _image
-
 from storqos.device_profile import load_profile
 from storqos.sim import simulate
+from test_serve import Server, _image
 
 MiB = 1 << 20
 

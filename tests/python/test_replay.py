@@ -11,10 +11,9 @@ import numpy as np
 import polars as pl
 import pytest
 from conftest import assert_one_line_error, run_cli
-from test_serve import Server, _image
-
 from storqos.replay import MAX_REQUEST, place, replay, split_large
 from storqos.sim import simulate
+from test_serve import Server, _image
 
 MiB = 1 << 20
 

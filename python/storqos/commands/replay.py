@@ -58,10 +58,13 @@ def replay(
         str | None, typer.Option(help="Make tenants from a trace field: device, host, process or op.")] = None,
     speed: Annotated[float, typer.Option(help="Time scale: 2 replays the trace twice as fast.")] = 1.0,
     max_outstanding: Annotated[
-        int, typer.Option(help="Most requests in flight at once (all tenants); past it, issues wait.")] = 256,
+        int, typer.Option(help="Most requests in flight at once (all tenants); past it, issues wait.")] = 16384,
     closed: Annotated[
         int | None, typer.Option(help="Closed loop: keep this many requests in flight per tenant, ignoring "
                                       "the trace's times.")] = None,
+    connections: Annotated[
+        int, typer.Option(help="Connections per tenant, its requests round robin over them (a gateway bounds "
+                               "what one connection has in flight: 1,024 requests or 64 MiB).")] = 1,
     offsets: Annotated[
         str, typer.Option(help="Offsets beyond the export: wrap (fold into it) or error.")] = "wrap",
     max_requests: Annotated[int | None, typer.Option(help="Replay only the first N requests.")] = None,
@@ -101,7 +104,8 @@ def replay(
     tenants = sorted(int(t) for t in df["tenant"].unique())
     uris = tenant_uris(uri, tenant_map or [], tenants, names)
     with progress_bar(f"replaying {df.height:,} requests", df.height) as update:
-        res = run(df, uris, speed=speed, max_outstanding=max_outstanding, closed=closed, wrap=offsets == "wrap",
+        res = run(df, uris, speed=speed, max_outstanding=max_outstanding, closed=closed, connections=connections,
+                  wrap=offsets == "wrap",
                   progress=update)
     if out_file is not None:
         write_table(res.requests, out_file)

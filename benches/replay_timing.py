@@ -1,0 +1,173 @@
+"""Benchmark: how closely `storqos replay` keeps a trace's timing, beside fio's
+`read_iolog` replay of the same trace (issue 16's target: issue-time error p99 ≤ 100 µs
+at 10k IOPS).
+
+The trace: Poisson arrivals at 10k IOPS of 4 KiB random reads (--seconds long). The
+storage: `storqos serve` on loopback over a sparse file (no emulation, so the server
+keeps up). Both replayers use libnbd (storqos through its Python bindings, fio through
+its `nbd` engine) over one connection, fio with a version-3 iolog (µs timestamps) and
+iodepth 256.
+
+The measure is taken on the wire, the same way for both: tcpdump captures the
+requests sent to the server (nanosecond timestamps); the k-th NBD read request on the
+connection is the trace's k-th, and its issue-time error is
+
+    (wire_k − wire_0) − (trace_k − trace_0)
+
+(relative to the first request, so each tool's start-up does not count). Reported per
+run: p50, p99 and max of the error (µs), and requests > 1 ms late; runs interleave the
+two tools, REPEATS times each.
+
+    .venv/bin/python benches/replay_timing.py [--seconds 3] [--repeats 3]
+
+Needs tcpdump (Debian's package; root or CAP_NET_RAW) and fio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from storqos.gateway import gateway_config
+from storqos.gateway_process import GatewayProcess
+from storqos.replay import replay
+from storqos.specs import policy_spec
+
+REPEATS = 3
+RATE = 10_000.0
+REQUEST_MAGIC = b"\x25\x60\x95\x13"
+
+
+def trace(seconds: float, seed: int = 1) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    n = int(RATE * seconds)
+    arrival = np.cumsum(rng.exponential(1e9 / RATE, n)).astype(np.int64)
+    arrival -= arrival[0]
+    return pl.DataFrame({"arrival_ns": arrival, "is_read": np.ones(n, bool),
+                         "offset": (rng.integers(0, 1 << 18, n) * 4096).astype(np.uint64),
+                         "size": np.full(n, 4096, np.uint32), "tenant": np.zeros(n, np.uint32)})
+
+
+def wire_times(pcap: Path) -> np.ndarray:
+    """Capture times (ns) of the NBD read requests in ``pcap`` (loopback, one stream to
+    the server), in order; a segment holding several requests gives each its time."""
+    data = pcap.read_bytes()
+    magic = struct.unpack("<I", data[:4])[0]
+    nano = magic == 0xA1B23C4D
+    link = struct.unpack("<I", data[20:24])[0]
+    pos, stream, times = 24, bytearray(), []
+    starts: list[tuple[int, int]] = []  # (offset in stream, time)
+    while pos + 16 <= len(data):
+        sec, frac, incl, _ = struct.unpack("<IIII", data[pos:pos + 16])
+        pkt = data[pos + 16:pos + 16 + incl]
+        pos += 16 + incl
+        t = sec * 1_000_000_000 + (frac if nano else frac * 1000)
+        ip = pkt[14:] if link == 1 else pkt[16:]  # Ethernet, else Linux cooked
+        if not ip or ip[0] >> 4 != 4:
+            continue
+        tcp = ip[(ip[0] & 15) * 4:]
+        payload = tcp[(tcp[12] >> 4) * 4:]
+        if payload:
+            starts.append((len(stream), t))
+            stream += payload
+    # Transmission-phase requests: magic, flags (2), type (2, 0 = read), cookie, offset, length.
+    i = stream.find(REQUEST_MAGIC)
+    k = 0
+    while i >= 0:
+        if stream[i + 6:i + 8] == b"\x00\x00":
+            while k + 1 < len(starts) and starts[k + 1][0] <= i:
+                k += 1
+            times.append(starts[k][1])
+        i = stream.find(REQUEST_MAGIC, i + 28)
+    return np.array(times, dtype=np.int64)
+
+
+def errors(wire: np.ndarray, sched_ns: np.ndarray) -> dict[str, float]:
+    n = min(wire.size, sched_ns.size)
+    e = (wire[:n] - wire[0]) - (sched_ns[:n] - sched_ns[0])
+    return {"requests": float(n), "p50_us": float(np.percentile(e, 50) / 1e3),
+            "p99_us": float(np.percentile(e, 99) / 1e3), "max_us": float(e.max() / 1e3),
+            "late": float((e > 1_000_000).sum())}
+
+
+def capture(port: int, out: Path) -> subprocess.Popen[bytes]:
+    p = subprocess.Popen(["tcpdump", "-i", "lo", "-w", str(out), "-U", "--time-stamp-precision=nano", "-s", "0",
+                          f"tcp dst port {port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)  # tcpdump is listening
+    return p
+
+
+def run_storqos(uri: str, df: pl.DataFrame) -> None:
+    replay(df, {0: uri})
+
+
+def run_fio(uri: str, df: pl.DataFrame, work: Path) -> None:
+    log = work / "trace.v3"
+    with open(log, "w") as f:
+        f.write("fio version 3 iolog\n0 nbd add\n0 nbd open\n")
+        for t, off in zip((df["arrival_ns"] // 1000).to_list(), df["offset"].to_list(), strict=True):
+            f.write(f"{t} nbd read {off} 4096\n")
+        f.write(f"{int(df['arrival_ns'].max()) // 1000 + 1000} nbd close\n")
+    subprocess.run(["fio", "--name=replay", "--ioengine=nbd", f"--uri={uri}", f"--read_iolog={log}",
+                    "--iodepth=256", "--output-format=json", f"--output={work / 'fio.json'}"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--repeats", type=int, default=REPEATS)
+    args = ap.parse_args()
+    df = trace(args.seconds)
+    sched = df["arrival_ns"].to_numpy()
+    results: dict[str, list[dict[str, float]]] = {"storqos replay": [], "fio read_iolog": []}
+    with tempfile.TemporaryDirectory(prefix="storqos-bench-") as tmp:
+        work = Path(tmp)
+        img = work / "a.img"
+        with open(img, "wb") as f:
+            f.truncate(1 << 30)
+        cfg = gateway_config([f"a={img}:0"], policy_spec("fcfs"), listen="127.0.0.1:0")
+        with GatewayProcess(cfg) as gw:
+            port = int(str(gw.info["listen"]).rsplit(":", 1)[1])
+            uri = gw.uri("a")
+            for r in range(args.repeats):
+                for tool in results:
+                    pcap = work / "cap.pcap"
+                    cap = capture(port, pcap)
+                    try:
+                        if tool == "storqos replay":
+                            run_storqos(uri, df)
+                        else:
+                            run_fio(uri, df, work)
+                    finally:
+                        time.sleep(0.5)
+                        cap.send_signal(signal.SIGINT)
+                        cap.wait(10)
+                    res = errors(wire_times(pcap), sched)
+                    results[tool].append(res)
+                    print(f"run {r + 1} {tool:15} requests {res['requests']:,.0f}  p50 {res['p50_us']:8.1f} µs  "
+                          f"p99 {res['p99_us']:8.1f} µs  max {res['max_us']:9.1f} µs  late {res['late']:,.0f}",
+                          file=sys.stderr)
+    print(f"\nissue-time error at {RATE / 1e3:g}k IOPS, {args.seconds:g} s, medians of {args.repeats} runs:")
+    print(f"{'tool':16} {'p50 µs':>9} {'p99 µs':>9} {'max µs':>10} {'late':>6}")
+    med = {}
+    for tool, rs in results.items():
+        med[tool] = {k: statistics.median(r[k] for r in rs) for k in ("p50_us", "p99_us", "max_us", "late")}
+        m = med[tool]
+        print(f"{tool:16} {m['p50_us']:9.1f} {m['p99_us']:9.1f} {m['max_us']:10.1f} {m['late']:6.0f}")
+    ranges = {t: (min(r["p99_us"] for r in rs), max(r["p99_us"] for r in rs)) for t, rs in results.items()}
+    print("p99 ranges: " + ", ".join(f"{t} {a:.1f}-{b:.1f} µs" for t, (a, b) in ranges.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

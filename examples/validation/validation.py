@@ -1,0 +1,130 @@
+"""Predicted vs measured: the three validation experiments (WebSearch, MSR hm_0, FIU
+mail; FCFS, WF2Q+, mClock), simulated and replayed live through the gateway, on the
+emulated constant-rate device and on real local files with their measured profile.
+Writes docs/results/validation.md and out/validate/ (reports, request logs).
+
+    python examples/validation/validation.py          (or: make reproduce)
+
+Needs the shared traces ($STORQOS_SHARED, else ../shared); without them each experiment
+runs its stand-in (the bundled WebSearch excerpt, or a warning) and the page says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+from storqos.experiment import load
+from storqos.validate import PERCENTILES, Validation, calibrate_file, validate
+from storqos.validation_report import markdown, write_html
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+EXPERIMENTS = ("websearch", "hm_0", "fiu_mail")
+#: The issue's targets on the emulated device: IOPS within 3 %, p99 within 10 %; on
+#: files with a calibrated profile: p50 within 20 %.
+TARGETS = {"emulated": {"iops_err": 0.03, "p99_err": 0.10}, "file": {"iops_err": 0.03, "p50_err": 0.20}}
+
+
+def _misses(v: Validation, mode: str) -> pl.DataFrame:
+    t = v.table()
+    cond = pl.lit(False)
+    for col, bound in TARGETS[mode].items():
+        cond = cond | (pl.col(col).abs() > bound)
+    return t.filter(cond)
+
+
+def _bias(t: pl.DataFrame) -> str:
+    gap = (t["p50_ns_meas"] - t["p50_ns_pred"]) / 1e6
+    return f"{gap.median():.2f} ms (from {gap.min():.2f} to {gap.max():.2f} ms)"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=REPO / "out" / "validate")
+    ap.add_argument("--markdown", type=Path, default=REPO / "docs" / "results" / "validation.md")
+    ap.add_argument("--only", choices=EXPERIMENTS, action="append", help="run only these experiments")
+    args = ap.parse_args()
+    names = args.only or list(EXPERIMENTS)
+    sections: list[str] = []
+    summary: list[str] = []
+    t0 = time.time()
+    work = args.out / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    profile = None
+    for mode in ("emulated", "file"):
+        for name in names:
+            exp = load(HERE / f"{name}.toml")
+            print(f"==> {name} ({mode})", file=sys.stderr)
+            if mode == "file" and profile is None:
+                img = work / "calibrate.img"
+                with open(img, "wb") as f:
+                    f.write(b"\x5a" * (256 << 20))
+                profile = calibrate_file(img, progress=lambda m: print(m, file=sys.stderr))
+                img.unlink()
+            v = validate(exp, mode=mode, profile=profile, workdir=work,
+                         progress=lambda m: print(m, file=sys.stderr))
+            out = args.out / f"{name}-{mode}"
+            out.mkdir(parents=True, exist_ok=True)
+            write_html(v, out / "report.html")
+            v.table().write_parquet(out / "validation.parquet")
+            miss = _misses(v, mode)
+            t = v.table()
+            behind = [f"{r.label} ({100 * r.schedule.get('late_fraction', 0):.1f} % > 1 ms late)"
+                      for r in v.runs if r.fell_behind]
+            sections.append(markdown(v))
+            sections.append(
+                f"Live p50 minus predicted p50: {_bias(t)}. Worst |Δ|: IOPS {100 * t['iops_err'].abs().max():.2f} %, "
+                + ", ".join(f"p{q} {100 * t[f'p{q}_err'].abs().max():.1f} %" for q in PERCENTILES)
+                + ". Replay issue-time error p99: "
+                + ", ".join(f"{r.label} {r.schedule.get('issue_error_p99_us', 0):.0f} µs" for r in v.runs)
+                + "." + (f" Fell behind: {', '.join(behind)}." if behind else "") + "\n")
+            summary.append(f"| {name} | {mode} | {t.height} | {100 * t['iops_err'].abs().max():.2f} % | "
+                           f"{100 * t['p50_err'].abs().max():.1f} % | {100 * t['p99_err'].abs().max():.1f} % | "
+                           f"{miss.height} |")
+    head = [
+        "# Validation: the simulator's prediction beside the live gateway", "",
+        "Regenerate: `make reproduce` (or `python examples/validation/validation.py`); one experiment: "
+        "`storqos validate examples/validation/NAME.toml [--live-device file]`. "
+        f"This run took {time.time() - t0:.0f} s on a 2-core machine; the gateway, the replay and fio share the "
+        "cores.", "",
+        "Each experiment is simulated, then replayed open loop (`storqos replay`, libnbd) against a gateway on "
+        "loopback running the same policy spec, one export per tenant. **emulated**: the gateway emulates the "
+        "experiment's constant-rate device (`--iops`). **file**: real local files (256 MiB each, written full, "
+        "so reads come from the page cache), the gateway with the device profile's cost model and depth, the "
+        "simulator with the profile's measured model; the profile is measured first (`storqos calibrate` "
+        "through a FCFS gateway over such a file)."
+        + (f" Profile: capacity {profile.capacity_iops:,.0f} IOPS, parallelism {profile.parallelism}, "
+           f"{profile.op_time_us:.1f} µs per op." if profile is not None else ""), "",
+        "Targets: emulated, IOPS within 3 % and p99 within 10 % of the prediction; file, p50 within 20 %. "
+        "Δ = live / predicted − 1.", "",
+        "| experiment | device | cells | worst IOPS Δ | worst p50 Δ | worst p99 Δ | cells off target |",
+        "|---|---|---:|---:|---:|---:|---:|",
+        *summary, "",
+        "## Where they disagree, and why", "",
+        "- **Every live response carries the path the simulator does not model**: the replay's libnbd call, "
+        "loopback TCP both ways, the gateway's parsing and reply. That adds a roughly constant 0.1 to 0.4 ms "
+        "(the p50 gap above); it is a large share of a sub-millisecond p50 and a few percent of a tail of "
+        "tens of milliseconds. The simulator's arrival is the trace time; the gateway's is when the request "
+        "was parsed.",
+        "- **Bursts the replay cannot issue at once**: MSR hm_0 has thousands of requests less than 10 µs "
+        "apart; the replay issues one in about 3 to 20 µs, so the last of a burst leaves late (counted as "
+        "'> 1 ms late' above) and meets a shorter queue than predicted.",
+        "- **Real files**: the profile models each request's service time as an independent draw from its "
+        "class's measured distribution at queue depth 1, with k servers. The page cache, the I/O threads and "
+        "the CPU the replay takes from the gateway make the live service times correlated (a slow moment slows "
+        "every request in it) and different at depth than at depth 1; the p99 gap follows from that and is "
+        "not a target.",
+        "",
+    ]
+    args.markdown.parent.mkdir(parents=True, exist_ok=True)
+    args.markdown.write_text("\n".join(head) + "\n" + "\n".join(sections))
+    print(f"wrote {args.markdown}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

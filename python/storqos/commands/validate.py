@@ -1,0 +1,116 @@
+"""``storqos validate``: an experiment simulated and run live, predicted beside measured."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import polars as pl
+import typer
+from rich.table import Table
+
+from ..console import emit_json, out
+from ..errors import InputError, warn_input
+from ..units import fmt_ms, parse_size
+from .options import JsonOpt
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:+.1f}%"
+
+
+def validate(
+    experiment: Annotated[Path, typer.Argument(help="Experiment file (TOML, as `storqos run` takes).",
+                                               show_default=False)],
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Folder for report.html, validation.parquet, both "
+                                                              "request logs and summary.json.")] = Path("out/validate"),
+    live_device: Annotated[
+        str, typer.Option(help="emulated: the gateway emulates the experiment's constant-rate device (--iops); "
+                               "file: real files, modelled by a device profile (measured first when none is "
+                               "given).")] = "emulated",
+    device_profile: Annotated[
+        Path | None, typer.Option("--device-profile", help="With --live-device file: the profile (from `storqos "
+                                                           "calibrate` of a gateway over such a file).")] = None,
+    export_size: Annotated[str, typer.Option(help="Size of each tenant's export; offsets wrap into it.")] = "256MiB",
+    markdown_file: Annotated[
+        Path | None, typer.Option("--markdown", help="Also write the table as markdown here.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Run an experiment in the simulator and live, and report predicted beside measured.
+
+    Every policy of the experiment runs twice on the same requests: simulated (keeping
+    every request), then live: a gateway on loopback with the same policy, one export per
+    tenant, and an open-loop replay of the requests at their times. Per tenant: IOPS and
+    p50 / p95 / p99 response time, predicted, measured and their difference, with CDF
+    plots in report.html. Closed-loop tenants cannot be replayed (give a trace or a
+    generator).
+
+    Example: [bold]storqos validate examples/validation/websearch.toml --out out/validate[/bold]
+
+    Example: [bold]storqos validate examples/validation/hm_0.toml --live-device file --out out/validate-file[/bold]
+    """
+    from ..device_profile import load_profile
+    from ..experiment import load
+    from ..paths import check_output_dir, check_output_file, replacing, write_table
+    from ..validate import MODES
+    from ..validate import validate as run
+    from ..validation_report import markdown, write_html
+
+    if live_device not in MODES:
+        raise InputError(f"unknown value {live_device!r} (emulated or file)", "--live-device")
+    if device_profile is not None and live_device != "file":
+        raise InputError("a device profile models real files: give --live-device file too", "--device-profile")
+    check_output_dir(out_dir, "--out")
+    if markdown_file is not None:
+        check_output_file(markdown_file, "--markdown")
+    size = parse_size(export_size, "--export-size")
+    profile = load_profile(device_profile) if device_profile is not None else None
+    exp = load(experiment)
+    lines: list[str] = []
+
+    def say(msg: str) -> None:
+        lines.append(msg)
+        if not json_out:
+            out.print(f"[dim]{msg}[/dim]")
+
+    res = run(exp, mode=live_device, profile=profile, export_bytes=size, progress=say)
+    table = res.table()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_table(table, out_dir / "validation.parquet")
+    for what in ("predicted", "measured"):
+        logs = [getattr(r, what).with_columns(pl.lit(r.label).alias("run")) for r in res.runs]
+        write_table(pl.concat(logs, how="vertical"), out_dir / f"requests_{what}.parquet")
+    figures = write_html(res, out_dir / "report.html")
+    summary: dict[str, Any] = {
+        "experiment": exp.name, "live_device": res.device, "rows": table.to_dicts(), "report": str(out_dir / "report.html"),
+        "replays": {r.label: {**r.schedule, "errors": r.errors, "fell_behind": r.fell_behind} for r in res.runs},
+    }
+    if res.profile is not None:
+        summary["device_profile"] = {k: getattr(res.profile, k) for k in
+                                     ("target", "capacity_iops", "parallelism", "op_time_us", "bandwidth_bytes_per_s")}
+    with replacing(out_dir / "summary.json") as part:
+        part.write_text(json.dumps(summary, indent=2, default=float) + "\n")
+    if markdown_file is not None:
+        with replacing(markdown_file) as part:
+            part.write_text(markdown(res))
+    for r in res.runs:
+        if r.fell_behind:
+            warn_input(f"{r.label}: {r.fell_behind}")
+    if json_out:
+        emit_json(summary)
+        return
+    t = Table(title=f"{exp.name}: predicted vs live ({res.device})")
+    for col in ("run tenant", "IOPS", "Δ", "p50 ms", "live", "p99 ms", "live", "Δ"):
+        t.add_column(col, justify="left" if col == "run tenant" else "right", overflow="fold")
+    for row in table.to_dicts():
+        t.add_row(f"{row['run']} {row['name']}", f"{row['iops_pred']:.4g}", _pct(row["iops_err"]),
+                  fmt_ms(row["p50_ns_pred"]), fmt_ms(row["p50_ns_meas"]), fmt_ms(row["p99_ns_pred"]),
+                  fmt_ms(row["p99_ns_meas"]), _pct(row["p99_err"]))
+    out.print(t)
+    out.print(f"report ({figures} CDF figures): {out_dir / 'report.html'}; table: {out_dir / 'validation.parquet'}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``storqos validate`` to the app."""
+    app.command("validate")(validate)

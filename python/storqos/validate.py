@@ -1,0 +1,212 @@
+"""Predicted beside measured (``storqos validate``): an experiment run in the simulator
+and live, through the gateway and a replay of the same requests.
+
+For each run of the experiment (each policy at each grid point) the same requests (its
+traces and its generators, materialised) are
+
+1. simulated with the run's policy in front of the run's device model (or the device
+   profile's measured model), keeping every request;
+2. replayed open loop (:mod:`storqos.replay`) against a gateway started for the run:
+   one export per tenant, the run's policy spec, and either an emulated constant-rate
+   device of the model's capacity (``emulated``) or real files behind a cost model and
+   depth from the device profile (``file``);
+
+and each tenant's IOPS and response-time percentiles are computed the same way from
+both request logs. Closed-loop tenants have no request list to replay and are refused.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from .device_profile import DeviceProfile
+from .errors import InputError
+from .experiment import Experiment, Run
+from .gateway_process import GatewayProcess
+
+#: Percentiles compared, besides IOPS.
+PERCENTILES = (50, 95, 99)
+#: Size of each tenant's export (bytes); offsets wrap into it.
+DEFAULT_EXPORT_BYTES = 256 << 20
+#: Connections per tenant in the replay: the gateway lets one connection have 1,024
+#: requests in flight, and a burst of a trace may hold more; past that the gateway stops
+#: reading the connection, and the policy sees the requests later than the trace says.
+CONNECTIONS = 4
+#: The gateway's in-flight budget in a validation (the default 256 MiB would hold back
+#: the same bursts).
+INFLIGHT_BYTES = 2 << 30
+#: Live device modes.
+MODES = ("emulated", "file")
+
+
+@dataclass
+class RunValidation:
+    """One run, predicted and measured."""
+
+    label: str
+    policy: str
+    point: dict[str, Any]
+    #: per tenant: name, requests, then ``iops`` and ``pNN_ns`` each ``_pred`` / ``_meas``
+    tenants: pl.DataFrame
+    predicted: pl.DataFrame
+    measured: pl.DataFrame
+    schedule: dict[str, float]
+    fell_behind: str | None
+    errors: int
+
+
+@dataclass
+class Validation:
+    """Every run of an experiment, predicted and measured."""
+
+    name: str
+    mode: str
+    device: str
+    runs: list[RunValidation] = field(default_factory=list)
+    profile: DeviceProfile | None = None
+
+    def table(self) -> pl.DataFrame:
+        """All runs' tenants in one table, with the relative errors (measured / predicted − 1)."""
+        frames = [r.tenants.with_columns(pl.lit(r.label).alias("run"), pl.lit(r.policy).alias("policy"))
+                  for r in self.runs]
+        df = pl.concat(frames, how="vertical") if frames else pl.DataFrame()
+        if not df.height:
+            return df
+        return df.with_columns(
+            (pl.col("iops_meas") / pl.col("iops_pred") - 1).alias("iops_err"),
+            *((pl.col(f"p{q}_ns_meas") / pl.col(f"p{q}_ns_pred") - 1).alias(f"p{q}_err") for q in PERCENTILES))
+
+
+def per_tenant(log: pl.DataFrame, names: list[str]) -> pl.DataFrame:
+    """IOPS over the whole run (first arrival to last completion, as the simulator
+    counts) and response-time percentiles per tenant, from a request log."""
+    ends = log.select(pl.col("finish_ns").cast(pl.Int64).max() - pl.col("arrival_ns").cast(pl.Int64).min())
+    span = float(ends.item() or 0) / 1e9 if log.height else 0.0
+    g = log.group_by("tenant").agg(
+        pl.len().alias("requests"),
+        *(pl.col("response_ns").quantile(q / 100, "linear").alias(f"p{q}_ns") for q in PERCENTILES),
+    ).with_columns((pl.col("requests") / span if span > 0 else pl.lit(0.0)).alias("iops")).sort("tenant")
+    return g.with_columns(pl.col("tenant").map_elements(lambda t: names[int(t)] if int(t) < len(names) else str(t),
+                                                        return_dtype=pl.Utf8).alias("name"))
+
+
+def _requests(exp: Experiment, run: Run) -> pl.DataFrame:
+    from .synth import to_frame
+
+    if run.closed:
+        names = ", ".join(run.tenants[int(c["tenant"])].name for c in run.closed)
+        raise InputError(f"closed-loop tenant(s) {names} have no requests to replay live; give them as a trace or a "
+                         "generator", "validate")
+    parts = []
+    if run.trace_key is not None:
+        parts.append(exp.traces[run.trace_key].select("arrival_ns", "is_read", "offset", "size", "tenant"))
+    if run.generators:
+        parts.append(to_frame(run.generators).select("arrival_ns", "is_read", "offset", "size", "tenant"))
+    if not parts:
+        raise InputError("the experiment has no requests to replay", "validate")
+    df = pl.concat([p.with_columns(pl.col("arrival_ns").cast(pl.Int64)) for p in parts], how="vertical")
+    return df.sort("arrival_ns", maintain_order=True)
+
+
+def _exports(workdir: Path, tenants: int, size: int, fill: bool) -> list[str]:
+    """One file per tenant: sparse (emulated device) or written full (real files)."""
+    paths = []
+    chunk = (np.arange(1 << 20, dtype=np.uint32) * 2654435761).tobytes()  # 4 MiB, not zeros
+    for t in range(tenants):
+        p = workdir / f"tenant{t}.img"
+        with open(p, "wb") as f:
+            if fill:
+                for _ in range(size // len(chunk)):
+                    f.write(chunk)
+                f.write(chunk[: size % len(chunk)])
+            else:
+                f.truncate(size)
+        paths.append(f"t{t}={p}:{t}")
+    return paths
+
+
+def calibrate_file(path: Path, *, seconds: float = 0.5, progress: Callable[[str], None] | None = None) -> DeviceProfile:
+    """Profile of a file as the gateway serves it: a FCFS gateway in front of ``path``,
+    measured over NBD (writes included: the file is scratch)."""
+    from .calibrate import calibrate
+    from .gateway import gateway_config
+    from .specs import policy_spec
+
+    cfg = gateway_config([f"cal={path}:0"], policy_spec("fcfs"), listen="127.0.0.1:0")
+    with GatewayProcess(cfg) as gw:
+        return calibrate(gw.uri("cal"), writes=True, seconds=seconds,
+                         progress=(lambda i, n, what: progress(f"calibrating: {what} ({i}/{n})")) if progress else None)
+
+
+def validate(
+    exp: Experiment,
+    *,
+    mode: str = "emulated",
+    profile: DeviceProfile | None = None,
+    export_bytes: int = DEFAULT_EXPORT_BYTES,
+    workdir: Path | None = None,
+    calibrate_seconds: float = 0.5,
+    progress: Callable[[str], None] | None = None,
+) -> Validation:
+    """Run every run of ``exp`` simulated and live (see the module's description)."""
+    from .gateway import gateway_config
+    from .gateway_config import LimitsTable
+    from .replay import replay
+    from .sim import simulate
+
+    if mode not in MODES:
+        raise InputError(f"unknown live device {mode!r} (emulated or file)", "--live-device")
+    if export_bytes < (1 << 20):
+        raise InputError(f"exports must be at least 1 MiB, got {export_bytes:,} bytes", "--export-size")
+    say = progress or (lambda _msg: None)
+    with tempfile.TemporaryDirectory(prefix="storqos-validate-", dir=workdir) as tmp:
+        work = Path(tmp)
+        tenants = max(len(r.tenants) for r in exp.runs)
+        files = _exports(work, tenants, export_bytes, fill=mode == "file")
+        if mode == "file" and profile is None:
+            profile = calibrate_file(Path(files[0].split("=", 1)[1].rsplit(":", 1)[0]), seconds=calibrate_seconds,
+                                     progress=say)
+        result = Validation(name=exp.name, mode=mode, device="", profile=profile)
+        for i, run in enumerate(exp.runs):
+            names = [t.name for t in run.tenants]
+            df = _requests(exp, run)
+            if mode == "emulated":
+                if run.device.get("kind") != "constant" or run.device.get("bandwidth"):
+                    raise InputError("the gateway emulates a constant-rate device only: give the experiment "
+                                     "[device] kind = \"constant\", or --live-device file", "validate")
+                device: dict[str, Any] = run.device
+                iops: float | None = float(run.device["iops"])
+                depth, cost = 1, None
+                result.device = f"emulated constant {iops:g} IOPS"
+            else:
+                assert profile is not None
+                device, iops, depth, cost = profile.sim_device(), None, profile.parallelism, profile.cost()
+                result.device = f"files, profile of {profile.target} ({profile.capacity_iops:,.0f} IOPS, k = {depth})"
+            say(f"{run.label}: simulating {df.height:,} requests ({i + 1}/{len(exp.runs)})")
+            sim = simulate(df, run.policy, device, seed=run.seed, keep_requests=True)
+            assert sim.requests is not None
+            cfg = gateway_config(files[: len(names)], run.policy, listen="127.0.0.1:0", depth=depth, iops=iops,
+                                 cost=cost, limits=LimitsTable(max_inflight=INFLIGHT_BYTES).to_json())
+            say(f"{run.label}: replaying {df.height:,} requests live ({i + 1}/{len(exp.runs)})")
+            with GatewayProcess(cfg) as gw:
+                live = replay(df, {t: gw.uri(f"t{t}") for t in range(len(names))}, connections=CONNECTIONS,
+                              warmup=True)
+            pred, meas = per_tenant(sim.requests, names), per_tenant(live.requests, names)
+            both = pred.join(meas.drop("name", "requests"), on="tenant", suffix="_meas", how="left")
+            both = both.rename({c: f"{c}_pred" for c in ("iops", *(f"p{q}_ns" for q in PERCENTILES))})
+            result.runs.append(RunValidation(
+                label=run.label, policy=run.policy_name, point=run.point, tenants=both, predicted=sim.requests,
+                measured=live.requests, schedule=live.schedule(), fell_behind=live.fell_behind(),
+                errors=sum(live.errors.values())))
+        return result
+
+
+__all__ = ["DEFAULT_EXPORT_BYTES", "MODES", "PERCENTILES", "RunValidation", "Validation", "calibrate_file",
+           "per_tenant", "validate"]

@@ -1,0 +1,136 @@
+"""The report of ``storqos validate``: predicted beside measured, as a self-contained HTML
+page (plotly, offline: per run, each tenant's response-time CDF simulated and live) and
+as markdown (``docs/results/validation.md``)."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from .report import PAGE_CSS, grid_shape, thin
+from .validate import PERCENTILES, Validation
+
+#: Points per CDF line.
+CDF_POINTS = 400
+
+
+def _cdf(log: pl.DataFrame, tenant: int) -> tuple[list[float], list[float]]:
+    r = np.sort(log.filter(pl.col("tenant") == tenant)["response_ns"].to_numpy())
+    if not r.size:
+        return [], []
+    df = thin(pl.DataFrame({"ms": r / 1e6, "f": np.arange(1, r.size + 1) / r.size}), CDF_POINTS)
+    return df["ms"].to_list(), df["f"].to_list()
+
+
+def cdf_figure(v: Validation, index: int) -> Any:
+    """One run: per tenant, the simulated (dashed) and live (solid) response-time CDFs."""
+    from plotly.subplots import make_subplots
+
+    run = v.runs[index]
+    names = run.tenants["name"].to_list()
+    ids = run.tenants["tenant"].to_list()
+    rows, cols = grid_shape(len(names))
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=names, shared_yaxes=True)
+    for k, (t, _name) in enumerate(zip(ids, names, strict=True)):
+        for what, log, dash in (("predicted", run.predicted, "dash"), ("measured", run.measured, "solid")):
+            x, y = _cdf(log, int(t))
+            fig.add_scatter(x=x, y=y, mode="lines", name=what, legendgroup=what, showlegend=k == 0,
+                            line={"dash": dash, "color": "#636efa" if what == "predicted" else "#ef553b",
+                                  "shape": "hv"},
+                            row=k // cols + 1, col=k % cols + 1,
+                            hovertemplate="%{x:.3g} ms: %{y:.4f}<extra>" + what + "</extra>")
+        fig.update_xaxes(type="log", title_text="response time (ms)", row=k // cols + 1, col=k % cols + 1)
+    fig.update_yaxes(title_text="fraction ≤ x", range=[0, 1.02], col=1)
+    fig.update_layout(title=f"{html.escape(run.label)}: response-time CDF, simulated vs live", template="plotly_white",
+                      height=330 * rows + 80)
+    return fig
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None or not np.isfinite(x) else f"{100 * x:+.1f} %"
+
+
+def _ms(ns: float | None) -> str:
+    return "–" if ns is None else f"{ns / 1e6:.3g}"
+
+
+def _rows(v: Validation) -> list[dict[str, Any]]:
+    return v.table().to_dicts()
+
+
+def html_table(v: Validation) -> str:
+    """Every run's tenants: IOPS and percentiles, predicted / measured / error."""
+    head = ["run", "tenant", "requests", "IOPS pred", "IOPS live", "Δ"]
+    for q in PERCENTILES:
+        head += [f"p{q} pred ms", f"p{q} live ms", "Δ"]
+    out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
+    for r in _rows(v):
+        cells = [r["run"], r["name"], f"{r['requests']:,}", f"{r['iops_pred']:.4g}", f"{r['iops_meas']:.4g}",
+                 _pct(r["iops_err"])]
+        for q in PERCENTILES:
+            cells += [_ms(r[f"p{q}_ns_pred"]), _ms(r[f"p{q}_ns_meas"]), _pct(r[f"p{q}_err"])]
+        out.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    return "\n".join(out) + "</table>"
+
+
+def render(v: Validation) -> tuple[str, int]:
+    """The page and its number of figures."""
+    import plotly.io as pio
+    import plotly.offline
+
+    figs = []
+    for i in range(len(v.runs)):
+        div = pio.to_html(cdf_figure(v, i), full_html=False, include_plotlyjs=False, div_id=f"fig-{i}",
+                          config={"displaylogo": False, "responsive": True})
+        figs.append(f'<div class="storqos-figure">{div}</div>')
+    sched = "".join(
+        f"<li>{html.escape(r.label)}: issue-time error p99 {r.schedule.get('issue_error_p99_us', 0):.0f} µs, "
+        f"{r.schedule.get('late', 0):,} requests &gt; 1 ms late, {r.errors:,} errors"
+        + (f" — {html.escape(r.fell_behind)}" if r.fell_behind else "") + "</li>" for r in v.runs)
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="storqos-figures" content="{len(figs)}">
+<title>storqos validate: {html.escape(v.name)}</title>
+<style>{PAGE_CSS}</style>
+<script type="text/javascript">{plotly.offline.get_plotlyjs()}</script>
+</head><body>
+<h1>storqos validate: {html.escape(v.name)}</h1>
+<p class="meta">live device: {html.escape(v.device)} · Δ = live / predicted − 1</p>
+{html_table(v)}
+<h2>Replays</h2><ul>{sched}</ul>
+{''.join(figs)}
+</body></html>
+"""
+    return page, len(figs)
+
+
+def write_html(v: Validation, path: Path) -> int:
+    """Write the page whole or not at all; return the number of figures."""
+    from .paths import replacing
+
+    page, n = render(v)
+    with replacing(path) as part:
+        part.write_text(page, encoding="utf-8")
+    return n
+
+
+def markdown(v: Validation, *, title: bool = True) -> str:
+    """The table as markdown."""
+    lines = [f"## {v.name} ({v.device})", ""] if title else []
+    lines += ["| run | tenant | requests | IOPS pred | IOPS live | Δ | p50 pred | p50 live | Δ | p95 pred | "
+              "p95 live | Δ | p99 pred | p99 live | Δ |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in _rows(v):
+        cells = [r["run"], r["name"], f"{r['requests']:,}", f"{r['iops_pred']:.4g}", f"{r['iops_meas']:.4g}",
+                 _pct(r["iops_err"])]
+        for q in PERCENTILES:
+            cells += [f"{_ms(r[f'p{q}_ns_pred'])} ms", f"{_ms(r[f'p{q}_ns_meas'])} ms", _pct(r[f"p{q}_err"])]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["cdf_figure", "html_table", "markdown", "render", "write_html"]

@@ -1,0 +1,100 @@
+"""`storqos validate` (issue 16, point 3): an experiment simulated and replayed live
+through a gateway it starts and stops; per-tenant IOPS and percentiles predicted beside
+measured, CDF plots in the report. Short traces and generous bounds here; the full
+validation table is docs/results/validation.md (`make reproduce`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+from conftest import assert_one_line_error, run_cli
+from storqos.traces import bundled
+
+EXPERIMENT = """
+name = "ws-short"
+seed = 1
+duration = "4s"
+
+[device]
+kind = "constant"
+capacity = "550"
+
+[[trace]]
+path = "{trace}"
+format = "mqsim"
+split = "device"
+keys = ["0", "1", "2"]
+name = "disk"
+
+[[policy]]
+kind = "fcfs"
+
+[[policy]]
+kind = "wf2q"
+weights = [2, 1, 1]
+"""
+
+
+def _experiment(tmp_path: Path, text: str = EXPERIMENT) -> Path:
+    p = tmp_path / "exp.toml"
+    p.write_text(text.format(trace=bundled("websearch")))
+    return p
+
+
+def test_emulated_device_live_matches_the_prediction(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    md = tmp_path / "v.md"
+    r = run_cli("validate", str(_experiment(tmp_path)), "--out", str(out), "--markdown", str(md), columns=80)
+    assert r.code == 0, r.err
+    assert all(len(line) <= 80 for line in r.out.splitlines()), r.out
+    t = pl.read_parquet(out / "validation.parquet")
+    assert t.height == 6 and sorted(set(t["run"])) == ["fcfs", "wf2q"]
+    # Every request was replayed and completed; the live rates are the predicted ones.
+    trace_requests = int(t.filter(pl.col("run") == "fcfs")["requests"].sum())
+    assert pl.read_parquet(out / "requests_measured.parquet").height == 2 * trace_requests
+    assert (t["iops_err"].abs() < 0.03).all(), t
+    # The emulated device is the simulator's constant device: the tails agree (the
+    # issue's target is 10 %; 2 shared cores, a short trace: 25 % here).
+    assert (t["p99_err"].abs() < 0.25).all(), t.select("run", "name", "p99_ns_pred", "p99_ns_meas")
+    # WF2Q+ with weights 2:1:1 favours disk/0 over FCFS, predicted and measured alike.
+    p99 = {(r["run"], r["name"]): r for r in t.to_dicts()}
+    for side in ("pred", "meas"):
+        assert p99[("wf2q", "disk/0")][f"p99_ns_{side}"] < p99[("fcfs", "disk/0")][f"p99_ns_{side}"]
+    page = (out / "report.html").read_text()
+    assert '<meta name="storqos-figures" content="2">' in page and "predicted" in page and "measured" in page
+    assert md.read_text().count("| fcfs |") == 3
+
+
+def test_file_device_with_its_profile(tmp_path: Path) -> None:
+    """Real files behind the gateway, modelled by a profile measured on the spot: the
+    median agrees within a generous bound (the issue's target is 20 %)."""
+    out = tmp_path / "out"
+    exp = _experiment(tmp_path, EXPERIMENT.replace('duration = "4s"', 'duration = "3s"')
+                      .replace('[[policy]]\nkind = "wf2q"\nweights = [2, 1, 1]\n', ""))
+    r = run_cli("validate", str(exp), "--live-device", "file", "--export-size", "64MiB", "--out", str(out))
+    assert r.code == 0, r.err
+    t = pl.read_parquet(out / "validation.parquet")
+    assert t.height == 3 and (t["iops_err"].abs() < 0.03).all(), t
+    assert (t["p50_err"].abs() < 0.6).all(), t.select("name", "p50_ns_pred", "p50_ns_meas")
+
+
+def test_bad_input_is_one_line(tmp_path: Path) -> None:
+    exp = _experiment(tmp_path)
+    assert_one_line_error(run_cli("validate", str(exp), "--device-profile", str(exp)), "--live-device file")
+    assert_one_line_error(run_cli("validate", str(exp), "--live-device", "disk"), "emulated or file")
+    closed = tmp_path / "closed.toml"
+    closed.write_text(EXPERIMENT.format(trace=bundled("websearch")).replace('[[policy]]\nkind = "wf2q"\nweights = [2, 1, 1]\n', "")
+                      + '\n[[tenant]]\nname = "backup"\nclosed = { outstanding = 4, size = "64k" }\n')
+    assert_one_line_error(run_cli("validate", str(closed), "--out", str(tmp_path / "o")), "closed-loop", "backup")
+    array = tmp_path / "array.toml"
+    array.write_text(EXPERIMENT.format(trace=bundled("websearch")).replace('kind = "constant"', 'kind = "exponential"'))
+    assert_one_line_error(run_cli("validate", str(array), "--out", str(tmp_path / "o")), "constant-rate device only")
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+@pytest.mark.parametrize(("bad", "said"), [("0", "must be > 0"), ("12", "at least 1 MiB"), ("big", "size")])
+def test_export_size_is_checked(tmp_path: Path, bad: str, said: str) -> None:
+    assert_one_line_error(run_cli("validate", str(_experiment(tmp_path)), "--export-size", bad,
+                                  "--out", str(tmp_path / "o")), "--export-size", said)
