@@ -5,12 +5,14 @@ validation table is docs/results/validation.md (`make reproduce`)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import polars as pl
 import pytest
 from conftest import assert_one_line_error, run_cli
 from storqos.traces import bundled
+from test_experiment import headless
 
 EXPERIMENT = """
 name = "ws-short"
@@ -65,6 +67,13 @@ def test_emulated_device_live_matches_the_prediction(tmp_path: Path) -> None:
     page = (out / "report.html").read_text()
     assert '<meta name="storqos-figures" content="2">' in page and "predicted" in page and "measured" in page
     assert md.read_text().count("| fcfs |") == 3
+    # The CDFs render in a browser: every figure drew its predicted and measured lines.
+    dom, console = headless(out / "report.html")
+    assert console == [], console
+    figures = re.split(r'(?=<div id="fig-\d+")', dom)[1:]
+    assert len(figures) == 2
+    for fig in figures:
+        assert "js-plotly-plot" in fig[: fig.index(">") + 1] and fig.count('class="trace scatter') >= 6
 
 
 def test_file_device_with_its_profile(tmp_path: Path) -> None:
