@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import statistics
 from pathlib import Path
 
 from test_serve import Server, _fio
@@ -71,16 +72,23 @@ def test_the_cost_model_keeps_the_victim_within_twice_its_p99_alone(tmp_path: Pa
     for cost in (True, False):
         s = _gateway(tmp_path, data, cost)
         _, port = s.ready()
+        alone_p99: list[float] = []
+        both_p99: list[float] = []
         try:
-            # The victim alone, twice (this machine's noise): its p99 alone is the larger.
-            alone = max(_victim_p99_us(_run(tmp_path, port, False)["victim"]) for _ in range(2))
-            both = _run(tmp_path, port, True)
+            # Alone and beside the noisy tenant, five times each, interleaved: this
+            # machine's noise (other processes on 2 CPUs) moves a p99 of ~150 µs by 2-3×
+            # from one run to the next; the medians compare.
+            for _ in range(5):
+                alone_p99.append(_victim_p99_us(_run(tmp_path, port, False)["victim"]))
+                both = _run(tmp_path, port, True)
+                assert float(both["noisy"]["read"]["iops"]) > 100, both["noisy"]  # type: ignore[index]
+                both_p99.append(_victim_p99_us(both["victim"]))
         finally:
             code, _, err = s.finish(signal.SIGTERM)
         assert code == 0, err
-        ratios[cost] = _victim_p99_us(both["victim"]) / alone
-        assert float(both["noisy"]["read"]["iops"]) > 100, both["noisy"]  # type: ignore[index]
+        alone, beside = statistics.median(alone_p99), statistics.median(both_p99)
+        ratios[cost] = beside / alone
         print(f"cost model {'on' if cost else 'off'}: victim p99 alone {alone:.0f} µs, "
-              f"beside the noisy tenant {_victim_p99_us(both['victim']):.0f} µs ({ratios[cost]:.2f}×)")
+              f"beside the noisy tenant {beside:.0f} µs ({ratios[cost]:.2f}×; medians of 5)")
     assert ratios[True] <= 2.0, ratios
     assert ratios[False] > ratios[True], ratios
