@@ -124,7 +124,7 @@ class ReplayResult:
         frac = self.late / e.size
         if frac > 0.01:
             return (f"the replay fell behind the trace: {100 * frac:.1f} % of requests issued more than 1 ms late "
-                    f"(p99 {np.percentile(e, 99) / 1e6:.3g} ms); lower --speed or raise --max-outstanding")
+                    f"(p99 {np.percentile(e, 99) / 1e6:.3g} ms)")
         return None
 
     def tenants(self) -> pl.DataFrame:
@@ -443,7 +443,7 @@ def warn_behind(res: ReplayResult) -> None:
     """Print the falling-behind warning, if any."""
     msg = res.fell_behind()
     if msg:
-        warn_input(msg)
+        warn_input(f"{msg}; lower --speed or raise --max-outstanding")
 
 
 __all__ = ["LATE_NS", "MAX_REQUEST", "REQUEST_SCHEMA", "ReplayResult", "place", "replay", "split_large", "warn_behind"]

@@ -4,6 +4,7 @@ URIs, exports and traces are one line, exit 2, with no partial output."""
 
 from __future__ import annotations
 
+import json
 import signal
 from pathlib import Path
 
@@ -124,3 +125,23 @@ def test_offsets_wrap_into_the_export_and_large_requests_split() -> None:
     first = out.filter(pl.col("arrival_ns") == 0)
     assert first["size"].to_list() == [MAX_REQUEST, MAX_REQUEST, 16 * MiB]
     assert first["offset"].to_list() == [0, MAX_REQUEST, 2 * MAX_REQUEST]
+
+
+def test_a_replay_that_falls_behind_says_so(tmp_path: Path) -> None:
+    """1k IOPS offered, one request in flight at a time, a 500-IOPS device: the replay
+    cannot keep to the trace and says so on a warning line (and still logs every request)."""
+    a = _image(tmp_path / "a.img", 16 * MiB)
+    s = Server("--export", f"a={a}", "--listen", "127.0.0.1:0", "--iops", "500", "--for", "60s")
+    _, port = s.ready()
+    trace = tmp_path / "t.csv"
+    _trace(300, 1000.0).write_csv(trace)
+    try:
+        r = run_cli("replay", str(trace), f"nbd://127.0.0.1:{port}/a", "--max-outstanding", "1", "--json")
+    finally:
+        s.finish(signal.SIGTERM)
+    assert r.code == 0, r.err
+    warn = [ln for ln in r.err.splitlines() if ln.startswith("warning:")]
+    assert len(warn) == 1 and "fell behind the trace" in warn[0] and "lower --speed" in warn[0], r.err
+    summary = json.loads(r.out)
+    assert summary["schedule"]["late_fraction"] > 0.5
+    assert sum(t["completed"] for t in summary["tenants"]) == 300

@@ -96,7 +96,7 @@ def validate(
             part.write_text(markdown(res))
     for r in res.runs:
         if r.fell_behind:
-            warn_input(f"{r.label}: {r.fell_behind}")
+            warn_input(f"{r.label}: {r.fell_behind}: the live run met a later schedule than the simulation")
     if json_out:
         emit_json(summary)
         return
