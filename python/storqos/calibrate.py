@@ -134,7 +134,8 @@ def calibrate(
     ops: tuple[Op, ...] = ("read", "write") if writes else ("read",)
     pats: tuple[Pattern, ...] = ("random", "sequential")
     plan = [(op, pat, s) for op in ops for pat in pats for s in sorted(set(sizes))]
-    total = len(plan) + len(depths)
+    qds = sorted(set(depths))
+    total = len(plan) + len(qds)
     service: list[ServicePoint] = []
     curve: list[DepthPoint] = []
     with tempfile.TemporaryDirectory(prefix="storqos-calibrate-") as tmp:
@@ -143,7 +144,7 @@ def calibrate(
             if progress:
                 progress(i, total, f"{pat} {op} {s // 1024} KiB")
             service.append(_service(op, pat, s, run_point(tgt, op, pat, s, 1, seconds, work)))
-        for j, qd in enumerate(sorted(set(depths))):
+        for j, qd in enumerate(qds):
             if progress:
                 progress(len(plan) + j, total, f"4 KiB random read, depth {qd}")
             st = run_point(tgt, "read", "random", 4096, qd, seconds, work)

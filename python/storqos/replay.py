@@ -23,7 +23,7 @@ import gc
 import select
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -98,8 +98,6 @@ class ReplayResult:
     wrapped: int = 0
     #: pieces made by splitting requests above 32 MiB
     split: int = 0
-    #: tenant names (by id), when known
-    names: dict[int, str] = field(default_factory=dict)
 
     @property
     def late(self) -> int:

@@ -71,7 +71,7 @@ def _numeric(v: Any) -> float | None:
     return None
 
 
-def _ms(ns: Any) -> str:
+def ms_text(ns: Any) -> str:
     """A time in ns as ms with 3 significant digits, or a dash when there is none."""
     return "–" if ns is None else f"{ns / 1e6:.3g}"
 
@@ -174,7 +174,7 @@ def _table(result: ExperimentResult, point: dict[str, Any]) -> str:
     for o in (o for o in result.outputs if o.point == point):
         for r in o.tenants.to_dicts():
             def ms(k: str, r: dict[str, Any] = r) -> str:
-                return _ms(r.get(k))
+                return ms_text(r.get(k))
             within = r.get("within_slo")
             met = r.get("slo_met")
             cells = [o.policy_name, r["name"], f"{r['completed']:,}", f"{(r.get('iops') or 0):.4g}", ms("p50_ns"),
@@ -268,7 +268,7 @@ def markdown(result: ExperimentResult, report_path: str | None = None) -> str:
         for o in (o for o in result.outputs if o.point == point):
             for r in o.tenants.to_dicts():
                 def ms(k: str, r: dict[str, Any] = r) -> str:
-                    return _ms(r.get(k))
+                    return ms_text(r.get(k))
                 w = r.get("within_slo")
                 lines.append(f"| {o.policy_name} | {r['name']} | {r['completed']:,} | {(r.get('iops') or 0):.4g} | "
                              f"{ms('p50_ns')} | {ms('p95_ns')} | {ms('p99_ns')} | {'–' if w is None else f'{100 * w:.1f} %'} |")
@@ -286,5 +286,5 @@ def write_report(result: ExperimentResult, path: str | Path) -> int:
     return n
 
 
-__all__ = ["PAGE_CSS", "cdf_figure", "curve_figure", "grid_shape", "markdown", "render", "thin", "timeseries_figure",
-           "write_report"]
+__all__ = ["PAGE_CSS", "cdf_figure", "curve_figure", "grid_shape", "markdown", "ms_text", "render", "thin",
+           "timeseries_figure", "write_report"]

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .report import PAGE_CSS, grid_shape, thin
+from .report import PAGE_CSS, grid_shape, ms_text, thin
 from .validate import PERCENTILES, Validation
 
 #: Points per CDF line.
@@ -54,12 +54,14 @@ def _pct(x: float | None) -> str:
     return "–" if x is None or not np.isfinite(x) else f"{100 * x:+.1f} %"
 
 
-def _ms(ns: float | None) -> str:
-    return "–" if ns is None else f"{ns / 1e6:.3g}"
-
-
-def _rows(v: Validation) -> list[dict[str, Any]]:
-    return v.table().to_dicts()
+def _cells(r: dict[str, Any], unit: str = "") -> list[str]:
+    """One tenant's row: run, tenant, requests, IOPS and each percentile predicted /
+    live / Δ (times in ms, followed by ``unit``)."""
+    cells = [r["run"], r["name"], f"{r['requests']:,}", f"{r['iops_pred']:.4g}", f"{r['iops_meas']:.4g}",
+             _pct(r["iops_err"])]
+    for q in PERCENTILES:
+        cells += [ms_text(r[f"p{q}_ns_pred"]) + unit, ms_text(r[f"p{q}_ns_meas"]) + unit, _pct(r[f"p{q}_err"])]
+    return cells
 
 
 def html_table(v: Validation) -> str:
@@ -68,12 +70,8 @@ def html_table(v: Validation) -> str:
     for q in PERCENTILES:
         head += [f"p{q} pred ms", f"p{q} live ms", "Δ"]
     out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
-    for r in _rows(v):
-        cells = [r["run"], r["name"], f"{r['requests']:,}", f"{r['iops_pred']:.4g}", f"{r['iops_meas']:.4g}",
-                 _pct(r["iops_err"])]
-        for q in PERCENTILES:
-            cells += [_ms(r[f"p{q}_ns_pred"]), _ms(r[f"p{q}_ns_meas"]), _pct(r[f"p{q}_err"])]
-        out.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    for r in v.table().to_dicts():
+        out.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in _cells(r)) + "</tr>")
     return "\n".join(out) + "</table>"
 
 
@@ -124,12 +122,8 @@ def markdown(v: Validation, *, title: bool = True) -> str:
     lines += ["| run | tenant | requests | IOPS pred | IOPS live | Δ | p50 pred | p50 live | Δ | p95 pred | "
               "p95 live | Δ | p99 pred | p99 live | Δ |",
               "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in _rows(v):
-        cells = [r["run"], r["name"], f"{r['requests']:,}", f"{r['iops_pred']:.4g}", f"{r['iops_meas']:.4g}",
-                 _pct(r["iops_err"])]
-        for q in PERCENTILES:
-            cells += [f"{_ms(r[f'p{q}_ns_pred'])} ms", f"{_ms(r[f'p{q}_ns_meas'])} ms", _pct(r[f"p{q}_err"])]
-        lines.append("| " + " | ".join(cells) + " |")
+    for r in v.table().to_dicts():
+        lines.append("| " + " | ".join(_cells(r, " ms")) + " |")
     return "\n".join(lines) + "\n"
 
 
