@@ -30,6 +30,7 @@ from .device_profile import DeviceProfile
 from .errors import InputError
 from .experiment import Experiment, Run
 from .gateway_process import GatewayProcess
+from .replay import ReplayResult
 
 #: Percentiles compared, besides IOPS.
 PERCENTILES = (50, 95, 99)
@@ -44,6 +45,11 @@ CONNECTIONS = 4
 INFLIGHT_BYTES = 2 << 30
 #: Live device modes.
 MODES = ("emulated", "file")
+#: Replays of a run, at most, until one keeps to the trace's schedule (a shared machine
+#: may deschedule the replay or the gateway for milliseconds: measured on 2 cores, 0.2 %
+#: to 19 % of requests issued over 1 ms late from one run to the next, and with it the
+#: live p99 from +6 % to +100 % of the prediction).
+ATTEMPTS = 3
 
 
 @dataclass
@@ -60,6 +66,8 @@ class RunValidation:
     schedule: dict[str, float]
     fell_behind: str | None
     errors: int
+    #: replays made (the one kept is the one with the fewest late requests)
+    attempts: int = 1
 
 
 @dataclass
@@ -153,16 +161,21 @@ def validate(
     export_bytes: int = DEFAULT_EXPORT_BYTES,
     workdir: Path | None = None,
     calibrate_seconds: float = 0.5,
+    attempts: int = ATTEMPTS,
     progress: Callable[[str], None] | None = None,
 ) -> Validation:
-    """Run every run of ``exp`` simulated and live (see the module's description)."""
+    """Run every run of ``exp`` simulated and live (see the module's description). A run
+    whose replay fell behind the trace (over 1 % of requests issued more than 1 ms late)
+    is replayed again, up to ``attempts`` replays in all; the one with the fewest late
+    requests is kept, and still says so when it fell behind."""
     from .gateway import gateway_config
     from .gateway_config import LimitsTable
-    from .replay import replay
     from .sim import simulate
 
     if mode not in MODES:
         raise InputError(f"unknown live device {mode!r} (emulated or file)", "--live-device")
+    if not 1 <= attempts <= 20:
+        raise InputError(f"must be in 1..20, got {attempts}", "--attempts")
     if export_bytes < (1 << 20):
         raise InputError(f"exports must be at least 1 MiB, got {export_bytes:,} bytes", "--export-size")
     say = progress or (lambda _msg: None)
@@ -195,18 +208,38 @@ def validate(
             cfg = gateway_config(files[: len(names)], run.policy, listen="127.0.0.1:0", depth=depth, iops=iops,
                                  cost=cost, limits=LimitsTable(max_inflight=INFLIGHT_BYTES).to_json())
             say(f"{run.label}: replaying {df.height:,} requests live ({i + 1}/{len(exp.runs)})")
-            with GatewayProcess(cfg) as gw:
-                live = replay(df, {t: gw.uri(f"t{t}") for t in range(len(names))}, connections=CONNECTIONS,
-                              warmup=True)
+            live, made = _replay_on_schedule(df, cfg, len(names), attempts, say, run.label)
             pred, meas = per_tenant(sim.requests, names), per_tenant(live.requests, names)
             both = pred.join(meas.drop("name", "requests"), on="tenant", suffix="_meas", how="left")
             both = both.rename({c: f"{c}_pred" for c in ("iops", *(f"p{q}_ns" for q in PERCENTILES))})
             result.runs.append(RunValidation(
                 label=run.label, policy=run.policy_name, point=run.point, tenants=both, predicted=sim.requests,
                 measured=live.requests, schedule=live.schedule(), fell_behind=live.fell_behind(),
-                errors=sum(live.errors.values())))
+                errors=sum(live.errors.values()), attempts=made))
         return result
 
 
-__all__ = ["DEFAULT_EXPORT_BYTES", "MODES", "PERCENTILES", "RunValidation", "Validation", "calibrate_file",
+def _replay_on_schedule(df: pl.DataFrame, cfg: dict[str, Any], tenants: int, attempts: int,
+                        say: Callable[[str], None], label: str) -> tuple[ReplayResult, int]:
+    """Replay ``df`` through a fresh gateway of ``cfg`` until a replay keeps to the
+    schedule or ``attempts`` were made; the replay with the fewest late requests and how
+    many were made."""
+    from .replay import replay
+
+    best: ReplayResult | None = None
+    for made in range(1, attempts + 1):
+        with GatewayProcess(cfg) as gw:
+            live = replay(df, {t: gw.uri(f"t{t}") for t in range(tenants)}, connections=CONNECTIONS, warmup=True)
+        if best is None or live.late < best.late:
+            best = live
+        behind = live.fell_behind()
+        if behind is None:
+            break
+        if made < attempts:
+            say(f"{label}: {behind}; replaying again ({made + 1}/{attempts})")
+    assert best is not None
+    return best, made
+
+
+__all__ = ["ATTEMPTS", "DEFAULT_EXPORT_BYTES", "MODES", "PERCENTILES", "RunValidation", "Validation", "calibrate_file",
            "per_tenant", "validate"]

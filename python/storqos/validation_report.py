@@ -88,6 +88,7 @@ def render(v: Validation) -> tuple[str, int]:
     sched = "".join(
         f"<li>{html.escape(r.label)}: issue-time error p99 {r.schedule.get('issue_error_p99_us', 0):.0f} µs, "
         f"{r.schedule.get('late', 0):,} requests &gt; 1 ms late, {r.errors:,} errors"
+        + (f", best of {r.attempts} replays" if r.attempts > 1 else "")
         + (f" — {html.escape(r.fell_behind)}" if r.fell_behind else "") + "</li>" for r in v.runs)
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -124,6 +125,9 @@ def markdown(v: Validation, *, title: bool = True) -> str:
               "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in v.table().to_dicts():
         lines.append("| " + " | ".join(_cells(r, " ms")) + " |")
+    behind = [f"{r.label} ({r.fell_behind}, best of {r.attempts} replays)" for r in v.runs if r.fell_behind]
+    if behind:
+        lines += ["", "Replays that fell behind the trace's timing: " + "; ".join(behind) + "."]
     return "\n".join(lines) + "\n"
 
 

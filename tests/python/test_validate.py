@@ -5,6 +5,7 @@ validation table is docs/results/validation.md (`make reproduce`)."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -58,8 +59,19 @@ def test_emulated_device_live_matches_the_prediction(tmp_path: Path) -> None:
     assert pl.read_parquet(out / "requests_measured.parquet").height == 2 * trace_requests
     assert (t["iops_err"].abs() < 0.03).all(), t
     # The emulated device is the simulator's constant device: the tails agree (the
-    # issue's target is 10 %; 2 shared cores, a short trace: 25 % here).
-    assert (t["p99_err"].abs() < 0.25).all(), t.select("run", "name", "p99_ns_pred", "p99_ns_meas")
+    # issue's target is 10 %; 2 shared cores, a short trace: 25 % here) wherever the
+    # replay kept to the trace's timing. A replay held back by a busy machine (CI saw one
+    # with 19 % of its requests over 1 ms late, and its p99 at 2x) is made again, up to
+    # three times; one that never kept up is reported, not compared.
+    replays = json.loads((out / "summary.json").read_text())["replays"]
+    on_time = [run for run, s in replays.items() if s["fell_behind"] is None]
+    assert on_time, replays
+    for run, s in replays.items():
+        assert 1 <= s["attempts"] <= 3 and (s["attempts"] == 1 or s["fell_behind"] is None or s["attempts"] == 3)
+        if s["fell_behind"]:
+            assert f"{run}: the replay fell behind" in r.err and run in md.read_text()
+    close = t.filter(pl.col("run").is_in(on_time))
+    assert (close["p99_err"].abs() < 0.25).all(), close.select("run", "name", "p99_ns_pred", "p99_ns_meas")
     # WF2Q+ with weights 2:1:1 favours disk/0 over FCFS, predicted and measured alike.
     p99 = {(r["run"], r["name"]): r for r in t.to_dicts()}
     for side in ("pred", "meas"):
