@@ -8,6 +8,7 @@ turns errors into lines and exit statuses.
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import warnings
@@ -60,6 +61,36 @@ def _root(
 
 
 register_all(app)
+
+
+def _reflow(doc: str) -> str:
+    """A command's docstring as help: typer's rich mode keeps the source's line breaks,
+    which at 80 columns leaves a one-word line after every wrapped one. Paragraphs are
+    joined into single lines (rich wraps them to the terminal); list items ("- ") each
+    start a line."""
+    paras = []
+    for para in inspect.cleandoc(doc).split("\n\n"):
+        items: list[str] = []
+        for line in para.splitlines():
+            if line.lstrip().startswith(("- ", "* ")) or not items:
+                items.append(line.strip())
+            else:
+                items[-1] += " " + line.strip()
+        paras.append("\n".join(items))
+    return "\n\n".join(paras)
+
+
+def _reflow_all(t: typer.Typer) -> None:
+    for cmd in t.registered_commands:
+        doc = cmd.help or (cmd.callback.__doc__ if cmd.callback else None)
+        if doc:
+            cmd.help = _reflow(doc)
+    for group in t.registered_groups:
+        if group.typer_instance is not None:
+            _reflow_all(group.typer_instance)
+
+
+_reflow_all(app)
 
 
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,

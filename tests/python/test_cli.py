@@ -397,7 +397,8 @@ def test_trace_convert_bad_output_is_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "o").exists()
 
 
-COMMANDS = [["simulate"], ["plan"], ["run"], ["serve"], ["allocate"], ["admit"], ["warm"], ["demo"],
+COMMANDS = [["simulate"], ["plan"], ["run"], ["serve"], ["replay"], ["calibrate"], ["validate"], ["allocate"],
+            ["admit"], ["warm"], ["demo"],
             ["trace", "info"], ["trace", "convert"], ["ctl"], ["ctl", "set"], ["ctl", "stats"], ["ctl", "policy"], ["ctl", "drain"], []]
 
 
@@ -409,6 +410,20 @@ def test_help_speaks_the_users_words(cmd: list[str]) -> None:
     assert r.code == 0, r.err
     for bad in ("<bool>", "%%", "§", "seed 00", "SPEC", "Table 4", "Fig. ", "Eq. "):
         assert bad not in r.out, (bad, cmd)
+
+
+@pytest.mark.parametrize("cmd", COMMANDS, ids=lambda c: " ".join(c) or "storqos")
+def test_help_reads_at_80_columns(cmd: list[str]) -> None:
+    """The description flows as paragraphs at 80 columns: no line breaks kept from the
+    source, which left a one- or two-word line after each wrapped one."""
+    r = run_cli(*cmd, "--help", columns=80)
+    assert r.code == 0, r.err
+    head = r.out.split("╭")[0].splitlines()
+    text = [line.strip() for line in head if "Usage:" not in line]
+    for i, line in enumerate(text[:-1]):
+        # a short line ends its paragraph (a blank line follows), or is a list item
+        if line and len(line) < 30 and text[i + 1] and not text[i + 1].startswith("- "):
+            raise AssertionError(f"{line!r} is a stub line in {' '.join(cmd)} --help:\n{r.out}")
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".json", ".parquet"])
