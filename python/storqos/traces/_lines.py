@@ -251,17 +251,25 @@ def read_fields(
     skip_lines: int = 0,
     limit: int | None = None,
     complete: bool = True,
+    squeeze: bool = True,
 ) -> pl.DataFrame:
     """Fast parse of a delimited text file into typed columns (blank lines dropped).
 
     Raises :class:`Fallback` if polars cannot parse the file even after squeezing runs
-    of blanks, or if ``complete`` and some line has fewer fields than the schema; the
-    caller then runs the exact pass.
+    of blanks (no retry without ``squeeze``), or if ``complete`` and some line has fewer
+    fields than the schema; the caller then runs the exact pass.
+
+    The schema may name a :class:`polars.Enum` for a column of known words (``r``/``w``):
+    polars then rejects any other word while parsing, and the reader maps words to
+    values without a pass of string operations (a reader tries such a schema first, with
+    ``squeeze=False``, then its all-text one).
     """
     n_rows = None if limit is None else limit + 16
     try:
         df = _polars_read(path, schema, separator, skip_lines, n_rows)
     except pl.exceptions.PolarsError:
+        if not squeeze:
+            raise Fallback from None
         data = _squeeze(path.read_bytes(), separator)
         try:
             df = _polars_read(io.BytesIO(data), schema, separator, skip_lines, n_rows)
@@ -271,7 +279,8 @@ def read_fields(
     df = df.filter(~pl.all_horizontal(pl.all().is_null()))
     if limit is not None and n_rows is not None and full_height >= n_rows and df.height < limit:
         return read_fields(
-            path, schema, separator=separator, skip_lines=skip_lines, limit=None, complete=complete
+            path, schema, separator=separator, skip_lines=skip_lines, limit=None, complete=complete,
+            squeeze=squeeze,
         )
     if complete and any(df.null_count().row(0)):
         raise Fallback

@@ -70,27 +70,32 @@ def finish(
     """
     if limit is not None:
         raw = raw.head(limit)
-    if strict and raw.height:
-        t_float = raw.schema["t"].is_float()
-        if any(raw.select(_RAW_REQUIRED).null_count().row(0)):
-            raise Fallback
-        checks = [
-            ((pl.col("size") <= 0) | (pl.col("size") > MAX_SIZE)).any(),
-            (pl.col("offset") < 0).any(),
-        ]
-        if t_float:
-            checks.append((~pl.col("t").is_finite()).any())
-        if not sort:
-            checks.append((pl.col("t").diff() < 0).any())
-        checks = [c.alias(f"check{i}") for i, c in enumerate(checks)]
-        if any(raw.select(checks).row(0)):
-            raise Fallback
     if raw.height == 0:
         return conform(
             raw.with_columns(pl.lit(0, pl.Int64).alias("arrival_ns")).drop("t")
         )
-    t0 = raw["t"].min()
-    if float(raw["t"].max() - t0) * float(factor) >= MAX_INT64:  # type: ignore[operator, arg-type]
+    t = pl.col("t")
+    t_float = raw.schema["t"].is_float()
+    if strict and any(raw.select(_RAW_REQUIRED).null_count().row(0)):
+        raise Fallback
+    # One pass of aggregates (polars runs them in parallel), no per-row masks.
+    t0, t1, size_min, size_max, offset_min, finite = raw.select(
+        t.min().alias("t0"),
+        t.max().alias("t1"),
+        pl.col("size").min().alias("size0"),
+        pl.col("size").max().alias("size1"),
+        pl.col("offset").min().alias("offset0"),
+        (t.is_finite().all() if t_float else pl.lit(True)).alias("finite"),
+    ).row(0)
+    if strict and (
+        size_min <= 0
+        or size_max > MAX_SIZE
+        or offset_min < 0
+        or not finite
+        or (not sort and not raw["t"].is_sorted())
+    ):
+        raise Fallback
+    if float(t1 - t0) * float(factor) >= MAX_INT64:
         if strict:
             raise Fallback
         raise InputError("timestamps span more than 2^63 ns (292 years): not a trace storqos can hold")

@@ -47,6 +47,9 @@ _SCHEMA: dict[str, pl.DataType] = {
     "resp": pl.Int64(),
 }
 _NAMES = "Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime"
+_READ_WORDS = ["Read", "read", "READ"]
+#: The first schema tried: the type as one of the usual spellings, checked while parsing.
+_FAST_SCHEMA: dict[str, pl.DataType] = {**_SCHEMA, "op": pl.Enum([*_READ_WORDS, "Write", "write", "WRITE"])}
 _EXTRAS: dict[str, pl.DataType] = {"response_ns": pl.Int64(), "host": pl.String()}
 
 
@@ -65,6 +68,16 @@ def _parse_line(line: str) -> Record:
     )
 
 
+def _device(cols: pl.DataFrame) -> pl.Expr:
+    """``host/disk``: a constant when the file holds one volume (each MSR file does),
+    sparing a string concatenation per line."""
+    if cols.height:
+        host, disk = cols["host"][0], cols["disk"][0]
+        if cols.select(((pl.col("host") == host) & (pl.col("disk") == disk)).all()).item():
+            return pl.lit(f"{host}/{disk}", pl.String)
+    return pl.concat_str(["host", "disk"], separator="/")
+
+
 def _header_lines(path: Path) -> int:
     with open(path, "rb") as f:
         first = f.readline().split(b",", 1)[0].strip()
@@ -77,18 +90,23 @@ def read_msr(path: str | Path, *, sort: bool = False, limit: int | None = None) 
     p = source_file(path)
     skip = _header_lines(p)
     try:
-        cols = read_fields(p, _SCHEMA, separator=",", skip_lines=skip, limit=limit)
-        op = pl.col("op").str.to_lowercase()
-        if not cols.select(op.is_in(["read", "write"]).all()).item():
-            raise Fallback
+        try:
+            cols = read_fields(p, _FAST_SCHEMA, separator=",", skip_lines=skip, limit=limit, squeeze=False)
+            is_read = pl.col("op").is_in(_READ_WORDS)
+        except Fallback:  # blanks around fields, or another spelling: read the type as text
+            cols = read_fields(p, _SCHEMA, separator=",", skip_lines=skip, limit=limit)
+            op = pl.col("op").str.to_lowercase()
+            if not cols.select(op.is_in(["read", "write"]).all()).item():
+                raise Fallback from None
+            is_read = op == "read"
         if cols.select((pl.col("resp") < 0).any()).item() or cols["resp"].null_count():
             raise Fallback
         raw = cols.select(
             "t",
-            (op == "read").alias("is_read"),
+            is_read.alias("is_read"),
             "offset",
             "size",
-            pl.concat_str(["host", "disk"], separator="/").alias("device"),
+            _device(cols).alias("device"),
             scaled("resp", TICK_NS).alias("response_ns"),
             "host",
         )

@@ -43,6 +43,8 @@ _SCHEMA: dict[str, pl.DataType] = {
     "t": pl.Float64(),
 }
 _NAMES = "ASU,LBA,size,opcode,timestamp"
+#: The first schema tried: the opcode as one of four words, checked while parsing.
+_FAST_SCHEMA: dict[str, pl.DataType] = {**_SCHEMA, "op": pl.Enum(["r", "w", "R", "W"])}
 
 
 def _parse_line(line: str) -> Record:
@@ -70,13 +72,18 @@ def read_spc(
     factor = unit_ns(unit)
     p = source_file(path)
     try:
-        cols = read_fields(p, _SCHEMA, separator=",", limit=limit)
-        op = pl.col("op").str.to_lowercase()
-        if not cols.select(op.is_in(["r", "w"]).all()).item():
-            raise Fallback
+        try:
+            cols = read_fields(p, _FAST_SCHEMA, separator=",", limit=limit, squeeze=False)
+            is_read = pl.col("op").is_in(["r", "R"])
+        except Fallback:  # blanks around fields, or an unknown opcode: read it as text
+            cols = read_fields(p, _SCHEMA, separator=",", limit=limit)
+            op = pl.col("op").str.to_lowercase()
+            if not cols.select(op.is_in(["r", "w"]).all()).item():
+                raise Fallback from None
+            is_read = op == "r"
         raw = cols.select(
             "t",
-            (op == "r").alias("is_read"),
+            is_read.alias("is_read"),
             scaled("lba", SECTOR_BYTES).alias("offset"),
             "size",
             "device",

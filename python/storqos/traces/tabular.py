@@ -362,6 +362,122 @@ def _csv_shape_error(path: Path, err: Exception) -> InputError:
     return InputError(f"cannot parse as CSV: {first}", str(path))
 
 
+#: Data rows read as text first to choose the dtypes of the typed read.
+_SAMPLE_ROWS = 1000
+
+
+def _not_blank(df: pl.DataFrame) -> pl.DataFrame:
+    return df.filter(~pl.all_horizontal([pl.col(c).is_null() for c in df.columns]))
+
+
+def _typed_csv(p: Path, time_unit: str | None, sort: bool, limit: int | None) -> pl.DataFrame | None:
+    """The fast read of a named-column CSV: the trace, or None to run the exact pass.
+
+    The first rows, read as text, choose a dtype per column: integers for offsets, sizes
+    and tenants; Int64 for times (and response times) that are integers there, else
+    Float64 (as the exact pass decides over the whole column); for the op column a
+    :class:`polars.Enum` of the spellings seen there, each a known read/write word. polars
+    then parses the numbers itself and rejects any other word. Whatever it would not
+    vouch for (a value it cannot parse as its dtype, a missing field, a value out of
+    range, a time going backwards) returns None: the exact pass reads every column as
+    text and names the first bad line. Valid input gives the exact pass's result.
+    """
+    try:
+        sample = pl.read_csv(p, infer_schema=False, n_rows=_SAMPLE_ROWS, raise_if_empty=False)
+        cols = resolve_columns(sample.columns, f"{p}:1")
+    except (pl.exceptions.PolarsError, InputError):
+        return None
+    sample = _not_blank(sample)
+    if limit is not None:
+        sample = sample.head(limit)
+    if sample.height == 0:
+        return None
+
+    def number_dtype(c: str) -> pl.DataType:
+        return pl.Int64() if _as_number(sample[c]).dtype == pl.Int64 else pl.Float64()
+
+    words = (_TRUE, _FALSE) if cols.op_is_bool else (_READ_WORDS, _WRITE_WORDS)
+    spellings = sample.select(pl.col(cols.op).drop_nulls().unique().sort()).to_series()
+    low = spellings.str.strip_chars().str.to_lowercase()
+    if spellings.len() == 0 or not low.is_in([*words[0], *words[1]]).all():
+        return None
+    reads = spellings.filter(low.is_in(words[0])).to_list()
+    overrides: dict[str, pl.DataType] = {
+        cols.time: number_dtype(cols.time),
+        cols.op: pl.Enum(spellings.to_list()),
+        # Unsigned: polars rejects a negative value while parsing.
+        cols.offset: pl.UInt64(),
+        cols.size: pl.UInt32() if cols.size_scale == 1 else pl.UInt64(),
+    }
+    if cols.tenant:
+        overrides[cols.tenant] = pl.UInt32()
+    if cols.response:
+        overrides[cols.response] = number_dtype(cols.response)
+    try:
+        df = pl.read_csv(p, infer_schema=False, schema_overrides=overrides, raise_if_empty=False)
+    except pl.exceptions.PolarsError:
+        return None
+    if df.columns != sample.columns:
+        return None
+    df = _not_blank(df)
+    if limit is not None:
+        df = df.head(limit)
+    required = [cols.time, cols.op, cols.offset, cols.size] + ([cols.tenant] if cols.tenant else [])
+    if df.height == 0 or any(df.select(required).null_count().row(0)):
+        return None
+
+    unit = normalize_unit(time_unit) if time_unit else (cols.time_unit or "s")
+    factor = TIME_UNITS[unit]
+    col = pl.col
+    t = col(cols.time)
+    r_factor = TIME_UNITS[cols.response_unit or "ns"]
+    # Aggregates only (polars runs them in parallel): no per-row masks.
+    aggs = [
+        t.cast(pl.Float64).min().alias("t0"),
+        t.cast(pl.Float64).max().alias("t1"),
+        col(cols.offset).max().alias("offset1"),
+        col(cols.size).min().alias("size0"),
+        col(cols.size).max().alias("size1"),
+        (t.is_finite().all() if overrides[cols.time] == pl.Float64 else pl.lit(True)).alias("finite"),
+        (col(cols.response).cast(pl.Float64).abs().max() if cols.response else pl.lit(0.0)).alias("resp1"),
+    ]
+    t0, t1, offset1, size0, size1, finite, resp1 = df.select(aggs).row(0)
+    if (
+        not finite
+        or (t1 - t0) * factor >= MAX_INT64
+        or offset1 > MAX_INT64 // cols.offset_scale
+        or size0 <= 0
+        or size1 > MAX_SIZE // cols.size_scale
+        or (resp1 is not None and resp1 * r_factor >= MAX_INT64)
+        or (not sort and not df[cols.time].is_sorted())
+    ):
+        return None
+
+    extra: list[pl.Expr] = [
+        col(cols.device).cast(pl.String).fill_null("").alias("device")
+        if cols.device
+        else pl.repeat("0", df.height, dtype=pl.String).alias("device")
+    ]
+    if cols.tenant:
+        extra.append(col(cols.tenant).alias("tenant"))
+    if cols.response:
+        extra.append(
+            (col(cols.response).cast(pl.Float64) * r_factor).round(0).cast(pl.Int64).alias("response_ns")
+        )
+    if cols.process:
+        extra.append(col(cols.process).cast(pl.String).alias("process"))
+    if cols.host:
+        extra.append(col(cols.host).cast(pl.String).alias("host"))
+    raw = df.select(
+        t.alias("t"),
+        col(cols.op).is_in(reads).alias("is_read"),
+        (col(cols.offset) * cols.offset_scale).alias("offset"),
+        (col(cols.size) * cols.size_scale).alias("size"),
+        *extra,
+    )  # offset UInt64, size UInt32 or UInt64 (both in range), tenant UInt32: as canonical
+    return finish(raw, factor=factor, sort=sort, limit=None, strict=False)
+
+
 def read_csv(
     path: str | Path,
     *,
@@ -369,9 +485,19 @@ def read_csv(
     sort: bool = False,
     limit: int | None = None,
 ) -> pl.DataFrame:
-    """Read a CSV trace with a header line naming its columns (see the module docstring)."""
+    """Read a CSV trace with a header line naming its columns (see the module docstring).
+
+    A typed read parses the numbers (:func:`_typed_csv`); if it cannot vouch for the
+    file, :func:`_exact_csv` reads every column as text and names the first bad line.
+    """
     check_limit(limit)
     p = source_file(path)
+    fast = _typed_csv(p, time_unit, sort, limit)
+    return fast if fast is not None else _exact_csv(p, time_unit, sort, limit)
+
+
+def _exact_csv(p: Path, time_unit: str | None, sort: bool, limit: int | None) -> pl.DataFrame:
+    """The exact pass: every column read as text, converted and checked row by row."""
     try:
         df = pl.read_csv(p, infer_schema=False, raise_if_empty=False)
     except pl.exceptions.PolarsError as e:

@@ -1,0 +1,173 @@
+"""The fast (typed polars) read of each delimited text format against its exact pass.
+
+The readers parse numbers with a typed schema and check whole columns; only when that
+fails do they run the exact pass (text columns / line by line) that names the bad line.
+Both must give the same trace on valid input, and bad input must still be reported at
+its line even when it lies past the rows the fast read samples.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from storqos.errors import InputError
+from storqos.traces import msr, read_trace, spc, tabular
+from storqos.traces._lines import parse_lines, read_fields
+from storqos.traces._pipeline import finish
+
+N = 3_000  # past the typed CSV read's 1,000-row sample
+
+
+def _frame(n: int = N, seed: int = 7) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {
+        "t_ns": np.cumsum(rng.integers(0, 50_000, n)),
+        "read": rng.random(n) < 0.6,
+        "lba": rng.integers(0, 2**30, n),
+        "sectors": rng.choice([1, 8, 16, 128], n),
+        "dev": rng.integers(0, 4, n),
+        "tenant": rng.integers(0, 5, n),
+        "lat": rng.integers(1, 10_000, n),
+    }
+
+
+def _equal(a: pl.DataFrame, b: pl.DataFrame) -> None:
+    assert a.schema == b.schema
+    assert a.equals(b)
+
+
+def _csv_variants() -> list[tuple[str, pl.DataFrame]]:
+    f = _frame()
+    n = len(f["t_ns"])
+    word = np.where(f["read"], "Read", "write")
+    word[::7] = "R"
+    word[3::11] = "W"
+    return [
+        ("canonical", pl.DataFrame({
+            "arrival_ns": f["t_ns"], "is_read": f["read"], "offset": f["lba"] * 512,
+            "size": f["sectors"] * 512, "device": f["dev"].astype(str), "tenant": f["tenant"],
+        })),
+        ("seconds float, text op, sectors, latency", pl.DataFrame({
+            "time_s": f["t_ns"] / 1e9, "op": word, "lba": f["lba"], "sectors": f["sectors"],
+            "disk": f["dev"].astype(str), "latency_us": f["lat"], "comm": ["p"] * n,
+            "host": ["h1"] * n, "extra": ["x"] * n,
+        })),
+        ("plain time, 1/0 op, ms latency floats", pl.DataFrame({
+            "timestamp": f["t_ns"] // 1000, "is_read": f["read"].astype(int), "offset": f["lba"],
+            "bytes": f["sectors"] * 512, "client": f["tenant"], "latency_ms": f["lat"] / 7,
+        })),
+    ]
+
+
+@pytest.mark.parametrize("name_frame", _csv_variants(), ids=lambda v: v[0])
+@pytest.mark.parametrize("options", [{}, {"sort": True}, {"limit": 1_500}, {"time_unit": "us"}])
+def test_csv_typed_read_matches_exact(tmp_path: Path, name_frame: tuple[str, pl.DataFrame],
+                                      options: dict[str, object]) -> None:
+    _, frame = name_frame
+    p = tmp_path / "t.csv"
+    frame.write_csv(p)
+    text = p.read_text().splitlines()
+    p.write_text("\n".join(text[:500] + [""] + text[500:]) + "\n")  # a blank line
+    fast = tabular._typed_csv(p, options.get("time_unit"), bool(options.get("sort")),  # type: ignore[arg-type]
+                              options.get("limit"))  # type: ignore[arg-type]
+    assert fast is not None, "the typed read declined a valid file"
+    exact = tabular._exact_csv(p, options.get("time_unit"), bool(options.get("sort")),  # type: ignore[arg-type]
+                               options.get("limit"))  # type: ignore[arg-type]
+    _equal(fast, exact)
+    _equal(read_trace(p, format="csv", **options), exact)  # type: ignore[arg-type]
+
+
+def test_csv_integer_times_then_a_float_past_the_sample(tmp_path: Path) -> None:
+    """The sample says Int64; a fractional time further on makes the whole column Float64."""
+    f = _frame()
+    t = [str(int(v)) for v in f["t_ns"] // 1000]
+    t[2_500] = t[2_500] + ".5"
+    p = tmp_path / "t.csv"
+    pl.DataFrame({"time_us": t, "rw": ["r"] * N, "offset": f["lba"], "size": f["sectors"] * 512}).write_csv(p)
+    assert tabular._typed_csv(p, None, False, None) is None
+    df = read_trace(p, format="csv")
+    assert df.schema["arrival_ns"] == pl.Int64
+    _equal(df, tabular._exact_csv(p, None, False, None))
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "fragment"),
+    [
+        ("size", "-4096", "must be a positive size"),
+        ("size", "4096.5", "not an integer"),
+        ("offset", "-1", "is negative"),
+        ("offset", "18446744073709551616", "out of range"),
+        ("rw", "x", "unknown op 'x'"),
+        ("rw", "Write", None),  # a spelling not in the sample: valid
+        ("time_us", "nan", "not a number"),
+        ("time_us", "1", "before the previous one"),
+    ],
+)
+def test_csv_value_past_the_sample(tmp_path: Path, column: str, value: str, fragment: str | None) -> None:
+    f = _frame()
+    cols = {
+        "time_us": [str(int(v)) for v in f["t_ns"] // 1000 + 10],
+        "rw": ["r" if r else "w" for r in f["read"]],
+        "offset": [str(int(v)) for v in f["lba"]],
+        "size": [str(int(v)) for v in f["sectors"] * 512],
+    }
+    cols[column][2_400] = value
+    p = tmp_path / "t.csv"
+    pl.DataFrame(cols).write_csv(p)
+    if fragment is None:
+        _equal(read_trace(p, format="csv"), tabular._exact_csv(p, None, False, None))
+        return
+    with pytest.raises(InputError) as e:
+        read_trace(p, format="csv")
+    assert e.value.where == f"{p}:{2_402}", e.value
+    assert fragment in str(e.value)
+
+
+def _exact(path: Path, parse, *, skip: int, factor: int, extras=None, t_dtype=None) -> pl.DataFrame:  # type: ignore[no-untyped-def]
+    raw = parse_lines(path, parse, skip_lines=skip, unit_label="", ns_per_unit=factor, extras=extras,
+                      sort=False, limit=None, t_dtype=t_dtype)
+    return finish(raw, factor=factor, sort=False, limit=None, strict=False)
+
+
+def test_spc_typed_read_matches_exact(tmp_path: Path) -> None:
+    f = _frame()
+    ops = np.where(f["read"], "r", "W")
+    ops[::5] = "R"
+    p = tmp_path / "t.spc"
+    lines = [f"{d},{lba},{s * 512},{o},{t / 1e9:.9f}"
+             for d, lba, s, o, t in zip(f["dev"], f["lba"], f["sectors"], ops, f["t_ns"], strict=True)]
+    p.write_text("\n".join(lines) + "\n")
+    read_fields(p, spc._FAST_SCHEMA, separator=",", squeeze=False)  # the typed read takes it
+    _equal(spc.read_spc(p), _exact(p, spc._parse_line, skip=0, factor=10**9))
+    # a spelling outside the typed schema's words, past the start: still read
+    lines[2_000] = lines[2_000].replace(",r,", ",x,").replace(",W,", ",x,").replace(",R,", ",x,")
+    p.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as e:
+        spc.read_spc(p)
+    assert e.value.where == f"{p}:2001" and "unknown op 'x'" in str(e.value)
+
+
+@pytest.mark.parametrize("volumes", [1, 3])
+def test_msr_typed_read_matches_exact(tmp_path: Path, volumes: int) -> None:
+    f = _frame()
+    words = np.where(f["read"], "Read", "Write")
+    words[::9] = "read"
+    hosts = ["src1", "hm", "web"]
+    p = tmp_path / "t.csv"
+    lines = [
+        f"{128166372003061629 + t // 100},{hosts[i % volumes]},{i % volumes},{w},{lba * 512},{s * 512},{lat}"
+        for i, (t, w, lba, s, lat) in enumerate(
+            zip(f["t_ns"], words, f["lba"], f["sectors"], f["lat"], strict=True))
+    ]
+    p.write_text("Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime\n" + "\n".join(lines) + "\n")
+    read_fields(p, msr._FAST_SCHEMA, separator=",", skip_lines=1, squeeze=False)  # the typed read takes it
+    exact = _exact(p, msr._parse_line, skip=1, factor=msr.TICK_NS, extras=msr._EXTRAS, t_dtype=pl.Int64())
+    _equal(msr.read_msr(p), exact)
+    lines[1_000] = lines[1_000].replace("Write", "wRiTe").replace("Read", "wRiTe").replace("read", "wRiTe")
+    p.write_text("\n".join(lines) + "\n")  # another spelling: the text read, same trace
+    fixed = exact.with_columns(pl.when(pl.int_range(pl.len()) == 1_000).then(False)
+                               .otherwise(pl.col("is_read")).alias("is_read"))
+    _equal(msr.read_msr(p), fixed)
