@@ -1,0 +1,183 @@
+"""A sweep on an existing Dask cluster (`storqos run EXP.toml --dask tcp://HOST:PORT`).
+
+The test starts a real cluster the way a user would: `dask scheduler` and two `dask
+worker` processes (one thread each), separate subprocesses listening on 127.0.0.1 only,
+their files under tmp_path. Every wait is bounded, and the processes (with the worker
+processes their nannies spawn: each is started in its own process group) are stopped
+when the test ends, passed or failed. The sweep's tables must equal a serial run's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+import polars as pl
+import pytest
+
+#: 2 policies × 2 capacities × 2 seeds = 8 runs of ~0.1 s: the bundled WebSearch
+#: excerpt, an on/off generator and a closed-loop client (its think times use the seed).
+EXPERIMENT = """
+name = "dask-sweep"
+seed = 5
+duration = "3s"
+window = "500ms"
+
+[device]
+kind = "constant"
+capacity = "900"
+
+[[trace]]
+name = "web"
+path = "bundled:websearch"
+weight = 2
+reservation = "300"
+slo = "10ms"
+
+[[tenant]]
+name = "batch"
+generator = { kind = "onoff", rate_on = "1k", rate_off = 0, mean_on = "100ms", mean_off = "900ms" }
+weight = 1
+slo = "50ms"
+
+[[tenant]]
+name = "backup"
+closed = { outstanding = 4, think = "1ms", think_exponential = true, size = "64KiB" }
+weight = 1
+limit = "150"
+
+[[policy]]
+kind = "mclock"
+
+[[policy]]
+kind = "wf2q"
+
+[grid]
+"device.capacity" = ["800", "1.2k"]
+seed = [5, 6]
+"""
+
+#: Upper bounds on every wait (seconds).
+START_TIMEOUT = 60.0
+RUN_TIMEOUT = 180.0
+STOP_TIMEOUT = 15.0
+
+
+def _start(args: list[str], tmp_path: Path, name: str) -> tuple[subprocess.Popen[bytes], IO[bytes]]:
+    log = (tmp_path / f"{name}.log").open("wb")
+    p = subprocess.Popen([sys.executable, "-m", *args], cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL, start_new_session=True)
+    return p, log
+
+
+def _stop(p: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the process's own group (the process and what it spawned), SIGKILL
+    after STOP_TIMEOUT."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if p.poll() is not None:
+            break
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            p.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            continue
+    # The group may outlive its leader (a nanny's worker): make sure nothing is left.
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    if p.poll() is None:
+        p.wait(STOP_TIMEOUT)
+
+
+def _logs(tmp_path: Path) -> str:
+    return "\n".join(f"--- {f.name}\n{f.read_text(errors='replace')[-3000:]}" for f in sorted(tmp_path.glob("*.log")))
+
+
+@pytest.fixture
+def dask_scheduler(tmp_path: Path) -> Iterator[str]:
+    """The address (tcp://127.0.0.1:PORT) of a scheduler with two single-threaded workers."""
+    procs: list[tuple[subprocess.Popen[bytes], IO[bytes]]] = []
+    try:
+        info = tmp_path / "scheduler.json"
+        procs.append(_start(["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                             "--scheduler-file", str(info), "--idle-timeout", "600"], tmp_path, "scheduler"))
+        deadline = time.monotonic() + START_TIMEOUT
+        address = None
+        while address is None:
+            assert procs[0][0].poll() is None, f"dask scheduler exited\n{_logs(tmp_path)}"
+            assert time.monotonic() < deadline, f"dask scheduler not up after {START_TIMEOUT:.0f} s\n{_logs(tmp_path)}"
+            if info.exists():
+                try:
+                    address = json.loads(info.read_text())["address"]
+                except (ValueError, KeyError):
+                    pass  # being written
+            time.sleep(0.1)
+        assert address.startswith("tcp://127.0.0.1:"), address
+        for i in range(2):
+            procs.append(_start(["distributed.cli.dask_worker", address, "--host", "127.0.0.1", "--nthreads", "1",
+                                 "--nworkers", "1", "--no-dashboard", "--name", f"w{i}", "--death-timeout", "60",
+                                 "--local-directory", str(tmp_path / f"worker{i}")], tmp_path, f"worker{i}"))
+        from dask.distributed import Client
+
+        with Client(address, timeout=f"{START_TIMEOUT:.0f}s") as client:
+            try:
+                client.wait_for_workers(2, timeout=max(1.0, deadline - time.monotonic()))
+            except TimeoutError:
+                pytest.fail(f"2 dask workers not up after {START_TIMEOUT:.0f} s\n{_logs(tmp_path)}")
+            assert len(client.scheduler_info()["workers"]) == 2
+        yield address
+    finally:
+        for p, log in reversed(procs):
+            _stop(p)
+            log.close()
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "storqos.cli", "run", *args], capture_output=True, text=True,
+                          cwd=cwd, env={**os.environ, "NO_COLOR": "1"}, timeout=RUN_TIMEOUT)
+
+
+def test_sweep_on_an_existing_dask_scheduler_equals_a_serial_run(tmp_path: Path, dask_scheduler: str) -> None:
+    exp = tmp_path / "exp.toml"
+    exp.write_text(EXPERIMENT)
+    serial = _run(str(exp), "--workers", "1", "--out", str(tmp_path / "serial"), "--no-report", "--json", cwd=tmp_path)
+    assert serial.returncode == 0, serial.stderr
+    dask = _run(str(exp), "--dask", dask_scheduler, "--out", str(tmp_path / "dask"), "--no-report", "--json", cwd=tmp_path)
+    assert dask.returncode == 0, f"{dask.stderr}\n{_logs(tmp_path)}"
+    s, d = json.loads(serial.stdout), json.loads(dask.stdout)
+    assert d["backend"] == dask_scheduler and s["backend"] == "local"
+    assert len(d["runs"]) == 8
+
+    def same(summary: dict) -> list[dict]:  # everything but the wall times
+        return [{k: v for k, v in run.items() if k != "wall_s"} for run in summary["runs"]]
+
+    assert same(d) == same(s)
+    for table in ("tenants", "windows", "cdf"):
+        a = pl.read_parquet(tmp_path / "serial" / f"{table}.parquet")
+        b = pl.read_parquet(tmp_path / "dask" / f"{table}.parquet")
+        assert a.height > 0 and a.equals(b), table
+
+
+def test_unreachable_dask_scheduler_is_one_line_error(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:  # a loopback port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    exp = tmp_path / "exp.toml"
+    exp.write_text(EXPERIMENT)
+    r = _run(str(exp), "--dask", f"tcp://127.0.0.1:{port}", "--out", str(tmp_path / "o"), cwd=tmp_path)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "cannot reach the Dask scheduler" in lines[0], r.stderr
