@@ -171,3 +171,26 @@ def test_msr_typed_read_matches_exact(tmp_path: Path, volumes: int) -> None:
     fixed = exact.with_columns(pl.when(pl.int_range(pl.len()) == 1_000).then(False)
                                .otherwise(pl.col("is_read")).alias("is_read"))
     _equal(msr.read_msr(p), fixed)
+
+
+@pytest.mark.parametrize("devices", [1, 4])
+def test_fiu_and_disksim_typed_reads_match_exact(tmp_path: Path, devices: int) -> None:
+    from storqos.traces import disksim, fiu
+
+    f = _frame()
+    dev = f["dev"] % devices
+    p = tmp_path / "t.blkparse"
+    ops = np.where(f["read"], "R", "W")
+    ops[::13] = "r"
+    p.write_text("".join(
+        f"{t} 42 nfsd {lba} {s} {o} 8 {d} 2c4787c7\n"
+        for t, lba, s, o, d in zip(f["t_ns"], f["lba"], f["sectors"], ops, dev, strict=True)))
+    read_fields(p, {**{k: v for k, v in fiu._TYPES.items() if k != "row"}, "op": fiu._OP_ENUM},
+                separator=" ", squeeze=False)  # the typed read takes it
+    exact = _exact(p, fiu._line_parser(False), skip=0, factor=1, extras=fiu._EXTRAS, t_dtype=pl.Int64())
+    _equal(fiu.read_fiu(p), exact)
+    q = tmp_path / "t.trace"
+    q.write_text("".join(
+        f"{t / 1e6:.6f} {d} {lba} {s} {int(r)}\n"
+        for t, lba, s, r, d in zip(f["t_ns"], f["lba"], f["sectors"], f["read"], dev, strict=True)))
+    _equal(disksim.read_disksim(q), _exact(q, disksim._parse_line, skip=0, factor=10**6))

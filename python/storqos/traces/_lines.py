@@ -111,6 +111,38 @@ def scaled(column: str, scale: int) -> pl.Expr:
     return pl.when((c <= limit) & (c >= -limit)).then(c * scale)
 
 
+def scaled_columns(cols: pl.DataFrame, scales: dict[str, int]) -> dict[str, pl.Expr]:
+    """Fast-path ``column × scale`` for several columns, like :func:`scaled` but checked
+    by one pass of aggregates (min and max per column) instead of a mask per row: raises
+    :class:`~._pipeline.Fallback` if some product would leave Int64 (the exact pass then
+    names the line)."""
+    if cols.height:
+        aggs = [
+            agg
+            for c in scales
+            for agg in (pl.col(c).min().alias(f"{c}:min"), pl.col(c).max().alias(f"{c}:max"))
+        ]
+        bounds = cols.select(aggs).row(0)
+        for i, scale in enumerate(scales.values()):
+            lo, hi = bounds[2 * i], bounds[2 * i + 1]
+            if lo is not None and (lo < -(MAX_INT64 // scale) or hi > MAX_INT64 // scale):
+                raise Fallback
+    return {c: (pl.col(c).cast(pl.Int64) * scale).alias(c) for c, scale in scales.items()}
+
+
+def joined(cols: pl.DataFrame, columns: tuple[str, str], separator: str) -> pl.Expr:
+    """Two text columns joined (``"rsrch" + "/" + "1"``): a constant when every line holds
+    the same pair (one volume per file, as MSR's), sparing a string built per line."""
+    a, b = columns
+    if cols.height:
+        first_a, first_b = cols[a][0], cols[b][0]
+        if first_a is not None and first_b is not None and cols.select(
+            ((pl.col(a) == first_a) & (pl.col(b) == first_b)).all()
+        ).item():
+            return pl.lit(f"{first_a}{separator}{first_b}", pl.String)
+    return pl.concat_str([a, b], separator=separator)
+
+
 def op_error(i: int, name: str, token: str, expected: str) -> FieldError:
     """The message for an operation field that is neither read nor write."""
     return FieldError(f"unknown op {token!r} in field {i + 1} ({name}); expected {expected}")

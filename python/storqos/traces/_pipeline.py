@@ -4,8 +4,8 @@ Readers parse a file into a *raw* frame with the columns
 
 ``t``        numeric time in the file's own unit (Int64 or Float64)
 ``is_read``  Boolean
-``offset``   Int64, bytes
-``size``     Int64, bytes
+``offset``   Int64 (or UInt64, as parsed), bytes
+``size``     Int64 (or UInt32, as parsed), bytes
 ``device``   String
 
 plus any optional canonical columns (``response_ns``, ``process``, ``host``) already in
@@ -64,8 +64,8 @@ def finish(
     requests in file order (before sorting). With ``sort=False`` a timestamp that goes
     backwards is an error; with ``sort=True`` the trace is sorted stably by time.
     Raises :class:`Fallback` if ``strict`` and any row is bad (null field, size outside
-    1..2**32-1, negative offset, non-finite or decreasing time, times spanning more than
-    Int64 nanoseconds). Without ``strict`` the caller has checked every row; a span that
+    1..2**32-1, offset outside 0..2**63-1, non-finite or decreasing time, times spanning
+    more than Int64 nanoseconds). Without ``strict`` the caller has checked every row; a span that
     still does not fit is an :class:`InputError` rather than a wrapped-around time.
     """
     if limit is not None:
@@ -78,19 +78,24 @@ def finish(
     t_float = raw.schema["t"].is_float()
     if strict and any(raw.select(_RAW_REQUIRED).null_count().row(0)):
         raise Fallback
-    # One pass of aggregates (polars runs them in parallel), no per-row masks.
-    t0, t1, size_min, size_max, offset_min, finite = raw.select(
-        t.min().alias("t0"),
-        t.max().alias("t1"),
-        pl.col("size").min().alias("size0"),
-        pl.col("size").max().alias("size1"),
-        pl.col("offset").min().alias("offset0"),
-        (t.is_finite().all() if t_float else pl.lit(True)).alias("finite"),
-    ).row(0)
+    # Aggregates only (polars runs them in parallel), no per-row masks.
+    aggs = [t.min().alias("t0"), t.max().alias("t1")]
+    if strict:
+        aggs += [
+            pl.col("size").min().alias("size0"),
+            pl.col("size").max().alias("size1"),
+            pl.col("offset").min().alias("offset0"),
+            pl.col("offset").max().alias("offset1"),  # a reader may parse offsets as UInt64
+            (t.is_finite().all() if t_float else pl.lit(True)).alias("finite"),
+        ]
+    t0, t1, *bounds = raw.select(aggs).row(0)
+    if strict:
+        size_min, size_max, offset_min, offset_max, finite = bounds
     if strict and (
         size_min <= 0
         or size_max > MAX_SIZE
         or offset_min < 0
+        or offset_max > MAX_INT64
         or not finite
         or (not sort and not raw["t"].is_sorted())
     ):

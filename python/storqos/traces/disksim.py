@@ -28,7 +28,7 @@ from storqos.traces._lines import (
     int_field,
     parse_lines,
     read_fields,
-    scaled,
+    scaled_columns,
     size_field,
 )
 from storqos.traces._pipeline import Fallback, check_limit, finish, no_requests, source_file
@@ -88,11 +88,12 @@ def _read(path: str | Path, time_unit: str, *, sort: bool, limit: int | None) ->
     p = source_file(path)
     try:
         cols = read_fields(p, _SCHEMA, separator=" ", limit=limit)
+        bytes_ = scaled_columns(cols, {"lba": SECTOR_BYTES, "sectors": SECTOR_BYTES})
         raw = cols.select(
             "t",
             ((pl.col("flags") & 1) == 1).alias("is_read"),
-            scaled("lba", SECTOR_BYTES).alias("offset"),
-            scaled("sectors", SECTOR_BYTES).alias("size"),
+            bytes_["lba"].alias("offset"),
+            bytes_["sectors"].alias("size"),
             "device",
         )
         if raw.height == 0 and limit != 0:

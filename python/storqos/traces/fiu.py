@@ -26,10 +26,11 @@ from storqos.traces._lines import (
     Record,
     expect_fields,
     int_field,
+    joined,
     op_error,
     parse_lines,
     read_fields,
-    scaled,
+    scaled_columns,
     size_field,
 )
 from storqos.traces._pipeline import Fallback, check_limit, finish, no_requests, source_file
@@ -49,6 +50,8 @@ _TYPES: dict[str, pl.DataType] = {
     "md5": pl.String(),
 }
 _EXTRAS: dict[str, pl.DataType] = {"process": pl.String()}
+#: The op as the typed read first parses it (any other word fails the parse).
+_OP_ENUM = pl.Enum(["R", "W", "r", "w"])
 
 
 def is_pandas_header(first_line: bytes) -> bool:
@@ -83,19 +86,25 @@ def read_fiu(path: str | Path, *, sort: bool = False, limit: int | None = None) 
     with open(p, "rb") as f:
         pandas = is_pandas_header(f.readline())
     schema = dict(_TYPES) if pandas else {k: v for k, v in _TYPES.items() if k != "row"}
+    separator, skip = ("\t", 1) if pandas else (" ", 0)
     try:
-        cols = read_fields(
-            p, schema, separator="\t" if pandas else " ", skip_lines=1 if pandas else 0, limit=limit
-        )
-        op = pl.col("op").str.to_uppercase()
-        if not cols.select(op.is_in(["R", "W"]).all()).item():
-            raise Fallback
+        try:
+            cols = read_fields(p, {**schema, "op": _OP_ENUM}, separator=separator, skip_lines=skip,
+                               limit=limit, squeeze=False)
+            is_read = pl.col("op").is_in(["R", "r"])
+        except Fallback:  # blanks around fields, or an unknown op: read it as text
+            cols = read_fields(p, schema, separator=separator, skip_lines=skip, limit=limit)
+            op = pl.col("op").str.to_uppercase()
+            if not cols.select(op.is_in(["R", "W"]).all()).item():
+                raise Fallback from None
+            is_read = op == "R"
+        bytes_ = scaled_columns(cols, {"lba": SECTOR_BYTES, "size": SECTOR_BYTES})
         raw = cols.select(
             pl.col("ts").alias("t"),
-            (op == "R").alias("is_read"),
-            scaled("lba", SECTOR_BYTES).alias("offset"),
-            scaled("size", SECTOR_BYTES).alias("size"),
-            pl.concat_str(["major", "minor"], separator=",").alias("device"),
+            is_read.alias("is_read"),
+            bytes_["lba"].alias("offset"),
+            bytes_["size"].alias("size"),
+            joined(cols, ("major", "minor"), ",").alias("device"),
             "process",
         )
         if raw.height == 0 and limit != 0:

@@ -26,10 +26,11 @@ from storqos.traces._lines import (
     Record,
     expect_fields,
     int_field,
+    joined,
     op_error,
     parse_lines,
     read_fields,
-    scaled,
+    scaled_columns,
     size_field,
 )
 from storqos.traces._pipeline import Fallback, check_limit, finish, no_requests, source_file
@@ -49,7 +50,12 @@ _SCHEMA: dict[str, pl.DataType] = {
 _NAMES = "Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime"
 _READ_WORDS = ["Read", "read", "READ"]
 #: The first schema tried: the type as one of the usual spellings, checked while parsing.
-_FAST_SCHEMA: dict[str, pl.DataType] = {**_SCHEMA, "op": pl.Enum([*_READ_WORDS, "Write", "write", "WRITE"])}
+_FAST_SCHEMA: dict[str, pl.DataType] = {
+    **_SCHEMA,
+    "op": pl.Enum([*_READ_WORDS, "Write", "write", "WRITE"]),
+    "offset": pl.UInt64(),  # canonical dtypes (a negative value fails to parse)
+    "size": pl.UInt32(),
+}
 _EXTRAS: dict[str, pl.DataType] = {"response_ns": pl.Int64(), "host": pl.String()}
 
 
@@ -66,16 +72,6 @@ def _parse_line(line: str) -> Record:
     return Record(
         t, tok[0], op == "read", offset, size, f"{tok[1]}/{tok[2]}", (resp_ns, tok[1])
     )
-
-
-def _device(cols: pl.DataFrame) -> pl.Expr:
-    """``host/disk``: a constant when the file holds one volume (each MSR file does),
-    sparing a string concatenation per line."""
-    if cols.height:
-        host, disk = cols["host"][0], cols["disk"][0]
-        if cols.select(((pl.col("host") == host) & (pl.col("disk") == disk)).all()).item():
-            return pl.lit(f"{host}/{disk}", pl.String)
-    return pl.concat_str(["host", "disk"], separator="/")
 
 
 def _header_lines(path: Path) -> int:
@@ -99,19 +95,18 @@ def read_msr(path: str | Path, *, sort: bool = False, limit: int | None = None) 
             if not cols.select(op.is_in(["read", "write"]).all()).item():
                 raise Fallback from None
             is_read = op == "read"
-        if cols.select((pl.col("resp") < 0).any()).item() or cols["resp"].null_count():
+        if cols.height and cols["resp"].min() < 0:  # type: ignore[operator]
             raise Fallback
+        response = scaled_columns(cols, {"resp": TICK_NS})["resp"]  # Fallback if out of range
         raw = cols.select(
             "t",
             is_read.alias("is_read"),
             "offset",
             "size",
-            _device(cols).alias("device"),
-            scaled("resp", TICK_NS).alias("response_ns"),
+            joined(cols, ("host", "disk"), "/").alias("device"),
+            response.alias("response_ns"),
             "host",
         )
-        if raw["response_ns"].null_count():
-            raise Fallback  # a response time out of range: the exact pass names the line
         if raw.height == 0 and limit != 0:
             raise no_requests(p)
         return finish(raw, factor=TICK_NS, sort=sort, limit=limit)

@@ -27,7 +27,7 @@ from storqos.traces._lines import (
     op_error,
     parse_lines,
     read_fields,
-    scaled,
+    scaled_columns,
     size_field,
 )
 from storqos.traces._pipeline import Fallback, check_limit, finish, no_requests, source_file
@@ -44,7 +44,11 @@ _SCHEMA: dict[str, pl.DataType] = {
 }
 _NAMES = "ASU,LBA,size,opcode,timestamp"
 #: The first schema tried: the opcode as one of four words, checked while parsing.
-_FAST_SCHEMA: dict[str, pl.DataType] = {**_SCHEMA, "op": pl.Enum(["r", "w", "R", "W"])}
+_FAST_SCHEMA: dict[str, pl.DataType] = {
+    **_SCHEMA,
+    "op": pl.Enum(["r", "w", "R", "W"]),
+    "size": pl.UInt32(),  # the canonical dtype (a negative size fails to parse)
+}
 
 
 def _parse_line(line: str) -> Record:
@@ -84,7 +88,7 @@ def read_spc(
         raw = cols.select(
             "t",
             is_read.alias("is_read"),
-            scaled("lba", SECTOR_BYTES).alias("offset"),
+            scaled_columns(cols, {"lba": SECTOR_BYTES})["lba"].alias("offset"),
             "size",
             "device",
         )

@@ -402,9 +402,12 @@ def _typed_csv(p: Path, time_unit: str | None, sort: bool, limit: int | None) ->
     if spellings.len() == 0 or not low.is_in([*words[0], *words[1]]).all():
         return None
     reads = spellings.filter(low.is_in(words[0])).to_list()
+    # true/false in any case: polars' Boolean parser (quicker than an Enum's lookup)
+    # takes exactly those words
+    op_bool = cols.op_is_bool and spellings.str.to_lowercase().is_in(["true", "false"]).all()
     overrides: dict[str, pl.DataType] = {
         cols.time: number_dtype(cols.time),
-        cols.op: pl.Enum(spellings.to_list()),
+        cols.op: pl.Boolean() if op_bool else pl.Enum(spellings.to_list()),
         # Unsigned: polars rejects a negative value while parsing.
         cols.offset: pl.UInt64(),
         cols.size: pl.UInt32() if cols.size_scale == 1 else pl.UInt64(),
@@ -433,8 +436,8 @@ def _typed_csv(p: Path, time_unit: str | None, sort: bool, limit: int | None) ->
     r_factor = TIME_UNITS[cols.response_unit or "ns"]
     # Aggregates only (polars runs them in parallel): no per-row masks.
     aggs = [
-        t.cast(pl.Float64).min().alias("t0"),
-        t.cast(pl.Float64).max().alias("t1"),
+        t.min().alias("t0"),
+        t.max().alias("t1"),
         col(cols.offset).max().alias("offset1"),
         col(cols.size).min().alias("size0"),
         col(cols.size).max().alias("size1"),
@@ -444,7 +447,7 @@ def _typed_csv(p: Path, time_unit: str | None, sort: bool, limit: int | None) ->
     t0, t1, offset1, size0, size1, finite, resp1 = df.select(aggs).row(0)
     if (
         not finite
-        or (t1 - t0) * factor >= MAX_INT64
+        or (float(t1) - float(t0)) * factor >= MAX_INT64  # as the exact pass computes it
         or offset1 > MAX_INT64 // cols.offset_scale
         or size0 <= 0
         or size1 > MAX_SIZE // cols.size_scale
@@ -470,7 +473,7 @@ def _typed_csv(p: Path, time_unit: str | None, sort: bool, limit: int | None) ->
         extra.append(col(cols.host).cast(pl.String).alias("host"))
     raw = df.select(
         t.alias("t"),
-        col(cols.op).is_in(reads).alias("is_read"),
+        (col(cols.op) if op_bool else col(cols.op).is_in(reads)).alias("is_read"),
         (col(cols.offset) * cols.offset_scale).alias("offset"),
         (col(cols.size) * cols.size_scale).alias("size"),
         *extra,
