@@ -387,7 +387,7 @@ impl Recorder {
                 let mut below = 0u64;
                 let mut buckets = Vec::with_capacity(bounds_s.len() + 1);
                 for &b in bounds_s {
-                    let upto = h.count_between(0, (b * 1e9) as u64);
+                    let upto = h.count_at_most((b * 1e9) as u64);
                     buckets.push((b, upto.saturating_sub(below)));
                     below = upto.max(below);
                 }

@@ -90,17 +90,12 @@ fn groups_to_dict<'py>(py: Python<'py>, key: &str, groups: &[GroupSummary]) -> P
 /// CDF points of a group's response-time histogram: (value_ns, cumulative fraction),
 /// one point per histogram bucket step that holds values.
 fn cdf_points(g: &GroupSummary) -> (Vec<u64>, Vec<f64>) {
-    let mut xs = Vec::new();
-    let mut ys = Vec::new();
     if g.completed == 0 {
-        return (xs, ys);
+        return (Vec::new(), Vec::new());
     }
-    let total = g.hist.len() as f64;
-    let mut cum = 0u64;
-    for v in g.hist.iter_recorded() {
-        cum += v.count_since_last_iteration();
-        xs.push(g.hist.highest_equivalent(v.value_iterated_to()).min(g.max_response));
-        ys.push(cum as f64 / total);
+    let (mut xs, ys) = g.hist.cdf();
+    for x in &mut xs {
+        *x = (*x).min(g.max_response);
     }
     (xs, ys)
 }

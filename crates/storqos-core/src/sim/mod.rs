@@ -2,12 +2,14 @@
 //!
 //! - [`workload`]: open-loop sources (trace replay, generators) and closed-loop clients.
 //! - [`generate`]: synthetic arrival processes (Poisson, on/off MMPP, diurnal).
+//! - [`latency_hist`]: response-time histograms in HDR buckets, sparse while small.
 //! - [`quantile`]: exact nearest-rank quantiles of a batch (window and monitor percentiles).
 //! - [`summary`]: streaming per-tenant / per-class latency summaries and per-window series.
 //! - [`engine`]: the event loop, [`simulate`] (and [`simulate_spec`] over the spec enums).
 
 pub mod engine;
 pub mod generate;
+pub mod latency_hist;
 pub mod quantile;
 pub mod summary;
 pub mod workload;

@@ -2,19 +2,15 @@
 //! per-window series (exact per-window percentiles from a buffer that is reused every
 //! window), scheduler gauges, and the optional per-request log.
 
-use hdrhistogram::Histogram;
+use std::collections::HashMap;
 
 use crate::request::Completion;
+pub use crate::sim::latency_hist::{LatencyHistogram, HIST_MAX_NS, HIST_SIGFIGS};
 pub use crate::sim::quantile::{exact_quantile, exact_quantiles};
 use crate::time::Nanos;
 
-/// Largest response time the histograms track exactly (≈ 11.6 days); larger values are
-/// clamped to it and still counted.
-pub const HIST_MAX_NS: u64 = 1_000_000_000_000_000;
-/// HDR significant digits: values are kept to within 0.1 %.
-pub const HIST_SIGFIGS: u8 = 3;
-
-/// Latency summary of one group (a tenant or a class), kept in O(1) memory.
+/// Latency summary of one group (a tenant or a class), in memory that grows with the
+/// spread of its response times, never with their number (see [`LatencyHistogram`]).
 #[derive(Clone, Debug)]
 pub struct GroupSummary {
     /// Requests completed.
@@ -31,8 +27,8 @@ pub struct GroupSummary {
     pub first_arrival: Nanos,
     /// Last completion time.
     pub last_finish: Nanos,
-    /// Response-time histogram (ns, 3 significant digits).
-    pub hist: Histogram<u64>,
+    /// Response-time histogram (ns, 3 significant digits; responses of 0 count as 1).
+    pub hist: LatencyHistogram,
 }
 
 impl Default for GroupSummary {
@@ -45,7 +41,7 @@ impl Default for GroupSummary {
             max_response: 0,
             first_arrival: Nanos::MAX,
             last_finish: 0,
-            hist: Histogram::new_with_bounds(1, HIST_MAX_NS, HIST_SIGFIGS).expect("valid HDR bounds"),
+            hist: LatencyHistogram::new(),
         }
     }
 }
@@ -62,7 +58,7 @@ impl GroupSummary {
         self.max_response = self.max_response.max(r);
         self.first_arrival = self.first_arrival.min(c.req.arrival);
         self.last_finish = self.last_finish.max(c.finish);
-        self.hist.saturating_record(r.clamp(1, HIST_MAX_NS));
+        self.hist.record(r.clamp(1, HIST_MAX_NS));
     }
     /// Mean response time (ns), 0 when empty.
     pub fn mean_response(&self) -> f64 {
@@ -98,7 +94,7 @@ impl GroupSummary {
         self.max_response = self.max_response.max(o.max_response);
         self.first_arrival = self.first_arrival.min(o.first_arrival);
         self.last_finish = self.last_finish.max(o.last_finish);
-        self.hist.add(&o.hist).expect("histograms share bounds");
+        self.hist.add(&o.hist);
     }
 
     /// Fraction of requests with response time ≤ `deadline` (within histogram precision).
@@ -106,59 +102,33 @@ impl GroupSummary {
         if self.completed == 0 {
             return 1.0;
         }
-        self.hist.count_between(0, deadline) as f64 / self.completed as f64
+        self.hist.count_at_most(deadline) as f64 / self.completed as f64
     }
 }
 
-/// Bucket layout of the HDR histograms of [`GroupSummary`] (lowest discernible value 1,
-/// [`HIST_SIGFIGS`] = 3 significant digits): 2,048 sub-buckets (the smallest power of two
-/// ≥ 2·10³), of which buckets above the first use the upper half. These are the values
-/// `hdrhistogram` derives from the same bounds; `fast_index_matches_hdr` checks them.
-const HDR_SUB_BUCKET_HALF_MAGNITUDE: u32 = 10;
-/// 2,047: values below 2,048 all land in bucket 0.
-const HDR_SUB_BUCKET_MASK: u64 = (2 << HDR_SUB_BUCKET_HALF_MAGNITUDE) - 1;
-/// 64 − unit magnitude (0) − half-count magnitude (10) − 1.
-const HDR_LEADING_ZERO_BASE: u32 = 64 - HDR_SUB_BUCKET_HALF_MAGNITUDE - 1;
-
-/// Index in the HDR counts array of `v` (1 ≤ v ≤ [`HIST_MAX_NS`]): the same index
-/// `hdrhistogram` computes, without its generality (unit magnitude, resizing, clamping).
-#[inline(always)]
-fn hdr_index(v: u64) -> usize {
-    let bucket = HDR_LEADING_ZERO_BASE - (v | HDR_SUB_BUCKET_MASK).leading_zeros();
-    let sub = (v >> bucket) as usize;
-    ((bucket as usize + 1) << HDR_SUB_BUCKET_HALF_MAGNITUDE) + sub - (1 << HDR_SUB_BUCKET_HALF_MAGNITUDE)
-}
-
-/// Lowest value of HDR counts index `i` (the inverse of [`hdr_index`]).
-fn hdr_lowest_value(i: usize) -> u64 {
-    let half = 1usize << HDR_SUB_BUCKET_HALF_MAGNITUDE;
-    let bucket = (i >> HDR_SUB_BUCKET_HALF_MAGNITUDE) as i64 - 1;
-    let sub = (i & (half - 1)) + half;
-    if bucket < 0 {
-        (sub - half) as u64
-    } else {
-        (sub as u64) << bucket
-    }
-}
-
-/// A [`GroupSummary`] under construction, for the simulator's hot loops: the same sums,
-/// and response times counted in a plain array with the exact bucket layout of the HDR
-/// histogram (one shift, one add), folded into a real histogram by
-/// [`FastSummary::finish`]. The result is identical, bucket for bucket and in its
-/// min / max / total, to recording every response into the histogram one by one.
+/// A [`GroupSummary`] under construction, for the simulator's hot loops: the same sums
+/// and histogram, with a run of completions of one group accounted with the sums in
+/// registers ([`FastSummary::record_run`]). [`FastSummary::finish`] gives exactly what
+/// recording every completion into a [`GroupSummary`] one by one gives.
 #[derive(Clone, Debug)]
 pub struct FastSummary {
     completed: u64,
     bytes: u64,
     sum_response: u128,
     sum_wait: u128,
-    min_response: Nanos,
     max_response: Nanos,
     first_arrival: Nanos,
     last_finish: Nanos,
-    /// HDR counts, grown on demand up to the highest index seen.
-    counts: Vec<u64>,
+    hist: LatencyHistogram,
+    /// While the histogram is sparse: bucket indices not yet counted in it, with their
+    /// count, smallest and largest value (sorting a batch beats inserting one by one).
+    pending: Vec<u32>,
+    pending_lo: Nanos,
+    pending_hi: Nanos,
 }
+
+/// Indices gathered before a sparse histogram takes them in.
+const PENDING_BATCH: usize = 128;
 
 impl Default for FastSummary {
     fn default() -> Self {
@@ -167,11 +137,13 @@ impl Default for FastSummary {
             bytes: 0,
             sum_response: 0,
             sum_wait: 0,
-            min_response: Nanos::MAX,
             max_response: 0,
             first_arrival: Nanos::MAX,
             last_finish: 0,
-            counts: Vec::new(),
+            hist: LatencyHistogram::new(),
+            pending: Vec::new(),
+            pending_lo: Nanos::MAX,
+            pending_hi: 0,
         }
     }
 }
@@ -180,20 +152,7 @@ impl FastSummary {
     /// Account one completion (as [`GroupSummary::record`]).
     #[inline(always)]
     pub fn record(&mut self, c: &Completion) {
-        let r = c.response();
-        self.completed += 1;
-        self.bytes += c.req.bytes as u64;
-        self.sum_response += r as u128;
-        self.sum_wait += c.wait() as u128;
-        self.min_response = self.min_response.min(r);
-        self.max_response = self.max_response.max(r);
-        self.first_arrival = self.first_arrival.min(c.req.arrival);
-        self.last_finish = self.last_finish.max(c.finish);
-        let i = hdr_index(r.clamp(1, HIST_MAX_NS));
-        match self.counts.get_mut(i) {
-            Some(n) => *n += 1,
-            None => self.grow(i),
-        }
+        self.record_run(std::slice::from_ref(c));
     }
 
     /// Account completions in order (as [`FastSummary::record`] on each), with the sums
@@ -201,44 +160,56 @@ impl FastSummary {
     #[inline]
     pub fn record_run(&mut self, cs: &[Completion]) {
         let (mut bytes, mut sum_r, mut sum_w) = (0u64, 0u128, 0u128);
-        let (mut min_r, mut max_r) = (self.min_response, self.max_response);
-        let (mut first, mut last) = (self.first_arrival, self.last_finish);
+        let (mut first, mut last, mut max_r) = (self.first_arrival, self.last_finish, self.max_response);
         for c in cs {
             let r = c.response();
             bytes += c.req.bytes as u64;
             sum_r += r as u128;
             sum_w += c.wait() as u128;
-            min_r = min_r.min(r);
             max_r = max_r.max(r);
             first = first.min(c.req.arrival);
             last = last.max(c.finish);
-            let i = hdr_index(r.clamp(1, HIST_MAX_NS));
-            match self.counts.get_mut(i) {
-                Some(n) => *n += 1,
-                None => self.grow(i),
+        }
+        let values = cs.iter().map(|c| c.response().clamp(1, HIST_MAX_NS));
+        if self.hist.is_dense() {
+            self.hist.record_all(values);
+        } else {
+            for v in values {
+                self.pending.push(crate::sim::latency_hist::hdr_index(v));
+                self.pending_lo = self.pending_lo.min(v);
+                self.pending_hi = self.pending_hi.max(v);
+            }
+            if self.pending.len() >= PENDING_BATCH {
+                self.flush_pending();
             }
         }
         self.completed += cs.len() as u64;
         self.bytes += bytes;
         self.sum_response += sum_r;
         self.sum_wait += sum_w;
-        (self.min_response, self.max_response) = (min_r, max_r);
-        (self.first_arrival, self.last_finish) = (first, last);
+        (self.first_arrival, self.last_finish, self.max_response) = (first, last, max_r);
     }
 
     #[cold]
-    fn grow(&mut self, i: usize) {
-        let len = (i + 1).max(2 * self.counts.len()).max(1 << 12);
-        self.counts.resize(len, 0);
-        self.counts[i] += 1;
+    fn flush_pending(&mut self) {
+        let n = self.pending.len() as u64;
+        self.hist.record_indices(&mut self.pending, n, self.pending_lo, self.pending_hi);
+        self.pending.clear();
+        (self.pending_lo, self.pending_hi) = (Nanos::MAX, 0);
+        if self.hist.is_dense() {
+            self.pending = Vec::new();
+        }
     }
 
-    /// The finished summary. The histogram gets each bucket's count at the bucket's
-    /// lowest value, except the buckets of the smallest and the largest response, which
-    /// get them at those exact values, so its min and max are what one-by-one recording
-    /// leaves.
+    /// The finished summary.
     pub fn finish(&self) -> GroupSummary {
-        let mut g = GroupSummary {
+        self.clone().into_summary()
+    }
+
+    /// The finished summary, taking this one's histogram.
+    pub fn into_summary(mut self) -> GroupSummary {
+        self.flush_pending();
+        GroupSummary {
             completed: self.completed,
             bytes: self.bytes,
             sum_response: self.sum_response,
@@ -246,28 +217,8 @@ impl FastSummary {
             max_response: self.max_response,
             first_arrival: self.first_arrival,
             last_finish: self.last_finish,
-            ..GroupSummary::default()
-        };
-        if self.completed == 0 {
-            return g;
+            hist: self.hist,
         }
-        let (lo, hi) = (self.min_response.clamp(1, HIST_MAX_NS), self.max_response.clamp(1, HIST_MAX_NS));
-        let (i_lo, i_hi) = (hdr_index(lo), hdr_index(hi));
-        for (i, &n) in self.counts.iter().enumerate() {
-            let mut n = n;
-            if n == 0 {
-                continue;
-            }
-            if i == i_hi {
-                g.hist.saturating_record(hi);
-                n -= 1;
-            }
-            if n > 0 {
-                let v = if i == i_lo { lo } else { hdr_lowest_value(i) };
-                g.hist.saturating_record_n(v, n);
-            }
-        }
-        g
     }
 }
 
@@ -278,8 +229,9 @@ pub(crate) struct PairTable {
     keys: Vec<(u32, u32)>,
     groups: Vec<FastSummary>,
     /// Group of (tenant, class) at `index[tenant][class]` ([`NO_GROUP`]: none yet), for
-    /// classes below [`DIRECT_CLASSES`]; larger class ids are searched in `keys`.
+    /// classes below [`DIRECT_CLASSES`]; larger class ids are looked up in `far`.
     index: Vec<Vec<u32>>,
+    far: HashMap<(u32, u32), u32>,
 }
 
 /// "No group yet" in [`PairTable::index`].
@@ -320,18 +272,21 @@ impl PairTable {
         }
     }
 
-    /// The group of a (tenant, class) pair not seen through the index yet.
+    /// The group of a (tenant, class) pair not seen through the index yet: a new one,
+    /// or, for a class id past [`DIRECT_CLASSES`], the one in `far`.
     #[cold]
     fn insert(&mut self, tenant: u32, class: u32) -> usize {
-        let g = match self.keys.iter().position(|k| *k == (tenant, class)) {
-            Some(g) => g,
-            None => {
-                self.keys.push((tenant, class));
-                self.groups.push(FastSummary::default());
-                self.keys.len() - 1
+        if class >= DIRECT_CLASSES {
+            if let Some(&g) = self.far.get(&(tenant, class)) {
+                return g as usize;
             }
-        };
-        if class < DIRECT_CLASSES {
+        }
+        self.keys.push((tenant, class));
+        self.groups.push(FastSummary::default());
+        let g = self.keys.len() - 1;
+        if class >= DIRECT_CLASSES {
+            self.far.insert((tenant, class), g as u32);
+        } else {
             let (t, k) = (tenant as usize, class as usize);
             if t >= self.index.len() {
                 self.index.resize_with(t + 1, Vec::new);
@@ -350,8 +305,8 @@ impl PairTable {
         let mut tenants: Vec<GroupSummary> = Vec::new();
         let mut classes: Vec<GroupSummary> = Vec::new();
         let mut total = GroupSummary::default();
-        for ((t, c), g) in self.keys.iter().zip(&self.groups) {
-            let g = g.finish();
+        for ((t, c), g) in self.keys.iter().zip(self.groups) {
+            let g = g.into_summary();
             for (v, i) in [(&mut tenants, *t), (&mut classes, *c)] {
                 let i = i as usize;
                 if i >= v.len() {
@@ -664,10 +619,7 @@ mod tests {
 
     fn same(a: &GroupSummary, b: &GroupSummary) {
         assert_eq!(a.hist, b.hist);
-        assert_eq!(
-            (a.hist.len(), a.hist.min_nz(), a.hist.max(), a.hist.min()),
-            (b.hist.len(), b.hist.min_nz(), b.hist.max(), b.hist.min())
-        );
+        assert_eq!((a.hist.len(), a.hist.max(), a.hist.min()), (b.hist.len(), b.hist.max(), b.hist.min()));
         assert_eq!(
             (a.completed, a.bytes, a.sum_response, a.sum_wait),
             (b.completed, b.bytes, b.sum_response, b.sum_wait)
@@ -730,22 +682,6 @@ mod tests {
         let got_log = got_log.unwrap();
         assert_eq!((got_log.id.clone(), got_log.finish.clone()), (log.id, log.finish));
         assert!(series.start.len() > 10, "the run spans many windows");
-    }
-
-    #[test]
-    fn fast_index_matches_hdr() {
-        let h = GroupSummary::default().hist;
-        let mut rng = crate::rng::SimRng::new(3);
-        let mut vs: Vec<u64> = (1..5000).collect();
-        vs.extend((0..50).flat_map(|k| [(1u64 << k).saturating_sub(1), 1 << k, (1 << k) + 1]));
-        vs.extend((0..100_000).map(|_| 1 + rng.below(HIST_MAX_NS)));
-        vs.extend((0..100_000).map(|_| 1 + (rng.uniform() * 1e9) as u64));
-        vs.push(HIST_MAX_NS);
-        for v in vs.into_iter().filter(|v| (1..=HIST_MAX_NS).contains(v)) {
-            let i = hdr_index(v);
-            assert_eq!(hdr_lowest_value(i), h.lowest_equivalent(v), "{v}");
-            assert_eq!(hdr_index(hdr_lowest_value(i)), i);
-        }
     }
 
     #[test]
