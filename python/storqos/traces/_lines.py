@@ -111,11 +111,13 @@ def scaled(column: str, scale: int) -> pl.Expr:
     return pl.when((c <= limit) & (c >= -limit)).then(c * scale)
 
 
-def scaled_columns(cols: pl.DataFrame, scales: dict[str, int]) -> dict[str, pl.Expr]:
+def scaled_columns(
+    cols: pl.DataFrame, scales: dict[str, int], *, nonnegative: bool = False
+) -> dict[str, pl.Expr]:
     """Fast-path ``column × scale`` for several columns, like :func:`scaled` but checked
     by one pass of aggregates (min and max per column) instead of a mask per row: raises
-    :class:`~._pipeline.Fallback` if some product would leave Int64 (the exact pass then
-    names the line)."""
+    :class:`~._pipeline.Fallback` if some product would leave Int64, or with
+    ``nonnegative`` if a value is negative (the exact pass then names the line)."""
     if cols.height:
         aggs = [
             agg
@@ -125,7 +127,7 @@ def scaled_columns(cols: pl.DataFrame, scales: dict[str, int]) -> dict[str, pl.E
         bounds = cols.select(aggs).row(0)
         for i, scale in enumerate(scales.values()):
             lo, hi = bounds[2 * i], bounds[2 * i + 1]
-            if lo is not None and (lo < -(MAX_INT64 // scale) or hi > MAX_INT64 // scale):
+            if lo is not None and (lo < (0 if nonnegative else -(MAX_INT64 // scale)) or hi > MAX_INT64 // scale):
                 raise Fallback
     return {c: (pl.col(c).cast(pl.Int64) * scale).alias(c) for c, scale in scales.items()}
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from storqos.errors import InputError
-from storqos.traces.schema import MAX_INT64, MAX_SIZE, conform
+from storqos.traces.schema import MAX_INT64, MAX_SIZE, conform, conform_exprs
 
 _RAW_REQUIRED = ("t", "is_read", "offset", "size", "device")
 
@@ -57,6 +57,7 @@ def finish(
     sort: bool,
     limit: int | None,
     strict: bool = True,
+    t_range: tuple[int | float, int | float] | None = None,
 ) -> pl.DataFrame:
     """Validate ``raw`` and return the canonical trace.
 
@@ -67,6 +68,8 @@ def finish(
     1..2**32-1, offset outside 0..2**63-1, non-finite or decreasing time, times spanning
     more than Int64 nanoseconds). Without ``strict`` the caller has checked every row; a span that
     still does not fit is an :class:`InputError` rather than a wrapped-around time.
+    ``t_range``: the least and greatest ``t`` of ``raw`` (after ``limit``) if the caller
+    has them (not with ``strict``).
     """
     if limit is not None:
         raw = raw.head(limit)
@@ -79,7 +82,7 @@ def finish(
     if strict and any(raw.select(_RAW_REQUIRED).null_count().row(0)):
         raise Fallback
     # Aggregates only (polars runs them in parallel), no per-row masks.
-    aggs = [t.min().alias("t0"), t.max().alias("t1")]
+    aggs = [t.min().alias("t0"), t.max().alias("t1")] if t_range is None or strict else []
     if strict:
         aggs += [
             pl.col("size").min().alias("size0"),
@@ -88,7 +91,10 @@ def finish(
             pl.col("offset").max().alias("offset1"),  # a reader may parse offsets as UInt64
             (t.is_finite().all() if t_float else pl.lit(True)).alias("finite"),
         ]
-    t0, t1, *bounds = raw.select(aggs).row(0)
+    if aggs:  # the streaming engine: quicker for a row of aggregates
+        t0, t1, *bounds = raw.lazy().select(aggs).collect(engine="streaming").row(0)
+    else:
+        (t0, t1), bounds = t_range, []  # type: ignore[misc]
     if strict:
         size_min, size_max, offset_min, offset_max, finite = bounds
     if strict and (
@@ -109,10 +115,12 @@ def finish(
         arrival = (rel.cast(pl.Float64) * float(factor)).round(0).cast(pl.Int64)
     else:
         arrival = rel.cast(pl.Int64) * int(factor)
-    df = raw.with_columns(arrival.alias("arrival_ns")).drop("t")
+    # One lazy query: the arrival and the canonical casts in a single projection.
+    lf = raw.lazy().with_columns(arrival.alias("arrival_ns"))
     if sort:
-        df = df.sort("arrival_ns", maintain_order=True)
-    return conform(df)
+        lf = lf.sort("arrival_ns", maintain_order=True)
+    columns = [c for c in raw.columns if c != "t"] + ["arrival_ns"]
+    return lf.select(conform_exprs(columns)).collect()
 
 
 def no_requests(path: str | Path, detail: str = "") -> InputError:

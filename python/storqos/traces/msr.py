@@ -95,9 +95,8 @@ def read_msr(path: str | Path, *, sort: bool = False, limit: int | None = None) 
             if not cols.select(op.is_in(["read", "write"]).all()).item():
                 raise Fallback from None
             is_read = op == "read"
-        if cols.height and cols["resp"].min() < 0:  # type: ignore[operator]
-            raise Fallback
-        response = scaled_columns(cols, {"resp": TICK_NS})["resp"]  # Fallback if out of range
+        # Fallback if a response time is negative or out of range once in ns
+        response = scaled_columns(cols, {"resp": TICK_NS}, nonnegative=True)["resp"]
         raw = cols.select(
             "t",
             is_read.alias("is_read"),

@@ -96,9 +96,14 @@ def conform(df: pl.DataFrame) -> pl.DataFrame:
     Missing required columns raise :class:`InputError`; ``tenant`` defaults to 0 and
     ``device`` to ``"0"``. Extra, non-canonical columns are dropped.
     """
+    return df.select(conform_exprs(df.columns))
+
+
+def conform_exprs(columns: list[str]) -> list[pl.Expr]:
+    """:func:`conform`'s selection for a frame with these columns (for a lazy query)."""
     exprs: list[pl.Expr] = []
     for name, dtype in REQUIRED_COLUMNS.items():
-        if name in df.columns:
+        if name in columns:
             exprs.append(pl.col(name).cast(dtype))
         elif name == "tenant":
             exprs.append(pl.lit(0, dtype=dtype).alias(name))
@@ -107,12 +112,12 @@ def conform(df: pl.DataFrame) -> pl.DataFrame:
         else:
             raise InputError(
                 f"not a canonical trace: column {name!r} is missing "
-                f"(has {', '.join(df.columns) or 'no columns'})"
+                f"(has {', '.join(columns) or 'no columns'})"
             )
     for name, dtype in OPTIONAL_COLUMNS.items():
-        if name in df.columns:
+        if name in columns:
             exprs.append(pl.col(name).cast(dtype))
-    return df.select(exprs)
+    return exprs
 
 
 def require_trace(df: object, what: str = "trace") -> pl.DataFrame:

@@ -31,6 +31,7 @@ header is line 1) or ``"trace.parquet: row 16"``. :func:`write_csv` and
 from __future__ import annotations
 
 import csv as _csv
+import io
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -362,8 +363,10 @@ def _csv_shape_error(path: Path, err: Exception) -> InputError:
     return InputError(f"cannot parse as CSV: {first}", str(path))
 
 
-#: Data rows read as text first to choose the dtypes of the typed read.
+#: Data rows read as text first to choose the dtypes of the typed read, from at most
+#: the file's first _SAMPLE_BYTES.
 _SAMPLE_ROWS = 1000
+_SAMPLE_BYTES = 1 << 18
 
 
 def _not_blank(df: pl.DataFrame) -> pl.DataFrame:
@@ -382,8 +385,12 @@ def _typed_csv(p: Path, time_unit: str | None, sort: bool, limit: int | None) ->
     range, a time going backwards) returns None: the exact pass reads every column as
     text and names the first bad line. Valid input gives the exact pass's result.
     """
+    with open(p, "rb") as f:
+        head = f.read(_SAMPLE_BYTES)
+    if len(head) == _SAMPLE_BYTES:  # whole lines only (a quoted newline cut: a failed read)
+        head = head[: head.rfind(b"\n") + 1]
     try:
-        sample = pl.read_csv(p, infer_schema=False, n_rows=_SAMPLE_ROWS, raise_if_empty=False)
+        sample = pl.read_csv(io.BytesIO(head), infer_schema=False, n_rows=_SAMPLE_ROWS, raise_if_empty=False)
         cols = resolve_columns(sample.columns, f"{p}:1")
     except (pl.exceptions.PolarsError, InputError):
         return None
@@ -478,7 +485,7 @@ def _typed_csv(p: Path, time_unit: str | None, sort: bool, limit: int | None) ->
         (col(cols.size) * cols.size_scale).alias("size"),
         *extra,
     )  # offset UInt64, size UInt32 or UInt64 (both in range), tenant UInt32: as canonical
-    return finish(raw, factor=factor, sort=sort, limit=None, strict=False)
+    return finish(raw, factor=factor, sort=sort, limit=None, strict=False, t_range=(t0, t1))
 
 
 def read_csv(
