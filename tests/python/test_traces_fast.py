@@ -194,3 +194,24 @@ def test_fiu_and_disksim_typed_reads_match_exact(tmp_path: Path, devices: int) -
         f"{t / 1e6:.6f} {d} {lba} {s} {int(r)}\n"
         for t, lba, s, r, d in zip(f["t_ns"], f["lba"], f["sectors"], f["read"], dev, strict=True)))
     _equal(disksim.read_disksim(q), _exact(q, disksim._parse_line, skip=0, factor=10**6))
+
+
+@pytest.mark.parametrize("sort", [False, True])
+def test_finish_matches_a_plain_eager_conversion(sort: bool) -> None:
+    """finish's lazy, streaming projection keeps row order and values on a frame of many
+    morsels (against the straightforward eager conversion it replaced)."""
+    from storqos.traces.schema import conform
+
+    n = 400_000
+    rng = np.random.default_rng(3)
+    t = rng.random(n) * 1e4
+    raw = pl.DataFrame({
+        "t": t if sort else np.sort(t), "is_read": rng.random(n) < 0.5, "offset": rng.integers(0, 2**40, n),
+        "size": rng.integers(1, 2**20, n), "device": rng.integers(0, 9, n).astype(str),
+        "response_ns": rng.integers(0, 10**6, n), "host": rng.integers(0, 9, n).astype(str),
+    })
+    arrival = ((pl.col("t") - raw["t"].min()).cast(pl.Float64) * 1e6).round(0).cast(pl.Int64)
+    expected = raw.with_columns(arrival.alias("arrival_ns")).drop("t")
+    if sort:
+        expected = expected.sort("arrival_ns", maintain_order=True)
+    _equal(finish(raw, factor=10**6, sort=sort, limit=None), conform(expected))

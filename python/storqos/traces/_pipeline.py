@@ -115,12 +115,13 @@ def finish(
         arrival = (rel.cast(pl.Float64) * float(factor)).round(0).cast(pl.Int64)
     else:
         arrival = rel.cast(pl.Int64) * int(factor)
-    # One lazy query: the arrival and the canonical casts in a single projection.
+    # One lazy query: the arrival and the canonical casts in a single projection, run by
+    # the streaming engine (in morsels: no whole-column intermediates to allocate).
     lf = raw.lazy().with_columns(arrival.alias("arrival_ns"))
     if sort:
         lf = lf.sort("arrival_ns", maintain_order=True)
     columns = [c for c in raw.columns if c != "t"] + ["arrival_ns"]
-    return lf.select(conform_exprs(columns)).collect()
+    return lf.select(conform_exprs(columns)).collect(engine="streaming")
 
 
 def no_requests(path: str | Path, detail: str = "") -> InputError:
