@@ -124,7 +124,7 @@ def scaled_columns(
             for c in scales
             for agg in (pl.col(c).min().alias(f"{c}:min"), pl.col(c).max().alias(f"{c}:max"))
         ]
-        bounds = cols.select(aggs).row(0)
+        bounds = cols.lazy().select(aggs).collect(engine="streaming").row(0)
         for i, scale in enumerate(scales.values()):
             lo, hi = bounds[2 * i], bounds[2 * i + 1]
             if lo is not None and (lo < (0 if nonnegative else -(MAX_INT64 // scale)) or hi > MAX_INT64 // scale):
@@ -138,9 +138,9 @@ def joined(cols: pl.DataFrame, columns: tuple[str, str], separator: str) -> pl.E
     a, b = columns
     if cols.height:
         first_a, first_b = cols[a][0], cols[b][0]
-        if first_a is not None and first_b is not None and cols.select(
+        if first_a is not None and first_b is not None and cols.lazy().select(
             ((pl.col(a) == first_a) & (pl.col(b) == first_b)).all()
-        ).item():
+        ).collect(engine="streaming").item():
             return pl.lit(f"{first_a}{separator}{first_b}", pl.String)
     return pl.concat_str([a, b], separator=separator)
 

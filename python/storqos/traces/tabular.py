@@ -451,7 +451,7 @@ def _typed_csv(p: Path, time_unit: str | None, sort: bool, limit: int | None) ->
         (t.is_finite().all() if overrides[cols.time] == pl.Float64 else pl.lit(True)).alias("finite"),
         (col(cols.response).cast(pl.Float64).abs().max() if cols.response else pl.lit(0.0)).alias("resp1"),
     ]
-    t0, t1, offset1, size0, size1, finite, resp1 = df.select(aggs).row(0)
+    t0, t1, offset1, size0, size1, finite, resp1 = df.lazy().select(aggs).collect(engine="streaming").row(0)
     if (
         not finite
         or (float(t1) - float(t0)) * factor >= MAX_INT64  # as the exact pass computes it
