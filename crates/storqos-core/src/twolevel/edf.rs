@@ -1,13 +1,14 @@
 //! The low level's EDF queue (seed 001 §3.4: "requests are sorted by deadline in the EDF
 //! queue"), specialised to what AVATAR and Facade put into it.
 //!
-//! **Why not a heap.** Both low levels give a request the deadline `now + D_i` when it
-//! enters the queue, with `now` never decreasing and `D_i` fixed per class. So within a
-//! class deadlines arrive already sorted, and an EDF queue is `m` FIFOs: the most urgent
-//! request is the most urgent of the `m` class heads. Push is `O(1)` (amortised, at the
-//! back), pop is `O(m)` over the heads (`m` = classes, 8 in the benchmark) instead of a
-//! heap's `O(log n)` sift over 60-byte entries, and "how many are due by `t`" is a binary
-//! search per class instead of a scan.
+//! **One FIFO per class.** Both low levels give a request the deadline `now + D_i` when
+//! it enters the queue, with `now` never decreasing and `D_i` fixed per class. So within
+//! a class deadlines arrive already sorted, and an EDF queue is `m` FIFOs: the most
+//! urgent request is the most urgent of the `m` class heads. Push is `O(1)` (amortised,
+//! at the back) and "how many are due by `t`" is a binary search per class instead of a
+//! scan. The class heads sit in a binary heap: a pop is `O(log m)` (`m` = classes; 8 in
+//! the paper's experiments, tens of thousands for a cloud's volumes), where a scan of
+//! the heads was `O(m)`.
 //!
 //! **Same order as [`crate::schedulers::EdfQueue`]**: smallest deadline, then earliest
 //! arrival, then smallest id, then insertion order. A push whose key is below the back of
@@ -15,13 +16,14 @@
 //! monotone-deadline premise) is inserted in place by a backward scan, so the order is the
 //! heap's for any input; in the two-level schedulers that scan stops at once.
 //!
-//! **Cached heads.** The deadline of every class's front sits in one flat array, and the
-//! most urgent class and its deadline in two fields: a push at the back of a non-empty
-//! class touches neither, the earliest deadline (asked after every event, through
-//! `next_timer`) is a field read, and a pop rescans `m` integers — the full key
-//! (arrival, id, insertion order) is compared only between classes whose front deadlines
-//! tie.
+//! **Heads.** The heap holds each non-empty class's front key; a push at the back of a
+//! non-empty class touches it not at all, and the earliest deadline (asked after every
+//! event, through `next_timer`) is a cached field. A front replaced by an out-of-order
+//! insert leaves its old entry behind, dropped when it reaches the top (it no longer
+//! matches its class's front).
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::collections::VecDeque;
 
 use crate::request::Request;
@@ -42,16 +44,15 @@ impl Entry {
     }
 }
 
-/// Front deadline of an empty class (a real front may carry it too: a deadline that
-/// saturated; [`ClassEdf::refresh_head`] then takes the exact path).
-const EMPTY: Nanos = Nanos::MAX;
+/// Full ordering key of an entry: (deadline, arrival, id, insertion order).
+type Key = (Nanos, Nanos, u64, u64);
 
 /// An EDF queue made of one deadline-sorted FIFO per class.
 #[derive(Clone, Debug, Default)]
 pub struct ClassEdf {
     classes: Vec<VecDeque<Entry>>,
-    /// Deadline of each class's front entry ([`EMPTY`] for an empty class).
-    fronts: Vec<Nanos>,
+    /// Front key of every non-empty class (and stale ones, see the module).
+    heads: BinaryHeap<Reverse<(Key, usize)>>,
     len: usize,
     seq: u64,
     /// Class holding the most urgent request (valid while `len > 0`).
@@ -66,7 +67,7 @@ impl ClassEdf {
         let m = classes.max(1);
         ClassEdf {
             classes: vec![VecDeque::new(); m],
-            fronts: vec![EMPTY; m],
+            heads: BinaryHeap::new(),
             len: 0,
             seq: 0,
             head: 0,
@@ -100,53 +101,21 @@ impl ClassEdf {
             None => q.push_back(e),
         }
         // `e` is the new front of its class: it may be the new head.
-        self.fronts[class] = deadline;
-        if self.len == 1 || (class != self.head && e.key() < self.head_entry().key()) {
-            self.head = class;
-            self.head_deadline = deadline;
-        } else if class == self.head {
-            self.head_deadline = deadline;
-        }
+        self.heads.push(Reverse((e.key(), class)));
+        self.settle();
     }
 
+    /// Drop stale heap entries from the top and cache the head (`len > 0`).
     #[inline]
-    fn head_entry(&self) -> &Entry {
-        self.classes[self.head].front().expect("head class is non-empty")
-    }
-
-    /// Recompute the class of the most urgent request (after a pop, `len > 0`): the
-    /// smallest front deadline, the first class holding it; the full keys decide when
-    /// another class ties with it.
-    #[inline]
-    fn refresh_head(&mut self) {
-        let (mut best, mut bd, mut tie) = (0, self.fronts[0], false);
-        for (i, &d) in self.fronts.iter().enumerate().skip(1) {
-            if d < bd {
-                (best, bd, tie) = (i, d, false);
-            } else if d == bd {
-                tie = true;
+    fn settle(&mut self) {
+        while let Some(&Reverse((k, c))) = self.heads.peek() {
+            if self.classes[c].front().is_some_and(|f| f.key() == k) {
+                self.head = c;
+                self.head_deadline = k.0;
+                return;
             }
+            self.heads.pop();
         }
-        if tie || bd == EMPTY {
-            best = self.exact_head();
-        }
-        self.head = best;
-        self.head_deadline = self.fronts[best];
-    }
-
-    /// The class of the most urgent request by full key comparison of the fronts.
-    #[cold]
-    fn exact_head(&self) -> usize {
-        let mut best: Option<(usize, (Nanos, Nanos, u64, u64))> = None;
-        for (i, q) in self.classes.iter().enumerate() {
-            if let Some(f) = q.front() {
-                let k = f.key();
-                if best.is_none_or(|(_, bk)| k < bk) {
-                    best = Some((i, k));
-                }
-            }
-        }
-        best.map_or(0, |b| b.0)
     }
 
     /// Remove and return the most urgent request with its deadline.
@@ -157,10 +126,14 @@ impl ClassEdf {
         }
         let q = &mut self.classes[self.head];
         let e = q.pop_front().expect("head class is non-empty");
-        self.fronts[self.head] = q.front().map_or(EMPTY, |f| f.deadline);
+        let next = q.front().map(|f| f.key());
+        self.heads.pop(); // the head's entry: settled at the top
+        if let Some(k) = next {
+            self.heads.push(Reverse((k, self.head)));
+        }
         self.len -= 1;
         if self.len > 0 {
-            self.refresh_head();
+            self.settle();
         }
         Some((e.req, e.deadline))
     }
