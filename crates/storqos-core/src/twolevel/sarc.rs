@@ -537,7 +537,7 @@ mod tests {
             let mut queues: Vec<VecDeque<u64>> = vec![VecDeque::new(); m];
             let mut got: Vec<(u64, Nanos)> = Vec::new();
             let mut next_periodic = 0;
-            let mut grant = |credits: &mut Vec<u64>, carry: &mut Vec<f64>| {
+            let grant = |credits: &mut Vec<u64>, carry: &mut Vec<f64>| {
                 for i in 0..m {
                     let t = amounts[i] + carry[i];
                     credits[i] = t.floor() as u64;
