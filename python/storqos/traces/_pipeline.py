@@ -118,6 +118,8 @@ def finish(
     # One lazy query: the arrival and the canonical casts in a single projection, run by
     # the streaming engine (in morsels: no whole-column intermediates to allocate).
     lf = raw.lazy().with_columns(arrival.alias("arrival_ns"))
+    if strict and raw.schema["offset"] == pl.Int64:  # checked 0..2**63-1: the same bits
+        lf = lf.with_columns(pl.col("offset").reinterpret(signed=False))
     if sort:
         lf = lf.sort("arrival_ns", maintain_order=True)
     columns = [c for c in raw.columns if c != "t"] + ["arrival_ns"]
