@@ -72,8 +72,9 @@ fn groups_to_dict<'py>(py: Python<'py>, key: &str, groups: &[GroupSummary]) -> P
         "mean_ns" => col(&|g| g.mean_response()),
         "mean_wait_ns" => col(&|g| g.mean_wait()),
     });
-    for (name, q) in QUANTILES {
-        d.set_item(name, col_u64(&|g| g.quantile(q)))?;
+    let qs: Vec<[u64; 5]> = sel.iter().map(|g| g.quantiles(QUANTILES.map(|(_, q)| q))).collect();
+    for (k, (name, _)) in QUANTILES.iter().enumerate() {
+        d.set_item(name, qs.iter().map(|v| v[k]).collect::<Vec<u64>>().into_pyarray(py))?;
     }
     d.set_item("max_ns", col_u64(&|g| g.max_response))?;
     let span = |g: &GroupSummary| {

@@ -280,6 +280,10 @@ impl LatencyHistogram {
         if other.total == 0 {
             return;
         }
+        if self.total == 0 {
+            self.clone_from(other);
+            return;
+        }
         if self.dense.is_empty() && !other.dense.is_empty() && self.total <= other.total {
             // Take the larger one's layout and add the smaller into it.
             let mut merged = other.clone();
@@ -291,10 +295,9 @@ impl LatencyHistogram {
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
         if !self.dense.is_empty() {
-            if let (Some((lo, _)), Some((hi, _))) = (other.buckets().next(), other.buckets().last()) {
-                self.cover(lo);
-                self.cover(hi);
-            }
+            // The lowest and highest buckets of `other` are those of its extremes.
+            self.cover(hdr_index(other.min));
+            self.cover(hdr_index(other.max));
         }
         for (i, c) in other.buckets() {
             if self.dense.is_empty() {
@@ -328,6 +331,38 @@ impl LatencyHistogram {
             }
         }
         0
+    }
+
+    /// [`LatencyHistogram::value_at_quantile`] of each of `qs` (ascending), in one pass.
+    pub fn values_at_quantiles<const N: usize>(&self, qs: [f64; N]) -> [u64; N] {
+        let mut out = [0u64; N];
+        let mut it = self.buckets();
+        let (mut seen, mut cur) = (0u64, None::<u32>);
+        for (k, &q) in qs.iter().enumerate() {
+            debug_assert!(k == 0 || q >= qs[k - 1], "quantiles in ascending order");
+            let q = q.min(1.0);
+            let want = ((q * self.total as f64).ceil() as u64).max(1);
+            while seen < want {
+                match it.next() {
+                    Some((i, c)) => {
+                        seen += c;
+                        cur = Some(i);
+                    }
+                    None => break,
+                }
+            }
+            out[k] = match cur {
+                Some(i) if seen >= want => {
+                    if q == 0.0 {
+                        hdr_lowest_value(i)
+                    } else {
+                        hdr_highest_value(i)
+                    }
+                }
+                _ => 0,
+            };
+        }
+        out
     }
 
     /// Values counted in the buckets up to the one of `v` (as `hdrhistogram`'s
@@ -428,9 +463,11 @@ mod tests {
                     assert_eq!(h.min(), reference.min(), "case {case}");
                     assert_eq!(hdr_index(h.max()), hdr_index(reference.max()), "case {case}");
                 }
-                for q in [0.0, 0.001, 0.25, 0.5, 0.9, 0.95, 0.99, 0.999, 1.0] {
+                let qs = [0.0, 0.001, 0.25, 0.5, 0.9, 0.95, 0.99, 0.999, 1.0];
+                for q in qs {
                     assert_eq!(h.value_at_quantile(q), reference.value_at_quantile(q), "case {case} q {q}");
                 }
+                assert_eq!(h.values_at_quantiles(qs), qs.map(|q| reference.value_at_quantile(q)), "case {case}");
                 for v in [0, 1, 2047, 2048, 1_000_000, 1_000_049, 123_456_789, HIST_MAX_NS] {
                     assert_eq!(h.count_at_most(v), reference.count_between(0, v), "case {case} v {v}");
                 }

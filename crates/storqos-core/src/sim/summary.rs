@@ -2,7 +2,7 @@
 //! per-window series (exact per-window percentiles from a buffer that is reused every
 //! window), scheduler gauges, and the optional per-request log.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use crate::request::Completion;
 pub use crate::sim::latency_hist::{LatencyHistogram, HIST_MAX_NS, HIST_SIGFIGS};
@@ -85,6 +85,14 @@ impl GroupSummary {
             self.hist.value_at_quantile(q).min(self.max_response)
         }
     }
+    /// [`GroupSummary::quantile`] of each of `qs` (ascending), in one pass.
+    pub fn quantiles<const N: usize>(&self, qs: [f64; N]) -> [Nanos; N] {
+        if self.completed == 0 {
+            return [0; N];
+        }
+        self.hist.values_at_quantiles(qs).map(|v| v.min(self.max_response))
+    }
+
     /// Add another summary's counts into this one.
     pub fn merge(&mut self, o: &GroupSummary) {
         self.completed += o.completed;
@@ -228,17 +236,16 @@ impl FastSummary {
 pub(crate) struct PairTable {
     keys: Vec<(u32, u32)>,
     groups: Vec<FastSummary>,
-    /// Group of (tenant, class) at `index[tenant][class]` ([`NO_GROUP`]: none yet), for
-    /// classes below [`DIRECT_CLASSES`]; larger class ids are looked up in `far`.
-    index: Vec<Vec<u32>>,
-    far: HashMap<(u32, u32), u32>,
+    /// Per tenant: its first class seen and that pair's group ([`NO_GROUP`]: none yet).
+    /// Most tenants have one class (most policies make it the tenant's id), so one read
+    /// of a dense array finds the group.
+    first: Vec<(u32, u32)>,
+    /// The groups of every other (tenant, class) pair.
+    more: FxHashMap<(u32, u32), u32>,
 }
 
-/// "No group yet" in [`PairTable::index`].
+/// "No group yet" in [`PairTable::first`].
 const NO_GROUP: u32 = u32::MAX;
-/// Class ids below this are looked up directly; policies number their classes densely
-/// from 0, so this bounds the table without ever being reached in practice.
-const DIRECT_CLASSES: u32 = 4096;
 
 impl PairTable {
     /// Account completions in order; each run of consecutive ones of the same (tenant,
@@ -266,38 +273,34 @@ impl PairTable {
     /// The group index of (tenant, class), created on first use.
     #[inline(always)]
     fn group(&mut self, tenant: u32, class: u32) -> usize {
-        match self.index.get(tenant as usize).and_then(|v| v.get(class as usize)) {
-            Some(&g) if g != NO_GROUP => g as usize,
+        match self.first.get(tenant as usize) {
+            Some(&(c, g)) if c == class && g != NO_GROUP => g as usize,
             _ => self.insert(tenant, class),
         }
     }
 
-    /// The group of a (tenant, class) pair not seen through the index yet: a new one,
-    /// or, for a class id past [`DIRECT_CLASSES`], the one in `far`.
+    /// The group of a (tenant, class) pair that is not its tenant's first: found in
+    /// `more`, or a new one.
     #[cold]
     fn insert(&mut self, tenant: u32, class: u32) -> usize {
-        if class >= DIRECT_CLASSES {
-            if let Some(&g) = self.far.get(&(tenant, class)) {
+        let t = tenant as usize;
+        if t >= self.first.len() {
+            self.first.resize(t + 1, (NO_GROUP, NO_GROUP));
+        }
+        if self.first[t].1 != NO_GROUP {
+            if let Some(&g) = self.more.get(&(tenant, class)) {
                 return g as usize;
             }
         }
         self.keys.push((tenant, class));
         self.groups.push(FastSummary::default());
-        let g = self.keys.len() - 1;
-        if class >= DIRECT_CLASSES {
-            self.far.insert((tenant, class), g as u32);
+        let g = (self.keys.len() - 1) as u32;
+        if self.first[t].1 == NO_GROUP {
+            self.first[t] = (class, g);
         } else {
-            let (t, k) = (tenant as usize, class as usize);
-            if t >= self.index.len() {
-                self.index.resize_with(t + 1, Vec::new);
-            }
-            let row = &mut self.index[t];
-            if k >= row.len() {
-                row.resize(k + 1, NO_GROUP);
-            }
-            row[k] = g as u32;
+            self.more.insert((tenant, class), g);
         }
-        g
+        g as usize
     }
 
     /// (per tenant, per class, overall), indexed by tenant / class id.
