@@ -51,7 +51,7 @@ def check_limit(limit: int | None) -> None:
 
 
 def finish(
-    raw: pl.DataFrame,
+    raw: pl.DataFrame | pl.LazyFrame,
     *,
     factor: int | float,
     sort: bool,
@@ -69,60 +69,65 @@ def finish(
     more than Int64 nanoseconds). Without ``strict`` the caller has checked every row; a span that
     still does not fit is an :class:`InputError` rather than a wrapped-around time.
     ``t_range``: the least and greatest ``t`` of ``raw`` (after ``limit``) if the caller
-    has them (not with ``strict``).
+    has them (not with ``strict``). ``raw`` may be a lazy query over the parsed columns
+    (``cols.lazy().select(...)``): its rows are then computed in morsels, by the checks
+    and by the conversion, and never held whole.
     """
+    lazy = raw.lazy()
     if limit is not None:
-        raw = raw.head(limit)
-    if raw.height == 0:
-        return conform(
-            raw.with_columns(pl.lit(0, pl.Int64).alias("arrival_ns")).drop("t")
-        )
+        lazy = lazy.head(limit)
+    schema = lazy.collect_schema()
     t = pl.col("t")
-    t_float = raw.schema["t"].is_float()
-    if strict and any(raw.select(_RAW_REQUIRED).null_count().row(0)):
-        raise Fallback
-    # Aggregates only (polars runs them in parallel), no per-row masks.
-    aggs = [t.min().alias("t0"), t.max().alias("t1")] if t_range is None or strict else []
+    t_float = schema["t"].is_float()
+    # Aggregates only (the streaming engine, in parallel), no per-row masks.
+    aggs = [pl.len().alias("n")]
+    if t_range is None or strict:
+        aggs += [t.min().alias("t0"), t.max().alias("t1")]
     if strict:
         aggs += [
+            pl.sum_horizontal([pl.col(c).null_count() for c in _RAW_REQUIRED]).alias("nulls"),
             pl.col("size").min().alias("size0"),
             pl.col("size").max().alias("size1"),
             pl.col("offset").min().alias("offset0"),
             pl.col("offset").max().alias("offset1"),  # a reader may parse offsets as UInt64
             (t.is_finite().all() if t_float else pl.lit(True)).alias("finite"),
         ]
-    if aggs:  # the streaming engine: quicker for a row of aggregates
-        t0, t1, *bounds = raw.lazy().select(aggs).collect(engine="streaming").row(0)
+    n, *bounds = lazy.select(aggs).collect(engine="streaming").row(0)
+    if n == 0:
+        return conform(lazy.collect().with_columns(pl.lit(0, pl.Int64).alias("arrival_ns")).drop("t"))
+    if t_range is None or strict:
+        t0, t1, *bounds = bounds
     else:
-        (t0, t1), bounds = t_range, []  # type: ignore[misc]
+        t0, t1 = t_range
     if strict:
-        size_min, size_max, offset_min, offset_max, finite = bounds
-    if strict and (
-        size_min <= 0
-        or size_max > MAX_SIZE
-        or offset_min < 0
-        or offset_max > MAX_INT64
-        or not finite
-        or (not sort and not raw["t"].is_sorted())
-    ):
-        raise Fallback
+        nulls, size_min, size_max, offset_min, offset_max, finite = bounds
+        if (
+            nulls
+            or size_min <= 0
+            or size_max > MAX_SIZE
+            or offset_min < 0
+            or offset_max > MAX_INT64
+            or not finite
+            or (not sort and not lazy.select(t).collect().to_series().is_sorted())
+        ):
+            raise Fallback
     if float(t1 - t0) * float(factor) >= MAX_INT64:
         if strict:
             raise Fallback
         raise InputError("timestamps span more than 2^63 ns (292 years): not a trace storqos can hold")
     rel = pl.col("t") - pl.lit(t0)
-    if raw.schema["t"].is_float() or isinstance(factor, float):
+    if t_float or isinstance(factor, float):
         arrival = (rel.cast(pl.Float64) * float(factor)).round(0).cast(pl.Int64)
     else:
         arrival = rel.cast(pl.Int64) * int(factor)
     # One lazy query: the arrival and the canonical casts in a single projection, run by
     # the streaming engine (in morsels: no whole-column intermediates to allocate).
-    lf = raw.lazy().with_columns(arrival.alias("arrival_ns"))
-    if strict and raw.schema["offset"] == pl.Int64:  # checked 0..2**63-1: the same bits
+    lf = lazy.with_columns(arrival.alias("arrival_ns"))
+    if strict and schema["offset"] == pl.Int64:  # checked 0..2**63-1: the same bits
         lf = lf.with_columns(pl.col("offset").reinterpret(signed=False))
     if sort:
         lf = lf.sort("arrival_ns", maintain_order=True)
-    columns = [c for c in raw.columns if c != "t"] + ["arrival_ns"]
+    columns = [c for c in schema.names() if c != "t"] + ["arrival_ns"]
     return lf.select(conform_exprs(columns)).collect(engine="streaming")
 
 

@@ -89,16 +89,16 @@ def _read(path: str | Path, time_unit: str, *, sort: bool, limit: int | None) ->
     try:
         cols = read_fields(p, _SCHEMA, separator=" ", limit=limit)
         bytes_ = scaled_columns(cols, {"lba": SECTOR_BYTES, "sectors": SECTOR_BYTES})
-        raw = cols.select(
+        fast = cols.lazy().select(  # computed in morsels by finish
             "t",
             ((pl.col("flags") & 1) == 1).alias("is_read"),
             bytes_["lba"].alias("offset"),
             bytes_["sectors"].alias("size"),
             "device",
         )
-        if raw.height == 0 and limit != 0:
+        if cols.height == 0 and limit != 0:
             raise no_requests(p)
-        return finish(raw, factor=factor, sort=sort, limit=limit)
+        return finish(fast, factor=factor, sort=sort, limit=limit)
     except Fallback:
         pass
     raw = parse_lines(p, _parse_line, skip_lines=0, unit_label=f" {unit}", ns_per_unit=factor, sort=sort, limit=limit)

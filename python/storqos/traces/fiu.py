@@ -99,7 +99,7 @@ def read_fiu(path: str | Path, *, sort: bool = False, limit: int | None = None) 
                 raise Fallback from None
             is_read = op == "R"
         bytes_ = scaled_columns(cols, {"lba": SECTOR_BYTES, "size": SECTOR_BYTES})
-        raw = cols.select(
+        fast = cols.lazy().select(  # computed in morsels by finish
             pl.col("ts").alias("t"),
             is_read.alias("is_read"),
             bytes_["lba"].alias("offset"),
@@ -107,9 +107,9 @@ def read_fiu(path: str | Path, *, sort: bool = False, limit: int | None = None) 
             joined(cols, ("major", "minor"), ",").alias("device"),
             "process",
         )
-        if raw.height == 0 and limit != 0:
+        if cols.height == 0 and limit != 0:
             raise no_requests(p)
-        return finish(raw, factor=1, sort=sort, limit=limit)
+        return finish(fast, factor=1, sort=sort, limit=limit)
     except Fallback:
         pass
     raw = parse_lines(

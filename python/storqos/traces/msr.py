@@ -97,7 +97,7 @@ def read_msr(path: str | Path, *, sort: bool = False, limit: int | None = None) 
             is_read = op == "read"
         # Fallback if a response time is negative or out of range once in ns
         response = scaled_columns(cols, {"resp": TICK_NS}, nonnegative=True)["resp"]
-        raw = cols.select(
+        fast = cols.lazy().select(  # computed in morsels by finish
             "t",
             is_read.alias("is_read"),
             "offset",
@@ -106,9 +106,9 @@ def read_msr(path: str | Path, *, sort: bool = False, limit: int | None = None) 
             response.alias("response_ns"),
             "host",
         )
-        if raw.height == 0 and limit != 0:
+        if cols.height == 0 and limit != 0:
             raise no_requests(p)
-        return finish(raw, factor=TICK_NS, sort=sort, limit=limit)
+        return finish(fast, factor=TICK_NS, sort=sort, limit=limit)
     except Fallback:
         pass
     raw = parse_lines(

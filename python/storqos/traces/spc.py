@@ -85,16 +85,16 @@ def read_spc(
             if not cols.select(op.is_in(["r", "w"]).all()).item():
                 raise Fallback from None
             is_read = op == "r"
-        raw = cols.select(
+        fast = cols.lazy().select(  # computed in morsels by finish
             "t",
             is_read.alias("is_read"),
             scaled_columns(cols, {"lba": SECTOR_BYTES})["lba"].alias("offset"),
             "size",
             "device",
         )
-        if raw.height == 0 and limit != 0:
+        if cols.height == 0 and limit != 0:
             raise no_requests(p)
-        return finish(raw, factor=factor, sort=sort, limit=limit)
+        return finish(fast, factor=factor, sort=sort, limit=limit)
     except Fallback:
         pass
     raw = parse_lines(p, _parse_line, skip_lines=0, unit_label=f" {unit}", ns_per_unit=factor, sort=sort, limit=limit)
