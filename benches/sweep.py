@@ -1,67 +1,155 @@
-"""A 64-point sweep run three ways, side by side: in one process, on the local process
-pool (2 workers) and on a 2-worker Dask LocalCluster (cluster start-up included), with a
-check that all three give identical results.
+"""A sweep of long runs (>= 1 s each) timed three ways in one invocation: in one process,
+on the local process pool and on a Dask LocalCluster (cluster start-up included), with
+the speed-ups over serial, where the parallel wall time went, and a check that every
+back end gives identical results.
 
-The experiment: examples/experiments/compare.toml's four tenants (real traces when
-../shared/traces is present) with mClock and WF2Q+ at 8 capacities × 4 seeds = 64 runs.
+The experiment: examples/experiments/compare.toml's four tenants (the real traces when
+../shared/traces is present: run from the repository root) under mClock and WF2Q+, at
+2 capacities × 8 seeds = 32 runs, each simulating 30,000 s (8.3 h; the closed-loop
+backup tenant runs all along: 12 M to 42 M requests per run).
 
-    .venv/bin/python benches/sweep.py [--workers 2] [--duration 300s]
+    .venv/bin/python benches/sweep.py [--workers 2] [--seeds 8] [--duration 30000s]
+        [--backends pool,dask] [--dask tcp://HOST:PORT]   # the latter: also an existing cluster
+
+Where the time goes, per parallel back end (k workers, W = the runs' own wall times
+summed, as measured inside the workers):
+
+- start-up: from the call to the first run starting (processes spawned, storqos and
+  dask imported there, the trace shipped);
+- imbalance: the time workers sat idle while others finished their last runs (k × wall
+  − W − k × start-up − k × tear-down, over k);
+- tear-down: from the last result to the call's return;
+- slow-down: W over the serial W (1.0 = runs as fast as alone; more = the workers
+  competed for the cores, with each other or with other processes);
+- efficiency: W / (k × wall), the share of the workers' time spent running runs (the
+  speed-up over serial is k × efficiency / slow-down: efficiency is the part the sweep
+  code controls, slow-down the part the machine does).
+
+Other processes' CPU use during each phase (mean cores busy) is printed too (the machine is shared: a
+parallel back end can only be as fast as the cores left to it); before each back end the
+script waits (up to --quiet-wait seconds) for the machine to be quiet.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import time
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
-from storqos.experiment import from_dict, run_experiment
+from storqos.experiment import Experiment, ExperimentResult, from_dict, run_experiment
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "experiments" / "compare.toml"
-CAPACITIES = ["1.2k", "1.3k", "1.4k", "1.5k", "1.6k", "1.8k", "2k", "2.5k"]
-SEEDS = [1, 2, 3, 4]
+CAPACITIES = ["1.2k", "1.4k"]
 POLICIES = [{"kind": "mclock"}, {"kind": "wf2q"}]
+
+
+def _busy_cpu_s() -> float:
+    """CPU-seconds every process of the machine has used so far (/proc/stat)."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    ticks = [int(f) for f in fields]
+    idle = ticks[3] + ticks[4]  # idle + iowait
+    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu_s() -> float:
+    """CPU-seconds used by this process and its (reaped) children."""
+    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
+                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
+@dataclass
+class Timing:
+    label: str
+    workers: int
+    wall: float
+    run_walls: float  # W: the runs' own wall times summed
+    startup: float  # call → first run starting
+    teardown: float  # last result → return
+    others_cpu: float  # CPU-seconds other processes used meanwhile
+    result: ExperimentResult
+
+
+def wait_quiet(limit_s: float, max_cores: float = 0.25) -> float:
+    """Wait (at most ``limit_s``) until other processes use under ``max_cores`` over a
+    second; return the cores they used in the last second measured."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        busy0, own0, t0 = _busy_cpu_s(), _own_cpu_s(), time.perf_counter()
+        time.sleep(1.0)
+        used = ((_busy_cpu_s() - busy0) - (_own_cpu_s() - own0)) / (time.perf_counter() - t0)
+        if used < max_cores or time.monotonic() >= deadline:
+            return used
+
+
+def timed(exp: Experiment, label: str, backend: str, workers: int | None, k: int) -> Timing:
+    done: dict[int, float] = {}
+    busy0, own0 = _busy_cpu_s(), _own_cpu_s()
+    t0 = time.perf_counter()
+    res = run_experiment(exp, backend=backend, workers=workers, on_done=lambda i: done.__setitem__(i, time.perf_counter()))
+    t1 = time.perf_counter()
+    others = max(0.0, (_busy_cpu_s() - busy0) - (_own_cpu_s() - own0))
+    if len(done) < len(res.outputs):  # the serial path reports runs too; be safe
+        done = {i: t1 for i in range(len(res.outputs))}
+    first_start = min(done[o.index] - o.wall_s for o in res.outputs)
+    return Timing(label, k, t1 - t0, sum(o.wall_s for o in res.outputs), max(0.0, first_start - t0),
+                  max(0.0, t1 - max(done.values())), others, res)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--duration", default="300s", help="simulated time per run (the closed-loop tenant keeps running after the traces end)")
+    ap.add_argument("--seeds", type=int, default=8, help="seeds per (policy, capacity): runs = 2 x 2 x SEEDS")
+    ap.add_argument("--duration", default="30000s", help="simulated time per run (the closed-loop tenant runs all along)")
+    ap.add_argument("--quiet-wait", type=float, default=60.0,
+                    help="before each back end, wait up to this many seconds for other processes to use < 0.25 core")
+    ap.add_argument("--backends", default="pool,dask", help="which of pool,dask to time beside serial")
+    ap.add_argument("--dask", default=None, help="also time an existing Dask scheduler (tcp://HOST:PORT)")
     args = ap.parse_args()
     raw = tomllib.loads(EXAMPLE.read_text())
-    raw.update(duration=args.duration, policy=POLICIES, grid={"device.capacity": CAPACITIES, "seed": SEEDS})
+    raw.update(duration=args.duration, window="60s", policy=POLICIES,
+               grid={"device.capacity": CAPACITIES, "seed": list(range(1, args.seeds + 1))})
     exp = from_dict(raw, base=EXAMPLE.parent, where=EXAMPLE.name, path=EXAMPLE)
-    n = len(exp.runs)
-    assert n == 64, n
-    requests = None
+    n, k = len(exp.runs), args.workers
+    plan: list[tuple[str, str, int | None, int]] = [("serial (1 process)", "serial", 1, 1)]  # the reference
+    if "pool" in args.backends.split(","):
+        plan.append((f"local process pool ({k} workers)", "local", k, k))
+    if "dask" in args.backends.split(","):
+        plan.append((f"Dask LocalCluster ({k} workers, start-up included)", f"local:{k}", None, k))
+    if args.dask:
+        from dask.distributed import Client
+
+        with Client(args.dask, timeout="10s") as c:
+            kd = sum(w["nthreads"] for w in c.scheduler_info()["workers"].values())
+        plan.append((f"Dask scheduler {args.dask} ({kd} worker threads)", args.dask, None, kd))
     rows = []
-    results = {}
-    for label, backend, workers in (
-        ("serial (1 process)", "serial", 1),
-        (f"local process pool ({args.workers} workers)", "local", args.workers),
-        (f"Dask LocalCluster ({args.workers} workers, start-up included)", f"local:{args.workers}", None),
-    ):
-        t0 = time.perf_counter()
-        res = run_experiment(exp, backend=backend, workers=workers)
-        wall = time.perf_counter() - t0
-        results[label] = res
-        if requests is None:
-            requests = sum(o.arrived for o in res.outputs)
-        rows.append((label, wall))
-    first = next(iter(results.values()))
+    for label, backend, workers, kk in plan:
+        wait_quiet(args.quiet_wait)
+        rows.append(timed(exp, label, backend, workers, kk))
+    serial = rows[0]
+    first = serial.result
     identical = all(
-        r.tenants.equals(first.tenants) and r.windows.equals(first.windows) and r.cdf.equals(first.cdf)
-        for r in results.values()
+        r.result.tenants.equals(first.tenants) and r.result.windows.equals(first.windows) and r.result.cdf.equals(first.cdf)
+        for r in rows
     )
-    print(f"64-point sweep ({len(POLICIES)} policies x {len(CAPACITIES)} capacities x {len(SEEDS)} seeds), "
-          f"{requests:,} simulated requests, {args.duration} per run, {os.cpu_count()} CPUs")
-    print("| backend | wall (s) | runs/s | speed-up vs serial |")
-    print("|---|---:|---:|---:|")
-    for label, wall in rows:
-        print(f"| {label} | {wall:.2f} | {n / wall:.1f} | {rows[0][1] / wall:.2f}x |")
-    print(f"identical results on every backend: {identical}")
+    walls = [o.wall_s for o in first.outputs]
+    requests = sum(o.arrived for o in first.outputs)
+    print(f"{n}-run sweep ({len(POLICIES)} policies x {len(CAPACITIES)} capacities x {args.seeds} seeds), "
+          f"{args.duration} simulated per run, {requests / 1e6:,.0f} M simulated requests; "
+          f"serial run walls {min(walls):.2f}-{max(walls):.2f} s; {os.cpu_count()} CPUs")
+    print("| back end | wall (s) | speed-up vs serial | efficiency | start-up (s) | imbalance (s) | tear-down (s) "
+          "| slow-down of runs | other processes' CPU (cores) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        imbalance = max(0.0, (r.workers * r.wall - r.run_walls) / r.workers - r.startup - r.teardown)
+        print(f"| {r.label} | {r.wall:.2f} | **{serial.wall / r.wall:.2f}x** | {r.run_walls / (r.workers * r.wall):.2f} | "
+              f"{r.startup:.2f} | {imbalance if r.workers > 1 else 0.0:.2f} | {r.teardown:.2f} | "
+              f"{r.run_walls / serial.run_walls:.2f} | {r.others_cpu / r.wall:.2f} |")
+    print(f"identical results on every back end: {identical}")
     assert identical
 
 

@@ -10,7 +10,11 @@ Backends (the ``--dask`` / ``--workers`` options of ``storqos run``):
   ``spawn`` start method (forking a process that holds polars' thread pool can
   deadlock); ``workers`` processes (default: the CPU count, at most the number of runs).
 - ``"serial"``: in this process, one run after the other (debugging, tiny sweeps).
-- ``"tcp://HOST:8786"``: a running Dask scheduler (``dask.distributed.Client``).
+- ``"tcp://HOST:8786"``: a running Dask scheduler (``dask.distributed.Client``), e.g.
+  ``dask scheduler`` and ``dask worker tcp://HOST:8786 --nthreads 1`` on each machine;
+  the workers need the same storqos installed (runs are sent by reference to
+  :func:`storqos.experiment.run_one`). tests/python/test_sweep_dask.py runs a sweep on
+  such a cluster (a scheduler and 2 workers on 127.0.0.1) against a serial run.
 - ``"local:N"``: a Dask ``LocalCluster`` of N single-threaded worker processes, started
   for the sweep and closed after it.
 
