@@ -23,7 +23,7 @@ import time
 REQUESTS = 1_000_000
 CAPACITY = 100_000.0
 TENANTS = (2, 16, 256, 4096, 65536)
-POLICIES = ("fcfs", "edf", "wf2q", "sfq", "yfq", "mclock", "sarc+avatar", "sarc+facade", "miser")
+POLICIES = ("fcfs", "edf", "wf2q", "sfq", "yfq", "mclock", "fclb", "sarc+avatar", "sarc+facade", "miser")
 
 
 def policy(name: str, n: int) -> dict[str, object]:
@@ -37,6 +37,8 @@ def policy(name: str, n: int) -> dict[str, object]:
         return policy_spec(name, reservations=["0"] * n)
     if name == "edf":
         return policy_spec(name, deadlines=[f"{10 + i % 7}ms" for i in range(n)])
+    if name == "fclb":
+        return policy_spec(name, workloads=[f"{per:g}:100ms"] * n)
     if name == "miser":
         return policy_spec(name, cmin=f"{0.8 * CAPACITY:g}", deadlines=["10ms"])
     if name.startswith("sarc"):

@@ -27,7 +27,8 @@
 //!
 //! Tenants without a configured workload pass straight to the back end, unmonitored.
 
-use std::collections::{HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use serde::Deserialize;
 
@@ -159,6 +160,8 @@ struct Workload {
     monitor: Monitor,
     /// The bucket held a request back during the current period.
     throttled: bool,
+    /// The workload has an entry in [`Fclb::due`].
+    in_due: bool,
 }
 
 /// The feedback-controlled leaky bucket in front of a back-end scheduler.
@@ -172,6 +175,10 @@ pub struct Fclb<S> {
     workloads: Vec<Workload>,
     /// Release time of every request passed to the back end and not yet completed.
     released: HashMap<u64, Nanos>,
+    /// Workloads with requests waiting, by the time their next token arrives: a release
+    /// visits only the workloads whose token is due, not all of them (the rates, and so
+    /// these times, change only at the end of a control period, which rebuilds it).
+    due: BinaryHeap<Reverse<(Nanos, usize)>>,
     held: usize,
     next_control: Nanos,
     /// The latest time any call brought (for gauges and timers).
@@ -205,6 +212,7 @@ impl<S: Scheduler> Fclb<S> {
                 waiting: VecDeque::new(),
                 monitor: Monitor::new(w.rt_ns),
                 throttled: false,
+                in_due: false,
             });
         }
         Ok(Fclb {
@@ -215,6 +223,7 @@ impl<S: Scheduler> Fclb<S> {
             anti_windup: true,
             workloads: ws,
             released: HashMap::new(),
+            due: BinaryHeap::new(),
             held: 0,
             next_control: CONTROL_PERIOD,
             now: 0,
@@ -273,9 +282,21 @@ impl<S: Scheduler> Fclb<S> {
         self.periods
     }
 
-    /// Pass every request whose token has arrived to the back end.
+    /// Pass every request whose token has arrived to the back end, workload by workload
+    /// in index order.
     fn release(&mut self, now: Nanos) {
-        for w in &mut self.workloads {
+        let mut ready: Vec<usize> = Vec::new();
+        while let Some(&Reverse((t, i))) = self.due.peek() {
+            if t > now {
+                break;
+            }
+            self.due.pop();
+            self.workloads[i].in_due = false;
+            ready.push(i);
+        }
+        ready.sort_unstable();
+        for i in ready {
+            let w = &mut self.workloads[i];
             while let Some(req) = w.waiting.front().copied() {
                 if !w.bucket.try_take(now) {
                     w.throttled = true;
@@ -286,6 +307,16 @@ impl<S: Scheduler> Fclb<S> {
                 self.released.insert(req.id, now);
                 self.inner.enqueue(req, now);
             }
+            self.wait_for_token(i, now);
+        }
+    }
+
+    /// Workload `i`, if it has requests waiting, waits for its next token.
+    fn wait_for_token(&mut self, i: usize, now: Nanos) {
+        let w = &mut self.workloads[i];
+        if !w.in_due && !w.waiting.is_empty() {
+            w.in_due = true;
+            self.due.push(Reverse((w.bucket.next_token_at(now), i)));
         }
     }
 
@@ -305,6 +336,12 @@ impl<S: Scheduler> Fclb<S> {
                 }
             }
             w.throttled = !w.waiting.is_empty();
+        }
+        // New rates, new token times.
+        self.due.clear();
+        for i in 0..self.workloads.len() {
+            self.workloads[i].in_due = false;
+            self.wait_for_token(i, now);
         }
     }
 
@@ -332,7 +369,11 @@ impl<S: Scheduler> Scheduler for Fclb<S> {
         if i < self.workloads.len() && self.mode != Mode::Off {
             self.workloads[i].waiting.push_back(req);
             self.held += 1;
+            self.wait_for_token(i, now);
             self.release(now);
+            if !self.workloads[i].waiting.is_empty() {
+                self.workloads[i].throttled = true;
+            }
         } else {
             if i < self.workloads.len() {
                 self.released.insert(req.id, now);
@@ -361,10 +402,8 @@ impl<S: Scheduler> Scheduler for Fclb<S> {
         if !self.workloads.is_empty() {
             earliest(self.next_control);
         }
-        for w in &self.workloads {
-            if !w.waiting.is_empty() {
-                earliest(w.bucket.next_token_at(self.now));
-            }
+        if let Some(&Reverse((at, _))) = self.due.peek() {
+            earliest(at.max(self.now));
         }
         t
     }
