@@ -53,7 +53,6 @@ def one(name: str, n: int, requests: int) -> dict[str, object]:
 
     import numpy as np
     import polars as pl
-
     import storqos
 
     rng = np.random.default_rng(1)

@@ -97,6 +97,10 @@ pub struct Yfq {
     max_finish: f64,
     /// Backlogged flows keyed by their head: (F, head arrival, flow).
     heads: BinaryHeap<Reverse<(VTime, Nanos, u32)>>,
+    /// Backlogged flows keyed by their head's start tag (stale entries, whose flow has
+    /// another head by now, are dropped when they reach the top): rule 2's smallest
+    /// start tag in `O(log n)` instead of a scan of every backlogged flow.
+    starts: BinaryHeap<Reverse<(VTime, u32)>>,
     /// Requests of the current batch in service: (request id, start tag).
     in_service: Vec<(u64, f64)>,
     /// Requests the current batch may still take (0 once it is closed).
@@ -119,6 +123,7 @@ impl Yfq {
             vtime: 0.0,
             max_finish: 0.0,
             heads: BinaryHeap::new(),
+            starts: BinaryHeap::new(),
             in_service: Vec::new(),
             batch_left: 0,
             queued: 0,
@@ -153,11 +158,14 @@ impl Yfq {
 
     /// Bring v up to the smallest start tag of the busy requests (rule 2).
     fn update_vtime(&mut self) {
-        let queued_min = self
-            .heads
-            .iter()
-            .map(|Reverse((_, _, k))| self.flows[*k as usize].queue.front().map_or(f64::INFINITY, |t| t.start))
-            .fold(f64::INFINITY, f64::min);
+        let mut queued_min = f64::INFINITY;
+        while let Some(&Reverse((VTime(start), k))) = self.starts.peek() {
+            if self.flows[k as usize].queue.front().is_some_and(|t| t.start == start) {
+                queued_min = start;
+                break;
+            }
+            self.starts.pop();
+        }
         let busy_min = self.in_service.iter().map(|&(_, s)| s).fold(queued_min, f64::min);
         if busy_min.is_finite() {
             self.vtime = self.vtime.max(busy_min);
@@ -197,6 +205,7 @@ impl Scheduler for Yfq {
         self.queued += 1;
         if was_idle {
             self.heads.push(Reverse((VTime::new(finish), req.arrival, k)));
+            self.starts.push(Reverse((VTime::new(start), k)));
         }
     }
 
@@ -216,6 +225,7 @@ impl Scheduler for Yfq {
         if let Some(next) = f.queue.front() {
             debug_assert!(next.finish >= t.finish, "finish tags grow within a flow");
             self.heads.push(Reverse((VTime::new(next.finish), next.req.arrival, k)));
+            self.starts.push(Reverse((VTime::new(next.start), k)));
         }
         self.queued -= 1;
         self.batch_left -= 1;
