@@ -160,7 +160,31 @@ impl FastSummary {
     /// Account one completion (as [`GroupSummary::record`]).
     #[inline(always)]
     pub fn record(&mut self, c: &Completion) {
-        self.record_run(std::slice::from_ref(c));
+        let r = c.response();
+        self.completed += 1;
+        self.bytes += c.req.bytes as u64;
+        self.sum_response += r as u128;
+        self.sum_wait += c.wait() as u128;
+        self.max_response = self.max_response.max(r);
+        self.first_arrival = self.first_arrival.min(c.req.arrival);
+        self.last_finish = self.last_finish.max(c.finish);
+        self.record_value(r.clamp(1, HIST_MAX_NS));
+    }
+
+    /// Count one response time (clamped) in the histogram, or in the pending batch
+    /// while the histogram is sparse.
+    #[inline(always)]
+    fn record_value(&mut self, v: Nanos) {
+        if self.hist.is_dense() {
+            self.hist.record(v);
+        } else {
+            self.pending.push(crate::sim::latency_hist::hdr_index(v));
+            self.pending_lo = self.pending_lo.min(v);
+            self.pending_hi = self.pending_hi.max(v);
+            if self.pending.len() >= PENDING_BATCH {
+                self.flush_pending();
+            }
+        }
     }
 
     /// Account completions in order (as [`FastSummary::record`] on each), with the sums
@@ -183,12 +207,7 @@ impl FastSummary {
             self.hist.record_all(values);
         } else {
             for v in values {
-                self.pending.push(crate::sim::latency_hist::hdr_index(v));
-                self.pending_lo = self.pending_lo.min(v);
-                self.pending_hi = self.pending_hi.max(v);
-            }
-            if self.pending.len() >= PENDING_BATCH {
-                self.flush_pending();
+                self.record_value(v);
             }
         }
         self.completed += cs.len() as u64;
