@@ -6,7 +6,8 @@ state: no two consecutive requests share a tenant's cache lines), arrivals are P
 90 % of a 100,000-IOPS constant-rate device, and every policy gets per-tenant parameters
 (equal weights, zero reservations, a deadline or an SLO per tenant). Every (policy,
 tenants) point runs in its own process, so that its peak RSS (VmHWM, the Python
-interpreter and polars included) is its own.
+interpreter and polars included) is its own; its time is the median of ``--repeats``
+calls in that process (this machine moves ±25 % from one process to the next).
 
     .venv/bin/python benches/tenants_scale.py                 # the table
     .venv/bin/python benches/tenants_scale.py --tenants 65536 # one column
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -47,8 +49,8 @@ def policy(name: str, n: int) -> dict[str, object]:
     return policy_spec(name)
 
 
-def one(name: str, n: int, requests: int) -> dict[str, object]:
-    """One run in this process."""
+def one(name: str, n: int, requests: int, repeats: int) -> dict[str, object]:
+    """One point in this process: the median wall of ``repeats`` calls."""
     import resource
 
     import numpy as np
@@ -61,10 +63,13 @@ def one(name: str, n: int, requests: int) -> dict[str, object]:
                        "size": np.full(requests, 4096, np.uint32), "offset": np.zeros(requests, np.uint64),
                        "is_read": np.ones(requests, bool)})
     spec = policy(name, n)
-    t0 = time.perf_counter()
-    r = storqos.simulate(df, spec, "constant", capacity=CAPACITY)
-    wall = time.perf_counter() - t0
-    assert r.total["completed"][0] == requests, r.total
+    walls = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        r = storqos.simulate(df, spec, "constant", capacity=CAPACITY)
+        walls.append(time.perf_counter() - t0)
+        assert r.total["completed"][0] == requests, r.total
+    wall = statistics.median(walls)
     return {"policy": name, "tenants": n, "wall_s": wall, "ns_per_request": wall * 1e9 / requests,
             "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
@@ -74,15 +79,17 @@ def main() -> None:
     ap.add_argument("--tenants", type=int, nargs="*", default=list(TENANTS))
     ap.add_argument("--policies", nargs="*", default=list(POLICIES))
     ap.add_argument("--requests", type=int, default=REQUESTS)
+    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--one", nargs=2, metavar=("POLICY", "TENANTS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(one(args.one[0], int(args.one[1]), args.requests)))
+        print(json.dumps(one(args.one[0], int(args.one[1]), args.requests, args.repeats)))
         return
     rows: dict[tuple[str, int], dict[str, float]] = {}
     for name in args.policies:
         for n in args.tenants:
-            p = subprocess.run([sys.executable, __file__, "--one", name, str(n), "--requests", str(args.requests)],
+            p = subprocess.run([sys.executable, __file__, "--one", name, str(n), "--requests", str(args.requests),
+                                "--repeats", str(args.repeats)],
                                capture_output=True, text=True, timeout=600)
             if p.returncode != 0:
                 print(f"{name} @ {n}: failed: {p.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
@@ -90,8 +97,8 @@ def main() -> None:
             rows[(name, n)] = json.loads(p.stdout)
             print(f"  {name:12} {n:>6} tenants: {rows[(name, n)]['ns_per_request']:8.0f} ns/request, "
                   f"peak RSS {rows[(name, n)]['peak_rss_mib']:6.0f} MiB", file=sys.stderr)
-    print(f"\n{args.requests:,} requests, ns per request (wall of storqos.simulate / requests), "
-          "peak RSS in MiB in brackets\n")
+    print(f"\n{args.requests:,} requests, ns per request (median wall of {args.repeats} storqos.simulate calls / "
+          "requests), peak RSS in MiB in brackets\n")
     print("| policy | " + " | ".join(f"{n:,}" for n in args.tenants) + " | 4,096 ÷ 2 |")
     print("|---|" + "---:|" * (len(args.tenants) + 1))
     for name in args.policies:
