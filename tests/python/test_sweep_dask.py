@@ -21,48 +21,12 @@ from typing import IO
 
 import polars as pl
 import pytest
+from test_experiment import SMALL
 
-#: 2 policies × 2 capacities × 2 seeds = 8 runs of ~0.1 s: the bundled WebSearch
-#: excerpt, an on/off generator and a closed-loop client (its think times use the seed).
-EXPERIMENT = """
-name = "dask-sweep"
-seed = 5
-duration = "3s"
-window = "500ms"
-
-[device]
-kind = "constant"
-capacity = "900"
-
-[[trace]]
-name = "web"
-path = "bundled:websearch"
-weight = 2
-reservation = "300"
-slo = "10ms"
-
-[[tenant]]
-name = "batch"
-generator = { kind = "onoff", rate_on = "1k", rate_off = 0, mean_on = "100ms", mean_off = "900ms" }
-weight = 1
-slo = "50ms"
-
-[[tenant]]
-name = "backup"
-closed = { outstanding = 4, think = "1ms", think_exponential = true, size = "64KiB" }
-weight = 1
-limit = "150"
-
-[[policy]]
-kind = "mclock"
-
-[[policy]]
-kind = "wf2q"
-
-[grid]
-"device.capacity" = ["800", "1.2k"]
-seed = [5, 6]
-"""
+#: test_experiment's small grid (the bundled WebSearch excerpt, an on/off generator and
+#: a closed-loop client whose think times use the seed) with two seeds: 2 policies × 2
+#: capacities × 2 seeds = 8 runs of ~0.1 s.
+EXPERIMENT = SMALL.replace('name = "small"', 'name = "dask-sweep"').replace("seed = 3", "seed = 5") + "seed = [5, 6]\n"
 
 #: Upper bounds on every wait (seconds).
 START_TIMEOUT = 60.0
