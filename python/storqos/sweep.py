@@ -121,6 +121,23 @@ def map_runs(
     return _map_dask(fn, items, shared, key_of, backend, on_done)
 
 
+
+def _probe_scheduler(address: str) -> None:
+    """Fail at once, in one line, when nothing listens at a ``tcp://HOST:PORT`` scheduler
+    address (distributed itself retries until its 10 s timeout)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    u = urlsplit(address)
+    if u.scheme != "tcp" or not u.hostname or u.port is None:
+        return
+    try:
+        socket.create_connection((u.hostname, u.port), timeout=3.0).close()
+    except OSError as e:
+        reason = e.strerror or str(e) or type(e).__name__
+        raise InputError(f"cannot reach the Dask scheduler at {address}: {reason}", "--dask") from None
+
+
 def _map_dask(
     fn: Callable[[Any, Any], Any],
     items: Sequence[Any],
@@ -148,6 +165,7 @@ def _map_dask(
             )
             client = Client(cluster)
         else:
+            _probe_scheduler(backend)
             try:
                 client = Client(backend, timeout="10s")
             except OSError as e:

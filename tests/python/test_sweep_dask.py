@@ -144,4 +144,4 @@ def test_unreachable_dask_scheduler_is_one_line_error(tmp_path: Path) -> None:
     r = _run(str(exp), "--dask", f"tcp://127.0.0.1:{port}", "--out", str(tmp_path / "o"), cwd=tmp_path)
     assert r.returncode == 2, (r.returncode, r.stderr)
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "cannot reach the Dask scheduler" in lines[0], r.stderr
+    assert len(lines) == 1 and "cannot reach the Dask scheduler" in lines[0] and "refused" in lines[0], r.stderr
