@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from storqos.errors import InputError
 from storqos.traces import msr, read_trace, spc, tabular
-from storqos.traces._lines import parse_lines, read_fields
+from storqos.traces._lines import parse_lines, read_op_fields
 from storqos.traces._pipeline import finish
 
 N = 3_000  # past the typed CSV read's 1,000-row sample
@@ -140,7 +140,8 @@ def test_spc_typed_read_matches_exact(tmp_path: Path) -> None:
     lines = [f"{d},{lba},{s * 512},{o},{t / 1e9:.9f}"
              for d, lba, s, o, t in zip(f["dev"], f["lba"], f["sectors"], ops, f["t_ns"], strict=True)]
     p.write_text("\n".join(lines) + "\n")
-    read_fields(p, spc._FAST_SCHEMA, separator=",", squeeze=False)  # the typed read takes it
+    cols, _ = read_op_fields(p, spc._SCHEMA, op_words=("r", "w"), fast_types=spc._FAST_TYPES, separator=",")
+    assert isinstance(cols.schema["op"], pl.Enum)  # the typed read takes it
     _equal(spc.read_spc(p), _exact(p, spc._parse_line, skip=0, factor=10**9))
     # a spelling outside the typed schema's words, past the start: still read
     lines[2_000] = lines[2_000].replace(",r,", ",x,").replace(",W,", ",x,").replace(",R,", ",x,")
@@ -163,7 +164,9 @@ def test_msr_typed_read_matches_exact(tmp_path: Path, volumes: int) -> None:
             zip(f["t_ns"], words, f["lba"], f["sectors"], f["lat"], strict=True))
     ]
     p.write_text("Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime\n" + "\n".join(lines) + "\n")
-    read_fields(p, msr._FAST_SCHEMA, separator=",", skip_lines=1, squeeze=False)  # the typed read takes it
+    cols, _ = read_op_fields(p, msr._SCHEMA, op_words=("read", "write"), fast_types=msr._FAST_TYPES,
+                             separator=",", skip_lines=1)
+    assert isinstance(cols.schema["op"], pl.Enum)  # the typed read takes it
     exact = _exact(p, msr._parse_line, skip=1, factor=msr.TICK_NS, extras=msr._EXTRAS, t_dtype=pl.Int64())
     _equal(msr.read_msr(p), exact)
     lines[1_000] = lines[1_000].replace("Write", "wRiTe").replace("Read", "wRiTe").replace("read", "wRiTe")
@@ -185,8 +188,9 @@ def test_fiu_and_disksim_typed_reads_match_exact(tmp_path: Path, devices: int) -
     p.write_text("".join(
         f"{t} 42 nfsd {lba} {s} {o} 8 {d} 2c4787c7\n"
         for t, lba, s, o, d in zip(f["t_ns"], f["lba"], f["sectors"], ops, dev, strict=True)))
-    read_fields(p, {**{k: v for k, v in fiu._TYPES.items() if k != "row"}, "op": fiu._OP_ENUM},
-                separator=" ", squeeze=False)  # the typed read takes it
+    cols, _ = read_op_fields(p, {k: v for k, v in fiu._TYPES.items() if k != "row"}, op_words=("r", "w"),
+                             separator=" ")
+    assert isinstance(cols.schema["op"], pl.Enum)  # the typed read takes it
     exact = _exact(p, fiu._line_parser(False), skip=0, factor=1, extras=fiu._EXTRAS, t_dtype=pl.Int64())
     _equal(fiu.read_fiu(p), exact)
     q = tmp_path / "t.trace"

@@ -145,6 +145,39 @@ def joined(cols: pl.DataFrame, columns: tuple[str, str], separator: str) -> pl.E
     return pl.concat_str([a, b], separator=separator)
 
 
+def read_op_fields(
+    path: Path,
+    schema: dict[str, pl.DataType],
+    *,
+    op_words: tuple[str, str],
+    fast_types: dict[str, pl.DataType] | None = None,
+    separator: str,
+    skip_lines: int = 0,
+    limit: int | None = None,
+) -> tuple[pl.DataFrame, pl.Expr]:
+    """:func:`read_fields` for a file whose ``op`` column holds a read or a write word
+    (``op_words``, lower case): first with the op as a :class:`polars.Enum` of the words
+    in lower, upper and capitalised case (and the ``fast_types`` overrides), checked
+    while parsing; if that fails (blanks around fields, another spelling), with the op
+    as text, compared case-blind. Returns the columns and the ``is_read`` expression;
+    raises :class:`Fallback` for a word that is neither."""
+    read, write = op_words
+
+    def spellings(w: str) -> list[str]:
+        return list(dict.fromkeys([w, w.upper(), w.capitalize()]))
+
+    try:
+        fast = {**schema, **(fast_types or {}), "op": pl.Enum([*spellings(read), *spellings(write)])}
+        cols = read_fields(path, fast, separator=separator, skip_lines=skip_lines, limit=limit, squeeze=False)
+        return cols, pl.col("op").is_in(spellings(read))
+    except Fallback:
+        cols = read_fields(path, schema, separator=separator, skip_lines=skip_lines, limit=limit)
+        op = pl.col("op").str.to_lowercase()
+        if not cols.select(op.is_in([read, write]).all()).item():
+            raise Fallback from None
+        return cols, op == read
+
+
 def op_error(i: int, name: str, token: str, expected: str) -> FieldError:
     """The message for an operation field that is neither read nor write."""
     return FieldError(f"unknown op {token!r} in field {i + 1} ({name}); expected {expected}")
@@ -295,8 +328,8 @@ def read_fields(
 
     The schema may name a :class:`polars.Enum` for a column of known words (``r``/``w``):
     polars then rejects any other word while parsing, and the reader maps words to
-    values without a pass of string operations (a reader tries such a schema first, with
-    ``squeeze=False``, then its all-text one).
+    values without a pass of string operations (:func:`read_op_fields` tries such a
+    schema first, with ``squeeze=False``, then the all-text one).
     """
     n_rows = None if limit is None else limit + 16
     try:

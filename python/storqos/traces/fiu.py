@@ -29,7 +29,7 @@ from storqos.traces._lines import (
     joined,
     op_error,
     parse_lines,
-    read_fields,
+    read_op_fields,
     scaled_columns,
     size_field,
 )
@@ -50,8 +50,6 @@ _TYPES: dict[str, pl.DataType] = {
     "md5": pl.String(),
 }
 _EXTRAS: dict[str, pl.DataType] = {"process": pl.String()}
-#: The op as the typed read first parses it (any other word fails the parse).
-_OP_ENUM = pl.Enum(["R", "W", "r", "w"])
 
 
 def is_pandas_header(first_line: bytes) -> bool:
@@ -88,16 +86,8 @@ def read_fiu(path: str | Path, *, sort: bool = False, limit: int | None = None) 
     schema = dict(_TYPES) if pandas else {k: v for k, v in _TYPES.items() if k != "row"}
     separator, skip = ("\t", 1) if pandas else (" ", 0)
     try:
-        try:
-            cols = read_fields(p, {**schema, "op": _OP_ENUM}, separator=separator, skip_lines=skip,
-                               limit=limit, squeeze=False)
-            is_read = pl.col("op").is_in(["R", "r"])
-        except Fallback:  # blanks around fields, or an unknown op: read it as text
-            cols = read_fields(p, schema, separator=separator, skip_lines=skip, limit=limit)
-            op = pl.col("op").str.to_uppercase()
-            if not cols.select(op.is_in(["R", "W"]).all()).item():
-                raise Fallback from None
-            is_read = op == "R"
+        cols, is_read = read_op_fields(p, schema, op_words=("r", "w"), separator=separator, skip_lines=skip,
+                                       limit=limit)
         bytes_ = scaled_columns(cols, {"lba": SECTOR_BYTES, "size": SECTOR_BYTES})
         fast = cols.lazy().select(  # computed in morsels by finish
             pl.col("ts").alias("t"),

@@ -29,7 +29,7 @@ from storqos.traces._lines import (
     joined,
     op_error,
     parse_lines,
-    read_fields,
+    read_op_fields,
     scaled_columns,
     size_field,
 )
@@ -48,14 +48,8 @@ _SCHEMA: dict[str, pl.DataType] = {
     "resp": pl.Int64(),
 }
 _NAMES = "Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime"
-_READ_WORDS = ["Read", "read", "READ"]
-#: The first schema tried: the type as one of the usual spellings, checked while parsing.
-_FAST_SCHEMA: dict[str, pl.DataType] = {
-    **_SCHEMA,
-    "op": pl.Enum([*_READ_WORDS, "Write", "write", "WRITE"]),
-    "offset": pl.UInt64(),  # canonical dtypes (a negative value fails to parse)
-    "size": pl.UInt32(),
-}
+#: Canonical dtypes for the first, typed read (a negative value fails to parse).
+_FAST_TYPES: dict[str, pl.DataType] = {"offset": pl.UInt64(), "size": pl.UInt32()}
 _EXTRAS: dict[str, pl.DataType] = {"response_ns": pl.Int64(), "host": pl.String()}
 
 
@@ -86,15 +80,8 @@ def read_msr(path: str | Path, *, sort: bool = False, limit: int | None = None) 
     p = source_file(path)
     skip = _header_lines(p)
     try:
-        try:
-            cols = read_fields(p, _FAST_SCHEMA, separator=",", skip_lines=skip, limit=limit, squeeze=False)
-            is_read = pl.col("op").is_in(_READ_WORDS)
-        except Fallback:  # blanks around fields, or another spelling: read the type as text
-            cols = read_fields(p, _SCHEMA, separator=",", skip_lines=skip, limit=limit)
-            op = pl.col("op").str.to_lowercase()
-            if not cols.select(op.is_in(["read", "write"]).all()).item():
-                raise Fallback from None
-            is_read = op == "read"
+        cols, is_read = read_op_fields(p, _SCHEMA, op_words=("read", "write"), fast_types=_FAST_TYPES,
+                                       separator=",", skip_lines=skip, limit=limit)
         # Fallback if a response time is negative or out of range once in ns
         response = scaled_columns(cols, {"resp": TICK_NS}, nonnegative=True)["resp"]
         fast = cols.lazy().select(  # computed in morsels by finish

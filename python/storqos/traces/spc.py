@@ -26,7 +26,7 @@ from storqos.traces._lines import (
     int_field,
     op_error,
     parse_lines,
-    read_fields,
+    read_op_fields,
     scaled_columns,
     size_field,
 )
@@ -43,12 +43,8 @@ _SCHEMA: dict[str, pl.DataType] = {
     "t": pl.Float64(),
 }
 _NAMES = "ASU,LBA,size,opcode,timestamp"
-#: The first schema tried: the opcode as one of four words, checked while parsing.
-_FAST_SCHEMA: dict[str, pl.DataType] = {
-    **_SCHEMA,
-    "op": pl.Enum(["r", "w", "R", "W"]),
-    "size": pl.UInt32(),  # the canonical dtype (a negative size fails to parse)
-}
+#: The canonical dtype for the first, typed read (a negative size fails to parse).
+_FAST_TYPES: dict[str, pl.DataType] = {"size": pl.UInt32()}
 
 
 def _parse_line(line: str) -> Record:
@@ -76,15 +72,8 @@ def read_spc(
     factor = unit_ns(unit)
     p = source_file(path)
     try:
-        try:
-            cols = read_fields(p, _FAST_SCHEMA, separator=",", limit=limit, squeeze=False)
-            is_read = pl.col("op").is_in(["r", "R"])
-        except Fallback:  # blanks around fields, or an unknown opcode: read it as text
-            cols = read_fields(p, _SCHEMA, separator=",", limit=limit)
-            op = pl.col("op").str.to_lowercase()
-            if not cols.select(op.is_in(["r", "w"]).all()).item():
-                raise Fallback from None
-            is_read = op == "r"
+        cols, is_read = read_op_fields(p, _SCHEMA, op_words=("r", "w"), fast_types=_FAST_TYPES, separator=",",
+                                       limit=limit)
         fast = cols.lazy().select(  # computed in morsels by finish
             "t",
             is_read.alias("is_read"),
