@@ -179,9 +179,7 @@ impl LatencyHistogram {
         }
         merged.extend(old);
         self.sparse = merged;
-        if self.sparse.len() > SPARSE_MAX_BUCKETS || self.total >= SPARSE_MAX_COUNT {
-            self.densify();
-        }
+        self.densify_if_due();
     }
 
     /// Add `n` to bucket `i` (totals and extremes are the caller's).
@@ -201,11 +199,21 @@ impl LatencyHistogram {
             self.dense[(i - self.base) as usize] += n;
             return;
         }
+        self.sparse_add(i, n);
+        self.densify_if_due();
+    }
+
+    /// Add `n` to bucket `i` of the sorted pairs.
+    fn sparse_add(&mut self, i: u32, n: u64) {
         match self.sparse.binary_search_by_key(&i, |&(k, _)| k) {
             Ok(p) => self.sparse[p].1 += n,
             Err(p) => self.sparse.insert(p, (i, n)),
         }
-        if self.sparse.len() > SPARSE_MAX_BUCKETS || self.total >= SPARSE_MAX_COUNT {
+    }
+
+    /// Turn dense once the pairs are many or the values counted are.
+    fn densify_if_due(&mut self) {
+        if !self.sparse.is_empty() && (self.sparse.len() > SPARSE_MAX_BUCKETS || self.total >= SPARSE_MAX_COUNT) {
             self.densify();
         }
     }
@@ -301,19 +309,13 @@ impl LatencyHistogram {
         }
         for (i, c) in other.buckets() {
             if self.dense.is_empty() {
-                match self.sparse.binary_search_by_key(&i, |&(k, _)| k) {
-                    Ok(p) => self.sparse[p].1 += c,
-                    Err(p) => self.sparse.insert(p, (i, c)),
-                }
+                self.sparse_add(i, c);
             } else {
                 self.dense[(i - self.base) as usize] += c;
             }
         }
-        if self.dense.is_empty()
-            && !self.sparse.is_empty()
-            && (self.sparse.len() > SPARSE_MAX_BUCKETS || self.total >= SPARSE_MAX_COUNT)
-        {
-            self.densify();
+        if self.dense.is_empty() {
+            self.densify_if_due();
         }
     }
 
@@ -321,16 +323,7 @@ impl LatencyHistogram {
     /// gives it: the highest value of the first bucket where the running count reaches
     /// ⌈q · n⌉ (at least 1); the lowest value of that bucket for q = 0; 0 when empty.
     pub fn value_at_quantile(&self, q: f64) -> u64 {
-        let q = q.min(1.0);
-        let want = ((q * self.total as f64).ceil() as u64).max(1);
-        let mut seen = 0u64;
-        for (i, c) in self.buckets() {
-            seen += c;
-            if seen >= want {
-                return if q == 0.0 { hdr_lowest_value(i) } else { hdr_highest_value(i) };
-            }
-        }
-        0
+        self.values_at_quantiles([q])[0]
     }
 
     /// [`LatencyHistogram::value_at_quantile`] of each of `qs` (ascending), in one pass.

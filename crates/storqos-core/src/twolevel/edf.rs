@@ -23,8 +23,7 @@
 //! matches its class's front).
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-use std::collections::VecDeque;
+use std::collections::{BinaryHeap, VecDeque};
 
 use crate::request::Request;
 use crate::time::Nanos;
