@@ -30,7 +30,7 @@ from .device_profile import DeviceProfile
 from .errors import InputError
 from .experiment import Experiment, Run
 from .gateway_process import GatewayProcess
-from .replay import ReplayResult
+from .replay import ReplayResult, replay
 
 #: Percentiles compared, besides IOPS.
 PERCENTILES = (50, 95, 99)
@@ -224,8 +224,6 @@ def _replay_on_schedule(df: pl.DataFrame, cfg: dict[str, Any], tenants: int, att
     """Replay ``df`` through a fresh gateway of ``cfg`` until a replay keeps to the
     schedule or ``attempts`` were made; the replay with the fewest late requests and how
     many were made."""
-    from .replay import replay
-
     best: ReplayResult | None = None
     for made in range(1, attempts + 1):
         with GatewayProcess(cfg) as gw:
