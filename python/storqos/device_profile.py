@@ -51,6 +51,25 @@ class ServicePoint(Table):
     #: [percentile, µs] pairs, percentiles rising
     percentiles_us: list[tuple[float, float]]
 
+    def quantile_table_us(self) -> list[tuple[float, float]]:
+        """The service-time quantile function the simulator draws from, in µs: the
+        minimum at 0, the measured percentiles, the top one closing at 1; rising."""
+        pts = [(0.0, self.min_us)] + [(q / 100, us) for q, us in self.percentiles_us]
+        pts[-1] = (1.0, pts[-1][1])
+        table: list[tuple[float, float]] = []
+        for q, us in pts:
+            if table and q <= table[-1][0]:
+                continue
+            table.append((q, max(us, table[-1][1]) if table else us))
+        return table
+
+    def table_mean_us(self) -> float:
+        """Mean of :meth:`quantile_table_us` under linear interpolation, as the
+        simulator's measured service computes it (not fio's ``mean_us``: the table
+        stops at the top percentile)."""
+        t = self.quantile_table_us()
+        return sum((q1 - q0) * (a + b) / 2 for (q0, a), (q1, b) in zip(t, t[1:], strict=False))
+
 
 class DepthPoint(Table):
     """Throughput and response time of 4 KiB random reads at one queue depth."""
@@ -82,9 +101,9 @@ class DeviceProfile(Table):
 
     def scale(self) -> float:
         """Factor from a class's measured response time at depth 1 to its service time
-        in the model: k / capacity over the 4 KiB random read's mean."""
-        base = self._base()
-        return (self.parallelism / self.capacity_iops * 1e6) / base.mean_us
+        in the model: k / capacity over the mean of the 4 KiB random read's table, so
+        that k servers drawing from it serve the measured capacity."""
+        return (self.parallelism / self.capacity_iops * 1e6) / self._base().table_mean_us()
 
     def _base(self) -> ServicePoint:
         reads = [p for p in self.service if p.op == "read" and p.pattern == "random"] or self.service
@@ -95,14 +114,7 @@ class DeviceProfile(Table):
         s = self.scale()
         classes = []
         for p in self.service:
-            pts = [(0.0, p.min_us)] + [(q / 100, us) for q, us in p.percentiles_us]
-            pts[-1] = (1.0, pts[-1][1])  # the top measured percentile closes the table
-            qs: list[list[float]] = []
-            for q, us in pts:
-                ns = max(us * s * 1e3, 1.0)
-                if qs and q <= qs[-1][0]:
-                    continue
-                qs.append([q, max(ns, qs[-1][1]) if qs else ns])
+            qs = [[q, max(us * s * 1e3, 1.0)] for q, us in p.quantile_table_us()]
             classes.append({"op": p.op, "pattern": p.pattern, "bytes": p.size, "quantiles_ns": qs})
         return {"kind": "array", "servers": self.parallelism, "assign": "shared", "depth": self.parallelism,
                 "service": {"kind": "measured", "classes": classes}}
