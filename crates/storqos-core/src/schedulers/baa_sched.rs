@@ -66,6 +66,8 @@ pub struct BaaScheduler {
     recomputations: u64,
     alarms: u64,
     last: Option<Allocation>,
+    /// The tenants of `last`, in its order.
+    last_tenants: Vec<u32>,
 }
 
 impl BaaScheduler {
@@ -97,6 +99,7 @@ impl BaaScheduler {
             recomputations: 0,
             alarms: 0,
             last: None,
+            last_tenants: Vec::new(),
         })
     }
 
@@ -175,6 +178,7 @@ impl BaaScheduler {
             self.inner.set_weight(t, w)?;
         }
         self.last = Some(a);
+        self.last_tenants = tenants.to_vec();
         self.recomputations += 1;
         Ok(())
     }
@@ -246,6 +250,12 @@ impl Scheduler for BaaScheduler {
 
     fn gauges(&self, sink: &mut dyn FnMut(&str, f64)) {
         sink("baa_recomputations", self.recomputations as f64);
+        if let Some(a) = &self.last {
+            // The allocation in force, per tenant (IOPS): what a live run is compared with.
+            for (t, x) in self.last_tenants.iter().zip(&a.throughput) {
+                sink(&format!("baa_allocation_iops.{t}"), *x);
+            }
+        }
         self.inner.gauges(sink);
     }
 }

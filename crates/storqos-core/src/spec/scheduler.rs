@@ -12,6 +12,8 @@
 //!  "then": {"kind": "wf2q", "weights": [417, 83], "by": "class"}}
 //! {"kind": "miser", "capacity_iops": 417, "deadline_ns": 10000000}
 //! {"kind": "mclock", "reservations": [300, 0], "weights": [1, 2], "limits": [null, 800]}
+//! {"kind": "baa", "hdd_iops": 200, "ssd_iops": 1000, "allocator": "baa",
+//!  "window_ns": 2000000000, "period_ns": 1000000000}
 //! ```
 //! `by` is `"tenant"` (default) or `"class"`; `cost` is `"iops"` (default) or `"bytes"`;
 //! flows beyond the `weights` list weigh 1.
@@ -142,6 +144,27 @@ pub enum SchedulerSpec {
         #[serde(default)]
         cost: CostModel,
     },
+    /// Seed 004's two-level scheduler ([`crate::schedulers::baa_sched`]): allocations
+    /// (BAA, or the DRF / FQ baselines) recomputed every `period_ns` from the hit ratios
+    /// measured over `window_ns`, as the weights of a WF2Q+ queue in front of a tiered
+    /// device (fast tier = SSD, slow tier = HDD).
+    Baa {
+        /// HDD (slow tier) capacity, IOPS (> 0).
+        hdd_iops: f64,
+        /// SSD (fast tier) capacity, IOPS (> 0).
+        ssd_iops: f64,
+        /// `baa` (default), `drf` or `fq`.
+        #[serde(default = "default_allocator")]
+        allocator: String,
+        /// Hit-ratio monitor window (ns, ≥ 60).
+        window_ns: Nanos,
+        /// Re-allocation period (ns, > 0).
+        period_ns: Nanos,
+        /// Start from the allocation for these hit ratios (tenant order) instead of equal
+        /// weights until the first period ends.
+        #[serde(default)]
+        hit_ratios: Option<Vec<f64>>,
+    },
     /// Feedback-controlled leaky bucket (seed 003) in front of a back end (YFQ).
     Fclb {
         /// Workload i = tenant i: demanded IOPS and response time, bucket, reference.
@@ -164,6 +187,10 @@ pub enum SchedulerSpec {
         /// The back end the buckets feed.
         then: Box<SchedulerSpec>,
     },
+}
+
+fn default_allocator() -> String {
+    "baa".into()
 }
 
 impl SchedulerSpec {
@@ -234,6 +261,16 @@ impl SchedulerSpec {
                 .with_key(*by)
                 .with_cost(*cost),
             )),
+            SchedulerSpec::Baa { hdd_iops, ssd_iops, allocator, window_ns, period_ns, hit_ratios } => {
+                let policy = crate::alloc::Policy::parse(allocator)?;
+                let mut b = crate::schedulers::baa_sched::BaaScheduler::new(
+                    *hdd_iops, *ssd_iops, policy, *window_ns, *period_ns,
+                )?;
+                if let Some(h) = hit_ratios {
+                    b = b.with_initial_hit_ratios(h)?;
+                }
+                AnyScheduler::Boxed(Box::new(b))
+            }
             SchedulerSpec::Fclb {
                 workloads,
                 gain_iops_per_ms,
@@ -298,6 +335,14 @@ mod tests {
                 r#"{"kind":"rtt","capacity_iops":500,"deadline_ns":10000000,"then":{"kind":"wf2q","weights":[5,1],"by":"class"}}"#,
                 "rtt(500 IOPS, δ 10 ms) > wf2q+",
             ),
+            (
+                r#"{"kind":"baa","hdd_iops":200,"ssd_iops":1000,"window_ns":2000000000,"period_ns":1000000000}"#,
+                "baa-weights over wf2q+",
+            ),
+            (
+                r#"{"kind":"baa","hdd_iops":200,"ssd_iops":1000,"allocator":"FQ","window_ns":60,"period_ns":1,"hit_ratios":[0.5,0.9]}"#,
+                "fq-weights over wf2q+",
+            ),
         ];
         for (json, name) in cases {
             let spec = parse(json).unwrap_or_else(|e| panic!("{json}: {e}"));
@@ -340,6 +385,12 @@ mod tests {
             (r#"{"kind":"miser","capacity_iops":10,"deadline_ns":0}"#, "rtt: deadline must be > 0"),
             (r#"{"kind":"rtt","capacity_iops":10,"deadline_ns":5}"#, "missing field `then`"),
             (r#"{"kind":"rtt","capacity_iops":10,"deadline_ns":5,"then":{"kind":"nope"}}"#, "unknown variant `nope`"),
+            (r#"{"kind":"baa","hdd_iops":0,"ssd_iops":1,"window_ns":60,"period_ns":1}"#, "capacities must be > 0"),
+            (
+                r#"{"kind":"baa","hdd_iops":1,"ssd_iops":1,"allocator":"max","window_ns":60,"period_ns":1}"#,
+                "unknown \"max\"",
+            ),
+            (r#"{"kind":"baa","hdd_iops":1,"ssd_iops":1,"window_ns":60,"period_ns":1,"hit_ratios":[1.5]}"#, "1.5"),
         ];
         for (json, want) in cases {
             let e = err(json);
