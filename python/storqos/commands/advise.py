@@ -1,0 +1,141 @@
+"""``storqos advise``: the cheapest policy and capacity that keep every tenant's SLO,
+found and proven by simulation (:mod:`storqos.advise`)."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich import box
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ..console import emit_json, err, out
+from ..errors import InputError
+
+
+def _ms(ns: float | None) -> str:
+    if ns is None:
+        return "–"
+    if not math.isfinite(ns):
+        return "∞"
+    v = ns / 1e6
+    return f"{v:.3g} ms" if v < 1000 else f"{v / 1e3:.3g} s"
+
+
+def _margin(m: float | None) -> str:
+    if m is None or not math.isfinite(m):
+        return "–"
+    return f"{100 * m:+.0f} %" if abs(m) >= 0.1 else f"{100 * m:+.1f} %"
+
+
+def _robust(ns: float | None, margin: float | None) -> str:
+    return _ms(ns) + ("" if margin is None else (" ✓" if margin >= 0 else " ✗"))
+
+
+def advise_cmd(
+    file: Annotated[Path, typer.Argument(help="Advise file (TOML): tenants with their SLOs and the device family.",
+                                         show_default=False)],
+    policy: Annotated[str | None, typer.Option(
+        "--policy", "-p", help="Policies to compare, comma-separated (default: fcfs, wf2q, mclock, sarc+avatar, "
+        "miser, fclb; also edf, sfq, yfq).")] = None,
+    max_capacity: Annotated[str | None, typer.Option(
+        "--max-capacity", help="The most capacity the search may try, in IOPS (default: 100 × the tenants' mean "
+        "load).")] = None,
+    out_dir: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Write advice.json, advice.parquet and report.html (the CDFs) into this directory.")] = None,
+    dask: Annotated[str | None, typer.Option(
+        "--dask", help="Search on a Dask cluster: tcp://HOST:8786, or local:N for a LocalCluster of N workers.")] = None,
+    workers: Annotated[int | None, typer.Option(
+        "--workers", "-w", help="Local processes, one policy's search each (default 2; 1 = in this process).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the advice as JSON (for scripts) instead of tables.")] = False,
+) -> None:
+    """Find the least capacity at which each policy keeps every tenant's SLO, rank the policies, and prove it by simulation.
+
+    The file lists the tenants as an experiment file does ([bold]\\[\\[trace]][/bold] with an optional split, [bold]\\[\\[tenant]][/bold] with a trace or a generator), each with an SLO such as slo = "p99<=10ms" (99 % of its requests finish within 10 ms of arriving), an optional reservation and limit (IOPS); and a \\[device] family whose capacity advise finds: constant, exponential, array (servers = N), disk (N striped disk models) or tiered. Each policy's parameters come from the SLOs (weights, reservations, SARC+AVATAR and FCLB targets, Miser's Cmin from the planner). The answer is proven: every SLO holds at the capacity shown, some SLO fails at 0.98 × it; the last column is each tenant at 10 % more load. docs/advise.md explains the method.
+
+    Example: [bold]storqos advise examples/advise/advise.toml --out out/advise[/bold]
+    """
+    from ..advise import DISPLAY, PROOF_FACTOR, ROBUST_LOAD, TOLERANCE, advise, load_problem, parse_policies, write_outputs
+    from ..paths import check_output_dir
+    from ..sweep import parse_backend
+
+    if workers is not None and workers < 1:
+        raise InputError(f"must be >= 1, got {workers}", "--workers")
+    if out_dir is not None:
+        check_output_dir(out_dir, "--out")
+    kinds = parse_policies(policy)
+    backend = parse_backend(dask) if dask else ("serial" if workers == 1 else "local")
+    problem = load_problem(file, max_capacity=max_capacity)
+    show = sys.stderr.isatty() and not json_out
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True, disable=not show) as progress:
+        task = progress.add_task(f"{problem.name}: searching {len(kinds)} policies on {backend}", total=len(kinds))
+        advice = advise(problem, kinds, backend=backend, workers=workers, on_done=lambda _i: progress.advance(task))
+    files = write_outputs(advice, out_dir) if out_dir is not None else {}
+    if json_out:
+        emit_json({**advice.summary(), "files": files})
+        return
+    fam = problem.family
+    load = f"+{100 * (ROBUST_LOAD - 1):.0f} %"
+    t = Table(title=f"{problem.name}: least capacity per policy ({fam.describe()})", box=box.SIMPLE_HEAD,
+              caption=f"achieved: the SLO's percentile, arrival to completion; margin: 1 − achieved / bound; "
+                      f"capacity to within {100 * TOLERANCE:g} %; {load}: achieved at {load} load", padding=(0, 1))
+    unit = "disks" if fam.integer else "IOPS"
+    for col in ("#", "policy", unit, "tenant", "SLO", "achieved", "margin", load):
+        t.add_column(col, justify="left" if col in ("policy", "tenant", "SLO") else "right")
+    for rank, r in enumerate(advice.ranked, 1):
+        value = f"{r.capacity:,.0f}"
+        cap = {"ok": value, "any": f"≤ {value}", "never": "never"}[r.status]
+        n = len(problem.tenants)
+        for i, ten in enumerate(problem.tenants):
+            t.add_row(
+                str(rank) if i == 0 else "",
+                DISPLAY.get(r.policy, r.policy) if i == 0 else "",
+                cap if i == 0 else "",
+                ten.name,
+                ten.slo.text if ten.slo else "–",
+                _ms(r.at.achieved_ns[i]),
+                _margin(r.at.margin[i]),
+                _robust(r.robust.achieved_ns[i], r.robust.margin[i]) if r.robust else "–",
+                end_section=i == n - 1,
+            )
+    out.print(t)
+    checks = Table(title=f"proof: every SLO at the capacity, some SLO fails at {PROOF_FACTOR:g} ×", box=box.SIMPLE_HEAD,
+                   padding=(0, 1))
+    for col in ("policy", "at capacity", f"at {PROOF_FACTOR:g} ×", "fails there", "sims"):
+        checks.add_column(col, justify="left" if col in ("policy", "fails there") else "right")
+    for r in advice.ranked:
+        held = "all met" if r.at.met else "missed"
+        if r.below is not None:
+            fails = [problem.tenants[i].name for i, m in enumerate(r.below.margin) if m is not None and m < 0]
+            below = fam.unit(r.below.capacity)
+            why = ", ".join(fails) if fails else "none (!)"
+        else:
+            below = "–"
+            why = {"any": "met at the least tried", "never": "never met"}.get(r.status, "–")
+        checks.add_row(DISPLAY.get(r.policy, r.policy), held, below, why, str(r.simulations))
+    out.print(checks)
+    for r in advice.ranked:
+        paper = [m for m in r.at.paper_miss if m is not None]
+        if paper:
+            e2e = [1 - w for w in r.at.within if w is not None]
+            out.print(f"{DISPLAY.get(r.policy, r.policy)}: deadline misses after SARC releases (seed 001's metric) "
+                      + ", ".join(f"{100 * m:.1f} %" for m in paper) + "; end to end "
+                      + ", ".join(f"{100 * m:.1f} %" for m in e2e), soft_wrap=False)
+        for note in r.notes:
+            out.print(f"{DISPLAY.get(r.policy, r.policy)}: {note}")
+    out.print(f"[bold]advice:[/bold] {advice.explanation()}")
+    for name, path in files.items():
+        out.print(f"{name}: {path}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``storqos advise`` to the app."""
+    app.command("advise")(advise_cmd)
+
+
+__all__ = ["register"]
