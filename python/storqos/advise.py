@@ -104,7 +104,7 @@ FAMILIES: dict[str, str] = {
     "tiered": "SSD + HDD; capacity = FAST,SLOW gives the ratio, both scale; hit_ratio",
 }
 
-_SLO = re.compile(r"^\s*(?:p(?P<p>[0-9.]+)|(?P<pc>[0-9.]+)\s*%)\s*(?:<=|≤|<)\s*(?P<d>.+?)\s*$", re.I)
+_SLO = re.compile(r"^\s*(?:p(?P<p>[0-9.]+)|(?P<pc>[0-9.]+)\s*%)\s*(?:<=|≤)\s*(?P<d>.+?)\s*$", re.I)
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -960,19 +960,25 @@ def _binding(p: Problem, e: Evaluation) -> int | None:
     return None if best is None else best[1]
 
 
-#: Why a policy needs less capacity than another, in words (seed and mechanism).
+#: What a policy does that can save capacity, in words (said of the cheapest policy).
 WHY: dict[str, str] = {
-    "fcfs": "serves requests in arrival order, so a tenant waits behind every other tenant's burst",
-    "edf": "serves the earliest deadline first, so a tenant with a tight bound overtakes looser ones",
+    "fcfs": "lets any tenant's burst use the whole device: no share caps a bursty tenant",
+    "edf": "serves requests by deadline, so tenants with tight bounds overtake those with loose ones",
     "wf2q": "gives each tenant its weighted share, so a tenant's requests do not queue behind another's burst",
     "sfq": "gives each tenant its weighted share",
     "yfq": "gives each tenant its weighted share in batches",
     "mclock": "reserves each tenant the rate its SLO needs, so another tenant's burst cannot take it",
-    "sarc+avatar": "serves each tenant at its contracted rate by deadline and holds bursts above that rate, a wait "
-                   "the end-to-end latency counts",
-    "miser": "lets only an overflow fraction of the requests wait, but treats all tenants as one stream",
-    "fclb": "shares the device between tenants by rate (YFQ) and meters each through a token bucket, so one "
-            "tenant's burst does not delay the others",
+    "sarc+avatar": "serves requests by deadline (AVATAR's EDF) and each tenant at its contracted rate, so tenants "
+                   "with tight bounds go first and a loose one absorbs the wait",
+    "miser": "lets only an overflow fraction of the requests wait",
+    "fclb": "shares the device between tenants by rate (YFQ) and meters bursts through token buckets",
+}
+#: Why a policy never meets the SLOs, in words.
+WHY_NOT: dict[str, str] = {
+    "sarc+avatar": "SARC holds each tenant's bursts above its contracted rate, a wait the end-to-end latency counts",
+    "fclb": "the token buckets hold bursts above each tenant's rate, a wait the end-to-end latency counts",
+    "mclock": "a tenant's cap holds its bursts back",
+    "fcfs": "a tenant queues behind every other tenant's burst",
 }
 
 
@@ -996,8 +1002,9 @@ def explain(a: Advice) -> str:
     if ref.status == "never":
         rb = _binding(p, ref.at)
         who = f"{p.tenants[rb].name} misses {p.tenants[rb].slo.text}" if rb is not None and p.tenants[rb].slo else "an SLO fails"  # type: ignore[union-attr]
+        why = WHY_NOT.get(ref.policy, "its parameters, derived from the SLOs, do not fit this workload")
         return (f"{name} meets every SLO at {p.family.unit(best.capacity)}; under {rname} {who} at every capacity "
-                f"up to {p.family.unit(ref.capacity)} because it {WHY.get(ref.policy, 'behaves differently')}.")
+                f"up to {p.family.unit(ref.capacity)}: {why}.")
     if ref.capacity <= best.capacity * (1 + TOLERANCE):
         return (f"{name} and {rname} need the same capacity ({p.family.unit(best.capacity)}) within 0.5 %: "
                 f"the binding tenant {tb.name if tb else '?'} is limited by the device, not by the schedule.")

@@ -18,12 +18,13 @@ from ..errors import InputError
 
 
 def _ms(ns: float | None) -> str:
+    """ns as ms, 3 significant digits (the column header says ms)."""
     if ns is None:
         return "–"
     if not math.isfinite(ns):
         return "∞"
     v = ns / 1e6
-    return f"{v:.3g} ms" if v < 1000 else f"{v / 1e3:.3g} s"
+    return f"{v:.3g}" if v < 1000 else f"{v:,.0f}"
 
 
 def _margin(m: float | None) -> str:
@@ -80,20 +81,19 @@ def advise_cmd(
         emit_json({**advice.summary(), "files": files})
         return
     fam = problem.family
-    load = f"+{100 * (ROBUST_LOAD - 1):.0f} %"
-    t = Table(title=f"{problem.name}: least capacity per policy ({fam.describe()})", box=box.SIMPLE_HEAD,
+    load = f"+{100 * (ROBUST_LOAD - 1):.0f} % ms"
+    t = Table(title=f"{problem.name}: least capacity per policy, cheapest first ({fam.describe()})", box=box.SIMPLE_HEAD,
               caption=f"achieved: the SLO's percentile, arrival to completion; margin: 1 − achieved / bound; "
-                      f"capacity to within {100 * TOLERANCE:g} %; {load}: achieved at {load} load", padding=(0, 1))
+                      f"capacity to within {100 * TOLERANCE:g} %; last column: achieved at {100 * (ROBUST_LOAD - 1):.0f} % more load", padding=(0, 1))
     unit = "disks" if fam.integer else "IOPS"
-    for col in ("#", "policy", unit, "tenant", "SLO", "achieved", "margin", load):
-        t.add_column(col, justify="left" if col in ("policy", "tenant", "SLO") else "right")
-    for rank, r in enumerate(advice.ranked, 1):
+    for col in ("policy", unit, "tenant", "SLO", "achieved ms", "margin", load):
+        t.add_column(col, justify="left" if col in ("policy", "tenant", "SLO") else "right", no_wrap=col == "policy")
+    for r in advice.ranked:
         value = f"{r.capacity:,.0f}"
         cap = {"ok": value, "any": f"≤ {value}", "never": "never"}[r.status]
         n = len(problem.tenants)
         for i, ten in enumerate(problem.tenants):
             t.add_row(
-                str(rank) if i == 0 else "",
                 DISPLAY.get(r.policy, r.policy) if i == 0 else "",
                 cap if i == 0 else "",
                 ten.name,
