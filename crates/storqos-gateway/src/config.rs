@@ -78,6 +78,10 @@ pub struct ExportConfig {
     /// [`crate::fault`]). Empty: none.
     #[serde(default)]
     pub faults: Vec<crate::fault::Fault>,
+    /// A fast tier in front of the file (`path` is then the slow tier's file; see
+    /// [`crate::tier`]). `None`: a plain export.
+    #[serde(default)]
+    pub tier: Option<crate::tier::TierConfig>,
 }
 
 impl ExportConfig {
@@ -99,6 +103,9 @@ impl ExportConfig {
         self.allowed().map_err(|m| Error::Config(format!("{field}.{m}")))?;
         for (j, f) in self.faults.iter().enumerate() {
             f.check().map_err(|m| Error::Config(format!("{field}.faults[{j}].{m}")))?;
+        }
+        if let Some(t) = &self.tier {
+            t.check(&format!("{field}.tier"))?;
         }
         Ok(())
     }
@@ -246,6 +253,9 @@ pub struct Config {
     pub tls: TlsConfig,
     /// The backend's cost model (ignored with an emulated capacity).
     pub cost: CostConfig,
+    /// The emulated devices of the tiered exports' fast and slow tiers
+    /// ([`crate::tier`]); default: no emulation.
+    pub tiers: crate::tier::TiersConfig,
 }
 
 /// Default listen address (the IANA NBD port on loopback).
@@ -288,6 +298,8 @@ struct RawConfig {
     tls: Option<serde_json::Value>,
     #[serde(default)]
     cost: Option<serde_json::Value>,
+    #[serde(default)]
+    tiers: Option<serde_json::Value>,
 }
 
 fn one_line(e: &serde_json::Error) -> String {
@@ -341,6 +353,10 @@ impl Config {
                 None => CostConfig::default(),
                 Some(v) => serde_json::from_value(v).map_err(|e| Error::Config(format!("cost: {}", one_line(&e))))?,
             },
+            tiers: match raw.tiers {
+                None => crate::tier::TiersConfig::default(),
+                Some(v) => serde_json::from_value(v).map_err(|e| Error::Config(format!("tiers: {}", one_line(&e))))?,
+            },
         };
         cfg.validate()?;
         Ok(cfg)
@@ -380,6 +396,7 @@ impl Config {
                 l.max_inflight_bytes
             ));
         }
+        self.tiers.check()?;
         if self.depth == 0 || self.depth > MAX_DEPTH {
             return bad(format!("depth: must be between 1 and {MAX_DEPTH}, got {}", self.depth));
         }

@@ -44,6 +44,8 @@ pub struct Export {
     pub connections: AtomicUsize,
     /// Requests to fail on purpose.
     faults: Faults,
+    /// The fast tier and block map of a tiered export (the file is the slow tier).
+    pub tier: Option<crate::tier::TierStore>,
     file: File,
 }
 
@@ -68,7 +70,14 @@ impl Export {
             .write(!cfg.read_only)
             .open(&cfg.path)
             .map_err(|e| Error::Config(format!("{field}.path: {p}: {}", describe(&e))))?;
+        let tier = match &cfg.tier {
+            Some(t) => {
+                Some(crate::tier::TierStore::open(t, &file, meta.len(), cfg.read_only, &format!("{field}.tier"))?)
+            }
+            None => None,
+        };
         Ok(Export {
+            tier,
             name: cfg.name.clone(),
             path: cfg.path.clone(),
             tenant: cfg.tenant,
@@ -106,6 +115,41 @@ impl Export {
     /// Whether `offset .. offset + len` lies inside the export.
     pub fn contains(&self, offset: u64, len: u32) -> bool {
         offset.checked_add(u64::from(len)).is_some_and(|end| end <= self.size)
+    }
+
+    /// Do `io` at `offset` (blocking; on an I/O thread): on the file, or for a tiered
+    /// export as the tier's `plan` says ([`crate::tier::TierStore::route`]). Returns the
+    /// data of a read (empty otherwise) or an NBD error value.
+    pub fn run(
+        &self,
+        offset: u64,
+        io: crate::sched::Io,
+        plan: Option<&crate::tier::Plan>,
+    ) -> std::result::Result<Vec<u8>, u32> {
+        use crate::sched::Io;
+        if let (Some(t), Some(plan)) = (&self.tier, plan) {
+            let read_slow = |o: u64, n: u32| self.read(o, n);
+            return match io {
+                Io::Read(n) => t.read(plan, offset, n, &read_slow),
+                Io::Write { data, fua } => {
+                    let len = data.len() as u32;
+                    t.write(plan, offset, len, Some(&data), &mut || self.write(offset, &data, fua), &read_slow)
+                        .map(|()| Vec::new())
+                }
+                Io::Trim { len, fua } => t
+                    .write(plan, offset, len, None, &mut || self.trim(offset, len, fua), &read_slow)
+                    .map(|()| Vec::new()),
+                Io::Zeroes { len, no_hole, fua } => t
+                    .write(plan, offset, len, None, &mut || self.write_zeroes(offset, len, no_hole, fua), &read_slow)
+                    .map(|()| Vec::new()),
+            };
+        }
+        match io {
+            Io::Read(n) => self.read(offset, n),
+            Io::Write { data, fua } => self.write(offset, &data, fua).map(|()| Vec::new()),
+            Io::Trim { len, fua } => self.trim(offset, len, fua).map(|()| Vec::new()),
+            Io::Zeroes { len, no_hole, fua } => self.write_zeroes(offset, len, no_hole, fua).map(|()| Vec::new()),
+        }
     }
 
     /// Read `len` bytes at `offset` (blocking). Errors map to NBD error values.
@@ -451,6 +495,7 @@ mod tests {
             read_only: false,
             allow: Vec::new(),
             faults: Vec::new(),
+            tier: None,
         }
     }
 

@@ -44,6 +44,7 @@
 
 pub mod config;
 pub mod control;
+pub mod emulate;
 pub mod export;
 pub mod fault;
 pub mod metrics;
@@ -52,6 +53,7 @@ pub mod protocol;
 pub mod sched;
 pub mod server;
 pub mod stats;
+pub mod tier;
 pub mod tls;
 pub mod transport;
 pub mod waker;

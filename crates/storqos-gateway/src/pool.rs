@@ -31,6 +31,8 @@ pub struct Task {
     pub offset: u64,
     /// What to do.
     pub io: Io,
+    /// A tiered export's route for it ([`crate::tier::TierStore::route`]).
+    pub plan: Option<Arc<crate::tier::Plan>>,
 }
 
 /// `depth` I/O threads, each with its own task channel.
@@ -48,15 +50,9 @@ impl Pool {
             let done = done.clone();
             std::thread::Builder::new().name(format!("storqos-io-{worker}")).spawn(move || {
                 lower_priority();
-                while let Ok(Task { id, export, offset, io }) = rx.recv() {
-                    let result = match io {
-                        Io::Read(n) => export.read(offset, n),
-                        Io::Write { data, fua } => export.write(offset, &data, fua).map(|()| Vec::new()),
-                        Io::Trim { len, fua } => export.trim(offset, len, fua).map(|()| Vec::new()),
-                        Io::Zeroes { len, no_hole, fua } => {
-                            export.write_zeroes(offset, len, no_hole, fua).map(|()| Vec::new())
-                        }
-                    };
+                while let Ok(Task { id, export, offset, io, plan }) = rx.recv() {
+                    let result = export.run(offset, io, plan.as_deref());
+                    drop(plan);
                     if done.send(Msg::Done { id, worker, result }).is_err() {
                         return;
                     }

@@ -23,12 +23,17 @@
 //!    closes the window and samples the policy's `gauges` ([`crate::stats`]).
 //!
 //! **Emulated capacity** (`iops`): the backend then behaves as a constant-rate server
-//! of C IOPS (the simulator's `constant` device) in front of the real file: requests
-//! are served one after another, each taking 1/C s, and a request's slot is released
-//! at `max(real I/O done, emulated finish)`. The emulated server may start a request
-//! up to [`TIMER_SLACK_NS`] in the past (never before its arrival) to make up for a
-//! loop that wakes late (tokio's timer, a busy CPU), so a depth-1 gateway still
-//! reaches C IOPS.
+//! of C IOPS (the simulator's `constant` device, [`crate::emulate`]) in front of the
+//! real file: requests are served one after another, each taking 1/C s, and a
+//! request's slot is released at `max(real I/O done, emulated finish)`.
+//!
+//! **Tiered exports** ([`crate::tier`]): when the loop starts a request of a tiered
+//! export it asks the export's block map for the route (a read hit: the fast file; a
+//! miss or a write: the slow file), sets the request's `target` to that tier (the
+//! policy's `complete` sees it: BAA's monitor counts hits from it), charges the tier's
+//! own emulated device (`tiers.fast` / `tiers.slow`) instead of `iops`, and gives the
+//! route back to the map when the I/O is done. The `depth` slots are then the array's
+//! (both tiers together, as in the simulator's tiered device).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -36,24 +41,23 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use storqos_core::device::DeviceState;
+use storqos_core::devices::tiered::FAST;
 use storqos_core::request::{Completion, Op, Request, TARGET_ANY};
 use storqos_core::scheduler::Scheduler;
 use storqos_core::spec::AnyScheduler;
-use storqos_core::time::{per_op, Nanos};
+use storqos_core::time::Nanos;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio::sync::OwnedSemaphorePermit;
 
+use crate::emulate::Emulated;
 use crate::export::Export;
 use crate::pool::{Pool, Task};
 use crate::protocol::{EIO, ENOMEM, ESHUTDOWN};
 use crate::stats::Recorder;
+use crate::tier::{Plan, TiersConfig};
 use crate::waker::Waker;
 
-/// How far in the past the emulated server may start a request (10 ms): the loop may
-/// wake late (tokio's millisecond timer; on a busy machine, the thread waits for a CPU
-/// for a few ms), and a constant-rate device does not lose the time it would have
-/// served in: it starts the next request back to back, never before its arrival.
-pub const TIMER_SLACK_NS: Nanos = 10_000_000;
+pub use crate::emulate::TIMER_SLACK_NS;
 /// Deadlines closer than this (3 ms) also go to the [`Waker`]: tokio's timer would fire
 /// them up to a millisecond late.
 pub const PRECISE_WAKE_NS: Nanos = 3_000_000;
@@ -267,6 +271,8 @@ struct InFlight {
     permit: Inflight,
     result: Option<Result<Vec<u8>, u32>>,
     form: Form,
+    /// A tiered export's route, given back to its map when the I/O is done.
+    plan: Option<(Arc<Export>, Arc<Plan>)>,
 }
 
 /// The loop's state; [`SchedLoop::run`] consumes it.
@@ -274,8 +280,12 @@ pub struct SchedLoop {
     sched: AnyScheduler,
     clock: Clock,
     depth: usize,
-    per_op_ns: Option<Nanos>,
-    busy_until: Nanos,
+    /// The emulated device (`iops`) of plain exports.
+    emulated: Option<Emulated>,
+    /// The emulated devices of the tiers (indexed by `Request::target`: fast, slow).
+    tier_devices: [Option<Emulated>; 2],
+    /// Requests completed by each tier (fast, slow), for the gauges.
+    tier_ops: [u64; 2],
     next_id: u64,
     /// Requests the policy holds, with the request it was given.
     queued: HashMap<u64, (Request, Job)>,
@@ -330,21 +340,34 @@ impl CostModel {
     }
 }
 
+/// What the scheduler loop drives: the backend's slots and how it is emulated or
+/// modelled.
+#[derive(Clone, Debug, Default)]
+pub struct Backend {
+    /// I/Os outstanding at once (the device's slots; at least 1).
+    pub depth: usize,
+    /// Emulated capacity of plain exports (IOPS; `None`: the file's speed).
+    pub iops: Option<f64>,
+    /// The cost model of real storage (not used with an emulated capacity, whose
+    /// one-at-a-time server is the model).
+    pub cost: Option<CostModel>,
+    /// The emulated devices of the tiered exports' tiers.
+    pub tiers: TiersConfig,
+}
+
 impl SchedLoop {
-    /// A loop over `sched` with `depth` backend slots, an optional emulated capacity
-    /// and an optional cost model of the backend (not used with an emulated capacity,
-    /// whose one-at-a-time server is the model). Starts the `depth` I/O threads
-    /// ([`crate::pool`]), which report on `done_tx`; it must send to the receiver later
-    /// passed to [`SchedLoop::run`].
+    /// A loop over `sched` in front of `backend` (its slots, emulated capacities and
+    /// cost model). Starts the `depth` I/O threads ([`crate::pool`]), which report on
+    /// `done_tx`; it must send to the receiver later passed to [`SchedLoop::run`].
     pub fn new(
         sched: AnyScheduler,
         clock: Clock,
-        depth: usize,
-        iops: Option<f64>,
-        cost: Option<CostModel>,
+        backend: &Backend,
         stats: Arc<Mutex<Recorder>>,
         done_tx: UnboundedSender<Msg>,
     ) -> std::io::Result<Self> {
+        let Backend { depth, iops, cost, tiers } = backend;
+        let (depth, iops, cost) = (*depth, *iops, *cost);
         let depth = depth.max(1);
         let waker = Waker::new(done_tx.clone(), || Msg::Wake)?;
         let pool = Pool::new(depth, done_tx)?;
@@ -353,8 +376,9 @@ impl SchedLoop {
             sched,
             clock,
             depth,
-            per_op_ns: iops.map(per_op),
-            busy_until: 0,
+            emulated: iops.map(|c| Emulated::new(c, 1)),
+            tier_devices: [0u8, 1].map(|t| tiers.device(t).iops.map(|c| Emulated::new(c, tiers.device(t).depth))),
+            tier_ops: [0, 0],
             next_id: 0,
             queued: HashMap::new(),
             pending: None,
@@ -396,7 +420,8 @@ impl SchedLoop {
                 let now = self.clock.now();
                 if let Ok(mut s) = self.stats.lock() {
                     let sched = &self.sched;
-                    s.finish_windows(now, &mut |sink| sched.gauges(sink));
+                    let tiers = self.tier_gauges();
+                    s.finish_windows(now, &mut |sink| gauges(sched, tiers, sink));
                 }
                 break;
             }
@@ -492,6 +517,11 @@ impl SchedLoop {
     /// Request `id`'s backend I/O ended: finish it now or at its emulated finish.
     fn backend_done(&mut self, id: u64, result: Result<Vec<u8>, u32>, now: Nanos) {
         if let Some(f) = self.inflight.get_mut(&id) {
+            if let Some((export, plan)) = f.plan.take() {
+                if let Some(t) = &export.tier {
+                    t.release(&plan);
+                }
+            }
             f.result = Some(result);
             if f.emulated_finish > now {
                 self.waiting.push(Reverse((f.emulated_finish, id)));
@@ -542,29 +572,40 @@ impl SchedLoop {
             || self.inflight_cost + c.of(req.bytes) <= self.depth as Nanos * c.of(CostModel::SMALL_BYTES)
     }
 
-    fn start_io(&mut self, req: Request, now: Nanos) {
-        let emulated_finish = match self.per_op_ns {
-            Some(service) => {
-                let start = self.busy_until.max(now.saturating_sub(TIMER_SLACK_NS).max(req.arrival));
-                self.busy_until = start + service;
-                self.busy_until
-            }
-            None => 0,
-        };
+    fn start_io(&mut self, mut req: Request, now: Nanos) {
         let Some((_, job)) = self.queued.remove(&req.id) else {
             // Not a request of ours (cannot happen): keep the policy consistent.
             self.sched.complete(&Completion { req, dispatch: now, finish: now }, now);
             return;
         };
         let Job { export, offset, io, cookie, reply, permit, form, .. } = job;
+        // A tiered export: the block map routes it, and its tier's device serves it.
+        let plan = export.tier.as_ref().map(|t| {
+            let len = match &io {
+                Io::Read(n) | Io::Trim { len: n, .. } | Io::Zeroes { len: n, .. } => *n,
+                Io::Write { data, .. } => data.len() as u32,
+            };
+            Arc::new(t.route(!matches!(io, Io::Read(_)), offset, len))
+        });
+        let device = match &plan {
+            Some(p) => {
+                req.target = p.target;
+                self.tier_devices[usize::from(p.target != FAST)].as_mut()
+            }
+            None => self.emulated.as_mut(),
+        };
+        let emulated_finish = device.map_or(0, |d| d.start(now, req.arrival));
         if let Some(c) = self.cost {
             self.inflight_cost += c.of(req.bytes);
         }
         let id = req.id;
-        let f = InFlight { req, dispatch: now, emulated_finish, cookie, reply, permit, result: None, form };
+        let tiered = plan.as_ref().map(|p| (export.clone(), p.clone()));
+        let f =
+            InFlight { req, dispatch: now, emulated_finish, cookie, reply, permit, result: None, form, plan: tiered };
         self.inflight.insert(id, f);
         // A small read the page cache holds completes right here: no thread hand-off.
-        if let Io::Read(n) = io {
+        if let (Io::Read(n), None) = (&io, &plan) {
+            let n = *n;
             if n <= INLINE_READ_MAX {
                 if let Some(data) = export.read_nowait(offset, n) {
                     self.backend_done(id, Ok(data), now);
@@ -574,7 +615,7 @@ impl SchedLoop {
         }
         // `dispatch` runs only while a thread is idle.
         let worker = self.idle.pop().unwrap_or(0);
-        if self.pool.submit(worker, Task { id, export, offset, io }).is_err() {
+        if self.pool.submit(worker, Task { id, export, offset, io, plan }).is_err() {
             // The thread is gone (cannot happen: I/O does not panic): fail the request.
             self.backend_done(id, Err(EIO), now);
         }
@@ -608,13 +649,13 @@ impl SchedLoop {
         for f in self.inflight.values() {
             *per.entry(f.req.tenant).or_default() += 1;
         }
-        let mut gauges = Vec::new();
-        self.sched.gauges(&mut |name, v| gauges.push((name.to_string(), v)));
+        let mut gauge_list = Vec::new();
+        gauges(&self.sched, self.tier_gauges(), &mut |name, v| gauge_list.push((name.to_string(), v)));
         Probe {
             queued: self.sched.queued(),
             on_backend: self.inflight.len(),
             inflight: per.into_iter().collect(),
-            gauges,
+            gauges: gauge_list,
         }
     }
 
@@ -622,9 +663,14 @@ impl SchedLoop {
     fn roll_windows(&mut self, now: Nanos) {
         if self.windows {
             if let Ok(mut s) = self.stats.lock() {
-                roll(&mut s, &self.sched, now);
+                roll(&mut s, &self.sched, self.tier_gauges(), now);
             }
         }
+    }
+
+    /// The tiers' completion counts, once a tier is configured or has served.
+    fn tier_gauges(&self) -> Option<[u64; 2]> {
+        (self.tier_devices.iter().any(Option::is_some) || self.tier_ops != [0, 0]).then_some(self.tier_ops)
     }
 
     fn finish(&mut self, id: u64, now: Nanos) {
@@ -633,14 +679,18 @@ impl SchedLoop {
             self.inflight_cost = self.inflight_cost.saturating_sub(c.of(f.req.bytes));
         }
         let result = f.result.unwrap_or(Err(EIO));
+        if f.req.target <= 1 {
+            self.tier_ops[usize::from(f.req.target)] += 1;
+        }
         let done = Completion { req: f.req, dispatch: f.dispatch, finish: now };
         self.sched.complete(&done, now);
         // Close the window if `now` is past it; an error is accounted here, a success
         // by the connection's writer once its reply is written.
         if self.windows || result.is_err() {
+            let tiers = self.tier_gauges();
             if let Ok(mut s) = self.stats.lock() {
                 if self.windows {
-                    roll(&mut s, &self.sched, now);
+                    roll(&mut s, &self.sched, tiers, now);
                 }
                 if result.is_err() {
                     s.error(f.req.tenant);
@@ -656,6 +706,16 @@ impl SchedLoop {
 }
 
 /// [`Recorder::roll`] with `sched`'s gauges (a no-op until `now` passes the window).
-fn roll(stats: &mut Recorder, sched: &AnyScheduler, now: Nanos) {
-    stats.roll(now, &mut |sink| sched.gauges(sink));
+fn roll(stats: &mut Recorder, sched: &AnyScheduler, tiers: Option<[u64; 2]>, now: Nanos) {
+    stats.roll(now, &mut |sink| gauges(sched, tiers, sink));
+}
+
+/// The policy's gauges, then (with tiered exports) the requests each tier completed so
+/// far: `tier_fast_ops`, `tier_slow_ops`.
+fn gauges(sched: &AnyScheduler, tiers: Option<[u64; 2]>, sink: &mut dyn FnMut(&str, f64)) {
+    sched.gauges(sink);
+    if let Some([fast, slow]) = tiers {
+        sink("tier_fast_ops", fast as f64);
+        sink("tier_slow_ops", slow as f64);
+    }
 }

@@ -227,6 +227,7 @@ impl Handle {
             ("metrics", running.metrics != new.metrics),
             ("control", running.control != new.control),
             ("cost", running.cost != new.cost),
+            ("tiers", running.tiers != new.tiers),
             ("tls", running.tls != new.tls),
         ];
         let changed: Vec<&str> = fixed.iter().filter(|(_, c)| *c).map(|(k, _)| *k).collect();
@@ -483,13 +484,17 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
     let finished: Finished = Arc::new((Mutex::new(None), Condvar::new()));
     let fin = finished.clone();
     let duration = config.duration_s.map(Duration::from_secs_f64);
-    let depth = config.depth;
-    let iops = config.iops;
+    let backend = crate::sched::Backend {
+        depth: config.depth,
+        iops: config.iops,
+        cost: config.cost.model(),
+        tiers: config.tiers.clone(),
+    };
     let signals = {
         let _in_runtime = runtime.enter();
         Signals::register(&options)?
     };
-    let sched_loop = SchedLoop::new(sched, clock, depth, iops, config.cost.model(), stats.clone(), sched_tx.clone())
+    let sched_loop = SchedLoop::new(sched, clock, &backend, stats.clone(), sched_tx.clone())
         .map_err(|e| Error::Io(format!("cannot start the I/O threads: {e}")))?;
     let control_listener = match &config.control {
         Some(path) => {
