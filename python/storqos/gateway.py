@@ -73,6 +73,7 @@ def gateway_config(
     tenant_names: dict[int, str] | None = None,
     tls: dict[str, Any] | None = None,
     cost: dict[str, Any] | None = None,
+    tiers: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The gateway's JSON configuration. ``exports`` are ``NAME=PATH[:TENANT]`` strings
     (tenant defaults to the position in the list) or ready dicts; ``window_s`` asks for
@@ -84,7 +85,8 @@ def gateway_config(
     (``storqos ctl``); ``tenant_names`` the tenants' names by id, for it; ``tls`` the
     gateway's ``tls`` object (``mode`` off / on / require, ``cert``, ``key``,
     ``client_ca``); ``cost`` the backend's cost model (``enabled``, ``op_time_s``,
-    ``bytes_per_s``)."""
+    ``bytes_per_s``); ``tiers`` the tiered exports' emulated devices (``fast``, ``slow``:
+    ``iops``, ``depth``)."""
     if not exports:
         raise InputError("give at least one export, e.g. --export web=/srv/web.img", "--export")
     ex = [e if isinstance(e, dict) else parse_export(e, default_tenant=i) for i, e in enumerate(exports)]
@@ -107,6 +109,8 @@ def gateway_config(
         cfg["tls"] = tls
     if cost is not None:
         cfg["cost"] = cost
+    if tiers is not None:
+        cfg["tiers"] = tiers
     return cfg
 
 

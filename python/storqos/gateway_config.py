@@ -43,6 +43,30 @@ A complete file (paths are relative to the file)::
     op_time = "100us"            # per operation: a seek, the overheads
     bandwidth = "1GiB/s"         # plus its bytes over this
 
+A tiered export (the export's ``path`` is its slow tier's file; docs/gateway.md,
+"Tiered exports and BAA")::
+
+    [tiers.fast]                 # the emulated devices every tiered export shares
+    iops = "1k"
+    [tiers.slow]
+    iops = 200
+
+    [[export]]
+    name = "p"
+    path = "p.img"               # the slow tier: always complete and current
+    tenant = "p"
+    [export.tier]
+    fast = "p-fast.img"          # the fast tier's file (scratch: rebuilt at start)
+    pin = 0.75                   # fraction of the blocks placed on it for good
+    block = "4KiB"
+    lru = true                   # copy the blocks reads miss into the rest of it
+
+    [policy]
+    kind = "baa"                 # seed 004's two-level scheduler: baa | drf | fq weights
+    allocator = "baa"
+    period = "1s"                # re-allocate this often
+    window = "2s"                # from the hit ratios measured over this
+
 Flags of ``storqos serve`` override the file: ``--export`` replaces its exports,
 ``--policy`` its kind (and the file's parameters of another kind), a policy flag the
 parameter of that name, ``--listen``/``--depth``/``--iops``/``--for``/``--window``/
@@ -52,6 +76,7 @@ parameter of that name, ``--listen``/``--depth``/``--iops``/``--for``/``--window
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,7 +91,7 @@ from .experiment_schema import Policy, Qos
 from .gateway import DEFAULT_DEPTH, DEFAULT_LISTEN, check_export_file
 from .toml_schema import PositiveDurationNs, Rate, Table, entry_where, line_of, one_or_many, read_toml, unit
 from .toml_schema import validate as toml_validate
-from .units import parse_bandwidth, parse_duration, parse_size
+from .units import parse_bandwidth, parse_duration, parse_rate, parse_size
 
 #: Deepest backend queue the gateway takes.
 MAX_DEPTH = 4096
@@ -124,6 +149,44 @@ class FaultTable(Table):
         return {"op": self.op, "error": self.error, "offset": self.offset, "length": self.length, "rate": self.rate}
 
 
+def _fraction(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 1:
+        raise InputError(f"must be a fraction in [0, 1], got {v!r}")
+    return float(v)
+
+
+class TierTable(Table):
+    """[export.tier]: a fast file in front of the export's file (the slow tier), with a
+    block map: ``pin`` of the blocks placed on it for good, the rest an LRU cache."""
+
+    fast: str
+    block: Annotated[int, BeforeValidator(_bytes)] = 4096
+    pin: Annotated[float, BeforeValidator(_fraction)] = 0.0
+    lru: bool = True
+
+
+class TierDeviceTable(Table):
+    """[tiers.fast] / [tiers.slow]: the emulated device of a tier."""
+
+    iops: Rate | None = None
+    depth: Annotated[int, Field(ge=1, le=MAX_DEPTH)] = 1
+
+    def to_json(self) -> dict[str, Any]:
+        """The gateway's tier device object."""
+        return {"iops": self.iops, "depth": self.depth}
+
+
+class TiersTable(Table):
+    """[tiers]: the fast and slow tiers' emulated devices, shared by the tiered exports."""
+
+    fast: TierDeviceTable = TierDeviceTable()
+    slow: TierDeviceTable = TierDeviceTable()
+
+    def to_json(self) -> dict[str, Any]:
+        """The gateway's ``tiers`` object."""
+        return {"fast": self.fast.to_json(), "slow": self.slow.to_json()}
+
+
 class ExportTable(Table):
     """An [[export]]: an NBD export name served from an existing file for one tenant."""
 
@@ -133,6 +196,7 @@ class ExportTable(Table):
     read_only: bool = False
     allow: list[Annotated[str, BeforeValidator(_network)]] = []
     fault: Annotated[list[FaultTable], BeforeValidator(one_or_many)] = []
+    tier: TierTable | None = None
 
 
 def _inflight(v: Any) -> int:
@@ -214,6 +278,7 @@ class GatewayFile(Table):
     limits: LimitsTable | None = None
     cost: CostTable | None = None
     tls: TlsTable | None = None
+    tiers: TiersTable | None = None
     tenant: Annotated[list[TenantTable], Field(default_factory=list)]
     export: Annotated[list[ExportTable], Field(default_factory=list)]
 
@@ -287,6 +352,12 @@ def load(path: str | Path) -> GatewaySettings:
         entry = {"name": x.name, "path": str(p), "tenant": tid, "read_only": x.read_only, "allow": list(x.allow)}
         if x.fault:
             entry["faults"] = [f.to_json() for f in x.fault]
+        if x.tier is not None:
+            fast = Path(x.tier.fast).expanduser()
+            fast = fast if fast.is_absolute() else path.parent / fast
+            check_export_file(fast, x.name, entry_where(f"{path}:{line_of(text, ['export', i, 'tier', 'fast'])}",
+                                                        "export", i, x.name) + ": tier: fast")
+            entry["tier"] = {"fast": str(fast), "block_bytes": x.tier.block, "pin": x.tier.pin, "lru": x.tier.lru}
         exports.append(entry)
     return GatewaySettings(path=path, text=text, file=file, tenants=tenants, exports=exports)
 
@@ -341,6 +412,47 @@ def tls_settings(settings: GatewaySettings | None, mode: str | None = None, cert
     return merged_tls
 
 
+#: The gateway's own policy kind: seed 004's two-level scheduler over the tiers.
+BAA_KIND = "baa"
+#: Allocators of the ``baa`` kind (seed 004: BAA and its two baselines).
+BAA_ALLOCATORS = ("baa", "drf", "fq")
+#: Default re-allocation period and hit-ratio window of the ``baa`` kind (ns).
+BAA_PERIOD_NS = 1_000_000_000
+BAA_WINDOW_NS = 2_000_000_000
+
+
+def baa_policy(params: dict[str, Any], tiers: TiersTable | None, where: str) -> dict[str, Any]:
+    """The core spec of ``[policy] kind = "baa"``: the allocator (``baa``, ``drf``,
+    ``fq``) recomputed every ``period`` from the hit ratios measured over ``window``,
+    allocating the tiers' capacities (``[tiers.slow] iops`` the HDD's, ``[tiers.fast]
+    iops`` the SSD's, or ``hdd_iops`` / ``ssd_iops`` for real devices)."""
+    known = ("allocator", "period", "window", "hit_ratios", "hdd_iops", "ssd_iops")
+    for k in params:
+        if k not in known:
+            raise InputError(f"unknown key {k!r} for kind baa (known: {', '.join(known)})", where)
+    allocator = str(params.get("allocator", "baa")).lower()
+    if allocator not in BAA_ALLOCATORS:
+        raise InputError(f"allocator: expected one of {', '.join(BAA_ALLOCATORS)}, got {allocator!r}", where)
+    caps: dict[str, float] = {}
+    for key, tier in (("hdd_iops", "slow"), ("ssd_iops", "fast")):
+        given = params.get(key)
+        emulated = getattr(tiers, tier).iops if tiers is not None else None
+        if given is None and emulated is None:
+            raise InputError(f"kind baa allocates the tiers' capacities: give [tiers.{tier}] iops (or {key})", where)
+        caps[key] = parse_rate(given, key) if given is not None else float(emulated)  # type: ignore[arg-type]
+    period = parse_duration(params["period"], "period") if "period" in params else BAA_PERIOD_NS
+    window = parse_duration(params["window"], "window") if "window" in params else max(BAA_WINDOW_NS, period)
+    spec: dict[str, Any] = {"kind": BAA_KIND, **caps, "allocator": allocator, "period_ns": int(period),
+                            "window_ns": int(window)}
+    if "hit_ratios" in params:
+        hits = params["hit_ratios"]
+        if not isinstance(hits, list) or not all(isinstance(h, int | float) and 0 <= h <= 1 for h in hits):
+            raise InputError(f"hit_ratios: expected a list of fractions in [0, 1], got {hits!r}", where)
+        spec["hit_ratios"] = [float(h) for h in hits]
+    _core.check_policy(json.dumps(spec))
+    return spec
+
+
 #: Policy flags whose parameter has another name.
 _FLAG_KEYS = {"--deadline": "deadlines"}
 
@@ -371,6 +483,11 @@ def merged(settings: GatewaySettings | None, *, exports: list[str] | None = None
     if fpol is not None and fpol.spec is not None:
         raise InputError("spec: a core spec is for experiment files; give kind and its parameters", where)
     kind = policy or (fpol.kind if fpol else None) or "fcfs"
+    if kind.lower() == BAA_KIND:
+        return _with_policy(settings, baa_policy(fpol.params if fpol is not None and (fpol.kind or "").lower() == BAA_KIND
+                                                 else {}, file.tiers if file else None, where),
+                            exports=exports, listen=listen, depth=depth, iops=iops, duration_s=duration_s,
+                            window_s=window_s, metrics=metrics, control=control, tls=tls)
     try:
         kind = canonical_policy(kind)
         fkind = canonical_policy(fpol.kind) if fpol and fpol.kind else None
@@ -439,7 +556,36 @@ def merged(settings: GatewaySettings | None, *, exports: list[str] | None = None
                           tenant_names={i: t.name for i, t in enumerate(tenants)},
                           tls=tls_settings(settings, **(tls or {})),
                           cost=device_profile.cost() if device_profile is not None
-                          else file.cost.to_json() if file is not None and file.cost is not None else None)
+                          else file.cost.to_json() if file is not None and file.cost is not None else None,
+                          tiers=file.tiers.to_json() if file is not None and file.tiers is not None else None)
+
+
+def _with_policy(settings: GatewaySettings | None, spec: dict[str, Any], *, exports: list[str] | None,
+                 listen: str | None, depth: int | None, iops: float | None, duration_s: float | None,
+                 window_s: float | None, metrics: str | None, control: str | None,
+                 tls: dict[str, str | None] | None) -> dict[str, Any]:
+    """The gateway's JSON configuration with a policy spec built here (``baa``)."""
+    from .gateway import gateway_config
+
+    file = settings.file if settings else None
+    ex: list[str | dict[str, Any]] = list(settings.exports) if settings and exports is None else list(exports or [])
+    tenants = settings.tenants if settings else []
+    cap = iops if iops is not None else (file.iops if file else None)
+    depth = depth if depth is not None else (file.depth if file and file.depth is not None else DEFAULT_DEPTH)
+    duration = duration_s if duration_s is not None else (file.duration / 1e9 if file and file.duration else None)
+    window = window_s if window_s is not None else (file.window / 1e9 if file and file.window else None)
+    cfg = gateway_config(ex, spec, listen=_listen_at(settings, listen), depth=depth, iops=cap, duration_s=duration,
+                         window_s=window, tenants=len(tenants),
+                         limits=file.limits.to_json() if file is not None and file.limits is not None else None,
+                         metrics=metrics or (file.metrics if file else None),
+                         slos={i: t.slo_ns / 1e9 for i, t in enumerate(tenants) if t.slo_ns},
+                         control=control or _control_path(settings),
+                         tenant_names={i: t.name for i, t in enumerate(tenants)},
+                         tls=tls_settings(settings, **(tls or {})),
+                         cost=file.cost.to_json() if file is not None and file.cost is not None else None)
+    if file is not None and file.tiers is not None:
+        cfg["tiers"] = file.tiers.to_json()
+    return cfg
 
 
 __all__ = ["GatewayFile", "GatewaySettings", "Tenant", "load", "merged"]
