@@ -1,9 +1,17 @@
-"""Measure a storage target with fio and make its device profile (``storqos calibrate``).
+"""Measure a storage target and make its device profile (``storqos calibrate``).
 
-The target is an NBD URI (fio's ``nbd`` engine, through libnbd), a regular file or a
-block device (fio's ``libaio`` engine, ``O_DIRECT`` unless asked for the page cache).
-Each point is one short fio run: every class of request (read / write, random /
-sequential, each size) at queue depth 1, then 4 KiB random reads at each queue depth.
+The target is an NBD URI, a regular file or a block device. Each point is one short
+run: every class of request (read / write, random / sequential, each size) at queue
+depth 1, then 4 KiB random reads at each queue depth. Two engines measure:
+
+- ``fio`` (the default): fio's ``nbd`` engine (through libnbd) for a URI, its
+  ``libaio`` engine for a file or a device (``O_DIRECT`` unless asked for the page
+  cache). This is the storage's own time, seen by the leanest client there is.
+- ``replay`` (NBD URIs only): ``storqos replay``'s engine in closed loop, the client of
+  ``storqos validate``. Its times include the replay's own per-request path (Python and
+  libnbd, tens of µs), so a simulation with this profile predicts what a replay
+  measures, not what fio measures.
+
 The fitted models are :mod:`storqos.device_profile`'s.
 """
 
@@ -20,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .device_profile import PERCENTILES, PROFILE_VERSION, DepthPoint, DeviceProfile, Op, Pattern, ServicePoint, fit
 from .errors import InputError
 
@@ -27,6 +37,14 @@ from .errors import InputError
 DEFAULT_SIZES = (4096, 16384, 65536, 262144, 1048576)
 #: Queue depths of the parallelism curve.
 DEFAULT_DEPTHS = (1, 2, 4, 8, 16, 32, 64)
+#: What measures: fio, or storqos's replay engine (NBD only).
+ENGINES = ("fio", "replay")
+#: Requests given to the replay engine per second of a point (an upper bound on what one
+#: Python thread issues; a point that runs out of them is just shorter).
+REPLAY_SUPPLY_PER_S = 100_000
+#: Spacing of the reads "at rest" (µs): long enough for the client's and the server's
+#: threads to go to sleep between requests.
+SPACED_US = 1000
 
 
 @dataclass(frozen=True)
@@ -72,8 +90,10 @@ def _fio() -> str:
     return exe
 
 
-def run_point(tgt: Target, op: str, pattern: str, size: int, qd: int, seconds: float, workdir: Path) -> dict[str, Any]:
-    """One fio run; returns fio's statistics of the op (``read`` or ``write``)."""
+def run_point(tgt: Target, op: str, pattern: str, size: int, qd: int, seconds: float, workdir: Path,
+              spaced_us: int = 0) -> dict[str, Any]:
+    """One fio run; returns fio's statistics of the op (``read`` or ``write``). With
+    ``spaced_us``, each request waits that long after the previous one completed."""
     rw = {("read", "random"): "randread", ("read", "sequential"): "read",
           ("write", "random"): "randwrite", ("write", "sequential"): "write"}[(op, pattern)]
     out = workdir / "fio.json"
@@ -82,6 +102,7 @@ def run_point(tgt: Target, op: str, pattern: str, size: int, qd: int, seconds: f
         f"--rw={rw}", f"--bs={size}", f"--iodepth={qd}", "--time_based", f"--runtime={max(round(seconds * 1000), 50)}ms",
         "--ramp_time=0.1s", "--lat_percentiles=1", "--randrepeat=0", "--norandommap",
         "--percentile_list=" + ":".join(f"{p:g}" for p in PERCENTILES),
+        *([f"--thinktime={spaced_us}"] if spaced_us else []),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, timeout=max(60.0, 10 * seconds))
     text = out.read_text() if out.exists() else ""
@@ -95,6 +116,62 @@ def run_point(tgt: Target, op: str, pattern: str, size: int, qd: int, seconds: f
     if job.get("error"):
         raise InputError(f"fio failed on {tgt.text} ({rw}, {size} B): error {job['error']}", "calibrate")
     return dict(job[op])
+
+
+def replay_point(uri: str, export_bytes: int, op: Op, pattern: Pattern, size: int, qd: int,
+                 seconds: float, seed: int, spaced_us: int = 0) -> ServicePoint:
+    """One point measured by the replay engine: ``qd`` requests in flight for
+    ``seconds`` (the first fifth, at most 0.1 s, is a ramp and not counted), or with
+    ``spaced_us``, one request every that many µs (open loop)."""
+    import polars as pl
+
+    from .replay import replay
+
+    if size > export_bytes:
+        raise InputError(f"{uri}: the export ({export_bytes:,} bytes) is smaller than a {size:,}-byte request",
+                         "calibrate")
+    n = int(seconds * 1e6 / spaced_us) + 1 if spaced_us else int(seconds * REPLAY_SUPPLY_PER_S) + qd
+    slots = export_bytes // size
+    if pattern == "random":
+        off = np.random.default_rng(seed).integers(0, slots, n, dtype=np.uint64) * np.uint64(size)
+    else:
+        off = (np.arange(n, dtype=np.uint64) % np.uint64(slots)) * np.uint64(size)
+    trace = pl.DataFrame({"arrival_ns": np.arange(n, dtype=np.int64) * spaced_us * 1000, "tenant": np.zeros(n, dtype=np.uint32),
+                          "offset": off, "size": np.full(n, size, dtype=np.uint32),
+                          "is_read": np.full(n, op == "read")})
+    res = (replay(trace, {0: uri}, warmup=True) if spaced_us else
+           replay(trace, {0: uri}, closed=qd, until_s=seconds, warmup=True))
+    if res.errors:
+        raise InputError(f"{uri}: {sum(res.errors.values()):,} {op}s failed: {res.first_error}", "calibrate")
+    req = res.requests
+    ramp = int(min(0.1, seconds / 5) * 1e9)
+    kept = req.filter(pl.col("arrival_ns") >= ramp)
+    if not kept.height:
+        raise InputError(f"the target completed no {pattern} {op} of {size} B in the time given (raise --time)",
+                         "calibrate")
+    lat_us = kept["response_ns"].to_numpy().astype(np.float64) / 1e3
+    span_ns = int(kept["finish_ns"].to_numpy().max()) - ramp
+    pcts = np.percentile(lat_us, PERCENTILES)
+    fixed: list[tuple[float, float]] = []
+    for q, us in zip(PERCENTILES, pcts.tolist(), strict=True):
+        fixed.append((q, max(us, fixed[-1][1] if fixed else 0.0)))
+    return ServicePoint(op=op, pattern=pattern, size=size, iops=kept.height / max(span_ns / 1e9, 1e-9),
+                        mean_us=float(lat_us.mean()), min_us=max(float(lat_us.min()), 1e-3), percentiles_us=fixed)
+
+
+def _export_bytes(uri: str) -> int:
+    """The size of the export behind ``uri`` (a clear error if it cannot be opened)."""
+    from .replay import _nbd, _nbd_message
+
+    nbd = _nbd()
+    h = nbd.NBD()
+    try:
+        h.connect_uri(uri)
+        size = int(h.get_size())
+        h.shutdown()
+    except nbd.Error as e:
+        raise InputError(f"cannot open {uri}: {_nbd_message(e)}", "calibrate") from None
+    return size
 
 
 def _service(op: Op, pattern: Pattern, size: int, st: dict[str, Any]) -> ServicePoint:
@@ -119,13 +196,19 @@ def calibrate(
     writes: bool = False,
     direct: bool = True,
     seconds: float = 1.0,
+    engine: str = "fio",
     progress: Callable[[int, int, str], None] | None = None,
 ) -> DeviceProfile:
-    """Measure ``text`` and return its profile. Writes are measured only with
-    ``writes`` (they overwrite the target's data); without, the profile has reads only
-    and the simulator serves writes with read times."""
+    """Measure ``text`` with ``engine`` (see the module) and return its profile.
+    Writes are measured only with ``writes`` (they overwrite the target's data);
+    without, the profile has reads only and the simulator serves writes with read
+    times."""
     from . import __version__
 
+    if engine not in ENGINES:
+        raise InputError(f"unknown engine {engine!r} (fio or replay)", "--engine")
+    if engine == "replay" and "://" not in text:
+        raise InputError(f"the replay engine measures NBD URIs only, not {text!r} (use --engine fio)", "--engine")
     tgt = target(text, direct)
     if not sizes or any(s <= 0 or s % 512 for s in sizes):
         raise InputError(f"sizes must be positive multiples of 512 bytes, got {list(sizes)}", "--sizes")
@@ -135,31 +218,41 @@ def calibrate(
     pats: tuple[Pattern, ...] = ("random", "sequential")
     plan = [(op, pat, s) for op in ops for pat in pats for s in sorted(set(sizes))]
     qds = sorted(set(depths))
-    total = len(plan) + len(qds)
+    total = len(plan) + len(qds) + 1
     service: list[ServicePoint] = []
     curve: list[DepthPoint] = []
     with tempfile.TemporaryDirectory(prefix="storqos-calibrate-") as tmp:
         work = Path(tmp)
+        export_bytes = _export_bytes(text) if engine == "replay" else 0
+
+        def measure(op: Op, pat: Pattern, size: int, qd: int, seed: int, spaced_us: int = 0) -> ServicePoint:
+            if engine == "replay":
+                return replay_point(text, export_bytes, op, pat, size, qd, seconds, seed, spaced_us)
+            return _service(op, pat, size, run_point(tgt, op, pat, size, qd, seconds, work, spaced_us))
+
         for i, (op, pat, s) in enumerate(plan):
             if progress:
                 progress(i, total, f"{pat} {op} {s // 1024} KiB")
-            service.append(_service(op, pat, s, run_point(tgt, op, pat, s, 1, seconds, work)))
+            service.append(measure(op, pat, s, 1, i))
         for j, qd in enumerate(qds):
             if progress:
                 progress(len(plan) + j, total, f"4 KiB random read, depth {qd}")
-            st = run_point(tgt, "read", "random", 4096, qd, seconds, work)
-            pt = _service("read", "random", 4096, st)
+            pt = measure("read", "random", 4096, qd, len(plan) + j)
             p = dict(pt.percentiles_us)
             curve.append(DepthPoint(qd=qd, iops=pt.iops, mean_us=pt.mean_us, p50_us=p.get(50.0, pt.mean_us),
                                     p99_us=p.get(99.0, pt.mean_us)))
         if progress:
+            progress(total - 1, total, f"4 KiB random read at rest (one every {SPACED_US} µs)")
+        at_rest = measure("read", "random", 4096, 1, total, SPACED_US)
+        if progress:
             progress(total, total, "done")
     return DeviceProfile(
-        version=PROFILE_VERSION, storqos_version=__version__, target=text, engine=tgt.engine,
+        version=PROFILE_VERSION, storqos_version=__version__, target=text,
+        engine="replay" if engine == "replay" else tgt.engine,
         direct=direct if not tgt.is_nbd else False,
         created=dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
-        time_per_point_s=seconds, service=service, queue_depth=curve, **fit(service, curve),
+        time_per_point_s=seconds, service=service, queue_depth=curve, at_rest=at_rest, **fit(service, curve),
     )
 
 
-__all__ = ["DEFAULT_DEPTHS", "DEFAULT_SIZES", "Target", "calibrate", "run_point", "target"]
+__all__ = ["DEFAULT_DEPTHS", "DEFAULT_SIZES", "ENGINES", "Target", "calibrate", "replay_point", "run_point", "target"]

@@ -13,7 +13,14 @@ against the queue depth (the parallelism curve). From them:
   give the capacity (the time a lone request spends in the client and the network, which
   does not occupy the device, is scaled out);
 - the **gateway's cost model** is a time per operation (k / capacity) and a bandwidth
-  (the largest sequential read's).
+  (the largest sequential read's);
+- the **path at rest** is what a request arriving at an idle target pays on top of the
+  model's service: 4 KiB random reads one at a time, spaced 1 ms apart, against the same
+  reads back to back. Spaced out, the client's and the server's threads sleep between
+  requests and each one wakes them up again (tens of µs here); back to back, nothing
+  sleeps. ``storqos validate`` adds it to the simulated response times, which then
+  predict what a client measures (the simulator's device model holds only the part
+  that occupies the device).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import Field
 
 from .errors import InputError
@@ -98,6 +106,9 @@ class DeviceProfile(Table):
     bandwidth_bytes_per_s: float = Field(gt=0)
     service: list[ServicePoint] = Field(min_length=1)
     queue_depth: list[DepthPoint] = Field(min_length=1)
+    #: 4 KiB random reads at queue depth 1, spaced 1 ms apart (profiles made before it
+    #: was measured have none: their path at rest is taken as nothing)
+    at_rest: ServicePoint | None = None
 
     def scale(self) -> float:
         """Factor from a class's measured response time at depth 1 to its service time
@@ -118,6 +129,30 @@ class DeviceProfile(Table):
             classes.append({"op": p.op, "pattern": p.pattern, "bytes": p.size, "quantiles_ns": qs})
         return {"kind": "array", "servers": self.parallelism, "assign": "shared", "depth": self.parallelism,
                 "service": {"kind": "measured", "classes": classes}}
+
+    def path_at_rest_us(self) -> list[tuple[float, float]]:
+        """Quantile table (fraction, µs) of the time a request at rest pays outside the
+        model's service: quantile by quantile, the spaced reads' time less the model's
+        service time of the same reads back to back (never below 0, rising). Empty
+        without an ``at_rest`` measurement."""
+        if self.at_rest is None:
+            return []
+        base = dict(self._base().quantile_table_us())
+        s = self.scale()
+        table: list[tuple[float, float]] = []
+        for q, us in self.at_rest.quantile_table_us():
+            hot = np.interp(q, list(base), list(base.values()))
+            table.append((q, max(us - float(hot) * s, table[-1][1] if table else 0.0)))
+        return table
+
+    def path_at_rest_ns(self, n: int, seed: int) -> np.ndarray:
+        """``n`` draws of :meth:`path_at_rest_us` (ns, int64; zeros without one)."""
+        table = self.path_at_rest_us()
+        if not table:
+            return np.zeros(n, dtype=np.int64)
+        qs, us = zip(*table, strict=True)
+        u = np.random.default_rng(seed).random(n)
+        return np.round(np.interp(u, qs, us) * 1e3).astype(np.int64)
 
     def cost(self) -> dict[str, Any]:
         """The gateway's cost model (``[cost]``)."""
@@ -163,7 +198,7 @@ def dump_profile(profile: DeviceProfile) -> str:
     """The profile as TOML text (with a header saying what it is)."""
     import tomli_w
 
-    body = tomli_w.dumps(profile.model_dump(), multiline_strings=False)
+    body = tomli_w.dumps(profile.model_dump(exclude_none=True), multiline_strings=False)
     head = ("# storqos device profile: measured by `storqos calibrate`, read by\n"
             "# `storqos simulate --device-profile` and `storqos serve --device-profile`.\n")
     tomllib.loads(body)  # what we write must read back

@@ -218,6 +218,7 @@ def replay(
     connections: int = 1,
     wrap: bool = True,
     warmup: bool = False,
+    until_s: float | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> ReplayResult:
     """Replay ``trace`` (storqos's trace schema) over NBD; ``uris`` gives each tenant's
@@ -227,7 +228,9 @@ def replay(
     robin over ``connections`` connections to its export (a gateway bounds what one
     connection has in flight). With ``warmup``, each connection first reads one 4 KiB
     block (not logged), so that the first requests of the trace do not pay for a cold
-    server. ``progress(done, total)`` is called now and then."""
+    server. With ``until_s`` (closed loop only), no request is issued after that many
+    seconds: the trace is then a supply, of which only what was issued is logged.
+    ``progress(done, total)`` is called now and then."""
     nbd = _nbd()
     if not (speed > 0 and np.isfinite(speed)):
         raise InputError(f"must be a number > 0, got {speed}", "--speed")
@@ -235,6 +238,8 @@ def replay(
         raise InputError(f"must be >= 1, got {max_outstanding}", "--max-outstanding")
     if closed is not None and closed < 1:
         raise InputError(f"must be >= 1, got {closed}", "--closed")
+    if until_s is not None and (closed is None or not until_s > 0):
+        raise InputError("a time bound needs closed loop and > 0 seconds", "replay")
     if not 1 <= connections <= 64:
         raise InputError(f"must be in 1..64, got {connections}", "--connections")
     if not trace.height:
@@ -268,7 +273,7 @@ def replay(
             for cs in conns.values():
                 for c in cs:
                     c.h.pread(min(4096, c.size), 0)
-        return _run(nbd, conns, sched, tenant, size, is_read, offset, max_outstanding, closed, progress,
+        return _run(nbd, conns, sched, tenant, size, is_read, offset, max_outstanding, closed, until_s, progress,
                     wrapped, pieces, speed)
     finally:
         for cs in conns.values():
@@ -277,7 +282,7 @@ def replay(
 
 
 def _run(nbd: Any, conns: dict[int, list[_Conn]], sched: np.ndarray, tenant: np.ndarray, size: np.ndarray,
-         is_read: np.ndarray, offset: np.ndarray, max_outstanding: int, closed: int | None,
+         is_read: np.ndarray, offset: np.ndarray, max_outstanding: int, closed: int | None, until_s: float | None,
          progress: Callable[[int, int], None] | None, wrapped: int, pieces: int, speed: float) -> ReplayResult:
     n = sched.size
     issued = np.zeros(n, dtype=np.int64)
@@ -399,9 +404,12 @@ def _run(nbd: Any, conns: dict[int, list[_Conn]], sched: np.ndarray, tenant: np.
                     progress(state["done"], n)
         else:
             queues = {t: list(np.flatnonzero(tenant == t)[::-1]) for t in conns}
+            stop = now() + int(until_s * 1e9) if until_s is not None else None
 
             def refill(c: _Conn) -> None:
                 q = queues[c.tenant]
+                if stop is not None and now() >= stop:
+                    q.clear()
                 while q and sum(len(x.inflight) for x in conns[c.tenant]) < closed:
                     issue(int(q.pop()))
 
@@ -418,7 +426,8 @@ def _run(nbd: Any, conns: dict[int, list[_Conn]], sched: np.ndarray, tenant: np.
     finally:
         if gc_was:
             gc.enable()
-    start = int(issued.min())
+    went = issued > 0  # with a time bound, the rest of the trace was never issued
+    start = int(issued[went].min())
     rel_issue = issued - start
     sel = ok
     req = pl.DataFrame({
@@ -432,7 +441,7 @@ def _run(nbd: Any, conns: dict[int, list[_Conn]], sched: np.ndarray, tenant: np.
     err = (issued - (t0 + sched)) if closed is None else np.zeros(0, dtype=np.int64)
     return ReplayResult(
         requests=req, issue_error_ns=err, errors=errors, first_error=first_error[0] if first_error else None,
-        span_s=(int(finished.max()) - start) / 1e9, scheduled_span_s=float(sched.max()) / 1e9,
+        span_s=(int(finished[went].max()) - start) / 1e9, scheduled_span_s=float(sched.max()) / 1e9,
         export_bytes={t: cs[0].size for t, cs in conns.items()},
         mode="open" if closed is None else f"closed:{closed}", wrapped=wrapped, split=pieces)
 

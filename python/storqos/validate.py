@@ -141,15 +141,17 @@ def _exports(workdir: Path, tenants: int, size: int, fill: bool) -> list[str]:
 
 
 def calibrate_file(path: Path, *, seconds: float = 0.5, progress: Callable[[str], None] | None = None) -> DeviceProfile:
-    """Profile of a file as the gateway serves it: a FCFS gateway in front of ``path``,
-    measured over NBD (writes included: the file is scratch)."""
+    """Profile of a file as the gateway serves it and the replay sees it: a FCFS
+    gateway in front of ``path``, measured over NBD by the replay's own engine (its
+    per-request time is part of every live response time; writes included: the file
+    is scratch)."""
     from .calibrate import calibrate
     from .gateway import gateway_config
     from .specs import policy_spec
 
     cfg = gateway_config([f"cal={path}:0"], policy_spec("fcfs"), listen="127.0.0.1:0")
     with GatewayProcess(cfg) as gw:
-        return calibrate(gw.uri("cal"), writes=True, seconds=seconds,
+        return calibrate(gw.uri("cal"), writes=True, seconds=seconds, engine="replay",
                          progress=(lambda i, n, what: progress(f"calibrating: {what} ({i}/{n})")) if progress else None)
 
 
@@ -205,18 +207,26 @@ def validate(
             say(f"{run.label}: simulating {df.height:,} requests ({i + 1}/{len(exp.runs)})")
             sim = simulate(df, run.policy, device, seed=run.seed, keep_requests=True)
             assert sim.requests is not None
+            predicted = sim.requests if profile is None or mode != "file" else with_path(sim.requests, profile, run.seed)
             cfg = gateway_config(files[: len(names)], run.policy, listen="127.0.0.1:0", depth=depth, iops=iops,
                                  cost=cost, limits=LimitsTable(max_inflight=INFLIGHT_BYTES).to_json())
             say(f"{run.label}: replaying {df.height:,} requests live ({i + 1}/{len(exp.runs)})")
             live, made = _replay_on_schedule(df, cfg, len(names), attempts, say, run.label)
-            pred, meas = per_tenant(sim.requests, names), per_tenant(live.requests, names)
+            pred, meas = per_tenant(predicted, names), per_tenant(live.requests, names)
             both = pred.join(meas.drop("name", "requests"), on="tenant", suffix="_meas", how="left")
             both = both.rename({c: f"{c}_pred" for c in ("iops", *(f"p{q}_ns" for q in PERCENTILES))})
             result.runs.append(RunValidation(
-                label=run.label, policy=run.policy_name, point=run.point, tenants=both, predicted=sim.requests,
+                label=run.label, policy=run.policy_name, point=run.point, tenants=both, predicted=predicted,
                 measured=live.requests, schedule=live.schedule(), fell_behind=live.fell_behind(),
                 errors=sum(live.errors.values()), attempts=made))
         return result
+
+
+def with_path(requests: pl.DataFrame, profile: DeviceProfile, seed: int) -> pl.DataFrame:
+    """Simulated requests as a client sees them: each response (and finish) longer by
+    a draw of the profile's path at rest (see :mod:`storqos.device_profile`)."""
+    extra = pl.Series(profile.path_at_rest_ns(requests.height, seed)).cast(pl.UInt64)
+    return requests.with_columns(pl.col("response_ns") + extra, pl.col("finish_ns") + extra)
 
 
 def _replay_on_schedule(df: pl.DataFrame, cfg: dict[str, Any], tenants: int, attempts: int,
@@ -240,4 +250,4 @@ def _replay_on_schedule(df: pl.DataFrame, cfg: dict[str, Any], tenants: int, att
 
 
 __all__ = ["ATTEMPTS", "DEFAULT_EXPORT_BYTES", "MODES", "PERCENTILES", "RunValidation", "Validation", "calibrate_file",
-           "per_tenant", "validate"]
+           "per_tenant", "validate", "with_path"]

@@ -96,3 +96,55 @@ def test_a_profile_of_another_version_or_a_bad_target_is_one_line(profile_2k: Pa
     assert_one_line_error(run_cli("calibrate", "nbd://127.0.0.1:1/x", "--out", str(tmp_path / "p.toml")),
                           "fio failed on nbd://127.0.0.1:1/x")
     assert not (tmp_path / "p.toml").exists()
+    assert_one_line_error(run_cli("calibrate", str(small), "--engine", "replay"), "NBD URIs only")
+    assert_one_line_error(run_cli("calibrate", "nbd://127.0.0.1:1/x", "--engine", "dd"), "unknown engine 'dd'")
+    assert_one_line_error(run_cli("calibrate", "nbd://127.0.0.1:1/x", "--engine", "replay"),
+                          "cannot open nbd://127.0.0.1:1/x")
+
+
+def test_the_replay_engine_measures_the_same_2k_device(tmp_path: Path) -> None:
+    """storqos replay's own client, in closed loop, finds the same 2k IOPS; the reads at
+    rest (one per millisecond) are measured, and what they pay beyond the emulated
+    0.5 ms service is the path's wake-ups, well under the service time."""
+    a = _image(tmp_path / "a.img", 256 * MiB)
+    s = Server("--export", f"a={a}", "--listen", "127.0.0.1:0", "--iops", "2k", "--for", "60s")
+    _, port = s.ready()
+    out = tmp_path / "p.toml"
+    try:
+        r = run_cli("calibrate", f"nbd://127.0.0.1:{port}/a", "--engine", "replay", "--sizes", "4k",
+                    "--queue-depths", "1,4", "--time", "0.6", "--out", str(out))
+    finally:
+        s.finish(signal.SIGTERM)
+    assert r.code == 0, r.err
+    p = load_profile(out)
+    assert p.engine == "replay" and p.at_rest is not None
+    assert p.capacity_iops == pytest.approx(2000, rel=0.03)
+    path = dict(p.path_at_rest_us())
+    assert 0 <= path[0.5] < 250, p.path_at_rest_us()
+
+
+def test_the_path_at_rest_is_what_spaced_reads_pay_beyond_the_model() -> None:
+    """Reads at rest that take the back-to-back reads' times plus 70 µs give a path of
+    70 µs at every quantile, once the model's scale is applied to the back-to-back
+    times; a profile without the measurement adds nothing."""
+    from storqos.device_profile import DepthPoint, DeviceProfile, ServicePoint
+
+    pcts = [(50.0, 100.0), (99.0, 200.0)]
+    hot = ServicePoint(op="read", pattern="random", size=4096, iops=10_000, mean_us=100, min_us=50,
+                       percentiles_us=pcts)
+    # k = 1 server at 10k IOPS: 100 µs of service per read, against the mean of the
+    # table 50 µs at 0, 100 at 0.5, 200 at 1 (the top percentile closes it):
+    # (50+100)/2 * 0.5 + (100+200)/2 * 0.5 = 112.5 µs, so the scale is 100 / 112.5.
+    scale = 100 / 112.5
+    rest = hot.model_copy(update={"min_us": 50 * scale + 70,
+                                  "percentiles_us": [(q, us * scale + 70) for q, us in pcts]})
+    prof = DeviceProfile(version=1, storqos_version="t", target="t", engine="replay", direct=False, created="t",
+                         time_per_point_s=1, capacity_iops=10_000, parallelism=1, op_time_us=100,
+                         bandwidth_bytes_per_s=1e9, service=[hot],
+                         queue_depth=[DepthPoint(qd=1, iops=10_000, mean_us=100, p50_us=100, p99_us=200)],
+                         at_rest=rest)
+    assert prof.scale() == pytest.approx(scale)
+    assert [us for _, us in prof.path_at_rest_us()] == pytest.approx([70, 70, 70])
+    draws = prof.path_at_rest_ns(1000, seed=1)
+    assert draws.min() == draws.max() == 70_000
+    assert not prof.model_copy(update={"at_rest": None}).path_at_rest_ns(10, seed=1).any()

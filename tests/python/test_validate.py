@@ -90,7 +90,7 @@ def test_emulated_device_live_matches_the_prediction(tmp_path: Path) -> None:
 
 def test_file_device_with_its_profile(tmp_path: Path) -> None:
     """Real files behind the gateway, modelled by a profile measured on the spot: every
-    request replayed at the predicted rate, the median of the same order as predicted."""
+    request replayed at the predicted rate, the median near the predicted one."""
     out = tmp_path / "out"
     exp = _experiment(tmp_path, EXPERIMENT.replace('duration = "4s"', 'duration = "3s"')
                       .replace('[[policy]]\nkind = "wf2q"\nweights = [2, 1, 1]\n', ""))
@@ -98,13 +98,15 @@ def test_file_device_with_its_profile(tmp_path: Path) -> None:
     assert r.code == 0, r.err
     t = pl.read_parquet(out / "validation.parquet")
     assert t.height == 3 and (t["iops_err"].abs() < 0.03).all(), t
-    # The issue's target is 20 %; it is not met here and issue 16 stays open for it: the
-    # profile's service time comes from fio's QD-1 runs through the gateway (27-74 µs
-    # from one calibration to the next on 2026-11-26), the live p50 (112-119 µs) adds
-    # the replay's own per-request path (Python, libnbd), which no profile measures.
-    # Asserted: the same order of magnitude (a unit slip, µs for ns, would be 1000x).
+    # The prediction adds the path at rest (reads spaced 1 ms apart, measured by the
+    # replay's own engine) to the simulated device's times. Measured p50 errors: -12 %
+    # to +38 % over nine tenants with other builds loading both CPUs (2026-11-26). The
+    # issue's 20 % is a benchmark figure (docs/results/validation.md); asserted here is
+    # what survives this machine's noise: within 2x either way, which the old model
+    # (the device's back-to-back time alone: 5-6 µs predicted against 100 µs measured
+    # on a loaded run) failed.
     ratio = t["p50_ns_meas"] / t["p50_ns_pred"]
-    assert ((ratio > 0.3) & (ratio < 6)).all(), t.select("name", "p50_ns_pred", "p50_ns_meas")
+    assert ((ratio > 0.5) & (ratio < 2)).all(), t.select("name", "p50_ns_pred", "p50_ns_meas")
 
 
 def test_bad_input_is_one_line(tmp_path: Path) -> None:

@@ -39,15 +39,24 @@ def calibrate(
                                                           "data).")] = False,
     buffered: Annotated[bool, typer.Option("--buffered", help="Files and devices: go through the page cache "
                                                               "instead of O_DIRECT.")] = False,
+    engine: Annotated[str, typer.Option(help="What measures: fio (the storage's own time) or replay (NBD only: "
+                                             "storqos replay's client, whose own time per request is then part "
+                                             "of the profile, as in storqos validate).")] = "fio",
     json_out: JsonOpt = False,
 ) -> None:
-    """Measure a storage target with fio and write a device profile for simulate and serve.
+    """Measure a storage target and write a device profile for simulate and serve.
 
     Each request class (read, and write with --writes; random and sequential; each
-    size) is measured at queue depth 1, then 4 KiB random reads at each queue depth.
+    size) is measured at queue depth 1, then 4 KiB random reads at each queue depth,
+    then 4 KiB random reads one every millisecond (a request at rest, which wakes up
+    the client and the server).
     The profile holds the measurements and what is fitted to them: the capacity (best
     4 KiB random-read IOPS), the parallelism, a service-time model for `storqos simulate
     --device-profile` and a cost model for `storqos serve --device-profile`.
+
+    fio measures by default. With --engine replay, an NBD target is measured by
+    storqos replay's own client, so that a simulation with the profile predicts what a
+    replay will measure (its per-request time, tens of µs, included).
 
     Example: [bold]storqos calibrate nbd://127.0.0.1:10809/disk --out disk.toml[/bold]
 
@@ -63,10 +72,10 @@ def calibrate(
     check_output_file(out_file, "--out")
     size_list = _list(sizes, None, "--sizes")
     depth_list = _list(queue_depths, int, "--queue-depths")
-    points = len(set(size_list)) * 2 * (2 if writes else 1) + len(set(depth_list))
+    points = len(set(size_list)) * 2 * (2 if writes else 1) + len(set(depth_list)) + 1
     with progress_bar(f"measuring {target} ({points} points of {time:g} s)", points) as update:
         profile = run(target, sizes=size_list, depths=depth_list, writes=writes, direct=not buffered, seconds=time,
-                      progress=lambda i, n, _what: update(i, n))
+                      engine=engine, progress=lambda i, n, _what: update(i, n))
     with replacing(out_file) as part:
         part.write_text(dump_profile(profile))
     if json_out:
