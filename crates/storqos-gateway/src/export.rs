@@ -172,41 +172,9 @@ impl Export {
         }
     }
 
-    /// `len` bytes at `offset` into a new buffer that is never zeroed first (`preadv2`
-    /// with `flags`, repeated after a short read unless `RWF_NOWAIT` is among them).
-    /// `Ok(None)` if the file ends before, or a non-blocking read came up short.
     #[cfg(target_os = "linux")]
     fn pread(&self, offset: u64, len: u32, flags: libc::c_int) -> io::Result<Option<Vec<u8>>> {
-        use std::os::fd::AsRawFd;
-        let len = len as usize;
-        let mut buf: Vec<u8> = Vec::with_capacity(len);
-        let mut got = 0usize;
-        while got < len {
-            let spare = &mut buf.spare_capacity_mut()[..len - got];
-            let iov = libc::iovec { iov_base: spare.as_mut_ptr().cast(), iov_len: spare.len() };
-            let at =
-                libc::off_t::try_from(offset + got as u64).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-            // SAFETY: one iovec over the buffer's spare capacity (`len - got` bytes past
-            // the `got` initialised ones), which outlives the call; the fd is open.
-            let n = unsafe { libc::preadv2(self.file.as_raw_fd(), &iov, 1, at, flags) };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(e);
-            }
-            if n == 0 {
-                return Ok(None);
-            }
-            got += n as usize;
-            // SAFETY: the kernel wrote `n` more bytes after the `got - n` already there.
-            unsafe { buf.set_len(got) };
-            if flags & libc::RWF_NOWAIT != 0 && got < len {
-                return Ok(None);
-            }
-        }
-        Ok(Some(buf))
+        pread(&self.file, offset, len, flags)
     }
 
     /// Read `len` bytes at `offset` only if that cannot block, i.e. the page cache
@@ -385,6 +353,43 @@ impl Export {
     fn inject(&self, kind: Kind, offset: u64, len: u64) -> std::result::Result<(), u32> {
         self.fault(kind, offset, len).map_or(Ok(()), |(e, _)| Err(e))
     }
+}
+
+#[cfg(target_os = "linux")]
+/// `len` bytes of `file` at `offset` into a new buffer that is never zeroed first (`preadv2`
+/// with `flags`, repeated after a short read unless `RWF_NOWAIT` is among them).
+/// `Ok(None)` if the file ends before, or a non-blocking read came up short.
+pub fn pread(file: &File, offset: u64, len: u32, flags: libc::c_int) -> io::Result<Option<Vec<u8>>> {
+    use std::os::fd::AsRawFd;
+    let len = len as usize;
+    let mut buf: Vec<u8> = Vec::with_capacity(len);
+    let mut got = 0usize;
+    while got < len {
+        let spare = &mut buf.spare_capacity_mut()[..len - got];
+        let iov = libc::iovec { iov_base: spare.as_mut_ptr().cast(), iov_len: spare.len() };
+        let at =
+            libc::off_t::try_from(offset + got as u64).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: one iovec over the buffer's spare capacity (`len - got` bytes past
+        // the `got` initialised ones), which outlives the call; the fd is open.
+        let n = unsafe { libc::preadv2(file.as_raw_fd(), &iov, 1, at, flags) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Ok(None);
+        }
+        got += n as usize;
+        // SAFETY: the kernel wrote `n` more bytes after the `got - n` already there.
+        unsafe { buf.set_len(got) };
+        if flags & libc::RWF_NOWAIT != 0 && got < len {
+            return Ok(None);
+        }
+    }
+    Ok(Some(buf))
 }
 
 /// The exports being served: looked up at each handshake, changed live by the control

@@ -604,10 +604,14 @@ impl SchedLoop {
             InFlight { req, dispatch: now, emulated_finish, cookie, reply, permit, result: None, form, plan: tiered };
         self.inflight.insert(id, f);
         // A small read the page cache holds completes right here: no thread hand-off.
-        if let (Io::Read(n), None) = (&io, &plan) {
-            let n = *n;
+        // (A tiered export's too: a hit from the fast file, a miss that copies nothing in.)
+        if let Io::Read(n) = io {
             if n <= INLINE_READ_MAX {
-                if let Some(data) = export.read_nowait(offset, n) {
+                let data = match (&plan, &export.tier) {
+                    (Some(p), Some(t)) => t.read_nowait(p, offset, n, &|o, k| export.read_nowait(o, k)),
+                    _ => export.read_nowait(offset, n),
+                };
+                if let Some(data) = data {
                     self.backend_done(id, Ok(data), now);
                     return;
                 }

@@ -563,6 +563,45 @@ impl TierStore {
         Ok(span[at..at + len as usize].to_vec())
     }
 
+    /// Read as `plan` says only if that cannot block (the scheduler loop's fast path):
+    /// a hit whose blocks the page cache holds (`preadv2(RWF_NOWAIT)` of the fast file),
+    /// or a miss that copies nothing in, via `slow_nowait`. `None`: do it on an I/O
+    /// thread ([`TierStore::read`]).
+    pub fn read_nowait(
+        &self,
+        plan: &Plan,
+        offset: u64,
+        len: u32,
+        slow_nowait: &dyn Fn(u64, u32) -> Option<Vec<u8>>,
+    ) -> Option<Vec<u8>> {
+        if !plan.fill.is_empty() {
+            return None;
+        }
+        if plan.hit.is_empty() {
+            return slow_nowait(offset, len);
+        }
+        #[cfg(target_os = "linux")]
+        {
+            let (first, _) = self.blocks_of(offset, len);
+            let mut out = Vec::with_capacity(len as usize);
+            for (k, &i) in plan.hit.iter().enumerate() {
+                let b = first + k as u64;
+                let from = if k == 0 { offset - b * self.block } else { 0 };
+                let n = ((self.block - from) as usize).min(len as usize - out.len());
+                let piece =
+                    crate::export::pread(&self.fast, u64::from(i) * self.block + from, n as u32, libc::RWF_NOWAIT)
+                        .ok()
+                        .flatten()?;
+                out.extend_from_slice(&piece);
+            }
+            Some(out)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            None
+        }
+    }
+
     fn read_hit(&self, slots: &[u32], offset: u64, len: u32) -> std::result::Result<Vec<u8>, (u32, std::io::Error)> {
         let mut out = vec![0u8; len as usize];
         let (first, _) = self.blocks_of(offset, len);
@@ -706,6 +745,10 @@ mod tests {
         let p = t.route(false, b * 4096, 64);
         assert_eq!(p.target, FAST);
         let got = t.read(&p, b * 4096, 64, &reader(&slow)).unwrap();
+        if cfg!(target_os = "linux") {
+            // Just written, so in the page cache: the loop's non-blocking read serves it.
+            assert_eq!(t.read_nowait(&p, b * 4096, 64, &|_, _| None), Some(got.clone()));
+        }
         t.release(&p);
         assert_eq!(&got[10..30], &[0xee; 20]);
         assert_eq!(got[0], b as u8);
