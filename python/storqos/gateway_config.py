@@ -490,7 +490,7 @@ def merged(settings: GatewaySettings | None, *, exports: list[str] | None = None
                             window_s=window_s, metrics=metrics, control=control, tls=tls)
     try:
         kind = canonical_policy(kind)
-        fkind = canonical_policy(fpol.kind) if fpol and fpol.kind else None
+        fkind = canonical_policy(fpol.kind) if fpol and fpol.kind and fpol.kind.lower() != BAA_KIND else None
     except InputError as e:
         raise InputError(e.message, "--policy" if policy or settings is None else settings.policy_key("kind")) from None
     from_file = fpol.params if fpol is not None and fkind == kind else {}

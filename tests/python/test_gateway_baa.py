@@ -13,7 +13,7 @@ import json
 import signal
 from pathlib import Path
 
-from conftest import REPO, run_cli
+from conftest import REPO, assert_one_line_error, run_cli
 from test_serve import Server, _fio
 
 EXAMPLE = REPO / "examples" / "gateway" / "baa.toml"
@@ -94,3 +94,18 @@ def test_example_iii_live_meets_the_lp_and_fq_underuses_the_ssd(tmp_path: Path) 
     # The HDD saturates first; the SSD is left at ~69 % (BAA: 100 %).
     assert util_fq[0] >= 0.90 and util_fq[1] <= 0.80, util_fq
     assert sum(got) > 1.15 * sum(got_fq), (got, got_fq)
+
+
+def test_bad_baa_settings_are_one_line_errors_and_flags_override_the_kind(tmp_path: Path) -> None:
+    for t in TENANTS:
+        for name in (f"{t}.img", f"{t}-fast.img"):
+            with open(tmp_path / name, "wb") as f:
+                f.truncate(16 << 20)
+    cfg = tmp_path / "gw.toml"
+    cfg.write_text(EXAMPLE.read_text().replace('allocator = "baa"', 'allocator = "max"'))
+    assert_one_line_error(run_cli("serve", "--config", str(cfg), "--check"),
+                          "gw.toml:", "[policy]", "allocator", "baa, drf, fq", "'max'")
+    cfg.write_text(EXAMPLE.read_text().replace("iops = 200", ""))
+    assert_one_line_error(run_cli("serve", "--config", str(cfg), "--check"), "[tiers.slow] iops")
+    r = run_cli("serve", "--config", str(cfg), "--policy", "wf2q", "--check")
+    assert r.code == 0 and "policy wf2q+" in r.out, r.out + r.err
