@@ -732,8 +732,8 @@ def search(p: Problem, kind: str, *, tol: float = TOLERANCE) -> PolicyAdvice:
         bottom = max(floor, to_capacity(p, p.total_iops) / 64, 1.0 if p.family.integer else 1e-3)
         while e_lo.met:
             hi, e_hi = lo, e_lo
-            if lo <= bottom * (1 + 1e-9):
-                if floor > 0 and lo <= floor * (1 + 1e-9):
+            if run.quantize(max(lo / 2, bottom)) >= lo:  # at the bottom (quantized): nothing lower to try
+                if floor > 0 and lo <= floor * 1.0001:
                     notes.append(f"every SLO holds at {p.family.unit(lo)}, the least capacity the policy runs at as "
                                  "derived (Miser: Cmin + 1/δ)")
                 return _finish(p, kind, run, "any", hi, e_hi, notes, t0)
@@ -756,12 +756,14 @@ def search(p: Problem, kind: str, *, tol: float = TOLERANCE) -> PolicyAdvice:
         if p.family.integer:
             lo = max(1.0, math.floor(lo))
         e = run(lo)
-        while e.met and lo > (1 if p.family.integer else max(floor, 1e-3)):
-            hi = lo
-            lo = run.quantize(lo / 2)
+        while e.met:
+            nxt = run.quantize(max(lo / 2, floor, 1.0 if p.family.integer else 1e-3))
+            if nxt >= lo:
+                break
+            hi, lo = lo, nxt
             e = run(lo)
         if e.met:
-            return _finish(p, kind, run, "any", hi, run(hi), notes, t0)
+            return _finish(p, kind, run, "any", lo, e, notes, t0)
         r_lo = e.worst
     return _finish(p, kind, run, "ok", hi, run(hi), notes, t0, searched)
 
