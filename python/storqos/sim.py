@@ -127,6 +127,15 @@ _EMPTY_U64 = np.zeros(0, dtype=np.uint64)
 _Columns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, "np.ndarray | None"]
 
 
+
+def gauge_frame(g: dict[str, Any]) -> pl.DataFrame:
+    """The core's gauge samples (each name kept once, samples holding its index) as a
+    long frame: ``start_ns``, ``name``, ``value``."""
+    names = pl.Series("name", g["names"], dtype=pl.Utf8)
+    ids = pl.Series(np.asarray(g["name_id"], dtype=np.uint32))
+    return pl.DataFrame({"start_ns": pl.Series(g["start_ns"], dtype=pl.UInt64), "name": names.gather(ids),
+                         "value": pl.Series(g["value"], dtype=pl.Float64)})
+
 def _columns(trace: pl.DataFrame | None) -> _Columns:
     if trace is None or trace.height == 0:
         return (_EMPTY_U64, np.zeros(0, np.uint32), np.zeros(0, np.uint32), _EMPTY_U64, np.zeros(0, bool), None)
@@ -288,7 +297,7 @@ def _result(out: dict[str, Any], pname: str, dname: str, wall: float, params: di
         classes=_groups(out["classes"], run_span),
         total=_groups(out["total"], run_span).drop("all"),
         windows=windows,
-        gauges=pl.DataFrame(out["gauges"], schema={"start_ns": pl.UInt64, "name": pl.Utf8, "value": pl.Float64}),
+        gauges=gauge_frame(out["gauges"]),
         cdf=pl.DataFrame(out["cdf"]),
         requests=requests,
         arrived=int(out["arrived"]),

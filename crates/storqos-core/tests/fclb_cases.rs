@@ -108,11 +108,10 @@ fn runs_are_deterministic_and_expose_gauges() {
     let b = run(Case::Pulse { pulsed: 1 }, Policy::Fclb);
     assert_eq!(a.workloads, b.workloads);
     for g in ["fclb_rate_iops.0", "fclb_tokens.1", "fclb_rt_p95_ms.0", "fclb_violations.1", "yfq_virtual_time"] {
-        assert!(a.gauges.name.iter().any(|n| n == g), "gauge {g}");
+        assert!(a.gauges.names.iter().any(|n| n == g), "gauge {g}");
     }
     // The rate moves: it rises while W2 is off and falls when it returns.
-    let rates: Vec<f64> =
-        a.gauges.name.iter().zip(&a.gauges.value).filter(|(n, _)| *n == "fclb_rate_iops.0").map(|(_, v)| *v).collect();
+    let rates: Vec<f64> = a.gauges.series("fclb_rate_iops.0").into_iter().map(|(_, v)| v).collect();
     let (lo, hi) = rates.iter().fold((f64::MAX, 0.0f64), |(l, h), &v| (l.min(v), h.max(v)));
     assert!(lo >= W1_IOPS && hi > W1_IOPS + 10.0, "{lo} {hi}");
 }

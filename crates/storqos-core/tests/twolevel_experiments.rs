@@ -86,8 +86,7 @@ fn misses(s: &AnyScheduler, classes: usize) -> Vec<(u64, u64)> {
 }
 
 fn gauge(r: &SimResult, name: &str) -> Vec<(f64, f64)> {
-    let g = &r.gauges;
-    (0..g.name.len()).filter(|&i| g.name[i] == name).map(|i| (g.start[i] as f64 / 1e9, g.value[i])).collect()
+    r.gauges.series(name).into_iter().map(|(t, v)| (t as f64 / 1e9, v)).collect()
 }
 
 fn run(trace: &[Request], s: &mut AnyScheduler) -> SimResult {

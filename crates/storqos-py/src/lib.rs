@@ -139,7 +139,8 @@ fn result_to_dict<'py>(py: Python<'py>, r: SimResult) -> PyResult<Bound<'py, PyD
     let g = r.gauges;
     let gd = dict!(py, {
         "start_ns" => g.start.into_pyarray(py),
-        "name" => g.name,
+        "name_id" => g.name_id.into_pyarray(py),
+        "names" => g.names,
         "value" => g.value.into_pyarray(py),
     });
     out.set_item("gauges", gd)?;
@@ -764,7 +765,8 @@ fn fclb_experiment<'py>(
         d.set_item("windows", wd)?;
         let gd = dict!(py, {
             "start_ns" => r.gauges.start.into_pyarray(py),
-            "name" => r.gauges.name,
+            "name_id" => r.gauges.name_id.into_pyarray(py),
+            "names" => r.gauges.names,
             "value" => r.gauges.value.into_pyarray(py),
         });
         d.set_item("gauges", gd)?;

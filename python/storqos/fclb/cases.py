@@ -10,6 +10,7 @@ from typing import Any
 import polars as pl
 
 from .. import _core
+from ..sim import gauge_frame
 from ..units import check_seed
 from .admission import AdmissionReport, admission_report, curve_frame
 
@@ -67,7 +68,7 @@ def run_experiment(
             ("W" + (pl.col("tenant") + 1).cast(pl.Utf8)).alias("workload"),
             pl.col("completed").cast(pl.Float64).alias("iops"),
         )
-        g = pl.DataFrame(run["gauges"], schema={"start_ns": pl.UInt64, "name": pl.Utf8, "value": pl.Float64})
+        g = gauge_frame(run["gauges"])
         g = g.filter(pl.col("name").str.starts_with("fclb_rate_iops.") | pl.col("name").str.starts_with("fclb_rt_p95_ms."))
         g = g.with_columns(
             (pl.col("start_ns") // 1_000_000_000).cast(pl.Int64).alias("start_s"),

@@ -617,7 +617,7 @@ mod tests {
             }
             for i in 0..r.gauges.start.len() {
                 h.u(r.gauges.start[i]);
-                for b in r.gauges.name[i].bytes() {
+                for b in r.gauges.name(i).bytes() {
                     h.u(b as u64);
                 }
                 h.u(r.gauges.value[i].to_bits());
