@@ -150,7 +150,7 @@ pub fn profile_point(cfg: &ProfileConfig, mix: &[MixEntry], total_iops: f64) -> 
     for i in 0..mix.len() {
         let s = sched.monitor(i).summary();
         p95.push(s.quantile(0.95));
-        all.merge(s);
+        all.merge(&s);
     }
     // The run stops with the offered period: beyond the stable area the backlog left
     // over shows as achieved < offered.
