@@ -256,6 +256,9 @@ pub struct Config {
     /// The emulated devices of the tiered exports' fast and slow tiers
     /// ([`crate::tier`]); default: no emulation.
     pub tiers: crate::tier::TiersConfig,
+    /// Seed 003's admission control at connect time, with an `fclb` policy
+    /// ([`crate::admission`]); `None`: every tenant is served.
+    pub admission: Option<crate::admission::AdmissionConfig>,
 }
 
 /// Default listen address (the IANA NBD port on loopback).
@@ -300,6 +303,8 @@ struct RawConfig {
     cost: Option<serde_json::Value>,
     #[serde(default)]
     tiers: Option<serde_json::Value>,
+    #[serde(default)]
+    admission: Option<serde_json::Value>,
 }
 
 fn one_line(e: &serde_json::Error) -> String {
@@ -357,6 +362,12 @@ impl Config {
                 None => crate::tier::TiersConfig::default(),
                 Some(v) => serde_json::from_value(v).map_err(|e| Error::Config(format!("tiers: {}", one_line(&e))))?,
             },
+            admission: match raw.admission {
+                None => None,
+                Some(v) => {
+                    Some(serde_json::from_value(v).map_err(|e| Error::Config(format!("admission: {}", one_line(&e))))?)
+                }
+            },
         };
         cfg.validate()?;
         Ok(cfg)
@@ -397,6 +408,9 @@ impl Config {
             ));
         }
         self.tiers.check()?;
+        if let Some(a) = &self.admission {
+            crate::admission::Admission::new(a, &self.policy, &self.tenant_names)?;
+        }
         if self.depth == 0 || self.depth > MAX_DEPTH {
             return bad(format!("depth: must be between 1 and {MAX_DEPTH}, got {}", self.depth));
         }

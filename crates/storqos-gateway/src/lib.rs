@@ -16,6 +16,7 @@
 //! Modules:
 //! - [`protocol`]: the NBD wire format, pure parse / encode with typed errors;
 //! - [`config`]: the JSON configuration and its validation;
+//! - [`admission`]: seed 003's admission control at connect time (an `fclb` policy);
 //! - [`export`]: exports and their backing files;
 //! - [`fault`]: requests an export fails on purpose (EIO, ENOSPC, short writes);
 //! - [`pool`]: the `depth` threads that run the blocking backend I/O;
@@ -42,6 +43,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod admission;
 pub mod config;
 pub mod control;
 pub mod emulate;

@@ -26,6 +26,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
+use crate::admission::{Admission, TenantGuard};
 use crate::config::{Config, Error, ExportConfig, Limits, Result, TlsMode};
 use crate::export::{Export, Exports};
 use crate::protocol::*;
@@ -121,6 +122,8 @@ struct Shared {
     /// TLS, when it is on.
     tls: Option<tokio_rustls::TlsAcceptor>,
     tls_mode: TlsMode,
+    /// Seed 003's admission control at connect time (an `fclb` policy), if configured.
+    admission: Option<Arc<Admission>>,
 }
 
 /// Most flushes running at once: each `fdatasync` holds a blocking thread, so 4,000
@@ -166,8 +169,8 @@ impl Drop for OpenGuard {
     }
 }
 
-/// Counts a connection to an export until dropped.
-struct ExportGuard(Arc<Export>);
+/// Counts a connection to an export until dropped (and holds its tenant's admission).
+struct ExportGuard(Arc<Export>, Option<TenantGuard>);
 
 impl Drop for ExportGuard {
     fn drop(&mut self) {
@@ -363,20 +366,29 @@ pub fn start(config: Config) -> Result<Handle> {
 /// file (opened for reading and writing, then closed), the policy. Returns what would
 /// be served, with `listen` as configured (nothing is bound).
 pub fn check(config: &Config) -> Result<ReadyInfo> {
-    let (exports, sched) = prepare(config)?;
+    let (exports, sched, _) = prepare(config)?;
     Ok(ready_info(config, config.listen.clone(), sched.name(), &exports))
 }
 
-/// Validate `config`, open its exports and build its policy.
-fn prepare(config: &Config) -> Result<(Vec<Arc<Export>>, storqos_core::spec::AnyScheduler)> {
+/// The exports, the policy and the admission control a configuration prepares.
+type Prepared = (Vec<Arc<Export>>, storqos_core::spec::AnyScheduler, Option<Arc<Admission>>);
+
+/// Validate `config`, open its exports and build its policy (with seed 003's admission
+/// control, an `fclb` policy reading its references from the admission's board).
+fn prepare(config: &Config) -> Result<Prepared> {
     config.validate()?;
     crate::tls::acceptor(&config.tls)?;
     let mut exports = Vec::with_capacity(config.exports.len());
     for (i, e) in config.exports.iter().enumerate() {
         exports.push(Arc::new(Export::open(e, &format!("exports[{i}]"))?));
     }
+    if let Some(a) = &config.admission {
+        let (admission, board) = Admission::new(a, &config.policy, &config.tenant_names)?;
+        let sched = crate::admission::build_policy(&config.policy, &board)?;
+        return Ok((exports, sched, Some(admission)));
+    }
     let sched = config.policy.build().map_err(|e| Error::Config(format!("policy: {e}")))?;
-    Ok((exports, sched))
+    Ok((exports, sched, None))
 }
 
 fn ready_info(config: &Config, listen: String, policy: String, exports: &[Arc<Export>]) -> ReadyInfo {
@@ -404,7 +416,7 @@ fn ready_info(config: &Config, listen: String, policy: String, exports: &[Arc<Ex
 
 /// [`start`] with explicit [`Options`].
 pub fn start_with(config: Config, options: Options) -> Result<Handle> {
-    let (exports, sched) = prepare(&config)?;
+    let (exports, sched, admission) = prepare(&config)?;
     let policy = sched.name();
     let at = config.listen_at()?;
     let tls = crate::tls::acceptor(&config.tls)?;
@@ -479,6 +491,7 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
         clock,
         tls,
         tls_mode: config.tls.mode,
+        admission,
     });
     let (stop_tx, stop_rx) = watch::channel(false);
     let finished: Finished = Arc::new((Mutex::new(None), Condvar::new()));
@@ -774,6 +787,8 @@ enum ConnError {
     Refused(String),
     /// Nothing in flight and no request for the idle timeout.
     Idle,
+    /// Refused, and the reason already logged (admission control).
+    Said,
 }
 
 impl From<ProtocolError> for ConnError {
@@ -882,7 +897,7 @@ fn report(shared: &Shared, peer: &Peer, phase: &str, e: ConnError) {
         ConnError::Refused(why) => shared
             .notices
             .say(&shared.log, "refused", || format!("client {peer}: {why}; connection closed (said once a minute)")),
-        ConnError::Idle => {}
+        ConnError::Idle | ConnError::Said => {}
     }
 }
 
@@ -895,18 +910,43 @@ async fn send<W: AsyncWrite + Unpin>(w: &mut W, bytes: &[u8]) -> std::result::Re
     Ok(())
 }
 
-/// May the client at `peer` use `e` now: its allow-list, then the per-export
-/// connection limit (the slot is taken when it may). `Err` says why not.
-fn admit(e: &Arc<Export>, peer: &Peer, shared: &Shared) -> std::result::Result<ExportGuard, String> {
+/// Why a client may not use an export.
+enum Refusal {
+    /// An address not allowed, a limit: logged by the caller (once a minute).
+    Policy(String),
+    /// Seed 003's admission control refused the export's tenant: already logged once
+    /// by [`Admission::admit`].
+    Admission(String),
+}
+
+impl Refusal {
+    fn message(&self) -> &str {
+        match self {
+            Refusal::Policy(m) | Refusal::Admission(m) => m,
+        }
+    }
+}
+
+/// May the client at `peer` use `e` now: its allow-list, the per-export connection
+/// limit (the slot is taken when it may), then the admission of its tenant (seed 003,
+/// with an `fclb` policy). `Err` says why not.
+fn admit(e: &Arc<Export>, peer: &Peer, shared: &Shared) -> std::result::Result<ExportGuard, Refusal> {
     if !e.allows(peer.ip()) {
-        return Err(not_allowed(e, peer));
+        return Err(Refusal::Policy(not_allowed(e, peer)));
     }
     let max = shared.limits.max_connections_per_export.unwrap_or(usize::MAX);
     let took = e.connections.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < max).then_some(n + 1));
-    match took {
-        Ok(_) => Ok(ExportGuard(e.clone())),
-        Err(_) => Err(format!("export {} has its limit of {max} connections", shown_name(&e.name))),
+    let mut guard = match took {
+        Ok(_) => ExportGuard(e.clone(), None),
+        Err(_) => {
+            return Err(Refusal::Policy(format!("export {} has its limit of {max} connections", shown_name(&e.name))))
+        }
+    };
+    if let Some(a) = &shared.admission {
+        // On refusal the guard drops here and gives the export slot back.
+        guard.1 = a.admit(e.tenant, &shared.log).map_err(Refusal::Admission)?;
     }
+    Ok(guard)
 }
 
 fn not_allowed(e: &Export, peer: &Peer) -> String {
@@ -999,7 +1039,10 @@ async fn negotiate(
                     return Err(ProtocolError::UnknownExport(name).into());
                 };
                 // The spec gives NBD_OPT_EXPORT_NAME no error reply: a refusal closes.
-                let slot = admit(&e, peer, shared).map_err(ConnError::Refused)?;
+                let slot = admit(&e, peer, shared).map_err(|r| match r {
+                    Refusal::Policy(why) => ConnError::Refused(why),
+                    Refusal::Admission(_) => ConnError::Said,
+                })?;
                 send(&mut stream, &encode_export_name_reply(e.size, e.transmission_flags(), no_zeroes)).await?;
                 let s = session(&e, structured, &meta_for);
                 return Ok(Some((stream, e, slot, s)));
@@ -1038,13 +1081,17 @@ async fn negotiate(
                 let slot = if h.option == OPT_GO {
                     Some(admit(&e, peer, shared))
                 } else if !e.allows(peer.ip()) {
-                    Some(Err(not_allowed(&e, peer)))
+                    Some(Err(Refusal::Policy(not_allowed(&e, peer))))
                 } else {
                     None
                 };
                 if let Some(Err(why)) = &slot {
-                    shared.notices.say(&shared.log, "refused", || format!("client {peer}: {why} (said once a minute)"));
-                    send(&mut stream, &encode_option_reply(h.option, REP_ERR_POLICY, why.as_bytes())).await?;
+                    if let Refusal::Policy(why) = why {
+                        shared
+                            .notices
+                            .say(&shared.log, "refused", || format!("client {peer}: {why} (said once a minute)"));
+                    }
+                    send(&mut stream, &encode_option_reply(h.option, REP_ERR_POLICY, why.message().as_bytes())).await?;
                     continue;
                 }
                 let flags = e.transmission_flags();

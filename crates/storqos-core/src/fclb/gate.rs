@@ -26,9 +26,18 @@
 //! its rate, and its bucket fills to `b_i`).
 //!
 //! Tenants without a configured workload pass straight to the back end, unmonitored.
+//!
+//! **Live references** (the gateway's entry point, `crates/storqos-gateway/src/admission.rs`):
+//! on the wall clock the admitted set changes as tenants connect, and with it each
+//! workload's RT″ (admission control, [`crate::fclb::admission`]). [`References`] is a
+//! board the admission side writes and [`Fclb::with_references`] reads at the end of
+//! every control period (the only place a reference is used), so the policy still reads
+//! no clock and runs the same code; the simulator never attaches one.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use serde::Deserialize;
 
@@ -150,6 +159,32 @@ impl FclbParams {
     }
 }
 
+/// Controller references written from outside the policy (the live gateway's admission
+/// control): one slot per workload, in ns, 0 meaning "the configured reference". Read at
+/// the end of each control period.
+#[derive(Clone, Debug, Default)]
+pub struct References(Arc<[AtomicU64]>);
+
+impl References {
+    /// A board for `n` workloads, every slot 0 (the configured references).
+    pub fn new(n: usize) -> Self {
+        References((0..n).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    /// Use `ns` as workload `i`'s reference from the next control period on (0: the
+    /// configured one again). Out-of-range workloads are ignored.
+    pub fn set(&self, i: usize, ns: Nanos) {
+        if let Some(slot) = self.0.get(i) {
+            slot.store(ns, Ordering::Relaxed);
+        }
+    }
+
+    /// Workload `i`'s reference from the board, if one is set.
+    pub fn get(&self, i: usize) -> Option<Nanos> {
+        self.0.get(i).map(|s| s.load(Ordering::Relaxed)).filter(|&ns| ns > 0)
+    }
+}
+
 /// One workload's state.
 #[derive(Clone, Debug)]
 struct Workload {
@@ -184,6 +219,8 @@ pub struct Fclb<S> {
     /// The latest time any call brought (for gauges and timers).
     now: Nanos,
     periods: u64,
+    /// References set from outside (the live gateway's admission), if attached.
+    board: Option<References>,
 }
 
 impl<S: Scheduler> Fclb<S> {
@@ -228,6 +265,7 @@ impl<S: Scheduler> Fclb<S> {
             next_control: CONTROL_PERIOD,
             now: 0,
             periods: 0,
+            board: None,
         })
     }
 
@@ -239,6 +277,19 @@ impl<S: Scheduler> Fclb<S> {
         self.period = period;
         self.next_control = period;
         Ok(self)
+    }
+
+    /// Read the workloads' references from `board` at every control period (the live
+    /// gateway's admission control writes RT″ there as tenants are admitted); a slot of 0
+    /// keeps the configured reference. Set before use.
+    pub fn with_references(mut self, board: References) -> Self {
+        self.board = Some(board);
+        self
+    }
+
+    /// The reference workload `i` is controlled to now (ns).
+    pub fn reference(&self, i: usize) -> Nanos {
+        self.board.as_ref().and_then(|b| b.get(i)).unwrap_or(self.workloads[i].reference)
     }
 
     /// Turn the anti-windup rule off (raise rates even when the bucket held nothing back).
@@ -323,12 +374,13 @@ impl<S: Scheduler> Fclb<S> {
     /// End of a control period: Eqs. 1–2 per workload.
     fn control(&mut self, now: Nanos) {
         self.periods += 1;
-        for w in &mut self.workloads {
+        for (i, w) in self.workloads.iter_mut().enumerate() {
             let measured = w.monitor.close_period();
             if self.mode == Mode::Feedback {
                 if let Some(rt) = measured {
                     let r = w.bucket.rate_iops();
-                    let mut next = self.controller.step(r, w.reference, rt, &w.limits);
+                    let reference = self.board.as_ref().and_then(|b| b.get(i)).unwrap_or(w.reference);
+                    let mut next = self.controller.step(r, reference, rt, &w.limits);
                     if self.anti_windup && next > r && !w.throttled {
                         next = r;
                     }
@@ -434,6 +486,9 @@ impl<S: Scheduler> Scheduler for Fclb<S> {
             sink(&format!("fclb_waiting.{i}"), w.waiting.len() as f64);
             let p95 = w.monitor.current_p95().map_or(f64::NAN, |ns| ns as f64 / NS_PER_MS as f64);
             sink(&format!("fclb_rt_p95_ms.{i}"), p95);
+            // The p95 the controller used at the last period's end (Eq. 1's RT_i(k)).
+            let last = w.monitor.last_p95().map_or(f64::NAN, |ns| ns as f64 / NS_PER_MS as f64);
+            sink(&format!("fclb_period_p95_ms.{i}"), last);
             sink(&format!("fclb_completed.{i}"), w.monitor.completed() as f64);
             sink(&format!("fclb_violations.{i}"), w.monitor.violations() as f64);
         }
@@ -517,6 +572,36 @@ mod tests {
         f.gauges(&mut |n, v| g.push((n.to_string(), v)));
         assert!(g.iter().any(|(n, v)| n == "fclb_rate_iops.0" && *v == 100.0));
         assert!(g.iter().any(|(n, _)| n == "fclb_tokens.1"));
+    }
+
+    #[test]
+    fn a_reference_board_moves_the_reference_at_the_next_period() {
+        let board = References::new(2);
+        let mut f = two(Mode::Feedback).with_references(board.clone());
+        assert_eq!(f.reference(0), 10 * NS_PER_MS);
+        // Throttled all period with 2 ms completions; the board asks for 5 ms instead of 10.
+        board.set(0, 5 * NS_PER_MS);
+        board.set(7, NS_PER_MS); // no such workload: ignored
+        let mut t = 0;
+        for id in (0..600).step_by(3) {
+            for k in 0..3 {
+                f.enqueue(Request::new(id + k, 0, t, 4096), t);
+            }
+            let out: Vec<Request> = std::iter::from_fn(|| f.dispatch(t, &FREE)).collect();
+            for r in out {
+                f.complete(&done(r, t + 2 * NS_PER_MS), t + 2 * NS_PER_MS);
+            }
+            t += 5 * NS_PER_MS;
+        }
+        f.on_timer(NS_PER_SEC);
+        // e = 5 − 2 = 3 ms, K = 1 IOPS/ms: 100 → 103 IOPS (not 108 as with 10 ms).
+        assert!((f.rate_iops(0) - 103.0).abs() < 1e-9, "{}", f.rate_iops(0));
+        assert_eq!(f.reference(0), 5 * NS_PER_MS);
+        board.set(0, 0);
+        assert_eq!(f.reference(0), 10 * NS_PER_MS);
+        let mut g = Vec::new();
+        f.gauges(&mut |n, v| g.push((n.to_string(), v)));
+        assert!(g.iter().any(|(n, v)| n == "fclb_period_p95_ms.0" && (*v - 2.0).abs() < 1e-9), "{g:?}");
     }
 
     #[test]

@@ -64,7 +64,7 @@ pub use bucket::{TokenBucket, REFILL_INTERVAL};
 pub use controller::{
     check_gain, closed_loop_pole, periods_to_settle, IntegralController, LinearPlant, RateLimits, CONTROL_PERIOD,
 };
-pub use gate::{Fclb, FclbParams, Mode, WorkloadSpec};
+pub use gate::{Fclb, FclbParams, Mode, References, WorkloadSpec};
 pub use monitor::Monitor;
 pub use tuning::{
     estimate_gain, pole_placement, profile_curve, profile_point, stable_limit, tune, MixEntry, ProfileConfig,
