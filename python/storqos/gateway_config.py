@@ -86,7 +86,7 @@ from pydantic import BeforeValidator, Field, model_validator
 
 from . import _core
 from .device_profile import DeviceProfile
-from .errors import InputError
+from .errors import ConfigError, InputError
 from .experiment_schema import Policy, Qos
 from .gateway import DEFAULT_DEPTH, DEFAULT_LISTEN, check_export_file
 from .toml_schema import PositiveDurationNs, Rate, Table, entry_where, line_of, one_or_many, read_toml, unit
@@ -453,6 +453,106 @@ def baa_policy(params: dict[str, Any], tiers: TiersTable | None, where: str) -> 
     return spec
 
 
+#: The gateway's FCLB kind: seed 003's feedback-controlled leaky bucket over YFQ, its
+#: workloads the [[tenant]] tables (reservation = demanded IOPS_i, slo = demanded p95 RT_i).
+FCLB_KIND = "fclb"
+#: Keys of ``[policy] kind = "fclb"``.
+FCLB_KEYS = ("gain", "pole", "plant_gain", "period", "mode", "buckets", "weights", "admission",
+             "admission_profile")
+#: The seed's control period (§3.1): 1 s.
+FCLB_PERIOD_NS = 1_000_000_000
+
+
+def knee_gain_ms_per_iops(period_ns: int, capacity_iops: float) -> float:
+    """The plant gain G (ms of p95 per IOPS) of a constant-rate server of ``capacity_iops``
+    at its knee, over one control period: a release rate δ IOPS above the capacity for one
+    period of T s queues δ·T more requests, each 1/C s of service, so the response time
+    grows by δ·T/C s: G = 1000·T/C ms per IOPS. (Below the knee the open-loop profile of
+    ``storqos admit`` is flat, G = 0: its tuner rightly refuses to place a pole there.)"""
+    return 1000.0 * (period_ns / 1e9) / capacity_iops
+
+
+def fclb_policy(params: dict[str, Any], tenants: list[Tenant], capacity: float | None,
+                device_profile: DeviceProfile | None, where: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The core spec of ``[policy] kind = "fclb"`` and the gateway's ``admission`` object
+    (None with ``admission = false``). Workload i is tenant i: ``reservation`` its
+    demanded IOPS (the bucket's floor), ``slo`` its demanded p95; YFQ weights from the
+    tenants' ``weight`` (default: their reservations, as ``storqos admit``). The gain K:
+    ``gain``, or ``pole`` (default the core's 0.4) over ``plant_gain`` G (default, on an
+    emulated capacity, :func:`knee_gain_ms_per_iops`; else the core's default, the
+    paper's 0.3 ms/IOPS). Admission control at connect time drives the mix on the
+    emulated capacity's constant-rate server or the device profile's device."""
+    from .fclb.spec import MODES
+
+    for k in params:
+        if k not in FCLB_KEYS:
+            raise InputError(f"unknown key {k!r} for kind fclb (known: {', '.join(FCLB_KEYS)})", where)
+    if not tenants:
+        raise InputError("kind fclb serves the [[tenant]] tables as its workloads: give them", where)
+    missing = [t.name for t in tenants if not (t.reservation and t.slo_ns)]
+    if missing:
+        raise InputError("kind fclb needs every tenant's reservation (demanded IOPS_i) and slo (demanded p95 "
+                         f"RT_i); missing for {', '.join(missing)}", where)
+    period = parse_duration(params["period"], f"{where}: period") if "period" in params else FCLB_PERIOD_NS
+    if period <= 0:
+        raise InputError(f"period: the control period must be > 0, got {params['period']!r}", where)
+    mode = str(params.get("mode", "feedback")).lower()
+    if mode not in MODES:
+        raise InputError(f"mode: expected one of {', '.join(MODES)}, got {params['mode']!r}", where)
+    buckets = params.get("buckets")
+    if buckets is not None and (not isinstance(buckets, list) or len(buckets) != len(tenants)
+                                or not all(isinstance(b, int) and not isinstance(b, bool) and b >= 1
+                                           for b in buckets)):
+        raise InputError(f"buckets: expected one whole number >= 1 of tokens per tenant ({len(tenants)}), "
+                         f"got {buckets!r}", where)
+    weights = params.get("weights")
+    if weights is None:
+        weights = [t.weight if t.weight is not None else t.reservation for t in tenants]
+    elif not isinstance(weights, list) or len(weights) != len(tenants) or not all(
+            isinstance(w, int | float) and not isinstance(w, bool) and w > 0 for w in weights):
+        raise InputError(f"weights: expected one number > 0 per tenant ({len(tenants)}), got {weights!r}", where)
+    workloads: list[dict[str, Any]] = []
+    for i, t in enumerate(tenants):
+        w: dict[str, Any] = {"iops": float(t.reservation or 0), "rt_ns": int(t.slo_ns or 0)}
+        if buckets is not None:
+            w["bucket"] = float(buckets[i])
+        workloads.append(w)
+    spec: dict[str, Any] = {"kind": FCLB_KIND, "workloads": workloads, "mode": mode, "period_ns": int(period),
+                            "then": {"kind": "yfq", "weights": [float(x) for x in weights]}}
+    for key, core_key in (("gain", "gain_iops_per_ms"), ("pole", "pole"), ("plant_gain", "plant_gain_ms_per_iops")):
+        if key in params:
+            v = params[key]
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                raise InputError(f"{key}: expected a number, got {v!r}", where)
+            spec[core_key] = float(v)
+    if "plant_gain_ms_per_iops" not in spec and capacity is not None and device_profile is None:
+        spec["plant_gain_ms_per_iops"] = knee_gain_ms_per_iops(period, capacity)
+    try:
+        _core.check_policy(json.dumps(spec))
+    except ConfigError as e:
+        raise InputError(str(e).removeprefix("invalid configuration: "), where) from None
+    admission = params.get("admission", True)
+    if not isinstance(admission, bool):
+        raise InputError(f"admission: expected true or false, got {admission!r}", where)
+    if not admission:
+        return spec, None
+    if device_profile is not None:
+        device: dict[str, Any] = device_profile.sim_device()
+    elif capacity is not None:
+        device = {"kind": "constant", "iops": float(capacity)}
+    else:
+        raise InputError("fclb's admission control drives the mix on a storage model: give iops (emulated), "
+                         "--device-profile, or admission = false", where)
+    adm: dict[str, Any] = {"device": device}
+    if "admission_profile" in params:
+        d = parse_duration(params["admission_profile"], f"{where}: admission_profile")
+        if d <= 0:
+            raise InputError(f"admission_profile: the profile's length must be > 0, got {params['admission_profile']!r}",
+                             where)
+        adm["duration_s"] = d / 1e9
+    return spec, adm
+
+
 #: Policy flags whose parameter has another name.
 _FLAG_KEYS = {"--deadline": "deadlines"}
 
@@ -483,6 +583,21 @@ def merged(settings: GatewaySettings | None, *, exports: list[str] | None = None
     if fpol is not None and fpol.spec is not None:
         raise InputError("spec: a core spec is for experiment files; give kind and its parameters", where)
     kind = policy or (fpol.kind if fpol else None) or "fcfs"
+    fclb_file = fpol is not None and (fpol.kind or "").lower() == FCLB_KIND
+    if kind.lower() == FCLB_KIND and settings is not None and settings.tenants and (fclb_file or policy) \
+            and not any(v is not None for v in (policy_params or {}).values()):
+        cap = iops if iops is not None else (file.iops if file else None)
+        spec, adm = fclb_policy(fpol.params if fpol is not None and fclb_file else {}, settings.tenants,
+                                cap, device_profile, where)
+        if depth is None:
+            # The emulated constant-rate server serves its slots FIFO: at depth 1 the
+            # queue, and YFQ's share, stay in the policy.
+            depth = file.depth if file and file.depth is not None else (1 if cap is not None else None)
+        cfg = _with_policy(settings, spec, exports=exports, listen=listen, depth=depth, iops=iops,
+                           duration_s=duration_s, window_s=window_s, metrics=metrics, control=control, tls=tls)
+        if adm is not None:
+            cfg["admission"] = adm
+        return cfg
     if kind.lower() == BAA_KIND:
         return _with_policy(settings, baa_policy(fpol.params if fpol is not None and (fpol.kind or "").lower() == BAA_KIND
                                                  else {}, file.tiers if file else None, where),

@@ -271,10 +271,9 @@ impl Admission {
             .collect();
         let names: Vec<&str> = cands.iter().map(|c| c.name.as_str()).collect();
         Err(format!(
-            "{} would make T = {:.1} IOPS ({}) on the storage model (achieved {:.1} IOPS): {}; refused",
+            "{} would make T = {:.1} IOPS on the storage model (achieved {:.1} IOPS): {}; refused",
             names.join(" + "),
             report.target_iops,
-            names.len(),
             report.achieved_iops,
             failing.join("; ")
         ))
