@@ -120,9 +120,11 @@ class DeviceProfile(Table):
         reads = [p for p in self.service if p.op == "read" and p.pattern == "random"] or self.service
         return min(reads, key=lambda p: abs(p.size - 4096))
 
-    def sim_device(self) -> dict[str, Any]:
-        """The simulator's device spec: k servers of measured service times."""
-        s = self.scale()
+    def sim_device(self, capacity_iops: float | None = None) -> dict[str, Any]:
+        """The simulator's device spec: k servers of measured service times. With
+        ``capacity_iops``, the same device scaled to that capacity: every service time
+        × measured / wanted capacity, still k servers (``storqos advise`` searches it)."""
+        s = self.scale() * (1.0 if capacity_iops is None else self.capacity_iops / capacity_iops)
         classes = []
         for p in self.service:
             qs = [[q, max(us * s * 1e3, 1.0)] for q, us in p.quantile_table_us()]
