@@ -56,7 +56,7 @@ def advise_cmd(
 ) -> None:
     """Find the least capacity at which each policy keeps every tenant's SLO, rank the policies, and prove it by simulation.
 
-    The file lists the tenants as an experiment file does ([bold]\\[\\[trace]][/bold] with an optional split, [bold]\\[\\[tenant]][/bold] with a trace or a generator), each with an SLO such as slo = "p99<=10ms" (99 % of its requests finish within 10 ms of arriving), an optional reservation and limit (IOPS); and a \\[device] family whose capacity advise finds: constant, exponential, array (servers = N), disk (N striped disk models) or tiered. Each policy's parameters come from the SLOs (weights, reservations, SARC+AVATAR and FCLB targets, Miser's Cmin from the planner). The answer is proven: every SLO holds at the capacity shown, some SLO fails at 0.98 × it; the last column is each tenant at 10 % more load. docs/advise.md explains the method.
+    The file lists the tenants as an experiment file does ([bold]\\[\\[trace]][/bold] with an optional split, [bold]\\[\\[tenant]][/bold] with a trace or a generator), each with an SLO such as slo = "p99<=10ms" (99 % of its requests finish within 10 ms of arriving), an optional reservation and limit (IOPS); and a \\[device] family whose capacity advise finds: constant, exponential, array (servers = N), disk (N striped disk models), tiered, or profile (path = a device profile from storqos calibrate, scaled: the answer is also a multiple of the measured device). Each policy's parameters come from the SLOs (weights, reservations, SARC+AVATAR and FCLB targets, Miser's Cmin from the planner). The answer is proven: every SLO holds at the capacity shown, some SLO fails at 0.98 × it; the last column is each tenant at 10 % more load. docs/advise.md explains the method.
 
     Example: [bold]storqos advise examples/advise/advise.toml --out out/advise[/bold]
     """
@@ -82,20 +82,28 @@ def advise_cmd(
         return
     fam = problem.family
     load = f"+{100 * (ROBUST_LOAD - 1):.0f} % ms"
+    caption = (f"achieved: the SLO's percentile, arrival to completion; margin: 1 − achieved / bound; "
+               f"capacity to within {100 * TOLERANCE:g} %; last column: achieved at {100 * (ROBUST_LOAD - 1):.0f} % more load")
+    if fam.measured is not None:
+        caption += f"; ×: the capacity over the measured device's {fam.measured.capacity_iops:,.0f} IOPS"
     t = Table(title=f"{problem.name}: least capacity per policy, cheapest first ({fam.describe()})", box=box.SIMPLE_HEAD,
-              caption=f"achieved: the SLO's percentile, arrival to completion; margin: 1 − achieved / bound; "
-                      f"capacity to within {100 * TOLERANCE:g} %; last column: achieved at {100 * (ROBUST_LOAD - 1):.0f} % more load", padding=(0, 1))
+              caption=caption, padding=(0, 1))
     unit = "disks" if fam.integer else "IOPS"
     for col in ("policy", unit, "tenant", "SLO", "achieved ms", "margin", load):
         t.add_column(col, justify="left" if col in ("policy", "tenant", "SLO") else "right", no_wrap=col == "policy")
     for r in advice.ranked:
         value = f"{r.capacity:,.0f}"
-        cap = {"ok": value, "any": f"≤ {value}", "never": "never"}[r.status]
+        cap = [{"ok": value, "any": f"≤ {value}", "never": "never"}[r.status]]
+        multiple = fam.multiple(r.capacity)
+        if multiple is not None and r.status != "never":  # a device profile: also × the measured device
+            cap.append(f"{multiple:.3g}×")
         n = len(problem.tenants)
+        if n < len(cap):
+            cap = ["\n".join(cap)]
         for i, ten in enumerate(problem.tenants):
             t.add_row(
                 DISPLAY.get(r.policy, r.policy) if i == 0 else "",
-                cap if i == 0 else "",
+                cap[i] if i < len(cap) else "",
                 ten.name,
                 ten.slo.text if ten.slo else "–",
                 _ms(r.at.achieved_ns[i]),

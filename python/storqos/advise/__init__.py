@@ -1,0 +1,82 @@
+"""``storqos advise``: from tenants' traces and SLOs to the cheapest (policy, capacity)
+pair, proven by simulation (issue 19; docs/advise.md). It composes the seed papers
+rather than implementing a new policy: every policy it tries is a core ``Scheduler``
+built by :func:`storqos.specs.policy_spec`. One concept per module, in the order the
+method runs (each imports only those above it):
+
+- :mod:`.family`: device families, a capacity → the core's device spec (a calibrated
+  device profile is scaled);
+- :mod:`.problem`: the tenants, their SLOs (``pP<=D``, judged end to end), the trace;
+- :mod:`.bounds`: the planner's Cmin bounds on the capacity (seed 000), bad input
+  against the device;
+- :mod:`.inputs`: reading an advise file (an experiment file with SLOs);
+- :mod:`.policies`: each policy's parameters from the SLOs (seeds 000, 001, 003, mClock);
+- :mod:`.evaluation`: one simulation at a capacity, judged end to end (seed 001's own
+  metric beside);
+- :mod:`.bracket`: closing [fails, holds], interpolation never worse than bisection
+  (regula falsi, Illinois, ITP's projection);
+- :mod:`.proof`: minimality at 0.98 ×, robustness at +10 % load;
+- :mod:`.capacity_search`: one policy's least capacity: bracket, close, prove;
+- :mod:`.advice`: the ranking and the recommendation in words;
+- :mod:`.parallel`: every policy's search on the sweep back ends;
+- :mod:`.report`: ``advice.json``, ``advice.parquet``, ``report.html``.
+
+The names below are the API the CLI (:mod:`storqos.commands.advise`), the tests and the
+benchmark use.
+"""
+
+from __future__ import annotations
+
+from .advice import Advice, explain
+from .bounds import CMIN_SLACK, MAX_CAPACITY_OVER_LOAD, prepare
+from .bracket import bisection_steps, close
+from .capacity_search import MAX_RESTARTS, TOLERANCE, plain_bisection, search
+from .evaluation import Evaluation, Runner, evaluate
+from .family import FAMILIES, DeviceFamily, device_family
+from .inputs import load_problem, parse_slo, problem_from_dict
+from .parallel import advise
+from .policies import DEFAULT_POLICIES, DISPLAY, SUPPORTED_POLICIES, parse_policies, policy_floor, policy_for, rates
+from .problem import Problem, Slo, TenantInfo, to_capacity, to_iops
+from .proof import PROOF_FACTOR, ROBUST_LOAD, PolicyAdvice
+from .report import html_report, write_outputs
+
+__all__ = [
+    "CMIN_SLACK",
+    "DEFAULT_POLICIES",
+    "DISPLAY",
+    "FAMILIES",
+    "MAX_CAPACITY_OVER_LOAD",
+    "MAX_RESTARTS",
+    "PROOF_FACTOR",
+    "ROBUST_LOAD",
+    "SUPPORTED_POLICIES",
+    "TOLERANCE",
+    "Advice",
+    "DeviceFamily",
+    "Evaluation",
+    "PolicyAdvice",
+    "Problem",
+    "Runner",
+    "Slo",
+    "TenantInfo",
+    "advise",
+    "bisection_steps",
+    "close",
+    "device_family",
+    "evaluate",
+    "explain",
+    "html_report",
+    "load_problem",
+    "parse_policies",
+    "parse_slo",
+    "plain_bisection",
+    "policy_floor",
+    "policy_for",
+    "prepare",
+    "problem_from_dict",
+    "rates",
+    "search",
+    "to_capacity",
+    "to_iops",
+    "write_outputs",
+]

@@ -1,0 +1,138 @@
+"""Reading an advise file: the tenants and their SLOs, the device family (issue 19,
+point 1). An advise file is an experiment file (docs/experiments.md, read by
+:mod:`storqos.experiment`) whose tenants' ``slo`` may read ``p99<=10ms`` (a percentile
+per tenant), whose ``[device]`` names a family without a capacity (:mod:`.family`) and
+whose ``[[policy]]`` tables are ignored (advise chooses the policies). Everything wrong
+is one :class:`~storqos.errors.InputError` line, before any search; the planner's bounds
+and the checks against the device are :mod:`.bounds`.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from ..errors import InputError
+from ..units import parse_duration, parse_percent, parse_rate
+from .bounds import prepare
+from .family import device_family
+from .problem import Problem, Slo, TenantInfo
+
+#: ``p99<=10ms``, ``99.9% <= 5ms``, ``p99≤250us``.
+_SLO = re.compile(r"^\s*(?:p(?P<p>[0-9.]+)|(?P<pc>[0-9.]+)\s*%)\s*(?:<=|≤)\s*(?P<d>.+?)\s*$", re.I)
+#: The percentile a bare latency (``slo = "10ms"``) is judged at, unless the file's ``percentile`` says.
+DEFAULT_PERCENTILE = 0.95
+
+
+def parse_slo(text: str | int | float, default_percentile: float, where: str = "slo") -> Slo:
+    """``"p99<=10ms"``, ``"99.9%<=5ms"`` or a bare latency (``"10ms"``, judged at
+    ``default_percentile``) → :class:`Slo`."""
+    if isinstance(text, str):
+        m = _SLO.match(text)
+        if m:
+            p = parse_percent(m.group("p") or m.group("pc"), where)
+            d = parse_duration(m.group("d"), where, default_unit="ms")
+            if d <= 0:
+                raise InputError(f"the latency bound must be > 0, got {text!r}", where)
+            return Slo(p, d)
+        if "<" in text or "≤" in text:
+            raise InputError(f"malformed SLO {text!r} (expected e.g. p99<=10ms)", where)
+    d = parse_duration(text, where, default_unit="ms")
+    if d <= 0:
+        raise InputError(f"the latency bound must be > 0, got {text!r}", where)
+    return Slo(default_percentile, d)
+
+
+def load_problem(path: str | Path, *, max_capacity: str | float | None = None) -> Problem:
+    """Read an advise file (an experiment file whose tenants' ``slo`` may read
+    ``p99<=10ms``, whose ``[device]`` names a family without a capacity, and whose
+    ``[[policy]]`` tables are optional) and check it (one-line :class:`InputError`)."""
+    from ..toml_schema import read_toml
+
+    path = Path(path)
+    text, raw = read_toml(path)
+    return problem_from_dict(raw, base=path.parent, where=path.name, text=text, name=path.stem,
+                             max_capacity=max_capacity)
+
+
+def problem_from_dict(raw: dict[str, Any], *, base: Path = Path("."), where: str = "advise", text: str | None = None,
+                      name: str = "advise", max_capacity: str | float | None = None) -> Problem:
+    """:func:`load_problem` on a parsed file."""
+    from .. import experiment
+    from ..toml_schema import entry_where, one_or_many
+
+    raw = dict(raw)
+    family = device_family(raw.pop("device", {}) or {}, f"{where}: [device]", base)
+    raw.pop("policy", None)  # advise chooses the policies (--policy)
+    default_p = parse_percent(raw["percentile"], f"{where}: percentile") if "percentile" in raw else DEFAULT_PERCENTILE
+    # Each entry's SLO: "pP<=D" is read here (per-tenant percentiles); the experiment
+    # reader gets the latency alone.
+    slos: dict[tuple[str, int], Slo | None] = {}
+    for table in ("trace", "tenant"):
+        if table not in raw:
+            continue
+        entries = [dict(e) if isinstance(e, dict) else e for e in one_or_many(raw[table])]
+        for i, e in enumerate(entries):
+            if not isinstance(e, dict):
+                continue
+            w = entry_where(where, table, i, e.get("name"))
+            s = parse_slo(e["slo"], default_p, f"{w}: slo") if "slo" in e else None
+            slos[(table, i)] = s
+            if s is not None:
+                e["slo"] = f"{s.latency_ns}ns"
+        raw[table] = entries
+    raw["device"] = {"kind": "constant", "capacity": "1"}
+    raw["policy"] = [{"kind": "fcfs"}]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        exp = experiment.from_dict(raw, base=base, where=where, text=text)
+    run = exp.runs[0]
+    if run.closed:
+        raise InputError("advise needs open-loop tenants (traces or generators): a closed-loop client's load "
+                         "follows the capacity, so it has no capacity to plan for", where)
+    # Tenants → their entry's SLO: [[trace]] entries first (one or, split, several tenants each), then [[tenant]].
+    file_slos: list[Slo | None] = []
+    traces = one_or_many(raw.get("trace", []))
+    names = [t.name for t in run.tenants]
+    k = 0
+    for i, e in enumerate(traces):
+        label = e.get("name") or str(e["path"]).rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        while k < len(names) and (names[k] == label or names[k].startswith(label + "/")):
+            file_slos.append(slos.get(("trace", i)))
+            k += 1
+    for i, _ in enumerate(one_or_many(raw.get("tenant", []))):
+        file_slos.append(slos.get(("tenant", i)))
+    frames = []
+    if run.trace_key is not None:
+        frames.append(exp.traces[run.trace_key])
+    if run.generators:
+        from ..synth import to_frame
+
+        g = to_frame(run.generators)
+        frames.append(g.select("arrival_ns", "size", "offset", "is_read", "tenant"))
+    if not frames:
+        raise InputError("no tenant has any request", where)
+    df = pl.concat(frames, how="vertical_relaxed").sort("arrival_ns", maintain_order=True)
+    df = df.select(pl.col("arrival_ns").cast(pl.Int64), pl.col("size").cast(pl.UInt32),
+                   pl.col("offset").cast(pl.UInt64), pl.col("is_read").cast(pl.Boolean), pl.col("tenant").cast(pl.UInt32))
+    span_ns = int(df.select(pl.col("arrival_ns").max()).item() or 0) + 1
+    counts = dict(df.group_by("tenant").len().iter_rows())
+    tenants: list[TenantInfo] = []
+    for tid, (t, s) in enumerate(zip(run.tenants, file_slos, strict=True)):
+        n = int(counts.get(tid, 0))
+        if n == 0:
+            raise InputError(f"tenant {t.name!r} has no requests (an empty trace, or none within the duration)", where)
+        tenants.append(TenantInfo(name=t.name, slo=s, reservation=t.reservation or None, limit=t.limit,
+                                  weight=t.weight, requests=n, mean_iops=n / (span_ns / 1e9)))
+    p = Problem(name=str(raw.get("name", name)), trace=df, tenants=tenants, family=family,
+                seed=int(raw.get("seed", 1)), span_ns=span_ns)
+    cap = None if max_capacity is None else parse_rate(max_capacity, "--max-capacity")
+    prepare(p, cap, where)
+    return p
+
+
+__all__ = ["DEFAULT_PERCENTILE", "load_problem", "parse_slo", "problem_from_dict"]
