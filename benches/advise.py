@@ -2,7 +2,9 @@
 1 M requests, on 2 cores (target ≤ 60 s), and the number of simulations each policy's
 search needed against a plain bisection from zero (the top doubled from the tenants'
 mean load until every SLO holds, then [0, top] halved to 0.5 %), which is run after it,
-serially, to count its simulations and check both find the same capacity.
+serially, to count its simulations and check both find the same capacity. It also
+prints what bisection of the planner's bracket would take: the most the search's
+closing of its bracket may take (storqos.advise.bracket), after the run at its top.
 
 The mix (synthetic, so the benchmark runs without ../shared; 125 s, 0.99 M requests): a steady Poisson
 tenant (2k IOPS, p99 ≤ 10 ms), an on/off tenant bursting at 10k IOPS (p95 ≤ 50 ms),
@@ -62,6 +64,8 @@ def main() -> None:
     print(f"{requests:,} requests, {len(p.tenants)} tenants, {len(A.DEFAULT_POLICIES)} policies")
     print(f"load + bounds: {t_load:.1f} s; advise on {args.workers} workers: {t_search:.1f} s "
           f"(total {t_load + t_search:.1f} s; target <= 60 s)")
+    print(f"planner's bracket [{p.lower:,.0f}, {p.upper:,.0f}] IOPS: bisection closes it in "
+          f"{A.bisection_steps(p.lower, p.upper, A.TOLERANCE)} runs")
     print()
     print("| policy | capacity (IOPS) | simulations: search | + proofs | plain bisection | plain's capacity | search wall s |")
     print("|---|---:|---:|---:|---:|---:|---:|")
