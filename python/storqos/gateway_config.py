@@ -197,6 +197,9 @@ class ExportTable(Table):
     allow: list[Annotated[str, BeforeValidator(_network)]] = []
     fault: Annotated[list[FaultTable], BeforeValidator(one_or_many)] = []
     tier: TierTable | None = None
+    #: an earlier tiered export whose file and block map this one serves for its own
+    #: tenant (a background job's view of the users' volume, seed 002)
+    shares: str | None = None
 
 
 def _inflight(v: Any) -> int:
@@ -358,6 +361,19 @@ def load(path: str | Path) -> GatewaySettings:
             check_export_file(fast, x.name, entry_where(f"{path}:{line_of(text, ['export', i, 'tier', 'fast'])}",
                                                         "export", i, x.name) + ": tier: fast")
             entry["tier"] = {"fast": str(fast), "block_bytes": x.tier.block, "pin": x.tier.pin, "lru": x.tier.lru}
+        if x.shares is not None:
+            swhere = entry_where(f"{path}:{line_of(text, ['export', i, 'shares'])}", "export", i, x.name) + ": shares"
+            owner = next((e for e in exports if e["name"] == x.shares), None)
+            if owner is None:
+                known = ", ".join(e["name"] for e in exports) or "none"
+                raise InputError(f"no earlier [[export]] named {x.shares!r} (earlier: {known})", swhere)
+            if "tier" not in owner:
+                raise InputError(f"export {x.shares!r} has no [export.tier] to share", swhere)
+            if x.tier is not None:
+                raise InputError("an export that shares another's tier has no [export.tier] of its own", swhere)
+            if not p.samefile(owner["path"]):
+                raise InputError(f"{p} is not the file of export {x.shares!r} ({owner['path']})", swhere)
+            entry["shares"] = x.shares
         exports.append(entry)
     return GatewaySettings(path=path, text=text, file=file, tenants=tenants, exports=exports)
 
@@ -574,7 +590,6 @@ def merged(settings: GatewaySettings | None, *, exports: list[str] | None = None
     ``device_profile`` a measured profile of the backend (``storqos calibrate``): its
     cost model, its parallelism as the default depth and its capacity for the
     policies that need one."""
-    from .gateway import gateway_config
     from .specs import canonical_policy, check_tenant_lists, policy_for_tenants
 
     file = settings.file if settings else None
@@ -660,47 +675,48 @@ def merged(settings: GatewaySettings | None, *, exports: list[str] | None = None
             if e.where in from_file and e.where not in flags:
                 raise InputError(e.message, settings.policy_key(e.where)) from None
             raise InputError(e.message, f"--{str(e.where).replace('_', '-')}") from None
-    duration = duration_s if duration_s is not None else (file.duration / 1e9 if file and file.duration else None)
-    window = window_s if window_s is not None else (file.window / 1e9 if file and file.window else None)
-    return gateway_config(ex, spec, listen=_listen_at(settings, listen),
-                          depth=depth, iops=cap, duration_s=duration, window_s=window, tenants=len(tenants),
-                          limits=file.limits.to_json() if file is not None and file.limits is not None else None,
-                          metrics=metrics or (file.metrics if file else None),
-                          slos={i: t.slo_ns / 1e9 for i, t in enumerate(tenants) if t.slo_ns},
-                          control=control or _control_path(settings),
-                          tenant_names={i: t.name for i, t in enumerate(tenants)},
-                          tls=tls_settings(settings, **(tls or {})),
-                          cost=device_profile.cost() if device_profile is not None
-                          else file.cost.to_json() if file is not None and file.cost is not None else None,
-                          tiers=file.tiers.to_json() if file is not None and file.tiers is not None else None)
+    return _assemble(settings, spec, ex, listen=listen, depth=depth, cap=cap, duration_s=duration_s,
+                     window_s=window_s, metrics=metrics, control=control, tls=tls,
+                     cost=device_profile.cost() if device_profile is not None else None)
 
 
 def _with_policy(settings: GatewaySettings | None, spec: dict[str, Any], *, exports: list[str] | None,
                  listen: str | None, depth: int | None, iops: float | None, duration_s: float | None,
                  window_s: float | None, metrics: str | None, control: str | None,
                  tls: dict[str, str | None] | None) -> dict[str, Any]:
-    """The gateway's JSON configuration with a policy spec built here (``baa``)."""
+    """The gateway's JSON configuration with a policy spec built here (``baa``, ``fclb``)."""
+    file = settings.file if settings else None
+    ex: list[str | dict[str, Any]] = list(settings.exports) if settings and exports is None else list(exports or [])
+    cap = iops if iops is not None else (file.iops if file else None)
+    depth = depth if depth is not None else (file.depth if file and file.depth is not None else DEFAULT_DEPTH)
+    return _assemble(settings, spec, ex, listen=listen, depth=depth, cap=cap, duration_s=duration_s,
+                     window_s=window_s, metrics=metrics, control=control, tls=tls, cost=None)
+
+
+def _assemble(settings: GatewaySettings | None, spec: dict[str, Any], ex: list[str | dict[str, Any]], *,
+              listen: str | None, depth: int, cap: float | None, duration_s: float | None, window_s: float | None,
+              metrics: str | None, control: str | None, tls: dict[str, str | None] | None,
+              cost: dict[str, Any] | None) -> dict[str, Any]:
+    """The gateway's JSON configuration: the policy ``spec``, exports ``ex``, the given
+    settings and, for what is not given, the file's (``cost`` None: the file's cost
+    model, if any)."""
     from .gateway import gateway_config
 
     file = settings.file if settings else None
-    ex: list[str | dict[str, Any]] = list(settings.exports) if settings and exports is None else list(exports or [])
     tenants = settings.tenants if settings else []
-    cap = iops if iops is not None else (file.iops if file else None)
-    depth = depth if depth is not None else (file.depth if file and file.depth is not None else DEFAULT_DEPTH)
     duration = duration_s if duration_s is not None else (file.duration / 1e9 if file and file.duration else None)
     window = window_s if window_s is not None else (file.window / 1e9 if file and file.window else None)
-    cfg = gateway_config(ex, spec, listen=_listen_at(settings, listen), depth=depth, iops=cap, duration_s=duration,
-                         window_s=window, tenants=len(tenants),
-                         limits=file.limits.to_json() if file is not None and file.limits is not None else None,
-                         metrics=metrics or (file.metrics if file else None),
-                         slos={i: t.slo_ns / 1e9 for i, t in enumerate(tenants) if t.slo_ns},
-                         control=control or _control_path(settings),
-                         tenant_names={i: t.name for i, t in enumerate(tenants)},
-                         tls=tls_settings(settings, **(tls or {})),
-                         cost=file.cost.to_json() if file is not None and file.cost is not None else None)
-    if file is not None and file.tiers is not None:
-        cfg["tiers"] = file.tiers.to_json()
-    return cfg
+    if cost is None and file is not None and file.cost is not None:
+        cost = file.cost.to_json()
+    return gateway_config(ex, spec, listen=_listen_at(settings, listen), depth=depth, iops=cap, duration_s=duration,
+                          window_s=window, tenants=len(tenants),
+                          limits=file.limits.to_json() if file is not None and file.limits is not None else None,
+                          metrics=metrics or (file.metrics if file else None),
+                          slos={i: t.slo_ns / 1e9 for i, t in enumerate(tenants) if t.slo_ns},
+                          control=control or _control_path(settings),
+                          tenant_names={i: t.name for i, t in enumerate(tenants)},
+                          tls=tls_settings(settings, **(tls or {})), cost=cost,
+                          tiers=file.tiers.to_json() if file is not None and file.tiers is not None else None)
 
 
 __all__ = ["GatewayFile", "GatewaySettings", "Tenant", "load", "merged"]

@@ -33,7 +33,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
-use storqos_core::fclb::{admit, AdmissionReport, Candidate, FclbParams, ProfileConfig, References};
+use storqos_core::fclb::{admit, AdmissionReport, Candidate, ProfileConfig, References};
 use storqos_core::spec::{AnyScheduler, DeviceSpec, SchedulerSpec};
 use storqos_core::time::NS_PER_MS;
 
@@ -287,19 +287,10 @@ impl Admission {
 }
 
 /// Build `spec` (an `fclb` policy) reading its references from `board`: the same
-/// [`FclbParams::build`] the simulator's spec uses, plus the board.
+/// [`storqos_core::fclb::FclbParams::build`] the simulator's spec uses, plus the board.
 pub fn build_policy(spec: &SchedulerSpec, board: &References) -> Result<AnyScheduler> {
-    let SchedulerSpec::Fclb { workloads, gain_iops_per_ms, plant_gain_ms_per_iops, pole, mode, period_ns, then } = spec
-    else {
+    let Some((params, then)) = spec.fclb_parts() else {
         return Err(Error::Config("admission: seed 003's admission control needs an fclb policy".into()));
-    };
-    let params = FclbParams {
-        workloads: workloads.clone(),
-        gain_iops_per_ms: *gain_iops_per_ms,
-        plant_gain_ms_per_iops: *plant_gain_ms_per_iops,
-        pole: *pole,
-        mode: *mode,
-        period_ns: *period_ns,
     };
     let inner = then.build().map_err(|e| Error::Config(format!("policy: {e}")))?;
     let f = params.build(inner).map_err(|e| Error::Config(format!("policy: {e}")))?;

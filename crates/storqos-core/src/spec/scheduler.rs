@@ -194,6 +194,25 @@ fn default_allocator() -> String {
 }
 
 impl SchedulerSpec {
+    /// For an FCLB spec, its parameters and the spec of the scheduler it feeds (the
+    /// simulator builds it from them, the gateway too, with its admission board).
+    pub fn fclb_parts(&self) -> Option<(crate::fclb::FclbParams, &SchedulerSpec)> {
+        let SchedulerSpec::Fclb { workloads, gain_iops_per_ms, plant_gain_ms_per_iops, pole, mode, period_ns, then } =
+            self
+        else {
+            return None;
+        };
+        let params = crate::fclb::FclbParams {
+            workloads: workloads.clone(),
+            gain_iops_per_ms: *gain_iops_per_ms,
+            plant_gain_ms_per_iops: *plant_gain_ms_per_iops,
+            pole: *pole,
+            mode: *mode,
+            period_ns: *period_ns,
+        };
+        Some((params, then))
+    }
+
     /// Check the parameters without building (the error names the bad parameter).
     pub fn validate(&self) -> Result<()> {
         self.build().map(|_| ())
@@ -271,23 +290,8 @@ impl SchedulerSpec {
                 }
                 AnyScheduler::Boxed(Box::new(b))
             }
-            SchedulerSpec::Fclb {
-                workloads,
-                gain_iops_per_ms,
-                plant_gain_ms_per_iops,
-                pole,
-                mode,
-                period_ns,
-                then,
-            } => {
-                let params = crate::fclb::FclbParams {
-                    workloads: workloads.clone(),
-                    gain_iops_per_ms: *gain_iops_per_ms,
-                    plant_gain_ms_per_iops: *plant_gain_ms_per_iops,
-                    pole: *pole,
-                    mode: *mode,
-                    period_ns: *period_ns,
-                };
+            SchedulerSpec::Fclb { .. } => {
+                let (params, then) = self.fclb_parts().expect("an fclb spec");
                 AnyScheduler::Boxed(Box::new(params.build(then.build()?)?))
             }
         })
