@@ -29,12 +29,12 @@ POLICIES: dict[str, str] = {
     "miser": "RTT decomposition + Miser recombination at Cmin for deadline δ (--cmin, --deadline)",
     "rtt-fq": "RTT decomposition + WF2Q+ between the classes, weights Cmin : ΔC (--cmin, --deadline, --capacity)",
     "mclock": "mClock (OSDI'10, Ceph's dmclock): per-tenant reservations, weights and limits in IOPS (reservations, weights, limits)",
-    "yfq": "YFQ proportional share in batches, seed 003's back end (weights, batch)",
-    "fclb": "feedback-controlled leaky bucket over YFQ, seed 003 (workloads IOPS:RT[:bucket], weights, gain or pole)",
-    "sarc+avatar": "seed 001: SARC credits over AVATAR's EDF + queue-threshold controller (--slo)",
-    "sarc+facade": "seed 001's E1 baseline: SARC over Facade's EDF + AIMD device depth (--slo)",
-    "fixed+avatar": "seed 001's E2 baseline: periodic credits only (FIXED) over AVATAR (--slo)",
-    "adaptive+avatar": "seed 001's E2 baseline: ADAPTIVE credit amounts over AVATAR (--slo, p_rt, p_inc, p_dec)",
+    "yfq": "YFQ proportional share in batches, the leaky bucket's back end (weights, batch)",
+    "fclb": "feedback-controlled leaky bucket over YFQ (workloads IOPS:RT[:bucket], weights, gain or pole)",
+    "sarc+avatar": "SARC credits over AVATAR's EDF + queue-threshold controller (--slo)",
+    "sarc+facade": "SARC over Facade's EDF + AIMD device depth, SARC+AVATAR's baseline (--slo)",
+    "fixed+avatar": "periodic credits only (FIXED) over AVATAR, a SARC baseline (--slo)",
+    "adaptive+avatar": "ADAPTIVE credit amounts over AVATAR, a SARC baseline (--slo, p_rt, p_inc, p_dec)",
 }
 _TWO_LEVEL_PARAMS = ("slo", "percentile", "period", "control_window", "p_rt", "p_inc", "p_dec", "facade_overload")
 #: The parameters each policy takes; any other given to it is an error, not ignored.

@@ -398,7 +398,7 @@ def test_trace_convert_bad_output_is_one_line(tmp_path: Path) -> None:
 
 
 COMMANDS = [["simulate"], ["plan"], ["run"], ["serve"], ["replay"], ["calibrate"], ["validate"], ["allocate"],
-            ["admit"], ["warm"], ["demo"],
+            ["admit"], ["warm"], ["demo"], ["advise"],
             ["trace", "info"], ["trace", "convert"], ["ctl"], ["ctl", "set"], ["ctl", "stats"], ["ctl", "policy"], ["ctl", "drain"], []]
 
 

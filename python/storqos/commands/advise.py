@@ -131,7 +131,7 @@ def advise_cmd(
         paper = [m for m in r.at.paper_miss if m is not None]
         if paper:
             e2e = [1 - w for w in r.at.within if w is not None]
-            out.print(f"{DISPLAY.get(r.policy, r.policy)}: deadline misses after SARC releases (seed 001's metric) "
+            out.print(f"{DISPLAY.get(r.policy, r.policy)}: deadline misses after SARC releases (the SARC+AVATAR paper's metric) "
                       + ", ".join(f"{100 * m:.1f} %" for m in paper) + "; end to end "
                       + ", ".join(f"{100 * m:.1f} %" for m in e2e), soft_wrap=False)
         for note in r.notes:
