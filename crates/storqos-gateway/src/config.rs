@@ -82,6 +82,12 @@ pub struct ExportConfig {
     /// [`crate::tier`]). `None`: a plain export.
     #[serde(default)]
     pub tier: Option<crate::tier::TierConfig>,
+    /// The name of an earlier tiered export whose file and block map this export serves
+    /// too, on behalf of its own tenant: another tenant's view of the same volume (a
+    /// scrub or backup job in a background class, seed 002). The two files must be the
+    /// same; the export has no `tier` of its own. `None`: its own backend.
+    #[serde(default)]
+    pub shares: Option<String>,
 }
 
 impl ExportConfig {
@@ -106,6 +112,9 @@ impl ExportConfig {
         }
         if let Some(t) = &self.tier {
             t.check(&format!("{field}.tier"))?;
+        }
+        if self.shares.is_some() && self.tier.is_some() {
+            return bad(format!("{field}.shares: an export that shares another's tier has no tier of its own"));
         }
         Ok(())
     }
@@ -383,6 +392,13 @@ impl Config {
             e.check(&format!("exports[{i}]"))?;
             if let Some(j) = self.exports[..i].iter().position(|o| o.name == e.name) {
                 return bad(format!("exports[{i}].name: {:?} is already the name of exports[{j}]", e.name));
+            }
+            if let Some(s) = &e.shares {
+                match self.exports[..i].iter().find(|o| &o.name == s) {
+                    Some(o) if o.tier.is_some() => {}
+                    Some(_) => return bad(format!("exports[{i}].shares: export {s:?} has no tier to share")),
+                    None => return bad(format!("exports[{i}].shares: no earlier export named {s:?}")),
+                }
             }
         }
         let l = &self.limits;

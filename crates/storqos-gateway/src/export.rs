@@ -14,7 +14,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, RwLock};
@@ -45,7 +45,8 @@ pub struct Export {
     /// Requests to fail on purpose.
     faults: Faults,
     /// The fast tier and block map of a tiered export (the file is the slow tier).
-    pub tier: Option<crate::tier::TierStore>,
+    /// (Shared with the exports that name this one in `shares`.)
+    pub tier: Option<Arc<crate::tier::TierStore>>,
     file: File,
 }
 
@@ -54,6 +55,12 @@ impl Export {
     /// errors (`"exports[0]"`): a missing path, a directory, an unreadable or empty file
     /// are configuration errors.
     pub fn open(cfg: &ExportConfig, field: &str) -> Result<Export> {
+        Export::open_sharing(cfg, field, None)
+    }
+
+    /// [`Export::open`], serving `shared`'s file and block map when `cfg.shares` names
+    /// it (`shared`: that export, opened first). Its file must be the same file.
+    pub fn open_sharing(cfg: &ExportConfig, field: &str, shared: Option<&Export>) -> Result<Export> {
         let p = cfg.path.display();
         let meta =
             std::fs::metadata(&cfg.path).map_err(|e| Error::Config(format!("{field}.path: {p}: {}", describe(&e))))?;
@@ -70,11 +77,30 @@ impl Export {
             .write(!cfg.read_only)
             .open(&cfg.path)
             .map_err(|e| Error::Config(format!("{field}.path: {p}: {}", describe(&e))))?;
-        let tier = match &cfg.tier {
-            Some(t) => {
-                Some(crate::tier::TierStore::open(t, &file, meta.len(), cfg.read_only, &format!("{field}.tier"))?)
+        let tier = match (&cfg.tier, &cfg.shares) {
+            (Some(t), _) => Some(Arc::new(crate::tier::TierStore::open(
+                t,
+                &file,
+                meta.len(),
+                cfg.read_only,
+                &format!("{field}.tier"),
+            )?)),
+            (None, Some(name)) => {
+                let Some(o) = shared.filter(|o| &o.name == name && o.tier.is_some()) else {
+                    return Err(Error::Config(format!(
+                        "{field}.shares: no tiered export named {name:?} opened before it"
+                    )));
+                };
+                let same = |a: &std::path::Path| std::fs::metadata(a).map(|m| (m.dev(), m.ino())).ok();
+                if same(&cfg.path).is_none() || same(&cfg.path) != same(&o.path) {
+                    return Err(Error::Config(format!(
+                        "{field}.shares: {p} is not the file of export {name:?} ({})",
+                        o.path.display()
+                    )));
+                }
+                o.tier.clone()
             }
-            None => None,
+            (None, None) => None,
         };
         Ok(Export {
             tier,
@@ -426,7 +452,8 @@ impl Exports {
         if self.find(&cfg.name).is_some_and(|e| e.name == cfg.name) {
             return Err(format!("an export named {:?} is already served", cfg.name));
         }
-        let e = Arc::new(Export::open(cfg, "export").map_err(|e| e.to_string())?);
+        let shared = cfg.shares.as_ref().and_then(|s| self.find(s).filter(|e| &e.name == s));
+        let e = Arc::new(Export::open_sharing(cfg, "export", shared.as_deref()).map_err(|e| e.to_string())?);
         let mut list = self.list.write().map_err(|_| "the export table is unavailable")?;
         if list.iter().any(|x| x.name == cfg.name) {
             return Err(format!("an export named {:?} is already served", cfg.name));
@@ -501,6 +528,7 @@ mod tests {
             allow: Vec::new(),
             faults: Vec::new(),
             tier: None,
+            shares: None,
         }
     }
 
@@ -573,5 +601,30 @@ mod tests {
         let e = Export::open(&cfg(p.clone()), "exports[0]").unwrap_err().to_string();
         assert!(e.contains("the file is empty"), "{e}");
         std::fs::remove_file(p).unwrap();
+    }
+
+    #[test]
+    fn an_export_sharing_a_tier_serves_the_same_map_for_its_own_tenant() {
+        let (slow, fast, other) =
+            (tmp("share-slow", 1 << 20), tmp("share-fast", 64 << 10), tmp("share-other", 1 << 20));
+        let mut owner = cfg(slow.clone());
+        owner.name = "data".into();
+        owner.tier = Some(crate::tier::TierConfig { fast: fast.clone(), block_bytes: 4096, pin: 0.0, lru: true });
+        let data = Export::open(&owner, "exports[0]").unwrap();
+        let mut scrub = cfg(slow.clone());
+        scrub.name = "scrub".into();
+        scrub.tenant = 1;
+        scrub.shares = Some("data".into());
+        let s = Export::open_sharing(&scrub, "exports[1]", Some(&data)).unwrap();
+        assert!(Arc::ptr_eq(s.tier.as_ref().unwrap(), data.tier.as_ref().unwrap()), "one block map");
+        assert_eq!((s.tenant, data.tenant), (1, 2));
+        scrub.path = other.clone();
+        let e = Export::open_sharing(&scrub, "exports[1]", Some(&data)).unwrap_err().to_string();
+        assert!(e.contains("exports[1].shares") && e.contains("is not the file of export"), "{e}");
+        let e = Export::open(&scrub, "exports[1]").unwrap_err().to_string();
+        assert!(e.contains("no tiered export named"), "{e}");
+        for p in [slow, fast, other] {
+            std::fs::remove_file(p).unwrap();
+        }
     }
 }

@@ -380,7 +380,8 @@ fn prepare(config: &Config) -> Result<Prepared> {
     crate::tls::acceptor(&config.tls)?;
     let mut exports = Vec::with_capacity(config.exports.len());
     for (i, e) in config.exports.iter().enumerate() {
-        exports.push(Arc::new(Export::open(e, &format!("exports[{i}]"))?));
+        let shared = e.shares.as_ref().and_then(|s| exports.iter().find(|o: &&Arc<Export>| &o.name == s));
+        exports.push(Arc::new(Export::open_sharing(e, &format!("exports[{i}]"), shared.map(|o| o.as_ref()))?));
     }
     if let Some(a) = &config.admission {
         let (admission, board) = Admission::new(a, &config.policy, &config.tenant_names)?;
