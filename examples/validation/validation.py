@@ -95,10 +95,11 @@ def main() -> int:
         "loopback running the same policy spec, one export per tenant. **emulated**: the gateway emulates the "
         "experiment's constant-rate device (`--iops`). **file**: real local files (256 MiB each, written full, "
         "so reads come from the page cache), the gateway with the device profile's cost model and depth, the "
-        "simulator with the profile's measured model; the profile is measured first (`storqos calibrate` "
-        "through a FCFS gateway over such a file)."
+        "simulator with the profile's measured model plus its path at rest; the profile is measured first "
+        "(`storqos calibrate --engine replay` through a FCFS gateway over such a file)."
         + (f" Profile: capacity {profile.capacity_iops:,.0f} IOPS, parallelism {profile.parallelism}, "
-           f"{profile.op_time_us:.1f} µs per op." if profile is not None else ""), "",
+           f"{profile.op_time_us:.1f} µs per op, path at rest p50 {dict(profile.path_at_rest_us()).get(0.5, 0):.0f} µs."
+           if profile is not None else ""), "",
         "Targets: emulated, IOPS within 3 % and p99 within 10 % of the prediction; file, p50 within 20 %. "
         "Δ = live / predicted − 1.", "",
         "| experiment | device | cells | worst IOPS Δ | worst p50 Δ | worst p99 Δ | cells off target |",
@@ -114,16 +115,17 @@ def main() -> int:
         "apart; the replay issues one in about 3 to 20 µs, so the last of a burst leaves late (counted as "
         "'> 1 ms late' above) and meets a shorter queue than predicted.",
         "- **Real files are faster than the software in front of them.** The files sit in the page cache, so "
-        "a request's device time is a few µs to tens of µs, and what a client sees (60-100 µs alone, the profile's "
-        "depth-1 times) is mostly software: the replay (Python and libnbd), loopback TCP, the gateway's parsing, "
-        "its I/O threads and the reply. The profile measures that path with fio (C, one request at a time, "
-        "nothing else running) and the model turns it into k servers; live, the replay and the gateway share the "
-        "2 CPUs, and in the bursts of MSR hm_0 and FIU mail (half of hm_0's requests are under 3 µs apart) the "
-        "replay spends its CPU issuing requests while the gateway's threads wait for the other CPU. Those "
-        "costs grow with the burst, the model's do not: the p50 gap is small on WebSearch (smooth, about 150 IOPS "
-        "per tenant) and large on the bursty traces; the p99 gap larger still. A device that is slow beside "
-        "its software (a disk, a throttled or remote volume, or the emulated device above) is where the model "
-        "holds; for page-cache files the live numbers are the ones to trust.",
+        "a request's device time is a few µs to tens of µs, and what a client sees is mostly software: the "
+        "replay (Python and libnbd), loopback TCP, the gateway's parsing, its I/O threads and the reply. Back to "
+        "back that path costs 16-26 µs; a request that arrives after a pause costs 60-140 µs, because the "
+        "replay's and the gateway's threads were asleep. The profile measures both with the replay's own "
+        "engine: the device model (k servers) from the back-to-back runs, and the difference as the path at "
+        "rest, which the prediction adds to every simulated response. That is what a lone request pays; in "
+        "the bursts of MSR hm_0 and FIU mail (half of hm_0's requests are under 3 µs apart) the replay spends "
+        "its CPU issuing requests while the gateway's threads wait for the other CPU, costs that grow with the "
+        "burst where the model's do not: the p50 gap is small on WebSearch (smooth, about 150 IOPS per tenant) "
+        "and larger on the bursty traces; the p99 gap larger still. A device that is slow beside its software "
+        "(a disk, a throttled or remote volume, or the emulated device above) is where the model holds best.",
         "",
     ]
     args.markdown.parent.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ against the queue depth (the parallelism curve). From them:
 - the **gateway's cost model** is a time per operation (k / capacity) and a bandwidth
   (the largest sequential read's);
 - the **path at rest** is what a request arriving at an idle target pays on top of the
-  model's service: 4 KiB random reads one at a time, spaced 1 ms apart, against the same
+  model's service: 4 KiB random reads one at a time, spaced 2 ms apart, against the same
   reads back to back. Spaced out, the client's and the server's threads sleep between
   requests and each one wakes them up again (tens of µs here); back to back, nothing
   sleeps. ``storqos validate`` adds it to the simulated response times, which then
@@ -106,7 +106,7 @@ class DeviceProfile(Table):
     bandwidth_bytes_per_s: float = Field(gt=0)
     service: list[ServicePoint] = Field(min_length=1)
     queue_depth: list[DepthPoint] = Field(min_length=1)
-    #: 4 KiB random reads at queue depth 1, spaced 1 ms apart (profiles made before it
+    #: 4 KiB random reads at queue depth 1, spaced 2 ms apart (profiles made before it
     #: was measured have none: their path at rest is taken as nothing)
     at_rest: ServicePoint | None = None
 

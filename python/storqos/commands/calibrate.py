@@ -48,7 +48,7 @@ def calibrate(
 
     Each request class (read, and write with --writes; random and sequential; each
     size) is measured at queue depth 1, then 4 KiB random reads at each queue depth,
-    then 4 KiB random reads one every millisecond (a request at rest, which wakes up
+    then 4 KiB random reads one every 2 ms (a request at rest, which wakes up
     the client and the server).
     The profile holds the measurements and what is fitted to them: the capacity (best
     4 KiB random-read IOPS), the parallelism, a service-time model for `storqos simulate
