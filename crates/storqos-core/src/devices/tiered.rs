@@ -8,6 +8,14 @@
 //! `target` set to the tier that served it. (In seed 004 the scheduler knows each
 //! request's target before dispatching it: give such workloads their targets up front.)
 //!
+//! **Spread hits** ([`Tiered::with_spread_hits`], spec `"hits": "spread"`): instead of a
+//! random draw, tenant `t`'s `n`-th untargeted request (n = 0, 1, ...) hits iff
+//! [`is_placed`]`(n, h_t)`, i.e. `⌊(n+1)·h⌋ > ⌊n·h⌋`: exactly `h` of every run of
+//! requests, evenly spread. This is the gateway's block placement for a tiered export's
+//! `pin` (`crates/storqos-gateway/src/tier.rs`) read sequentially one block per request,
+//! so a simulated twin of a live BAA run sees the same deterministic hit ratio in every
+//! monitor window that the live one does.
+//!
 //! **Slots.** The tiered device accepts up to `depth` outstanding requests in total. The
 //! scheduler learns a request's tier only after handing it over, so a free slot cannot
 //! be promised to a particular tier; instead each tier has a FIFO in front of its
@@ -49,6 +57,18 @@ pub struct Tiered<F = Box<dyn Device + Send>, S = Box<dyn Device + Send>> {
     delayed: HashMap<u64, Nanos>,
     routed: [u64; 2],
     now: Nanos,
+    /// Hits spread evenly by a per-tenant request count instead of drawn at random.
+    spread: bool,
+    /// Per tenant: untargeted requests routed so far (spread hits only).
+    drawn: Vec<u64>,
+}
+
+/// Whether item `n` (a block, or a tenant's `n`-th request) is placed on the fast tier for
+/// a placed fraction `fraction`: `fraction` of the items, spread evenly. The gateway's
+/// tiered exports place blocks by the same rule.
+#[inline]
+pub fn is_placed(n: u64, fraction: f64) -> bool {
+    ((n + 1) as f64 * fraction).floor() > (n as f64 * fraction).floor()
 }
 
 impl<F: Device, S: Device> Tiered<F, S> {
@@ -71,6 +91,8 @@ impl<F: Device, S: Device> Tiered<F, S> {
             delayed: HashMap::new(),
             routed: [0, 0],
             now: 0,
+            spread: false,
+            drawn: Vec::new(),
         })
     }
 
@@ -93,6 +115,13 @@ impl<F: Device, S: Device> Tiered<F, S> {
         Ok(self)
     }
 
+    /// Spread each tenant's hits evenly over its requests ([`is_placed`] of its request
+    /// count) instead of drawing them from the RNG (see the module notes).
+    pub fn with_spread_hits(mut self, spread: bool) -> Self {
+        self.spread = spread;
+        self
+    }
+
     /// Requests routed so far to the fast and to the slow tier.
     pub fn routed(&self) -> [u64; 2] {
         self.routed
@@ -113,12 +142,23 @@ impl<F: Device, S: Device> Tiered<F, S> {
         self.waiting[tier_index(tier)].len()
     }
 
-    fn tier_of(&self, req: &Request, rng: &mut SimRng) -> usize {
+    fn tier_of(&mut self, req: &Request, rng: &mut SimRng) -> usize {
         if req.target != TARGET_ANY {
             return tier_index(req.target);
         }
         let h = self.tenant_hit_ratios.get(req.tenant as usize).copied().unwrap_or(self.hit_ratio);
-        if rng.bernoulli(h) {
+        let hit = if self.spread {
+            let t = req.tenant as usize;
+            if self.drawn.len() <= t {
+                self.drawn.resize(t + 1, 0);
+            }
+            let n = self.drawn[t];
+            self.drawn[t] += 1;
+            is_placed(n, h)
+        } else {
+            rng.bernoulli(h)
+        };
+        if hit {
             FAST as usize
         } else {
             SLOW as usize
@@ -169,7 +209,8 @@ fn tier_index(target: u8) -> usize {
 
 impl<F: Device, S: Device> Device for Tiered<F, S> {
     fn name(&self) -> String {
-        format!("tiered(fast {}, slow {}, hit ratio {})", self.fast.name(), self.slow.name(), self.hit_ratio)
+        let spread = if self.spread { ", spread hits" } else { "" };
+        format!("tiered(fast {}, slow {}, hit ratio {}{spread})", self.fast.name(), self.slow.name(), self.hit_ratio)
     }
 
     #[inline]
@@ -269,6 +310,30 @@ mod tests {
         assert_eq!(d.state().free_slots, 4);
         let d = Tiered::new(ConstantRate::new(1.0).unwrap(), ConstantRate::new(1.0).unwrap(), 0.5).unwrap();
         assert_eq!(d.state().free_slots, 2);
+    }
+
+    #[test]
+    fn spread_hits_are_exact_in_every_run_of_requests() {
+        // Tenant 0 at 0.75, tenant 1 at 0.5: every 4 (resp. 2) consecutive requests of a
+        // tenant hold exactly 3 (resp. 1) hits, whatever the interleaving; the RNG unused.
+        let mut d = tiered(1 << 16).with_tenant_hit_ratios(vec![0.75, 0.5]).unwrap().with_spread_hits(true);
+        let mut rng = SimRng::new(1);
+        for i in 0..4000u64 {
+            let tenant = (i % 3 == 0) as u32;
+            d.submit(Request::new(i, tenant, 0, 4096), 0, &mut rng);
+        }
+        let mut done: Vec<(u64, u32, u8)> =
+            std::iter::from_fn(|| d.pop_completion(&mut rng)).map(|c| (c.req.id, c.req.tenant, c.req.target)).collect();
+        done.sort_unstable();
+        for (tenant, run, hits) in [(0u32, 4usize, 3usize), (1, 2, 1)] {
+            let seq: Vec<u8> = done.iter().filter(|r| r.1 == tenant).map(|r| r.2).collect();
+            for w in seq.chunks_exact(run) {
+                assert_eq!(w.iter().filter(|&&t| t == FAST).count(), hits, "tenant {tenant}: {w:?}");
+            }
+        }
+        assert_eq!(rng.uniform(), SimRng::new(1).uniform());
+        assert!((0..8).map(|n| is_placed(n, 0.75)).eq([false, true, true, true, false, true, true, true]));
+        assert!(d.name().ends_with("spread hits)"), "{}", d.name());
     }
 
     #[test]

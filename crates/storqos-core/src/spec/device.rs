@@ -9,6 +9,9 @@
 //! {"kind": "disk", "profile": "desktop-7200", "queue": "fifo"}
 //! {"kind": "tiered", "fast": {"kind": "constant", "iops": 20000},
 //!  "slow": {"kind": "disk", "profile": "enterprise-10k"}, "hit_ratio": 0.8}
+//! {"kind": "tiered", "fast": {"kind": "constant", "iops": 1000},
+//!  "slow": {"kind": "constant", "iops": 200}, "tenant_hit_ratios": [0.75, 0.5],
+//!  "hits": "spread", "depth": 16}
 //! {"kind": "cache", "fast": {"kind": "exponential", "iops": 10000},
 //!  "slow": {"kind": "exponential", "iops": 200}, "capacity_bytes": 67108864,
 //!  "block_bytes": 4096, "warm_tenants": [2]}
@@ -89,6 +92,11 @@ pub enum DeviceSpec {
         /// Per-tenant hit ratios overriding `hit_ratio` for tenants 0, 1, ...
         #[serde(default)]
         tenant_hit_ratios: Option<Vec<f64>>,
+        /// How hits are chosen: `random` (default, a draw per request) or `spread`
+        /// (each tenant's hits evenly spread over its requests, the gateway's `pin`
+        /// placement read sequentially; see [`crate::devices::tiered`]).
+        #[serde(default)]
+        hits: HitDraw,
         /// Bound on outstanding requests of both tiers (default: the tiers' slots).
         #[serde(default)]
         depth: Option<usize>,
@@ -111,6 +119,17 @@ pub enum DeviceSpec {
         #[serde(default)]
         depth: Option<usize>,
     },
+}
+
+/// How a tiered device picks the hits among untargeted requests.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum HitDraw {
+    /// Each request hits with its tenant's hit ratio, drawn from the simulator's RNG.
+    #[default]
+    Random,
+    /// Tenant `t`'s `n`-th request hits iff `⌊(n+1)·h_t⌋ > ⌊n·h_t⌋` (deterministic).
+    Spread,
 }
 
 /// How an array assigns requests to servers.
@@ -272,10 +291,10 @@ impl DeviceSpec {
                     None => d,
                 })
             }
-            DeviceSpec::Tiered { fast, slow, hit_ratio, tenant_hit_ratios, depth } => {
+            DeviceSpec::Tiered { fast, slow, hit_ratio, tenant_hit_ratios, hits, depth } => {
                 let f: Box<dyn Device + Send> = Box::new(within("tiered.fast", fast.build())?);
                 let s: Box<dyn Device + Send> = Box::new(within("tiered.slow", slow.build())?);
-                let mut t = Tiered::new(f, s, hit_ratio.unwrap_or(0.0))?;
+                let mut t = Tiered::new(f, s, hit_ratio.unwrap_or(0.0))?.with_spread_hits(*hits == HitDraw::Spread);
                 if let Some(r) = tenant_hit_ratios {
                     t = t.with_tenant_hit_ratios(r.clone())?;
                 }
@@ -335,6 +354,11 @@ mod tests {
                 r#"{"kind": "tiered", "fast": {"kind": "constant", "iops": 20000},
                     "slow": {"kind": "disk", "queue": "scan"}, "hit_ratio": 0.8, "depth": 32}"#,
                 "tiered(fast constant(20000 IOPS), slow disk(enterprise-10k, scan), hit ratio 0.8)",
+            ),
+            (
+                r#"{"kind": "tiered", "fast": {"kind": "constant", "iops": 1000}, "slow": {"kind": "constant", "iops": 200},
+                    "tenant_hit_ratios": [0.75, 0.5], "hits": "spread", "depth": 16}"#,
+                "tiered(fast constant(1000 IOPS), slow constant(200 IOPS), hit ratio 0, spread hits)",
             ),
         ] {
             let d = build(json).unwrap_or_else(|e| panic!("{json}: {e}"));
@@ -412,6 +436,10 @@ mod tests {
                 "tenant_hit_ratios[1] must lie in [0, 1]",
             ),
             (r#"{"kind": "tiered", "fast": {"kind": "constant", "iops": 1}}"#, "missing field `slow`"),
+            (
+                r#"{"kind": "tiered", "fast": {"kind": "constant", "iops": 1}, "slow": {"kind": "constant", "iops": 1}, "hits": "even"}"#,
+                "unknown variant `even`, expected `random` or `spread`",
+            ),
         ];
         for (json, want) in cases {
             let e = err(json);
