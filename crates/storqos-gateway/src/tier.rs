@@ -338,10 +338,9 @@ pub struct TierStore {
     warned: AtomicBool,
 }
 
-/// Whether block `b` is placed, for a placed fraction `pin` (spread evenly).
-pub fn is_placed(b: u64, pin: f64) -> bool {
-    ((b + 1) as f64 * pin).floor() > (b as f64 * pin).floor()
-}
+/// Whether block `b` is placed, for a placed fraction `pin` (spread evenly): the
+/// simulator's rule for its spread hits, so that the twin sees the same hit sequence.
+pub use storqos_core::devices::tiered::is_placed;
 
 impl TierStore {
     /// Open the fast file of an export of `size` bytes whose slow file is `slow`, build
