@@ -18,9 +18,9 @@ against the queue depth (the parallelism curve). From them:
   model's service: 4 KiB random reads one at a time, spaced 2 ms apart, against the same
   reads back to back. Spaced out, the client's and the server's threads sleep between
   requests and each one wakes them up again (tens of µs here); back to back, nothing
-  sleeps. ``storqos validate`` adds it to the simulated response times, which then
-  predict what a client measures (the simulator's device model holds only the part
-  that occupies the device).
+  sleeps. ``storqos validate`` adds it to the simulated response times of the requests
+  that arrive when nothing is in flight, which then predict what a client measures
+  (the simulator's device model holds only the part that occupies the device).
 """
 
 from __future__ import annotations
@@ -147,13 +147,13 @@ class DeviceProfile(Table):
             table.append((q, max(us - float(hot) * s, table[-1][1] if table else 0.0)))
         return table
 
-    def path_at_rest_ns(self, n: int, seed: int) -> np.ndarray:
-        """``n`` draws of :meth:`path_at_rest_us` (ns, int64; zeros without one)."""
+    def path_at_rest_ns(self, u: np.ndarray) -> np.ndarray:
+        """:meth:`path_at_rest_us` at quantiles ``u`` ∈ [0, 1] (ns, int64; zeros without
+        an ``at_rest`` measurement)."""
         table = self.path_at_rest_us()
         if not table:
-            return np.zeros(n, dtype=np.int64)
+            return np.zeros(len(u), dtype=np.int64)
         qs, us = zip(*table, strict=True)
-        u = np.random.default_rng(seed).random(n)
         return np.round(np.interp(u, qs, us) * 1e3).astype(np.int64)
 
     def cost(self) -> dict[str, Any]:

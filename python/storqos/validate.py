@@ -208,7 +208,7 @@ def validate(
             say(f"{run.label}: simulating {df.height:,} requests ({i + 1}/{len(exp.runs)})")
             sim = simulate(df, run.policy, device, seed=run.seed, keep_requests=True)
             assert sim.requests is not None
-            predicted = sim.requests if profile is None or mode != "file" else with_path(sim.requests, profile, run.seed)
+            predicted = sim.requests if profile is None or mode != "file" else with_path(sim.requests, profile)
             cfg = gateway_config(files[: len(names)], run.policy, listen="127.0.0.1:0", depth=depth, iops=iops,
                                  cost=cost, limits=LimitsTable(max_inflight=INFLIGHT_BYTES).to_json())
             say(f"{run.label}: replaying {df.height:,} requests live ({i + 1}/{len(exp.runs)})")
@@ -223,11 +223,32 @@ def validate(
         return result
 
 
-def with_path(requests: pl.DataFrame, profile: DeviceProfile, seed: int) -> pl.DataFrame:
-    """Simulated requests as a client sees them: each response (and finish) longer by
-    a draw of the profile's path at rest (see :mod:`storqos.device_profile`)."""
-    extra = pl.Series(profile.path_at_rest_ns(requests.height, seed)).cast(pl.UInt64)
-    return requests.with_columns(pl.col("response_ns") + extra, pl.col("finish_ns") + extra)
+def with_path(requests: pl.DataFrame, profile: DeviceProfile) -> pl.DataFrame:
+    """Simulated requests as a client sees them: a request that arrives when nothing is
+    in flight (every earlier request finished) finds the client's and the gateway's
+    threads asleep and pays the profile's path at rest on top (see
+    :mod:`storqos.device_profile`); one that arrives while others are in flight finds
+    them awake and pays nothing more. Among the requests at rest the path goes by rank
+    (the quickest simulated response gets the path's least quantile), as the
+    measurement it comes from paired them: their responses then follow the measured
+    reads at rest."""
+    if not requests.height:
+        return requests
+    req = requests.sort("arrival_ns", maintain_order=True)
+    arrival = req["arrival_ns"].to_numpy().astype(np.int64)
+    finish = req["finish_ns"].to_numpy().astype(np.int64)
+    busy_until = np.maximum.accumulate(finish)
+    rest = np.ones(len(arrival), dtype=bool)
+    rest[1:] = arrival[1:] >= busy_until[:-1]
+    extra = np.zeros(len(arrival), dtype=np.int64)
+    n = int(rest.sum())
+    if n:
+        resp = req["response_ns"].to_numpy()[rest]
+        rank = np.empty(n, dtype=np.float64)
+        rank[np.argsort(resp, kind="stable")] = (np.arange(n) + 0.5) / n
+        extra[rest] = profile.path_at_rest_ns(rank)
+    add = pl.Series(extra).cast(pl.UInt64)
+    return req.with_columns(pl.col("response_ns") + add, pl.col("finish_ns") + add)
 
 
 def _replay_on_schedule(df: pl.DataFrame, cfg: dict[str, Any], tenants: int, attempts: int,

@@ -126,7 +126,8 @@ def test_the_replay_engine_measures_the_same_2k_device(tmp_path: Path) -> None:
 def test_the_path_at_rest_is_what_spaced_reads_pay_beyond_the_model() -> None:
     """Reads at rest that take the back-to-back reads' times plus 70 µs give a path of
     70 µs at every quantile, once the model's scale is applied to the back-to-back
-    times; a profile without the measurement adds nothing."""
+    times; validate adds it to requests that arrive with nothing in flight; a profile
+    without the measurement adds nothing."""
     from storqos.device_profile import DepthPoint, DeviceProfile, ServicePoint
 
     pcts = [(50.0, 100.0), (99.0, 200.0)]
@@ -145,6 +146,16 @@ def test_the_path_at_rest_is_what_spaced_reads_pay_beyond_the_model() -> None:
                          at_rest=rest)
     assert prof.scale() == pytest.approx(scale)
     assert [us for _, us in prof.path_at_rest_us()] == pytest.approx([70, 70, 70])
-    draws = prof.path_at_rest_ns(1000, seed=1)
-    assert draws.min() == draws.max() == 70_000
-    assert not prof.model_copy(update={"at_rest": None}).path_at_rest_ns(10, seed=1).any()
+    at = prof.path_at_rest_ns(np.linspace(0, 1, 101))
+    assert at.min() == at.max() == 70_000
+    # validate adds it to the requests that arrive with nothing in flight: the first,
+    # and the third (the second arrives while the first is served), not the second.
+    from storqos.validate import with_path
+
+    req = pl.DataFrame({"arrival_ns": [0, 50_000, 500_000], "finish_ns": [100_000, 180_000, 600_000],
+                        "response_ns": [100_000, 130_000, 100_000]}, schema={c: pl.UInt64 for c in
+                                                                            ("arrival_ns", "finish_ns", "response_ns")})
+    got = with_path(req, prof)
+    assert got["response_ns"].to_list() == [170_000, 130_000, 170_000]
+    assert got["finish_ns"].to_list() == [170_000, 180_000, 670_000]
+    assert not prof.model_copy(update={"at_rest": None}).path_at_rest_ns(np.linspace(0, 1, 11)).any()
