@@ -96,7 +96,8 @@ def main() -> int:
         "experiment's constant-rate device (`--iops`). **file**: real local files (256 MiB each, written full, "
         "so reads come from the page cache), the gateway with the device profile's cost model and depth, the "
         "simulator with the profile's measured model plus its path at rest; the profile is measured first "
-        "(`storqos calibrate --engine replay` through a FCFS gateway over such a file)."
+        "through a FCFS gateway over such a file: fio for the storage, the replay's engine for the reads at "
+        "rest (`storqos.validate.calibrate_file`)."
         + (f" Profile: capacity {profile.capacity_iops:,.0f} IOPS, parallelism {profile.parallelism}, "
            f"{profile.op_time_us:.1f} µs per op, path at rest p50 {dict(profile.path_at_rest_us()).get(0.5, 0):.0f} µs."
            if profile is not None else ""), "",
@@ -124,8 +125,11 @@ def main() -> int:
         "the bursts of MSR hm_0 and FIU mail (half of hm_0's requests are under 3 µs apart) the replay spends "
         "its CPU issuing requests while the gateway's threads wait for the other CPU, costs that grow with the "
         "burst where the model's do not: the p50 gap is small on WebSearch (smooth, about 150 IOPS per tenant) "
-        "and larger on the bursty traces; the p99 gap larger still. A device that is slow beside its software "
-        "(a disk, a throttled or remote volume, or the emulated device above) is where the model holds best.",
+        "and larger on the bursty traces (FIU mail's kjournald, bursts of journal writes, is 3-4x slower live "
+        "at p50 than predicted); the p99 gap larger still, and the live p50 itself moves by a third from one "
+        "replay to the next on this machine (WebSearch under FCFS, then WF2Q+, then mClock, minutes apart: "
+        "95-106, 67-79, 53-60 µs for the same requests). A device that is slow beside its software (a disk, a "
+        "throttled or remote volume, or the emulated device above) is where the model holds best.",
         "",
     ]
     args.markdown.parent.mkdir(parents=True, exist_ok=True)
