@@ -47,8 +47,11 @@ test-rust: test-setup
 	  $(CARGO) test --release --workspace; \
 	fi
 
+# The tests that measure live servers run one at a time after the others, which run on
+# every core (pytest-xdist); tests/python/conftest.py says which are live.
 test-python: build test-setup
-	$(VPY) -m pytest
+	$(VPY) -m pytest -m "not live" -n auto
+	$(VPY) -m pytest -m live
 
 setup: $(DEPS)
 
