@@ -22,8 +22,6 @@ devices' utilisation from 3 s on (after the third re-allocation).
 from __future__ import annotations
 
 import argparse
-import collections
-import json
 import re
 import shutil
 import subprocess
@@ -32,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 from storqos.alloc import Client, Device, allocate
-from storqos.gateway_twin import Experiment
+from storqos.gateway_twin import Experiment, read_live_series
 
 HERE = Path(__file__).resolve().parent
 WINDOW_S = 0.5  # statistics window (s)
@@ -88,12 +86,7 @@ def live(cfg: Path, fio: Path, capacities: tuple[float, float]) -> Row:
     subprocess.run(["fio", "--output=/dev/null", str(job)], check=True, cwd=folder, timeout=60)
     serve.send_signal(2)
     serve.wait(timeout=20)
-    iops: dict[float, dict[int, float]] = collections.defaultdict(dict)
-    for row in json.loads(series.read_text()):
-        iops[row["start_s"]][row["tenant"]] = row["iops"]
-    ops: dict[float, dict[str, float]] = collections.defaultdict(dict)
-    for g in json.loads(series.with_name("series.gauges.json").read_text()):
-        ops[g["start_s"]][g["name"]] = g["value"]
+    iops, ops = read_live_series(series)
     active = sorted(t for t, r in iops.items() if len(r) == len(NAMES) and min(r.values()) > 0)
     steady = [t for t in active[:-1] if t >= SETTLE_S]
     tenants = [sum(iops[t][i] for t in steady) / len(steady) for i in range(len(NAMES))]

@@ -253,4 +253,19 @@ def _trimmed(spec: dict[str, Any], n: int) -> dict[str, Any]:
     return out
 
 
-__all__ = ["Experiment", "FioJob", "read_fio_jobs"]
+def read_live_series(series: Path) -> tuple[dict[float, dict[int, float]], dict[float, dict[str, float]]]:
+    """A live run's per-window series as ``storqos serve --out series.json`` writes it
+    (and its ``series.gauges.json`` beside): IOPS by window start (s) and tenant, and
+    the policy's gauges by window start and name, to set beside the twin's."""
+    import json
+
+    iops: dict[float, dict[int, float]] = {}
+    for row in json.loads(series.read_text()):
+        iops.setdefault(row["start_s"], {})[row["tenant"]] = row["iops"]
+    gauges: dict[float, dict[str, float]] = {}
+    for g in json.loads(series.with_name("series.gauges.json").read_text()):
+        gauges.setdefault(g["start_s"], {})[g["name"]] = g["value"]
+    return iops, gauges
+
+
+__all__ = ["Experiment", "FioJob", "read_fio_jobs", "read_live_series"]

@@ -8,12 +8,12 @@ tenant's live IOPS is within 10 % of `storqos allocate`'s answer and both device
 
 from __future__ import annotations
 
-import collections
 import json
 import signal
 from pathlib import Path
 
 from conftest import REPO, assert_one_line_error, run_cli
+from storqos.gateway_twin import read_live_series
 from test_serve import Server, _fio
 
 EXAMPLE = REPO / "examples" / "gateway" / "baa.toml"
@@ -54,12 +54,7 @@ def _live(tmp_path: Path, allocator: str, runtime_s: float, settle_s: float) -> 
     finally:
         code, _, err = s.finish(signal.SIGINT)
     assert code == 0, err
-    iops: dict[float, dict[int, float]] = collections.defaultdict(dict)
-    for row in json.loads(series.read_text()):
-        iops[row["start_s"]][row["tenant"]] = row["iops"]
-    ops: dict[float, dict[str, float]] = collections.defaultdict(dict)
-    for g in json.loads(series.with_name("series.gauges.json").read_text()):
-        ops[g["start_s"]][g["name"]] = g["value"]
+    iops, ops = read_live_series(series)
     # Windows where all four read, but the first and last (fio starting, stopping).
     active = sorted(t for t, row in iops.items() if len(row) == 4 and min(row.values()) > 0)
     steady = [t for t in active[1:-1] if t >= settle_s]
