@@ -2,7 +2,9 @@
 
 The target is an NBD URI, a regular file or a block device. Each point is one short
 run: every class of request (read / write, random / sequential, each size) at queue
-depth 1, then 4 KiB random reads at each queue depth. Two engines measure:
+depth 1, then 4 KiB random reads at each queue depth, then 4 KiB random reads at rest
+(one every :data:`SPACED_US` µs, so that every thread sleeps between them). Two engines
+measure (the reads at rest may take the other one: ``rest_engine``):
 
 - ``fio`` (the default): fio's ``nbd`` engine (through libnbd) for a URI, its
   ``libaio`` engine for a file or a device (``O_DIRECT`` unless asked for the page
