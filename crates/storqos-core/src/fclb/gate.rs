@@ -35,10 +35,11 @@
 //! no clock and runs the same code; the simulator never attaches one.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap;
 use serde::Deserialize;
 
 use crate::device::DeviceState;
@@ -209,7 +210,7 @@ pub struct Fclb<S> {
     anti_windup: bool,
     workloads: Vec<Workload>,
     /// Release time of every request passed to the back end and not yet completed.
-    released: HashMap<u64, Nanos>,
+    released: FxHashMap<u64, Nanos>,
     /// Workloads with requests waiting, by the time their next token arrives: a release
     /// visits only the workloads whose token is due, not all of them (the rates, and so
     /// these times, change only at the end of a control period, which rebuilds it).
@@ -259,7 +260,7 @@ impl<S: Scheduler> Fclb<S> {
             period: CONTROL_PERIOD,
             anti_windup: true,
             workloads: ws,
-            released: HashMap::new(),
+            released: FxHashMap::default(),
             due: BinaryHeap::new(),
             held: 0,
             next_control: CONTROL_PERIOD,
