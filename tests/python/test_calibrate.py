@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from conftest import assert_one_line_error, run_cli
+from conftest import Run, assert_one_line_error, run_cli
 from storqos.device_profile import load_profile
 from storqos.sim import simulate
 from test_serve import Server, _image
@@ -19,19 +19,24 @@ from test_serve import Server, _image
 MiB = 1 << 20
 
 
+def _calibrate_2k(tmp: Path, *args: str, columns: int = 200) -> Run:
+    """`storqos calibrate ARGS` against a gateway emulating a 2k-IOPS device (stopped after)."""
+    a = _image(tmp / "a.img", 256 * MiB)
+    s = Server("--export", f"a={a}", "--listen", "127.0.0.1:0", "--iops", "2k", "--for", "120s")
+    _, port = s.ready()
+    try:
+        return run_cli("calibrate", f"nbd://127.0.0.1:{port}/a", *args, columns=columns)
+    finally:
+        s.finish(signal.SIGTERM)
+
+
 @pytest.fixture(scope="module")
 def profile_2k(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Calibrate a gateway emulating a 2k-IOPS device (short points; reads and writes)."""
     tmp = tmp_path_factory.mktemp("cal")
-    a = _image(tmp / "a.img", 256 * MiB)
-    s = Server("--export", f"a={a}", "--listen", "127.0.0.1:0", "--iops", "2k", "--for", "120s")
-    _, port = s.ready()
     out = tmp / "p.toml"
-    try:
-        r = run_cli("calibrate", f"nbd://127.0.0.1:{port}/a", "--sizes", "4k,64k", "--queue-depths", "1,4,8",
-                    "--time", "0.7", "--writes", "--out", str(out), columns=80)
-    finally:
-        s.finish(signal.SIGTERM)
+    r = _calibrate_2k(tmp, "--sizes", "4k,64k", "--queue-depths", "1,4,8", "--time", "0.7", "--writes",
+                      "--out", str(out), columns=80)
     assert r.code == 0, r.err
     assert "capacity" in r.out and "IOPS" in r.out and all(len(ln) <= 80 for ln in r.out.splitlines()), r.out
     return out
@@ -104,17 +109,11 @@ def test_a_profile_of_another_version_or_a_bad_target_is_one_line(profile_2k: Pa
 
 def test_the_replay_engine_measures_the_same_2k_device(tmp_path: Path) -> None:
     """storqos replay's own client, in closed loop, finds the same 2k IOPS; the reads at
-    rest (one per millisecond) are measured, and what they pay beyond the emulated
-    0.5 ms service is the path's wake-ups, well under the service time."""
-    a = _image(tmp_path / "a.img", 256 * MiB)
-    s = Server("--export", f"a={a}", "--listen", "127.0.0.1:0", "--iops", "2k", "--for", "60s")
-    _, port = s.ready()
+    rest (one every 2 ms) are measured, and what they pay beyond the emulated 0.5 ms
+    service is the path's wake-ups, well under the service time."""
     out = tmp_path / "p.toml"
-    try:
-        r = run_cli("calibrate", f"nbd://127.0.0.1:{port}/a", "--engine", "replay", "--sizes", "4k",
-                    "--queue-depths", "1,4", "--time", "0.6", "--out", str(out))
-    finally:
-        s.finish(signal.SIGTERM)
+    r = _calibrate_2k(tmp_path, "--engine", "replay", "--sizes", "4k", "--queue-depths", "1,4", "--time", "0.6",
+                      "--out", str(out))
     assert r.code == 0, r.err
     p = load_profile(out)
     assert p.engine == "replay" and p.at_rest is not None
