@@ -7,7 +7,8 @@ against the queue depth (the parallelism curve). From them:
 
 - the **capacity** is the best 4 KiB random-read IOPS over the queue depths;
 - the **parallelism** k is the number of requests the target serves at once:
-  Little's law at saturation, k = round(capacity × mean time at depth 1), at least 1;
+  Little's law at saturation, k = round(capacity × mean time of a 4 KiB random read at
+  depth 1), at least 1 (of the two measurements of that time, the quicker);
 - the **simulator model** is an array of k servers, each request's service time drawn
   from its class's measured quantiles, scaled so that k servers of 4 KiB random reads
   give the capacity (the time a lone request spends in the client and the network, which
@@ -133,19 +134,23 @@ class DeviceProfile(Table):
                 "service": {"kind": "measured", "classes": classes}}
 
     def path_at_rest_us(self) -> list[tuple[float, float]]:
-        """Quantile table (fraction, µs) of the time a request at rest pays outside the
-        model's service: quantile by quantile, the spaced reads' time less the model's
-        service time of the same reads back to back (never below 0, rising). Empty
-        without an ``at_rest`` measurement."""
+        """Table (fraction, µs) of the time a request at rest pays outside the model's
+        service, by rank: at each quantile, the spaced reads' time less the model's
+        service time of the same reads back to back, never below 0. It need not rise:
+        added by rank to the model's service (:func:`storqos.validate.with_path`), it
+        gives back the spaced reads' own times, and a rising path would not (the
+        back-to-back times of a page-cached file are bimodal, 16 µs or 70 µs, on 2 vCPUs:
+        the gap at the low quantiles is not the gap at the median). Empty without an
+        ``at_rest`` measurement."""
         if self.at_rest is None:
             return []
-        base = dict(self._base().quantile_table_us())
-        s = self.scale()
-        table: list[tuple[float, float]] = []
-        for q, us in self.at_rest.quantile_table_us():
-            hot = np.interp(q, list(base), list(base.values()))
-            table.append((q, max(us - float(hot) * s, table[-1][1] if table else 0.0)))
-        return table
+        # On the knots of both tables, so that the difference of the two piecewise-linear
+        # quantile functions is exact between knots too.
+        base, rest = self._base().quantile_table_us(), self.at_rest.quantile_table_us()
+        qs = sorted({q for q, _ in base} | {q for q, _ in rest})
+        hot = np.interp(qs, [q for q, _ in base], [us for _, us in base]) * self.scale()
+        spaced = np.interp(qs, [q for q, _ in rest], [us for _, us in rest])
+        return [(q, max(float(a - b), 0.0)) for q, a, b in zip(qs, spaced, hot, strict=True)]
 
     def path_at_rest_ns(self, u: np.ndarray) -> np.ndarray:
         """:meth:`path_at_rest_us` at quantiles ``u`` ∈ [0, 1] (ns, int64; zeros without
@@ -168,13 +173,22 @@ def fit(points: list[ServicePoint], depths: list[DepthPoint]) -> dict[str, Any]:
     capacity = max(d.iops for d in depths)
     if capacity <= 0:
         raise InputError("the target completed no request", "calibrate")
+    # The time of a lone 4 KiB random read: measured twice (the depth sweep's depth 1 and
+    # the service sweep's), the quicker one taken. On a shared machine interference only
+    # adds time, and one slow measurement (threads that slept between requests: 130 µs
+    # against 60 µs in the other, seen on 2 vCPUs) would double k and, with it, every
+    # service time of the model.
     qd1 = min(depths, key=lambda d: d.qd)
-    k = max(1, round(capacity * qd1.mean_us / 1e6))
+    lone_us = qd1.mean_us
+    if qd1.qd == 1:
+        same = [p.mean_us for p in points if p.op == "read" and p.pattern == "random" and p.size == 4096]
+        lone_us = min([lone_us, *same])
+    k = max(1, round(capacity * lone_us / 1e6))
     op_time = k / capacity
     seq = [p for p in points if p.op == "read" and p.pattern == "sequential"] or [
         p for p in points if p.op == "read"]
     big = max(seq, key=lambda p: p.size)
-    scale = (op_time * 1e6) / qd1.mean_us
+    scale = (op_time * 1e6) / lone_us
     transfer = big.mean_us * scale / 1e6 - op_time
     bandwidth = big.size / transfer if transfer > 0 and big.size > 4096 else float(1 << 30)
     return {"capacity_iops": capacity, "parallelism": k, "op_time_us": op_time * 1e6,

@@ -158,3 +158,36 @@ def test_the_path_at_rest_is_what_spaced_reads_pay_beyond_the_model() -> None:
     assert got["response_ns"].to_list() == [170_000, 130_000, 170_000]
     assert got["finish_ns"].to_list() == [170_000, 180_000, 670_000]
     assert not prof.model_copy(update={"at_rest": None}).path_at_rest_ns(np.linspace(0, 1, 11)).any()
+
+
+def test_the_path_by_rank_gives_back_the_reads_at_rest_when_back_to_back_times_are_bimodal() -> None:
+    """A page-cached file on 2 vCPUs: back to back, a read takes 16 µs (threads awake)
+    or 70 µs (one woke up), half and half; spaced out, 80-110 µs. Requests at rest whose
+    simulated responses follow the back-to-back times, plus the path by rank, must follow
+    the spaced reads' times: the median near 95 µs, not the back-to-back gap at the low
+    quantiles (64 µs) carried up to every quantile (which predicted 1.5x the measured
+    median)."""
+    from storqos.device_profile import DepthPoint, DeviceProfile, ServicePoint
+    from storqos.validate import with_path
+
+    hot = ServicePoint(op="read", pattern="random", size=4096, iops=23_000, mean_us=43, min_us=15,
+                       percentiles_us=[(1.0, 16.0), (49.0, 17.0), (51.0, 69.0), (99.0, 71.0)])
+    rest = ServicePoint(op="read", pattern="random", size=4096, iops=100, mean_us=95, min_us=80,
+                        percentiles_us=[(1.0, 80.0), (50.0, 95.0), (99.0, 110.0)])
+    prof = DeviceProfile(version=1, storqos_version="t", target="t", engine="replay", direct=False, created="t",
+                         time_per_point_s=1, capacity_iops=100_000, parallelism=4, op_time_us=40,
+                         bandwidth_bytes_per_s=1e9, service=[hot],
+                         queue_depth=[DepthPoint(qd=1, iops=23_000, mean_us=43, p50_us=40, p99_us=71)],
+                         at_rest=rest)
+    s = prof.scale()
+    u = (np.arange(2001) + 0.5) / 2001
+    table = hot.quantile_table_us()
+    service_ns = np.interp(u, [q for q, _ in table], [us * s * 1e3 for _, us in table])
+    n = len(u)
+    arrival = np.arange(n, dtype=np.int64) * 2_000_000  # 2 ms apart: every one at rest
+    req = pl.DataFrame({"arrival_ns": arrival, "finish_ns": arrival + service_ns.astype(np.int64),
+                        "response_ns": service_ns.astype(np.int64)}).cast(pl.UInt64)
+    got = with_path(req, prof)["response_ns"].to_numpy() / 1e3
+    assert np.median(got) == pytest.approx(95, rel=0.03)
+    assert np.percentile(got, 10) == pytest.approx(np.interp(0.10, [0, 0.01, 0.5, 0.99, 1], [80, 80, 95, 110, 110]),
+                                                    rel=0.05)

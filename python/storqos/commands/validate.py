@@ -95,6 +95,7 @@ def validate(
     if res.profile is not None:
         summary["device_profile"] = {k: getattr(res.profile, k) for k in
                                      ("target", "capacity_iops", "parallelism", "op_time_us", "bandwidth_bytes_per_s")}
+        summary["device_profile"]["path_at_rest_us"] = res.profile.path_at_rest_us()
     with replacing(out_dir / "summary.json") as part:
         part.write_text(json.dumps(summary, indent=2, default=float) + "\n")
     if markdown_file is not None:
