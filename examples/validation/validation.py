@@ -119,17 +119,18 @@ def main() -> int:
         "a request's device time is a few µs to tens of µs, and what a client sees is mostly software: the "
         "replay (Python and libnbd), loopback TCP, the gateway's parsing, its I/O threads and the reply. Back to "
         "back that path costs 16-26 µs; a request that arrives after a pause costs 60-140 µs, because the "
-        "replay's and the gateway's threads were asleep. The profile measures both with the replay's own "
-        "engine: the device model (k servers) from the back-to-back runs, and the difference as the path at "
-        "rest, which the prediction adds to every simulated response. That is what a lone request pays; in "
-        "the bursts of MSR hm_0 and FIU mail (half of hm_0's requests are under 3 µs apart) the replay spends "
-        "its CPU issuing requests while the gateway's threads wait for the other CPU, costs that grow with the "
-        "burst where the model's do not: the p50 gap is small on WebSearch (smooth, about 150 IOPS per tenant) "
-        "and larger on the bursty traces (FIU mail's kjournald, bursts of journal writes, is 3-4x slower live "
-        "at p50 than predicted); the p99 gap larger still, and the live p50 itself moves by a third from one "
-        "replay to the next on this machine (WebSearch under FCFS, then WF2Q+, then mClock, minutes apart: "
-        "95-106, 67-79, 53-60 µs for the same requests). A device that is slow beside its software (a disk, a "
-        "throttled or remote volume, or the emulated device above) is where the model holds best.",
+        "replay's and the gateway's threads were asleep. The profile measures the storage with fio (the "
+        "device model: k servers, back-to-back service times) and 4 KiB reads spaced 2 ms apart with the "
+        "replay's own engine; the difference, by rank, is the path at rest, which the prediction adds to the "
+        "simulated requests that arrive with nothing in flight. That is what a lone request pays, and where "
+        "requests come alone (WebSearch: smooth, about 150 IOPS per tenant) the p50s agree best (the table "
+        "above). In the bursts of MSR hm_0 and FIU mail (half of hm_0's requests are under 3 µs apart; "
+        "kjournald writes the journal in bursts) the replay spends its CPU issuing requests while the gateway's "
+        "threads wait for the other CPU, costs that grow with the burst where the model's k servers do not: "
+        "there the live p50 is up to a few times the predicted one, and the p95 and p99 gaps are larger still. "
+        "The live p50 also moves by up to a third from one replay to the next on this machine (how often the "
+        "threads found a CPU at once). A device that is slow beside its software (a disk, a throttled or "
+        "remote volume, or the emulated device above) is where the model holds best.",
         "",
     ]
     args.markdown.parent.mkdir(parents=True, exist_ok=True)
