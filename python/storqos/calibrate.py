@@ -3,7 +3,8 @@
 The target is an NBD URI, a regular file or a block device. Each point is one short
 run: every class of request (read / write, random / sequential, each size) at queue
 depth 1, then 4 KiB random reads at each queue depth, then 4 KiB random reads at rest
-(one every :data:`SPACED_US` µs, so that every thread sleeps between them). Two engines
+(one every :data:`SPACED_US` µs, so that every thread sleeps between them), and writes
+at rest too when writes are measured. Two engines
 measure (the reads at rest may take the other one: ``rest_engine``):
 
 - ``fio`` (the default): fio's ``nbd`` engine (through libnbd) for a URI, its
@@ -227,7 +228,7 @@ def calibrate(
     pats: tuple[Pattern, ...] = ("random", "sequential")
     plan = [(op, pat, s) for op in ops for pat in pats for s in sorted(set(sizes))]
     qds = sorted(set(depths))
-    total = len(plan) + len(qds) + 1
+    total = len(plan) + len(qds) + (2 if writes else 1)
     service: list[ServicePoint] = []
     curve: list[DepthPoint] = []
     with tempfile.TemporaryDirectory(prefix="storqos-calibrate-") as tmp:
@@ -252,9 +253,14 @@ def calibrate(
             curve.append(DepthPoint(qd=qd, iops=pt.iops, mean_us=pt.mean_us, p50_us=p.get(50.0, pt.mean_us),
                                     p99_us=p.get(99.0, pt.mean_us)))
         if progress:
-            progress(total - 1, total, f"4 KiB random read at rest (one every {SPACED_US / 1000:g} ms)")
-        at_rest = measure("read", "random", 4096, 1, total, SPACED_US, by=rest,
-                          secs=max(seconds, AT_REST_SAMPLES * SPACED_US / 1e6))
+            progress(total - (2 if writes else 1), total, f"4 KiB random read at rest (one every {SPACED_US / 1000:g} ms)")
+        rest_secs = max(seconds, AT_REST_SAMPLES * SPACED_US / 1e6)
+        at_rest = measure("read", "random", 4096, 1, total, SPACED_US, by=rest, secs=rest_secs)
+        at_rest_write = None
+        if writes:
+            if progress:
+                progress(total - 1, total, f"4 KiB random write at rest (one every {SPACED_US / 1000:g} ms)")
+            at_rest_write = measure("write", "random", 4096, 1, total + 1, SPACED_US, by=rest, secs=rest_secs)
         if progress:
             progress(total, total, "done")
     return DeviceProfile(
@@ -262,7 +268,8 @@ def calibrate(
         engine=("replay" if engine == "replay" else tgt.engine) + (f", at rest {rest}" if rest != engine else ""),
         direct=direct if not tgt.is_nbd else False,
         created=dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
-        time_per_point_s=seconds, service=service, queue_depth=curve, at_rest=at_rest, **fit(service, curve),
+        time_per_point_s=seconds, service=service, queue_depth=curve, at_rest=at_rest,
+        at_rest_write=at_rest_write, **fit(service, curve),
     )
 
 

@@ -21,7 +21,8 @@ against the queue depth (the parallelism curve). From them:
   requests and each one wakes them up again (tens of µs here); back to back, nothing
   sleeps. ``storqos validate`` adds it to the simulated response times of the requests
   that arrive when nothing is in flight, which then predict what a client measures
-  (the simulator's device model holds only the part that occupies the device).
+  (the simulator's device model holds only the part that occupies the device). With
+  writes measured, 4 KiB random writes at rest give writes their own path.
 """
 
 from __future__ import annotations
@@ -110,6 +111,10 @@ class DeviceProfile(Table):
     #: 4 KiB random reads at queue depth 1, spaced 2 ms apart (profiles made before it
     #: was measured have none: their path at rest is taken as nothing)
     at_rest: ServicePoint | None = None
+    #: The same for 4 KiB random writes, measured when writes are (a write at rest may
+    #: also wake a thread that a read served from the page cache does not: the
+    #: gateway's I/O thread); without it writes take the reads' path
+    at_rest_write: ServicePoint | None = None
 
     def scale(self) -> float:
         """Factor from a class's measured response time at depth 1 to its service time
@@ -117,9 +122,13 @@ class DeviceProfile(Table):
         that k servers drawing from it serve the measured capacity."""
         return (self.parallelism / self.capacity_iops * 1e6) / self._base().table_mean_us()
 
-    def _base(self) -> ServicePoint:
-        reads = [p for p in self.service if p.op == "read" and p.pattern == "random"] or self.service
-        return min(reads, key=lambda p: abs(p.size - 4096))
+    def _base(self, op: Op = "read") -> ServicePoint:
+        """The 4 KiB random class of ``op`` (the read's if ``op`` was not measured),
+        or the nearest size."""
+        same = [p for p in self.service if p.op == op and p.pattern == "random"]
+        if not same and op != "read":
+            return self._base("read")
+        return min(same or self.service, key=lambda p: abs(p.size - 4096))
 
     def sim_device(self, capacity_iops: float | None = None) -> dict[str, Any]:
         """The simulator's device spec: k servers of measured service times. With
@@ -133,29 +142,34 @@ class DeviceProfile(Table):
         return {"kind": "array", "servers": self.parallelism, "assign": "shared", "depth": self.parallelism,
                 "service": {"kind": "measured", "classes": classes}}
 
-    def path_at_rest_us(self) -> list[tuple[float, float]]:
+    def path_at_rest_us(self, op: Op = "read") -> list[tuple[float, float]]:
         """Table (fraction, µs) of the time a request at rest pays outside the model's
         service, by rank: at each quantile, the spaced reads' time less the model's
         service time of the same reads back to back, never below 0. It need not rise:
         added by rank to the model's service (:func:`storqos.validate.with_path`), it
         gives back the spaced reads' own times, and a rising path would not (the
         back-to-back times of a page-cached file are bimodal, 16 µs or 70 µs, on 2 vCPUs:
-        the gap at the low quantiles is not the gap at the median). Empty without an
-        ``at_rest`` measurement."""
-        if self.at_rest is None:
+        the gap at the low quantiles is not the gap at the median). For ``op = "write"``,
+        the writes at rest less the 4 KiB random writes back to back, when both were
+        measured (else the reads'). Empty without an ``at_rest`` measurement."""
+        measured: ServicePoint | None = self.at_rest
+        base_op: Op = "read"
+        if op == "write" and self.at_rest_write is not None and any(p.op == "write" for p in self.service):
+            measured, base_op = self.at_rest_write, "write"
+        if measured is None:
             return []
         # On the knots of both tables, so that the difference of the two piecewise-linear
         # quantile functions is exact between knots too.
-        base, rest = self._base().quantile_table_us(), self.at_rest.quantile_table_us()
+        base, rest = self._base(base_op).quantile_table_us(), measured.quantile_table_us()
         qs = sorted({q for q, _ in base} | {q for q, _ in rest})
         hot = np.interp(qs, [q for q, _ in base], [us for _, us in base]) * self.scale()
         spaced = np.interp(qs, [q for q, _ in rest], [us for _, us in rest])
         return [(q, max(float(a - b), 0.0)) for q, a, b in zip(qs, spaced, hot, strict=True)]
 
-    def path_at_rest_ns(self, u: np.ndarray) -> np.ndarray:
-        """:meth:`path_at_rest_us` at quantiles ``u`` ∈ [0, 1] (ns, int64; zeros without
-        an ``at_rest`` measurement)."""
-        table = self.path_at_rest_us()
+    def path_at_rest_ns(self, u: np.ndarray, op: Op = "read") -> np.ndarray:
+        """:meth:`path_at_rest_us` of ``op`` at quantiles ``u`` ∈ [0, 1] (ns, int64;
+        zeros without an ``at_rest`` measurement)."""
+        table = self.path_at_rest_us(op)
         if not table:
             return np.zeros(len(u), dtype=np.int64)
         qs, us = zip(*table, strict=True)

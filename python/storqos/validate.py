@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .device_profile import DeviceProfile
+from .device_profile import DeviceProfile, Op
 from .errors import InputError
 from .experiment import Experiment, Run
 from .gateway_process import GatewayProcess
@@ -231,7 +231,8 @@ def with_path(requests: pl.DataFrame, profile: DeviceProfile) -> pl.DataFrame:
     them awake and pays nothing more. Among the requests at rest the path goes by rank
     (the quickest simulated response gets the path's least quantile), as the
     measurement it comes from paired them: their responses then follow the measured
-    reads at rest."""
+    reads at rest. Reads and writes are ranked apart, each op with its own path (the
+    writes' when the profile measured writes at rest)."""
     if not requests.height:
         return requests
     req = requests.sort("arrival_ns", maintain_order=True)
@@ -241,12 +242,15 @@ def with_path(requests: pl.DataFrame, profile: DeviceProfile) -> pl.DataFrame:
     rest = np.ones(len(arrival), dtype=bool)
     rest[1:] = arrival[1:] >= busy_until[:-1]
     extra = np.zeros(len(arrival), dtype=np.int64)
-    n = int(rest.sum())
-    if n:
-        resp = req["response_ns"].to_numpy()[rest]
-        rank = np.empty(n, dtype=np.float64)
-        rank[np.argsort(resp, kind="stable")] = (np.arange(n) + 0.5) / n
-        extra[rest] = profile.path_at_rest_ns(rank)
+    reads = req["is_read"].to_numpy() if "is_read" in req.columns else np.ones(len(arrival), dtype=bool)
+    resp_all = req["response_ns"].to_numpy()
+    ops: tuple[tuple[Op, np.ndarray], ...] = (("read", rest & reads), ("write", rest & ~reads))
+    for op, mask in ops:
+        n = int(mask.sum())
+        if n:
+            rank = np.empty(n, dtype=np.float64)
+            rank[np.argsort(resp_all[mask], kind="stable")] = (np.arange(n) + 0.5) / n
+            extra[mask] = profile.path_at_rest_ns(rank, op)
     add = pl.Series(extra).cast(pl.UInt64)
     return req.with_columns(pl.col("response_ns") + add, pl.col("finish_ns") + add)
 

@@ -191,3 +191,31 @@ def test_the_path_by_rank_gives_back_the_reads_at_rest_when_back_to_back_times_a
     assert np.median(got) == pytest.approx(95, rel=0.03)
     assert np.percentile(got, 10) == pytest.approx(np.interp(0.10, [0, 0.01, 0.5, 0.99, 1], [80, 80, 95, 110, 110]),
                                                     rel=0.05)
+
+
+def test_writes_at_rest_get_their_own_path() -> None:
+    """A profile that measured writes at rest (they also wake the gateway's I/O thread)
+    gives writes that arrive with nothing in flight the writes' path, reads the reads';
+    a profile without the writes' measurement gives writes the reads' path."""
+    from storqos.device_profile import DepthPoint, DeviceProfile, ServicePoint
+    from storqos.validate import with_path
+
+    def flat(op: str, us: float) -> ServicePoint:
+        return ServicePoint(op=op, pattern="random", size=4096, iops=1e6 / us, mean_us=us, min_us=us,
+                            percentiles_us=[(50.0, us), (99.0, us)])
+
+    # k = 1 at 10k IOPS: 100 µs per read, the reads' table's mean is 100 µs: scale 1;
+    # writes back to back 150 µs. At rest: reads 170 µs (path 70), writes 450 (path 300).
+    prof = DeviceProfile(version=1, storqos_version="t", target="t", engine="replay", direct=False, created="t",
+                         time_per_point_s=1, capacity_iops=10_000, parallelism=1, op_time_us=100,
+                         bandwidth_bytes_per_s=1e9, service=[flat("read", 100), flat("write", 150)],
+                         queue_depth=[DepthPoint(qd=1, iops=10_000, mean_us=100, p50_us=100, p99_us=100)],
+                         at_rest=flat("read", 170), at_rest_write=flat("write", 450))
+    assert dict(prof.path_at_rest_us())[0.5] == pytest.approx(70)
+    assert dict(prof.path_at_rest_us("write"))[0.5] == pytest.approx(300)
+    req = pl.DataFrame({"arrival_ns": [0, 1_000_000, 2_000_000], "finish_ns": [100_000, 1_150_000, 2_100_000],
+                        "response_ns": [100_000, 150_000, 100_000], "is_read": [True, False, True]}).with_columns(
+        pl.col("arrival_ns", "finish_ns", "response_ns").cast(pl.UInt64))
+    assert with_path(req, prof)["response_ns"].to_list() == [170_000, 450_000, 170_000]
+    reads_only = prof.model_copy(update={"at_rest_write": None})
+    assert with_path(req, reads_only)["response_ns"].to_list() == [170_000, 220_000, 170_000]

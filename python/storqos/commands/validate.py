@@ -96,6 +96,7 @@ def validate(
         summary["device_profile"] = {k: getattr(res.profile, k) for k in
                                      ("target", "capacity_iops", "parallelism", "op_time_us", "bandwidth_bytes_per_s")}
         summary["device_profile"]["path_at_rest_us"] = res.profile.path_at_rest_us()
+        summary["device_profile"]["write_path_at_rest_us"] = res.profile.path_at_rest_us("write")
     with replacing(out_dir / "summary.json") as part:
         part.write_text(json.dumps(summary, indent=2, default=float) + "\n")
     if markdown_file is not None:
