@@ -5,6 +5,7 @@ use storqos_core::fclb::controller::{check_gain, closed_loop_pole, periods_to_se
 use storqos_core::fclb::experiment::{candidates, profile_config};
 use storqos_core::fclb::tuning::{estimate_gain, pole_placement, MixEntry};
 use storqos_core::fclb::{IntegralController, LinearPlant, RateLimits};
+use storqos_core::scheduler::Scheduler;
 use storqos_core::spec::{from_json, SchedulerSpec};
 
 /// The paper's G (§4.4) around an operating point of 60 IOPS at 29 ms.
@@ -110,4 +111,22 @@ fn profiled_gain_of_the_disk_is_positive_and_steeper_near_the_knee() {
     );
     let t = pole_placement(knee.gain_ms_per_iops, 0.4).unwrap();
     assert!(t.gain_iops_per_ms < t.bound_iops_per_ms);
+}
+
+#[test]
+fn specs_take_an_online_gain_or_name_the_bad_value() {
+    let json = r#"{"kind":"fclb","workloads":[{"iops":40,"rt_ns":35000000}],"gain_iops_per_ms":"online",
+        "pole":0.5,"plant_gain_ms_per_iops":0.25,"then":{"kind":"yfq","weights":[1]}}"#;
+    let spec: SchedulerSpec = from_json("policy", json).unwrap();
+    let built = spec.build().unwrap();
+    assert!(built.name().starts_with("fclb(K online: p=0.50, G0=0.250 ms/IOPS)"), "{}", built.name());
+    // The start value defaults to the paper's G = 0.3.
+    let paper = json.replace(r#""plant_gain_ms_per_iops":0.25,"#, "");
+    assert!(from_json::<SchedulerSpec>("policy", &paper).unwrap().build().unwrap().name().contains("G0=0.300"));
+    let bad = json.replace(r#""online""#, r#""foo""#);
+    let e = from_json::<SchedulerSpec>("policy", &bad).unwrap_err().to_string();
+    assert!(e.contains("foo") && e.contains("online") && !e.contains('\n'), "{e}");
+    let bad_pole = json.replace(r#""pole":0.5"#, r#""pole":1.0"#);
+    let e = from_json::<SchedulerSpec>("policy", &bad_pole).unwrap().validate().unwrap_err().to_string();
+    assert!(e.contains("pole must lie in (-1, 1)"), "{e}");
 }

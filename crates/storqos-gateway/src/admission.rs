@@ -306,7 +306,7 @@ mod tests {
         let w = |iops: f64, ms: u64| WorkloadSpec::new(iops, ms * NS_PER_MS);
         SchedulerSpec::Fclb {
             workloads: vec![w(400.0, 20), w(200.0, 40), w(600.0, 20), w(50.0, 1)],
-            gain_iops_per_ms: Some(2.0),
+            gain_iops_per_ms: Some(storqos_core::fclb::Gain::IopsPerMs(2.0)),
             plant_gain_ms_per_iops: None,
             pole: None,
             mode: Mode::Feedback,

@@ -22,6 +22,10 @@
 //! Units: `K` in IOPS per millisecond of error, `G` in milliseconds per IOPS, so
 //! `K·G` is dimensionless.
 
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, Visitor};
+
 use crate::error::{config, Result};
 use crate::time::{Nanos, NS_PER_MS, NS_PER_SEC};
 
@@ -73,6 +77,46 @@ pub fn periods_to_settle(pole: f64, e0: f64, tol: f64) -> u32 {
         return 1;
     }
     ((tol / e0.abs()).ln() / pole.abs().ln()).ceil().max(1.0) as u32
+}
+
+/// How a spec sets the controller gain K: a number (IOPS per ms of error) or `"online"`,
+/// the plant gain measured by the loop itself and the pole placed on it every period
+/// ([`crate::fclb::estimator`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Gain {
+    /// A fixed K (IOPS per ms).
+    IopsPerMs(f64),
+    /// `K = (1 − p)/Ĝ` with `Ĝ` estimated online per workload.
+    Online,
+}
+
+impl<'de> Deserialize<'de> for Gain {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Gain;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number of IOPS per ms or \"online\"")
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<Gain, E> {
+                Ok(Gain::IopsPerMs(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<Gain, E> {
+                Ok(Gain::IopsPerMs(v as f64))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<Gain, E> {
+                Ok(Gain::IopsPerMs(v as f64))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Gain, E> {
+                if v.eq_ignore_ascii_case("online") {
+                    Ok(Gain::Online)
+                } else {
+                    Err(E::invalid_value(de::Unexpected::Str(v), &self))
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// Bounds on a workload's replenish rate.

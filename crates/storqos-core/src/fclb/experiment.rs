@@ -287,7 +287,7 @@ impl Setup {
         let p = self.params(policy);
         SchedulerSpec::Fclb {
             workloads: p.workloads,
-            gain_iops_per_ms: p.gain_iops_per_ms,
+            gain_iops_per_ms: p.gain_iops_per_ms.map(crate::fclb::Gain::IopsPerMs),
             plant_gain_ms_per_iops: None,
             pole: None,
             mode: p.mode,

@@ -27,6 +27,10 @@
 //!
 //! Tenants without a configured workload pass straight to the back end, unmonitored.
 //!
+//! **Online gain** ([`Fclb::with_online_gain`], spec `"gain_iops_per_ms": "online"`):
+//! each workload's K is placed every period on its own plant-gain estimate
+//! ([`crate::fclb::estimator`]) instead of one K for all.
+//!
 //! **Live references** (the gateway's entry point, `crates/storqos-gateway/src/admission.rs`):
 //! on the wall clock the admitted set changes as tenants connect, and with it each
 //! workload's RT″ (admission control, [`crate::fclb::admission`]). [`References`] is a
@@ -46,6 +50,7 @@ use crate::device::DeviceState;
 use crate::error::{config, Result};
 use crate::fclb::bucket::TokenBucket;
 use crate::fclb::controller::{check_gain, IntegralController, RateLimits, CONTROL_PERIOD};
+use crate::fclb::estimator::{EstimatorConfig, GainEstimator, OnlineGain};
 use crate::fclb::monitor::Monitor;
 use crate::fclb::tuning::{pole_placement, DEFAULT_POLE, PAPER_PLANT_GAIN_MS_PER_IOPS};
 use crate::request::{Completion, Request};
@@ -116,8 +121,11 @@ pub struct FclbParams {
     pub workloads: Vec<WorkloadSpec>,
     /// Controller gain K (IOPS per ms of error).
     pub gain_iops_per_ms: Option<f64>,
+    /// Measure the plant gain online and place `pole` on it every period
+    /// ([`crate::fclb::estimator`]); `plant_gain_ms_per_iops` is then the start value.
+    pub online_gain: bool,
     /// Plant gain G (ms per IOPS): with `gain` it is checked for stability, with `pole`
-    /// it gives K = (1 − p)/G.
+    /// it gives K = (1 − p)/G; with `online_gain` it is the estimate's start value.
     pub plant_gain_ms_per_iops: Option<f64>,
     /// Desired closed-loop pole p (−1 < p < 1).
     pub pole: Option<f64>,
@@ -130,8 +138,11 @@ pub struct FclbParams {
 impl FclbParams {
     /// The controller gain K: given (checked against `0 < K < 2/G` when G is given), or
     /// from the pole (K = (1 − p)/G), or from [`DEFAULT_POLE`] and the paper's G = 0.3
-    /// ms/IOPS when neither is given.
+    /// ms/IOPS when neither is given. With `online_gain`, the K of the start value.
     pub fn resolve_gain(&self) -> Result<f64> {
+        if self.online_gain && self.gain_iops_per_ms.is_some() {
+            return config("fclb: give either gain_iops_per_ms or online_gain, not both");
+        }
         match (self.gain_iops_per_ms, self.pole, self.plant_gain_ms_per_iops) {
             (Some(_), Some(_), _) => config("fclb: give either gain_iops_per_ms or pole, not both"),
             (Some(k), None, Some(g)) => check_gain(k, g).map(|_| k),
@@ -155,6 +166,10 @@ impl FclbParams {
         let mut f = Fclb::new(inner, &self.workloads, k, self.mode)?;
         if let Some(p) = self.period_ns {
             f = f.with_period(p)?;
+        }
+        if self.online_gain {
+            let start = self.plant_gain_ms_per_iops.unwrap_or(PAPER_PLANT_GAIN_MS_PER_IOPS);
+            f = f.with_online_gain(self.pole.unwrap_or(DEFAULT_POLE), start)?;
         }
         Ok(f)
     }
@@ -198,6 +213,8 @@ struct Workload {
     throttled: bool,
     /// The workload has an entry in [`Fclb::due`].
     in_due: bool,
+    /// Its own K placed on its plant-gain estimate, with an online gain.
+    online: Option<OnlineGain>,
 }
 
 /// The feedback-controlled leaky bucket in front of a back-end scheduler.
@@ -251,6 +268,7 @@ impl<S: Scheduler> Fclb<S> {
                 monitor: Monitor::new(w.rt_ns),
                 throttled: false,
                 in_due: false,
+                online: None,
             });
         }
         Ok(Fclb {
@@ -291,6 +309,28 @@ impl<S: Scheduler> Fclb<S> {
     /// The reference workload `i` is controlled to now (ns).
     pub fn reference(&self, i: usize) -> Nanos {
         self.board.as_ref().and_then(|b| b.get(i)).unwrap_or(self.workloads[i].reference)
+    }
+
+    /// Measure each workload's plant gain online, starting from `start_ms_per_iops`, and
+    /// place `pole` on it every period: `K_i = (1 − p)/Ĝ_i` ([`crate::fclb::estimator`],
+    /// default bounds and forgetting). Set before use.
+    pub fn with_online_gain(mut self, pole: f64, start_ms_per_iops: f64) -> Result<Self> {
+        for w in &mut self.workloads {
+            let est = GainEstimator::new(EstimatorConfig::around(start_ms_per_iops, w.limits.floor_iops)?)?;
+            w.online = Some(OnlineGain::new(est, pole)?);
+        }
+        Ok(self)
+    }
+
+    /// The controller gain K workload `i` steps with (IOPS/ms): its online one, if
+    /// measured online, else the policy's.
+    pub fn gain_of(&self, i: usize) -> f64 {
+        self.workloads[i].online.as_ref().map_or(self.controller.gain_iops_per_ms, OnlineGain::gain_iops_per_ms)
+    }
+
+    /// Workload `i`'s plant-gain estimate Ĝ (ms/IOPS), with an online gain.
+    pub fn plant_gain_estimate(&self, i: usize) -> Option<f64> {
+        self.workloads[i].online.as_ref().map(|o| o.estimator().gain_ms_per_iops())
     }
 
     /// Turn the anti-windup rule off (raise rates even when the bucket held nothing back).
@@ -378,10 +418,18 @@ impl<S: Scheduler> Fclb<S> {
         for (i, w) in self.workloads.iter_mut().enumerate() {
             let measured = w.monitor.close_period();
             if self.mode == Mode::Feedback {
+                let r = w.bucket.rate_iops();
+                let controller = match &mut w.online {
+                    // The period informs the estimate if the bucket's rate was its input.
+                    Some(on) => IntegralController {
+                        gain_iops_per_ms: on
+                            .period(measured.filter(|_| w.throttled).map(|rt| (r, rt as f64 / NS_PER_MS as f64))),
+                    },
+                    None => self.controller,
+                };
                 if let Some(rt) = measured {
-                    let r = w.bucket.rate_iops();
                     let reference = self.board.as_ref().and_then(|b| b.get(i)).unwrap_or(w.reference);
-                    let mut next = self.controller.step(r, reference, rt, &w.limits);
+                    let mut next = controller.step(r, reference, rt, &w.limits);
                     if self.anti_windup && next > r && !w.throttled {
                         next = r;
                     }
@@ -408,9 +456,15 @@ impl<S: Scheduler> Fclb<S> {
 impl<S: Scheduler> Scheduler for Fclb<S> {
     fn name(&self) -> String {
         match self.mode {
-            Mode::Feedback => {
-                format!("fclb(K={:.3} IOPS/ms) > {}", self.controller.gain_iops_per_ms, self.inner.name())
-            }
+            Mode::Feedback => match self.workloads.first().and_then(|w| w.online.as_ref()) {
+                Some(on) => format!(
+                    "fclb(K online: p={:.2}, G0={:.3} ms/IOPS) > {}",
+                    on.pole(),
+                    on.estimator().config().start_ms_per_iops,
+                    self.inner.name()
+                ),
+                None => format!("fclb(K={:.3} IOPS/ms) > {}", self.controller.gain_iops_per_ms, self.inner.name()),
+            },
             Mode::Fixed => format!("leaky-bucket(fixed) > {}", self.inner.name()),
             Mode::Off => self.inner.name(),
         }
@@ -492,6 +546,10 @@ impl<S: Scheduler> Scheduler for Fclb<S> {
             sink(&format!("fclb_period_p95_ms.{i}"), last);
             sink(&format!("fclb_completed.{i}"), w.monitor.completed() as f64);
             sink(&format!("fclb_violations.{i}"), w.monitor.violations() as f64);
+            if let Some(on) = &w.online {
+                sink(&format!("fclb_gain_iops_per_ms.{i}"), on.gain_iops_per_ms());
+                sink(&format!("fclb_plant_gain_ms_per_iops.{i}"), on.estimator().gain_ms_per_iops());
+            }
         }
         self.inner.gauges(sink);
     }

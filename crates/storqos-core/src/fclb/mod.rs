@@ -25,7 +25,9 @@
 //! Linearised plant `RT(k+1) = G·r(k)`; closed-loop pole `p = 1 − K·G`; stable iff
 //! `0 < K < 2/G`. `G` is estimated by profiling the storage around the operating point
 //! and `K = (1 − p)/G` placed for a desired pole; an unstable K is rejected with the
-//! bound in the message.
+//! bound in the message. Or (ours, [`estimator`]) `G` is measured online from the
+//! loop's own rate steps and p95 changes (recursive least squares with forgetting,
+//! bounded, from a start value) and the pole placed on the estimate every period.
 //!
 //! ## 4. Admission (§2, Fig. 1, Table 3) — [`admission`]
 //! Drive the mix at `T = Σ IOPS_i`, take each workload's p95 `RT′_i`, add 20 %:
@@ -54,6 +56,7 @@
 pub mod admission;
 pub mod bucket;
 pub mod controller;
+pub mod estimator;
 pub mod experiment;
 pub mod gate;
 pub mod monitor;
@@ -62,8 +65,9 @@ pub mod tuning;
 pub use admission::{admit, AdmissionReport, AdmissionRow, Candidate, ADMISSION_MARGIN};
 pub use bucket::{TokenBucket, REFILL_INTERVAL};
 pub use controller::{
-    check_gain, closed_loop_pole, periods_to_settle, IntegralController, LinearPlant, RateLimits, CONTROL_PERIOD,
+    check_gain, closed_loop_pole, periods_to_settle, Gain, IntegralController, LinearPlant, RateLimits, CONTROL_PERIOD,
 };
+pub use estimator::{EstimatorConfig, GainEstimator, OnlineGain};
 pub use gate::{Fclb, FclbParams, Mode, References, WorkloadSpec};
 pub use monitor::Monitor;
 pub use tuning::{

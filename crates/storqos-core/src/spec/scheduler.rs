@@ -169,10 +169,13 @@ pub enum SchedulerSpec {
     Fclb {
         /// Workload i = tenant i: demanded IOPS and response time, bucket, reference.
         workloads: Vec<crate::fclb::WorkloadSpec>,
-        /// Controller gain K (IOPS per ms of error).
+        /// Controller gain K (IOPS per ms of error), or `"online"`: the plant gain
+        /// measured by the loop and `pole` placed on it every period
+        /// ([`crate::fclb::estimator`]).
         #[serde(default)]
-        gain_iops_per_ms: Option<f64>,
-        /// Plant gain G (ms per IOPS): checks K (0 < K < 2/G) or, with `pole`, gives K.
+        gain_iops_per_ms: Option<crate::fclb::Gain>,
+        /// Plant gain G (ms per IOPS): checks K (0 < K < 2/G) or, with `pole`, gives K;
+        /// with an online gain, the estimate's start value.
         #[serde(default)]
         plant_gain_ms_per_iops: Option<f64>,
         /// Desired closed-loop pole p in (−1, 1): K = (1 − p)/G.
@@ -204,7 +207,11 @@ impl SchedulerSpec {
         };
         let params = crate::fclb::FclbParams {
             workloads: workloads.clone(),
-            gain_iops_per_ms: *gain_iops_per_ms,
+            gain_iops_per_ms: match gain_iops_per_ms {
+                Some(crate::fclb::Gain::IopsPerMs(k)) => Some(*k),
+                _ => None,
+            },
+            online_gain: *gain_iops_per_ms == Some(crate::fclb::Gain::Online),
             plant_gain_ms_per_iops: *plant_gain_ms_per_iops,
             pole: *pole,
             mode: *mode,
