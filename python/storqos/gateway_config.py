@@ -477,6 +477,10 @@ FCLB_KEYS = ("gain", "pole", "plant_gain", "period", "mode", "buckets", "weights
              "admission_profile")
 #: The seed's control period (§3.1): 1 s.
 FCLB_PERIOD_NS = 1_000_000_000
+#: ``gain = "online"``: the plant gain G measured by the loop itself (recursive least
+#: squares with forgetting, per tenant, from the start value ``plant_gain``) and the pole
+#: placed on it every period, K = (1 − p)/Ĝ (``storqos_core::fclb::estimator``).
+ONLINE_GAIN = "online"
 
 
 def knee_gain_ms_per_iops(period_ns: int, capacity_iops: float) -> float:
@@ -496,8 +500,10 @@ def fclb_policy(params: dict[str, Any], tenants: list[Tenant], capacity: float |
     tenants' ``weight`` (default: their reservations, as ``storqos admit``). The gain K:
     ``gain``, or ``pole`` (default the core's 0.4) over ``plant_gain`` G (default, on an
     emulated capacity, :func:`knee_gain_ms_per_iops`; else the core's default, the
-    paper's 0.3 ms/IOPS). Admission control at connect time drives the mix on the
-    emulated capacity's constant-rate server or the device profile's device."""
+    paper's 0.3 ms/IOPS); ``gain = "online"`` (:data:`ONLINE_GAIN`) measures G per
+    tenant from that start value and places the pole on the estimate every period.
+    Admission control at connect time drives the mix on the emulated capacity's
+    constant-rate server or the device profile's device."""
     from .fclb.spec import MODES
 
     for k in params:
@@ -538,8 +544,14 @@ def fclb_policy(params: dict[str, Any], tenants: list[Tenant], capacity: float |
     for key, core_key in (("gain", "gain_iops_per_ms"), ("pole", "pole"), ("plant_gain", "plant_gain_ms_per_iops")):
         if key in params:
             v = params[key]
+            if key == "gain" and isinstance(v, str):
+                if v.strip().lower() != ONLINE_GAIN:
+                    raise InputError(f'gain: expected a number (IOPS/ms) or "{ONLINE_GAIN}", got {v!r}', where)
+                spec[core_key] = ONLINE_GAIN
+                continue
             if isinstance(v, bool) or not isinstance(v, int | float):
-                raise InputError(f"{key}: expected a number, got {v!r}", where)
+                what = 'a number (IOPS/ms) or "online"' if key == "gain" else "a number"
+                raise InputError(f"{key}: expected {what}, got {v!r}", where)
             spec[core_key] = float(v)
     if "plant_gain_ms_per_iops" not in spec and capacity is not None and device_profile is None:
         spec["plant_gain_ms_per_iops"] = knee_gain_ms_per_iops(period, capacity)

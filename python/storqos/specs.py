@@ -177,7 +177,7 @@ def policy_spec(
     total_capacity: str | float | None = None,
     batch: int | None = None,
     workloads: Sequence[Any] | str | None = None,
-    gain: float | None = None,
+    gain: float | str | None = None,
     pole: float | None = None,
     plant_gain: float | None = None,
     mode: str | None = None,
@@ -198,7 +198,8 @@ def policy_spec(
 
     ``yfq`` takes ``weights`` and ``batch``; ``fclb`` takes ``workloads`` (``"40:35ms:8"``
     = IOPS:RT[:bucket] strings or dicts, see :func:`storqos.fclb.spec.workload_spec`), the
-    back end's ``weights`` and ``batch``, the controller ``gain`` (IOPS/ms) or ``pole``,
+    back end's ``weights`` and ``batch``, the controller ``gain`` (IOPS/ms, or
+    ``"online"``: the plant gain measured by the loop) or ``pole``,
     the ``plant_gain`` G (ms/IOPS) and ``mode`` (feedback, fixed, off).
 
     ``cmin`` is the primary-class capacity of the RTT policies; ``total_capacity`` the

@@ -54,6 +54,23 @@ def test_fclb_through_the_public_simulator_shows_its_gauges():
     assert done[0] >= 40 * 29 and done[1] >= 20 * 29
 
 
+def test_online_gain_in_the_simulator_spec():
+    """``gain="online"``: the same core estimator the gateway runs, on the seed's disk;
+    each workload's Ĝ stays within 1/4..16 x the start value and K = (1 - p)/Ĝ."""
+    spec = policy_spec("fclb", workloads="40:35ms:8,20:38ms:4", weights=[2, 1], gain="online", pole=0.4,
+                       plant_gain=3.0)
+    assert spec["gain_iops_per_ms"] == "online" and spec["pole"] == 0.4
+    clients = [ClosedClient(tenant=t, outstanding=8, span=SPAN, stop="20s") for t in (0, 1)]
+    res = simulate(policy=spec, device=DISK, closed=clients, until="20s")
+    g = res.gauges.filter(pl.col("name") == "fclb_plant_gain_ms_per_iops.0")["value"].to_list()
+    k = res.gauges.filter(pl.col("name") == "fclb_gain_iops_per_ms.0")["value"].to_list()
+    assert g and all(0.75 - 1e-9 <= x <= 48.0 + 1e-9 for x in g), g
+    assert all(abs(a * b - 0.6) < 1e-9 for a, b in zip(g, k, strict=True))
+    with pytest.raises(InputError, match="online") as e:
+        fclb_spec(["40:35ms"], gain="foo")
+    assert e.value.where == "--gain"
+
+
 def test_admission_table3():
     rep = admit(["w1:40:35ms", "w2:20:38ms"], weights=[2, 1], curve_rates=[40, 60, 80, 90])
     assert rep.admitted and rep.target_iops == 60

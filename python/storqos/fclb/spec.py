@@ -123,23 +123,29 @@ def fclb_spec(
     workloads: Sequence[str | dict[str, Any] | Workload] | str,
     *,
     backend: dict[str, Any] | None = None,
-    gain: float | None = None,
+    gain: float | str | None = None,
     pole: float | None = None,
     plant_gain: float | None = None,
     mode: str | None = None,
 ) -> dict[str, Any]:
     """An ``fclb`` policy spec: workload i = tenant i; ``gain`` K (IOPS/ms) or ``pole``
-    (K = (1 − p)/G with ``plant_gain`` G in ms/IOPS, default the paper's 0.3); ``mode``
-    ``feedback`` (default), ``fixed`` or ``off``; the back end defaults to YFQ with
+    (K = (1 − p)/G with ``plant_gain`` G in ms/IOPS, default the paper's 0.3), or
+    ``gain="online"``: G measured by the loop itself from the start value ``plant_gain``
+    and ``pole`` placed on the estimate every period (``storqos_core::fclb::estimator``);
+    ``mode`` ``feedback`` (default), ``fixed`` or ``off``; the back end defaults to YFQ with
     equal weights. The core rejects K outside (0, 2/G) with the bound in the message."""
     if isinstance(workloads, str):
         workloads = [w for w in workloads.split(",") if w.strip()]
     if not workloads:
         raise InputError("fclb needs at least one workload", "--workloads")
     spec: dict[str, Any] = {"kind": "fclb", "workloads": [workload_spec(w) for w in workloads]}
-    if gain is not None and pole is not None:
+    if gain is not None and not isinstance(gain, str) and pole is not None:
         raise InputError("give either the controller gain or the pole, not both", "--gain")
-    if gain is not None:
+    if isinstance(gain, str):
+        if gain.strip().lower() != "online":
+            raise InputError(f'gain: expected a number (IOPS/ms) or "online", got {gain!r}', "--gain")
+        spec["gain_iops_per_ms"] = "online"
+    elif gain is not None:
         spec["gain_iops_per_ms"] = float(gain)
     if pole is not None:
         spec["pole"] = float(pole)
