@@ -9,7 +9,8 @@ w2 steps in at 3 s).
 - The step case: after the neighbour steps in, w1's p95 (from its bucket, as the
   paper's monitor measures it) goes above its 10 ms target, and returns within it in a
   bounded number of control periods, live and in the simulated twin that reads the same
-  two files (storqos.gateway_twin).
+  two files (storqos.gateway_twin): with the example's gain (the server's knee gain, pole
+  0) and again with ``gain = "online"`` (the plant gain measured by the loop itself).
 """
 
 from __future__ import annotations
@@ -57,6 +58,49 @@ def _recovery(p95: list[tuple[float, float]]) -> tuple[float, int | None]:
     return worst, None if back is None else round((back - STEP_S) / PERIOD_S)
 
 
+#: The example's [policy] line that places the pole, and the online variant of it.
+POLE_LINE = "pole = 0 "
+ONLINE = 'gain = "online"\npole = 0 '
+
+
+def _simulated_p95(cfg: Path, fio: Path) -> list[tuple[float, float]]:
+    """w1's p95 per control period in the twin (the same config and fio files)."""
+    sim = Experiment.load(cfg, fio).simulate(window=f"{PERIOD_S}s")
+    g = sim.gauges.filter(sim.gauges["name"] == "fclb_period_p95_ms.0")
+    # A gauge sampled at a window's end holds the period that just closed.
+    return [(t / 1e9 + PERIOD_S, v) for t, v in zip(g["start_ns"], g["value"], strict=True) if v == v]
+
+
+def _live_rows(series: Path) -> dict[float, dict[str, float]]:
+    """The policy's gauges per window of a live run, by window start."""
+    rows: dict[float, dict[str, float]] = collections.defaultdict(dict)
+    for x in json.loads(series.with_name("series.gauges.json").read_text()):
+        rows[x["start_s"]][x["name"]] = x["value"]
+    return rows
+
+
+def _live_p95(rows: dict[float, dict[str, float]]) -> list[tuple[float, float]]:
+    return [(t, r["fclb_period_p95_ms.0"]) for t, r in sorted(rows.items())
+            if r.get("fclb_period_p95_ms.0") is not None and t <= STEP_S + 3.0]
+
+
+def _assert_step_recovers(what: str, live_p95: list[tuple[float, float]], sim_p95: list[tuple[float, float]],
+                          rows: dict[float, dict[str, float]]) -> None:
+    """w1's p95 goes above its target after the step and is back within it in at most
+    RECOVER_WITHIN periods, live and simulated; the controller's rate falls meanwhile."""
+    live_worst, live_back = _recovery(live_p95)
+    sim_worst, sim_back = _recovery(sim_p95)
+    rate = {t: r["fclb_rate_iops.0"] for t, r in rows.items()}
+    print(f"{what}: w1 after the step: live worst p95 {live_worst:.1f} ms, back within {TARGET_MS:g} ms after "
+          f"{live_back} periods; simulated {sim_worst:.1f} ms, {sim_back} periods; w1's rate at the step "
+          f"{rate.get(STEP_S, float('nan')):.0f} IOPS, 1 s later {rate.get(STEP_S + 1.0, float('nan')):.0f}")
+    for worst, back in ((sim_worst, sim_back), (live_worst, live_back)):
+        assert worst > TARGET_MS, (what, live_p95, sim_p95)  # the step does hurt w1 ...
+        assert back is not None and back <= RECOVER_WITHIN, (what, live_p95, sim_p95)  # ... for a bounded time
+    # The controller is what brings it back: w1's rate falls after the step.
+    assert min(v for t, v in rate.items() if STEP_S < t <= STEP_S + 2.0) < rate[STEP_S], (what, rate)
+
+
 def _setup(tmp_path: Path) -> tuple[Path, Path]:
     for n in NAMES:
         with open(tmp_path / f"{n}.img", "wb") as f:
@@ -71,11 +115,7 @@ def _setup(tmp_path: Path) -> tuple[Path, Path]:
 def test_step_case_live_and_simulated_and_admission_at_connect_time(tmp_path: Path) -> None:
     cfg, fio = _setup(tmp_path)
     # The simulated twin first: the same config and fio files.
-    sim = Experiment.load(cfg, fio).simulate(window=f"{PERIOD_S}s")
-    g = sim.gauges.filter(sim.gauges["name"] == "fclb_period_p95_ms.0")
-    # A gauge sampled at a window's end holds the period that just closed.
-    sim_p95 = [(t / 1e9 + PERIOD_S, v) for t, v in zip(g["start_ns"], g["value"], strict=True) if v == v]
-    sim_worst, sim_back = _recovery(sim_p95)
+    sim_p95 = _simulated_p95(cfg, fio)
 
     series = tmp_path / "series.json"
     s = Server("--config", str(cfg), "--for", "30s", "--window", f"{PERIOD_S}s", "--out", str(series))
@@ -114,21 +154,33 @@ def test_step_case_live_and_simulated_and_admission_at_connect_time(tmp_path: Pa
     assert "w1 + w2 + hog would make T = 1100.0 IOPS" in logged[0], logged
 
     # The step case live: w1's p95 per control period, from the policy's gauge.
-    rows: dict[float, dict[str, float]] = collections.defaultdict(dict)
-    for x in json.loads(series.with_name("series.gauges.json").read_text()):
-        rows[x["start_s"]][x["name"]] = x["value"]
-    live_p95 = [(t, r["fclb_period_p95_ms.0"]) for t, r in sorted(rows.items())
-                if r.get("fclb_period_p95_ms.0") is not None and t <= STEP_S + 3.0]
-    live_worst, live_back = _recovery(live_p95)
-    rate = {t: r["fclb_rate_iops.0"] for t, r in rows.items()}
-    print(f"w1 after the step: live worst p95 {live_worst:.1f} ms, back within {TARGET_MS:g} ms after {live_back} "
-          f"periods; simulated {sim_worst:.1f} ms, {sim_back} periods; w1's rate at the step "
-          f"{rate.get(STEP_S, float('nan')):.0f} IOPS, 1 s later {rate.get(STEP_S + 1.0, float('nan')):.0f}")
-    for worst, back in ((sim_worst, sim_back), (live_worst, live_back)):
-        assert worst > TARGET_MS, (live_p95, sim_p95)  # the step does hurt w1 ...
-        assert back is not None and back <= RECOVER_WITHIN, (live_p95, sim_p95)  # ... for a bounded time
-    # The controller is what brings it back: w1's rate falls after the step.
-    assert min(v for t, v in rate.items() if STEP_S < t <= STEP_S + 2.0) < rate[STEP_S], rate
+    rows = _live_rows(series)
+    _assert_step_recovers("knee gain", _live_p95(rows), sim_p95, rows)
+
+    # Again with the plant gain measured online (the same files but for `gain`; only the
+    # step this time: about 7 s more).
+    text = cfg.read_text()
+    assert POLE_LINE in text
+    cfg.write_text(text.replace(POLE_LINE, ONLINE, 1))
+    sim_p95 = _simulated_p95(cfg, fio)
+    series = tmp_path / "online" / "series.json"
+    series.parent.mkdir()
+    s = Server("--config", str(cfg), "--for", "30s", "--window", f"{PERIOD_S}s", "--out", str(series))
+    ready = ""
+    try:
+        ready, port = s.ready()
+        _fio(tmp_path, fio.read_text().replace("127.0.0.1:10809", f"127.0.0.1:{port}"))
+    finally:
+        code, _, err = s.finish(signal.SIGINT)
+    assert code == 0, err
+    assert "fclb(K online: p=0.00, G0=0.250 ms/IOPS)" in ready, ready
+    rows = _live_rows(series)
+    _assert_step_recovers("online gain", _live_p95(rows), sim_p95, rows)
+    # Every tenant's estimate stayed within its bounds (1/4 to 16 x the knee gain's
+    # 0.25 ms/IOPS) and K = (1 - p)/Ĝ with p = 0.
+    est = [(r["fclb_plant_gain_ms_per_iops.0"], r["fclb_gain_iops_per_ms.0"]) for r in rows.values()
+           if r.get("fclb_plant_gain_ms_per_iops.0") is not None]
+    assert est and all(0.0625 - 1e-9 <= g <= 4.0 + 1e-9 and abs(k * g - 1.0) < 1e-6 for g, k in est), est
 
 
 def test_bad_fclb_settings_are_one_line_errors(tmp_path: Path) -> None:
@@ -143,6 +195,8 @@ def test_bad_fclb_settings_are_one_line_errors(tmp_path: Path) -> None:
         ("reservation = 200\n", "", ("reservation", "w2")),
         ("admission = true", 'admission = "yes"', ("admission", "true or false")),
         ('iops = "1k"', "", ("admission", "storage model")),
+        ("pole = 0 ", 'gain = "foo" ', ("[policy]", "gain", "online", "'foo'")),
+        ("pole = 0 ", "pole = 1.0 ", ("pole must lie in (-1, 1)",)),
     ):
         assert old in text, old
         cfg.write_text(text.replace(old, new, 1))
@@ -150,3 +204,6 @@ def test_bad_fclb_settings_are_one_line_errors(tmp_path: Path) -> None:
     cfg.write_text(text)
     r = run_cli("serve", "--config", str(cfg), "--check")
     assert r.code == 0 and "fclb(K=4.000 IOPS/ms)" in r.out, r.out + r.err
+    cfg.write_text(text.replace(POLE_LINE, ONLINE, 1))
+    r = run_cli("serve", "--config", str(cfg), "--check")
+    assert r.code == 0 and "fclb(K online: p=0.00, G0=0.250 ms/IOPS)" in r.out, r.out + r.err
