@@ -40,6 +40,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -232,6 +233,8 @@ pub struct Fclb<S> {
     /// visits only the workloads whose token is due, not all of them (the rates, and so
     /// these times, change only at the end of a control period, which rebuilds it).
     due: BinaryHeap<Reverse<(Nanos, usize)>>,
+    /// Scratch list of the workloads a release visits (kept to spare an allocation).
+    ready: Vec<usize>,
     held: usize,
     next_control: Nanos,
     /// The latest time any call brought (for gauges and timers).
@@ -280,6 +283,7 @@ impl<S: Scheduler> Fclb<S> {
             workloads: ws,
             released: FxHashMap::default(),
             due: BinaryHeap::new(),
+            ready: Vec::new(),
             held: 0,
             next_control: CONTROL_PERIOD,
             now: 0,
@@ -377,7 +381,7 @@ impl<S: Scheduler> Fclb<S> {
     /// Pass every request whose token has arrived to the back end, workload by workload
     /// in index order.
     fn release(&mut self, now: Nanos) {
-        let mut ready: Vec<usize> = Vec::new();
+        let mut ready = std::mem::take(&mut self.ready);
         while let Some(&Reverse((t, i))) = self.due.peek() {
             if t > now {
                 break;
@@ -387,7 +391,7 @@ impl<S: Scheduler> Fclb<S> {
             ready.push(i);
         }
         ready.sort_unstable();
-        for i in ready {
+        for &i in &ready {
             let w = &mut self.workloads[i];
             while let Some(req) = w.waiting.front().copied() {
                 if !w.bucket.try_take(now) {
@@ -401,6 +405,8 @@ impl<S: Scheduler> Fclb<S> {
             }
             self.wait_for_token(i, now);
         }
+        ready.clear();
+        self.ready = ready;
     }
 
     /// Workload `i`, if it has requests waiting, waits for its next token.
@@ -535,20 +541,28 @@ impl<S: Scheduler> Scheduler for Fclb<S> {
     }
 
     fn gauges(&self, sink: &mut dyn FnMut(&str, f64)) {
+        // One buffer for every name (thousands of workloads sample seven gauges each
+        // per window: no allocation per name).
+        let mut name = String::new();
+        let mut put = |family: &str, i: usize, value: f64| {
+            name.clear();
+            let _ = write!(name, "{family}.{i}");
+            sink(&name, value);
+        };
         for (i, w) in self.workloads.iter().enumerate() {
-            sink(&format!("fclb_rate_iops.{i}"), w.bucket.rate_iops());
-            sink(&format!("fclb_tokens.{i}"), w.bucket.tokens_at(self.now));
-            sink(&format!("fclb_waiting.{i}"), w.waiting.len() as f64);
+            put("fclb_rate_iops", i, w.bucket.rate_iops());
+            put("fclb_tokens", i, w.bucket.tokens_at(self.now));
+            put("fclb_waiting", i, w.waiting.len() as f64);
             let p95 = w.monitor.current_p95().map_or(f64::NAN, |ns| ns as f64 / NS_PER_MS as f64);
-            sink(&format!("fclb_rt_p95_ms.{i}"), p95);
+            put("fclb_rt_p95_ms", i, p95);
             // The p95 the controller used at the last period's end (Eq. 1's RT_i(k)).
             let last = w.monitor.last_p95().map_or(f64::NAN, |ns| ns as f64 / NS_PER_MS as f64);
-            sink(&format!("fclb_period_p95_ms.{i}"), last);
-            sink(&format!("fclb_completed.{i}"), w.monitor.completed() as f64);
-            sink(&format!("fclb_violations.{i}"), w.monitor.violations() as f64);
+            put("fclb_period_p95_ms", i, last);
+            put("fclb_completed", i, w.monitor.completed() as f64);
+            put("fclb_violations", i, w.monitor.violations() as f64);
             if let Some(on) = &w.online {
-                sink(&format!("fclb_gain_iops_per_ms.{i}"), on.gain_iops_per_ms());
-                sink(&format!("fclb_plant_gain_ms_per_iops.{i}"), on.estimator().gain_ms_per_iops());
+                put("fclb_gain_iops_per_ms", i, on.gain_iops_per_ms());
+                put("fclb_plant_gain_ms_per_iops", i, on.estimator().gain_ms_per_iops());
             }
         }
         self.inner.gauges(sink);
