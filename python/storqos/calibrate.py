@@ -165,21 +165,6 @@ def replay_point(uri: str, export_bytes: int, op: Op, pattern: Pattern, size: in
                         mean_us=float(lat_us.mean()), min_us=max(float(lat_us.min()), 1e-3), percentiles_us=fixed)
 
 
-def _export_bytes(uri: str) -> int:
-    """The size of the export behind ``uri`` (a clear error if it cannot be opened)."""
-    from .replay import _nbd, _nbd_message
-
-    nbd = _nbd()
-    h = nbd.NBD()
-    try:
-        h.connect_uri(uri)
-        size = int(h.get_size())
-        h.shutdown()
-    except nbd.Error as e:
-        raise InputError(f"cannot open {uri}: {_nbd_message(e)}", "calibrate") from None
-    return size
-
-
 def _service(op: Op, pattern: Pattern, size: int, st: dict[str, Any]) -> ServicePoint:
     lat = st["lat_ns"]
     pct = lat.get("percentile") or {}
@@ -213,6 +198,7 @@ def calibrate(
     without, the profile has reads only and the simulator serves writes with read
     times."""
     from . import __version__
+    from .replay import export_size
 
     rest = rest_engine or engine
     if engine not in ENGINES or rest not in ENGINES:
@@ -233,7 +219,7 @@ def calibrate(
     curve: list[DepthPoint] = []
     with tempfile.TemporaryDirectory(prefix="storqos-calibrate-") as tmp:
         work = Path(tmp)
-        export_bytes = _export_bytes(text) if "replay" in (engine, rest) else 0
+        export_bytes = export_size(text, "calibrate") if "replay" in (engine, rest) else 0
 
         def measure(op: Op, pat: Pattern, size: int, qd: int, seed: int, spaced_us: int = 0,
                     by: str = engine, secs: float = seconds) -> ServicePoint:

@@ -181,14 +181,14 @@ def place(offsets: np.ndarray, sizes: np.ndarray, export_bytes: int, *, wrap: bo
 class _Conn:
     """One tenant's NBD connection and what it has in flight."""
 
-    def __init__(self, nbd: Any, uri: str, tenant: int) -> None:
+    def __init__(self, nbd: Any, uri: str, tenant: int, where: str = "replay") -> None:
         self.h = nbd.NBD()
         self.uri = uri
         self.tenant = tenant
         try:
             self.h.connect_uri(uri)
         except nbd.Error as e:
-            raise InputError(f"cannot open {uri}: {_nbd_message(e)}", "replay") from None
+            raise InputError(f"cannot open {uri}: {_nbd_message(e)}", where) from None
         self.size = int(self.h.get_size())
         self.read_only = bool(self.h.is_read_only())
         self.fd = int(self.h.aio_get_fd())
@@ -206,6 +206,16 @@ class _Conn:
 def _nbd_message(e: Any) -> str:
     msg = str(getattr(e, "string", None) or e)
     return msg.splitlines()[0] if msg else type(e).__name__
+
+
+def export_size(uri: str, where: str = "replay") -> int:
+    """The size in bytes of the export behind ``uri`` (one line naming ``where`` if it
+    cannot be opened)."""
+    c = _Conn(_nbd(), uri, 0, where)
+    try:
+        return c.size
+    finally:
+        c.close()
 
 
 def replay(
@@ -453,4 +463,5 @@ def warn_behind(res: ReplayResult) -> None:
         warn_input(f"{msg}; lower --speed or raise --max-outstanding")
 
 
-__all__ = ["LATE_NS", "MAX_REQUEST", "REQUEST_SCHEMA", "ReplayResult", "place", "replay", "split_large", "warn_behind"]
+__all__ = ["LATE_NS", "MAX_REQUEST", "REQUEST_SCHEMA", "ReplayResult", "export_size", "place", "replay", "split_large",
+           "warn_behind"]
