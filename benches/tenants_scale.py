@@ -11,6 +11,7 @@ calls in that process (this machine moves ±25 % from one process to the next).
 
     .venv/bin/python benches/tenants_scale.py                 # the table
     .venv/bin/python benches/tenants_scale.py --tenants 65536 # one column
+    .venv/bin/python benches/tenants_scale.py --tenants 2 4096 --policies fclb --alternate 9  # ratios, one process
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import Any
 
 REQUESTS = 1_000_000
 CAPACITY = 100_000.0
@@ -49,19 +51,46 @@ def policy(name: str, n: int) -> dict[str, object]:
     return policy_spec(name)
 
 
+def workload(n: int, requests: int) -> Any:
+    """The benchmark's requests over ``n`` tenants (a polars frame)."""
+    import numpy as np
+    import polars as pl
+
+    rng = np.random.default_rng(1)
+    arrival = np.cumsum(rng.exponential(1e9 / (0.9 * CAPACITY), requests)).astype(np.int64)
+    return pl.DataFrame({"arrival_ns": arrival, "tenant": rng.integers(0, n, requests).astype(np.uint32),
+                         "size": np.full(requests, 4096, np.uint32), "offset": np.zeros(requests, np.uint64),
+                         "is_read": np.ones(requests, bool)})
+
+
+def alternate(name: str, tenants: list[int], requests: int, rounds: int) -> None:
+    """Every tenant count of ``name`` in this one process, in turn, ``rounds`` times: the
+    ratios of the medians (and of the best times), which the process-to-process swing of
+    this machine (±25 %) does not reach."""
+    import storqos
+
+    cases = {n: (workload(n, requests), policy(name, n)) for n in tenants}
+    walls: dict[int, list[float]] = {n: [] for n in tenants}
+    for _ in range(rounds):
+        for n, (df, spec) in cases.items():
+            t0 = time.perf_counter()
+            storqos.simulate(df, spec, "constant", capacity=CAPACITY)
+            walls[n].append(time.perf_counter() - t0)
+    med = {n: statistics.median(w) * 1e9 / requests for n, w in walls.items()}
+    base = tenants[0]
+    print(f"{name}, {rounds} alternating rounds, ns per request (median / best): " + ", ".join(
+        f"{n:,} tenants {med[n]:,.0f} / {min(walls[n]) * 1e9 / requests:,.0f}"
+        + ("" if n == base else f" ({med[n] / med[base]:.2f}× / {min(walls[n]) / min(walls[base]):.2f}×)")
+        for n in tenants))
+
+
 def one(name: str, n: int, requests: int, repeats: int) -> dict[str, object]:
     """One point in this process: the median wall of ``repeats`` calls."""
     import resource
 
-    import numpy as np
-    import polars as pl
     import storqos
 
-    rng = np.random.default_rng(1)
-    arrival = np.cumsum(rng.exponential(1e9 / (0.9 * CAPACITY), requests)).astype(np.int64)
-    df = pl.DataFrame({"arrival_ns": arrival, "tenant": rng.integers(0, n, requests).astype(np.uint32),
-                       "size": np.full(requests, 4096, np.uint32), "offset": np.zeros(requests, np.uint64),
-                       "is_read": np.ones(requests, bool)})
+    df = workload(n, requests)
     spec = policy(name, n)
     walls = []
     for _ in range(repeats):
@@ -80,8 +109,14 @@ def main() -> None:
     ap.add_argument("--policies", nargs="*", default=list(POLICIES))
     ap.add_argument("--requests", type=int, default=REQUESTS)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--alternate", type=int, metavar="ROUNDS",
+                    help="run each policy's tenant counts in one process, in turn, ROUNDS times (ratios only)")
     ap.add_argument("--one", nargs=2, metavar=("POLICY", "TENANTS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.alternate:
+        for name in args.policies:
+            alternate(name, args.tenants, args.requests, args.alternate)
+        return
     if args.one:
         print(json.dumps(one(args.one[0], int(args.one[1]), args.requests, args.repeats)))
         return
