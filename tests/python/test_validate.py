@@ -98,10 +98,11 @@ def test_file_device_with_its_profile(tmp_path: Path) -> None:
     assert r.code == 0, r.err
     t = pl.read_parquet(out / "validation.parquet")
     assert t.height == 3 and (t["iops_err"].abs() < 0.03).all(), t
-    # The prediction adds the path at rest (reads spaced 2 ms apart, measured by the
-    # replay's own engine) to the simulated device's times (fio's measurements). Measured
-    # p50 errors: -13 % to +19 % over twelve tenants in four runs on a quiet machine
-    # (2026-11-26); CI once predicted 2.2x the measured median, with a k fitted from one
+    # The prediction adds the path at rest (reads spaced 2 ms apart) to the simulated
+    # device's times, all measured by the replay's own engine. Measured p50 errors:
+    # -13 % to +19 % over twelve tenants in four runs on a quiet machine with fio's
+    # device model (2026-11-26), -19 % to +4 % over nine in `make reproduce` with the
+    # replay's; CI once predicted 2.2x the measured median, with a k fitted from one
     # slow depth-1 measurement and a path at rest forced to rise (both since fixed).
     # The 20 % is a benchmark figure (docs/results/validation.md);
     # asserted here is what survives this machine's noise: within 2x either way, which
