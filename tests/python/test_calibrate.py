@@ -20,14 +20,24 @@ MiB = 1 << 20
 
 
 def _calibrate_2k(tmp: Path, *args: str, columns: int = 200) -> Run:
-    """`storqos calibrate ARGS` against a gateway emulating a 2k-IOPS device (stopped after)."""
+    """`storqos calibrate ARGS --out P` against a gateway emulating a 2k-IOPS device
+    (stopped after). Made again, at most 3 times in all, while the measured capacity is
+    off by more than 3 %: the emulated device makes up at most 10 ms of lost time, and
+    a fresh `make test` once saw the machine stall for seconds right after the parallel
+    tests (both 2k calibrations at 1,934 and 1,483 IOPS; every run before and after at
+    2,000 within 1 %). A device that never measures 2k still fails the tests."""
     a = _image(tmp / "a.img", 256 * MiB)
-    s = Server("--export", f"a={a}", "--listen", "127.0.0.1:0", "--iops", "2k", "--for", "120s")
-    _, port = s.ready()
-    try:
-        return run_cli("calibrate", f"nbd://127.0.0.1:{port}/a", *args, columns=columns)
-    finally:
-        s.finish(signal.SIGTERM)
+    out = Path(args[args.index("--out") + 1])
+    for _ in range(3):
+        s = Server("--export", f"a={a}", "--listen", "127.0.0.1:0", "--iops", "2k", "--for", "120s")
+        _, port = s.ready()
+        try:
+            r = run_cli("calibrate", f"nbd://127.0.0.1:{port}/a", *args, columns=columns)
+        finally:
+            s.finish(signal.SIGTERM)
+        if r.code != 0 or abs(load_profile(out).capacity_iops / 2000 - 1) <= 0.03:
+            break
+    return r
 
 
 @pytest.fixture(scope="module")
