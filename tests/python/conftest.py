@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from hypothesis import settings
@@ -86,6 +87,24 @@ def run_cli(*args: str, cwd: Path | None = None, columns: int = 200) -> Run:
         timeout=600,
     )
     return Run(p.returncode, p.stdout, p.stderr)
+
+
+T = TypeVar("T")
+
+
+def until_calm(run: Callable[[], T], calm: Callable[[T], bool], attempts: int = 3) -> T:
+    """``run()`` until ``calm`` holds for its result, at most ``attempts`` times; the
+    last result. A timing bound can only hold while the 2 shared CPUs are there: fresh
+    `make test` runs have seen the machine stall for seconds right after the parallel
+    tests and after the Prometheus test (replays 17 % late, a 1k-IOPS device served at
+    809, 2k calibrations at 1,934 and 1,483 IOPS), the runs before and after fine. A
+    measurement that never comes right still fails its test."""
+    res = run()
+    for _ in range(attempts - 1):
+        if calm(res):
+            break
+        res = run()
+    return res
 
 
 def assert_one_line_error(r: Run, *needles: str) -> None:

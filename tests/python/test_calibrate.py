@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from conftest import Run, assert_one_line_error, run_cli
+from conftest import Run, assert_one_line_error, run_cli, until_calm
 from storqos.device_profile import load_profile
 from storqos.sim import simulate
 from test_serve import Server, _image
@@ -21,23 +21,20 @@ MiB = 1 << 20
 
 def _calibrate_2k(tmp: Path, *args: str, columns: int = 200) -> Run:
     """`storqos calibrate ARGS --out P` against a gateway emulating a 2k-IOPS device
-    (stopped after). Made again, at most 3 times in all, while the measured capacity is
-    off by more than 3 %: the emulated device makes up at most 10 ms of lost time, and
-    a fresh `make test` once saw the machine stall for seconds right after the parallel
-    tests (both 2k calibrations at 1,934 and 1,483 IOPS; every run before and after at
-    2,000 within 1 %). A device that never measures 2k still fails the tests."""
+    (stopped after). Made again (``until_calm``) while the measured capacity is off by
+    more than 3 %: the emulated device makes up at most 10 ms of lost time."""
     a = _image(tmp / "a.img", 256 * MiB)
     out = Path(args[args.index("--out") + 1])
-    for _ in range(3):
+
+    def once() -> Run:
         s = Server("--export", f"a={a}", "--listen", "127.0.0.1:0", "--iops", "2k", "--for", "120s")
         _, port = s.ready()
         try:
-            r = run_cli("calibrate", f"nbd://127.0.0.1:{port}/a", *args, columns=columns)
+            return run_cli("calibrate", f"nbd://127.0.0.1:{port}/a", *args, columns=columns)
         finally:
             s.finish(signal.SIGTERM)
-        if r.code != 0 or abs(load_profile(out).capacity_iops / 2000 - 1) <= 0.03:
-            break
-    return r
+
+    return until_calm(once, lambda r: r.code != 0 or abs(load_profile(out).capacity_iops / 2000 - 1) <= 0.03)
 
 
 @pytest.fixture(scope="module")

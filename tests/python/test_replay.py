@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import signal
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
-from conftest import assert_one_line_error, run_cli
-from storqos.replay import MAX_REQUEST, ReplayResult, place, replay, split_large
+from conftest import assert_one_line_error, run_cli, until_calm
+from storqos.replay import MAX_REQUEST, place, replay, split_large
 from storqos.sim import simulate
 from test_serve import Server, _image
 
@@ -40,23 +39,9 @@ def gateway(tmp_path: Path):
     assert code == 0, err
 
 
-def _on_a_calm_machine(run: Callable[[], ReplayResult], calm: Callable[[ReplayResult], bool]) -> ReplayResult:
-    """``run()`` until ``calm`` holds for its result, at most 3 times; the last result.
-    A timing bound can only hold while the 2 shared CPUs are there: a fresh `make test`
-    once saw two consecutive replays stalled for seconds (17 % of requests over 1 ms
-    late, p99 17.5 ms; a 1k-IOPS device served at 809), the runs before and after fine.
-    A replay that never keeps time in 3 attempts still fails."""
-    res = run()
-    for _ in range(2):
-        if calm(res):
-            break
-        res = run()
-    return res
-
-
 def test_the_log_has_the_simulators_columns_and_the_schedule_is_kept(gateway: int) -> None:
     df = _trace(3000, 3000.0, tenants=2)
-    res = _on_a_calm_machine(
+    res = until_calm(
         lambda: replay(df, {0: f"nbd://127.0.0.1:{gateway}/a", 1: f"nbd://127.0.0.1:{gateway}/b"}),
         lambda r: r.schedule()["late_fraction"] < 0.02)
     sim = simulate(df, "fcfs", "constant", capacity="10k", keep_requests=True)
@@ -83,7 +68,7 @@ def test_closed_loop_keeps_the_emulated_device_busy(tmp_path: Path) -> None:
     _, port = s.ready()
     try:
         df = _trace(1500, 0.001)
-        res = _on_a_calm_machine(lambda: replay(df, {0: f"nbd://127.0.0.1:{port}/a"}, closed=4),
+        res = until_calm(lambda: replay(df, {0: f"nbd://127.0.0.1:{port}/a"}, closed=4),
                                  lambda r: 1000 * 0.93 < 1500 / r.span_s)
     finally:
         s.finish(signal.SIGTERM)
