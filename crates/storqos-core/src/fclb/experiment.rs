@@ -276,7 +276,7 @@ impl Setup {
     fn params(&self, policy: Policy) -> FclbParams {
         FclbParams {
             workloads: self.workloads.clone(),
-            gain_iops_per_ms: Some(self.gain_iops_per_ms),
+            gain_iops_per_ms: Some(crate::fclb::Gain::IopsPerMs(self.gain_iops_per_ms)),
             mode: policy.mode(),
             ..FclbParams::default()
         }
@@ -287,7 +287,7 @@ impl Setup {
         let p = self.params(policy);
         SchedulerSpec::Fclb {
             workloads: p.workloads,
-            gain_iops_per_ms: p.gain_iops_per_ms.map(crate::fclb::Gain::IopsPerMs),
+            gain_iops_per_ms: p.gain_iops_per_ms,
             plant_gain_ms_per_iops: None,
             pole: None,
             mode: p.mode,

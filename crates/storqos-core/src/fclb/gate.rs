@@ -50,7 +50,7 @@ use serde::Deserialize;
 use crate::device::DeviceState;
 use crate::error::{config, Result};
 use crate::fclb::bucket::TokenBucket;
-use crate::fclb::controller::{check_gain, IntegralController, RateLimits, CONTROL_PERIOD};
+use crate::fclb::controller::{check_gain, Gain, IntegralController, RateLimits, CONTROL_PERIOD};
 use crate::fclb::estimator::{EstimatorConfig, GainEstimator, OnlineGain};
 use crate::fclb::monitor::Monitor;
 use crate::fclb::tuning::{pole_placement, DEFAULT_POLE, PAPER_PLANT_GAIN_MS_PER_IOPS};
@@ -120,13 +120,12 @@ impl WorkloadSpec {
 pub struct FclbParams {
     /// Workload i = tenant i.
     pub workloads: Vec<WorkloadSpec>,
-    /// Controller gain K (IOPS per ms of error).
-    pub gain_iops_per_ms: Option<f64>,
-    /// Measure the plant gain online and place `pole` on it every period
-    /// ([`crate::fclb::estimator`]); `plant_gain_ms_per_iops` is then the start value.
-    pub online_gain: bool,
-    /// Plant gain G (ms per IOPS): with `gain` it is checked for stability, with `pole`
-    /// it gives K = (1 − p)/G; with `online_gain` it is the estimate's start value.
+    /// Controller gain K: a fixed one (IOPS per ms of error), or [`Gain::Online`]: the
+    /// plant gain measured online and `pole` placed on it every period
+    /// ([`crate::fclb::estimator`]), `plant_gain_ms_per_iops` its start value.
+    pub gain_iops_per_ms: Option<Gain>,
+    /// Plant gain G (ms per IOPS): with a fixed gain it is checked for stability, with
+    /// `pole` it gives K = (1 − p)/G; with an online gain it is the estimate's start value.
     pub plant_gain_ms_per_iops: Option<f64>,
     /// Desired closed-loop pole p (−1 < p < 1).
     pub pole: Option<f64>,
@@ -139,12 +138,13 @@ pub struct FclbParams {
 impl FclbParams {
     /// The controller gain K: given (checked against `0 < K < 2/G` when G is given), or
     /// from the pole (K = (1 − p)/G), or from [`DEFAULT_POLE`] and the paper's G = 0.3
-    /// ms/IOPS when neither is given. With `online_gain`, the K of the start value.
+    /// ms/IOPS when neither is given. With an online gain, the K of the start value.
     pub fn resolve_gain(&self) -> Result<f64> {
-        if self.online_gain && self.gain_iops_per_ms.is_some() {
-            return config("fclb: give either gain_iops_per_ms or online_gain, not both");
-        }
-        match (self.gain_iops_per_ms, self.pole, self.plant_gain_ms_per_iops) {
+        let fixed = match self.gain_iops_per_ms {
+            Some(Gain::IopsPerMs(k)) => Some(k),
+            Some(Gain::Online) | None => None,
+        };
+        match (fixed, self.pole, self.plant_gain_ms_per_iops) {
             (Some(_), Some(_), _) => config("fclb: give either gain_iops_per_ms or pole, not both"),
             (Some(k), None, Some(g)) => check_gain(k, g).map(|_| k),
             (Some(k), None, None) => {
@@ -168,7 +168,7 @@ impl FclbParams {
         if let Some(p) = self.period_ns {
             f = f.with_period(p)?;
         }
-        if self.online_gain {
+        if self.gain_iops_per_ms == Some(Gain::Online) {
             let start = self.plant_gain_ms_per_iops.unwrap_or(PAPER_PLANT_GAIN_MS_PER_IOPS);
             f = f.with_online_gain(self.pole.unwrap_or(DEFAULT_POLE), start)?;
         }
@@ -711,7 +711,11 @@ mod tests {
         w.ceiling_iops = Some(5.0);
         let e = Fclb::new(Fcfs::new(), &[w], 1.0, Mode::Feedback).unwrap_err().to_string();
         assert!(e.contains("ceiling 5 IOPS must be >= the demanded 10 IOPS"), "{e}");
-        let p = FclbParams { gain_iops_per_ms: Some(10.0), plant_gain_ms_per_iops: Some(0.3), ..Default::default() };
+        let p = FclbParams {
+            gain_iops_per_ms: Some(Gain::IopsPerMs(10.0)),
+            plant_gain_ms_per_iops: Some(0.3),
+            ..Default::default()
+        };
         let e = p.resolve_gain().unwrap_err().to_string();
         assert!(e.contains("outside the stable range 0 < K < 2/G = 6.6667 IOPS/ms"), "{e}");
     }

@@ -207,11 +207,7 @@ impl SchedulerSpec {
         };
         let params = crate::fclb::FclbParams {
             workloads: workloads.clone(),
-            gain_iops_per_ms: match gain_iops_per_ms {
-                Some(crate::fclb::Gain::IopsPerMs(k)) => Some(*k),
-                _ => None,
-            },
-            online_gain: *gain_iops_per_ms == Some(crate::fclb::Gain::Online),
+            gain_iops_per_ms: *gain_iops_per_ms,
             plant_gain_ms_per_iops: *plant_gain_ms_per_iops,
             pole: *pole,
             mode: *mode,
