@@ -9,19 +9,22 @@ afterwards), then timed in the same process:
   ``has_header=False`` for the header-less formats, ``separator=" "`` for the blank
   separated ones), or a bare ``pl.read_parquet``: the cost of parsing alone, with no
   validation. The ratio printed is polars' time / storqos' time (1.0 = as fast as
-  polars; issue 18 asks >= 0.8 for the delimited text formats), of the medians, and of
-  the best times in brackets. storqos decodes Parquet
+  polars; issue 18 asks >= 0.8 for the delimited text formats): of the median wall
+  times; in brackets the median of the rounds' own ratios (paired: each round runs
+  both readers back to back, so load that drifts between rounds cancels), of the best
+  times, and of the median CPU times (all threads: the work done, which another
+  process's load disturbs less than the wall time). storqos decodes Parquet
   with pyarrow, which reports a damaged file as an error where polars' reader can abort
   the process;
 - ``python lines`` (DiskSim only): the exact line-by-line pass the readers fall back to
   on bad input (what a plain-Python reader costs), on ``--python-requests`` lines.
 
-The two readers of a format run alternately, REPEATS times each; every time is the
-median. The text formats: named-column CSV (storqos' own columns), SPC, MSR Cambridge
+The two readers of a format run alternately, ``--repeats`` rounds (default 5); every
+time is the median. The text formats: named-column CSV (storqos' own columns), SPC, MSR Cambridge
 (one volume per file, as in the published traces, no header), DiskSim and FIU (blank
 separated). Usage:
     python benches/trace_read.py [--requests 10000000] [--python-requests 1000000]
-                                 [--formats csv,spc,msr,disksim,fiu,parquet,vscsi]
+                                 [--formats csv,spc,msr,disksim,fiu,parquet,vscsi] [--repeats 5]
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from storqos.traces import read_trace, write_csv, write_disksim, write_parquet, 
 from storqos.traces._lines import parse_lines
 from storqos.traces.disksim import _parse_line as disksim_line
 
-REPEATS = 3
+REPEATS = 5
 ALL_FORMATS = ("csv", "spc", "msr", "disksim", "fiu", "parquet", "vscsi")
 
 
@@ -111,19 +114,23 @@ BARE: dict[str, tuple[str, Callable[[Path], object]]] = {
 }
 
 
-def timed(fn: Callable[[], object]) -> float:
-    t0 = time.perf_counter()
+def timed(fn: Callable[[], object]) -> tuple[float, float]:
+    """Wall time and the process's CPU time (all threads) of one call, in seconds."""
+    t0, c0 = time.perf_counter(), time.process_time()
     fn()
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
-def alternate(fns: list[Callable[[], object]]) -> list[list[float]]:
-    """Run the functions in turn, REPEATS rounds; the times of each."""
-    times: list[list[float]] = [[] for _ in fns]
-    for _ in range(REPEATS):
-        for fn, ts in zip(fns, times, strict=True):
-            ts.append(timed(fn))
-    return times
+def alternate(fns: list[Callable[[], object]], repeats: int) -> tuple[list[list[float]], list[list[float]]]:
+    """Run the functions in turn, ``repeats`` rounds; the wall and CPU times of each."""
+    walls: list[list[float]] = [[] for _ in fns]
+    cpus: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, ws, cs in zip(fns, walls, cpus, strict=True):
+            w, c = timed(fn)
+            ws.append(w)
+            cs.append(c)
+    return walls, cpus
 
 
 def main() -> None:
@@ -131,7 +138,10 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=10_000_000)
     ap.add_argument("--python-requests", type=int, default=1_000_000)
     ap.add_argument("--formats", default=",".join(ALL_FORMATS))
+    ap.add_argument("--repeats", type=int, default=REPEATS, help="rounds of alternation (default %(default)s)")
     args = ap.parse_args()
+    if args.repeats < 1:
+        ap.error("--repeats must be at least 1")
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     for f in formats:
         if f not in WRITERS:
@@ -156,23 +166,27 @@ def main() -> None:
             ours = lambda path=path, fmt=fmt: read_trace(path, format=fmt)  # noqa: E731
             if fmt in BARE:
                 call, bare = BARE[fmt]
-                t_ours, t_bare = alternate([ours, lambda path=path, bare=bare: bare(path)])
+                (t_ours, t_bare), (c_ours, c_bare) = alternate([ours, lambda path=path, bare=bare: bare(path)],
+                                                               args.repeats)
                 ratio = statistics.median(t_bare) / statistics.median(t_ours)
-                row(fmt, "read_trace", n, t_ours, mb, vs_polars=ratio, vs_polars_best=min(t_bare) / min(t_ours))
+                row(fmt, "read_trace", n, t_ours, mb, vs_polars=ratio, vs_polars_best=min(t_bare) / min(t_ours),
+                    vs_polars_paired=statistics.median(b / o for b, o in zip(t_bare, t_ours, strict=True)),
+                    vs_polars_cpu=statistics.median(c_bare) / statistics.median(c_ours))
                 row(fmt, "polars", n, t_bare, mb, call=call)
             else:
-                (t_ours,) = alternate([ours])
+                (t_ours,), _ = alternate([ours], args.repeats)
                 row(fmt, "read_trace", n, t_ours, mb)
             if fmt == "disksim" and args.python_requests > 0:
                 m = min(args.python_requests, n)
-                (t_py,) = alternate([
+                (t_py,), _ = alternate([
                     lambda path=path, m=m: parse_lines(path, disksim_line, skip_lines=0, unit_label=" ns",
                                                   ns_per_unit=1, sort=False, limit=m)
-                ])
+                ], args.repeats)
                 row(fmt, "python lines", m, t_py, mb * m / n)
             path.unlink()
     for r in rows:
-        ratio = (f"  {r['vs_polars']:.2f}x polars' speed (best of each: {r['vs_polars_best']:.2f}x)"
+        ratio = (f"  {r['vs_polars']:.2f}x polars' speed (paired {r['vs_polars_paired']:.2f}x, "
+                 f"best {r['vs_polars_best']:.2f}x, CPU {r['vs_polars_cpu']:.2f}x)"
                  if "vs_polars" in r else "")
         print(f"{r['format']:8} {r['reader']:13} {r['requests']:>10,} req {r['mb']:8.1f} MB "
               f"{r['seconds']:7.2f} s ({r['min']:.2f}-{r['max']:.2f}) {r['mreq_per_s']:6.2f} M req/s{ratio}")

@@ -187,8 +187,10 @@ def test_parquet_bad_value_names_the_row(tmp_path: Path) -> None:
         ("fio", "fio version 3 iolog\n1 f write 0 0\n", 2, "field 5 (length) must be a positive size, got '0'"),
         ("csv", "time,op,offset,size\n0,r,0,512\n1,w,0,-1\n", 3, "field 4 (size) must be a positive size, got '-1'"),
         ("disksim", "0 0 -8 8 1\n", 1, "field 3 (lba) is negative: '-8'"),
+        # the fast parse once read -1 as all bits set, a read: the line's flags are wrong
+        ("disksim", GOOD_DISKSIM + "3000 0 8 8 -1\n", 4, "field 5 (flags) is negative: '-1'"),
     ],
-    ids=["disksim", "spc", "msr", "fio", "csv", "negative-lba"],
+    ids=["disksim", "spc", "msr", "fio", "csv", "negative-lba", "negative-flags"],
 )
 def test_bad_size(tmp_path: Path, fmt: str, text: str, line: int, fragment: str) -> None:
     p = _write(tmp_path, "bad.trace", text)
@@ -295,6 +297,9 @@ def test_unknown_disksim_flag_bits_are_not_an_error(tmp_path: Path) -> None:
     # DiskSim defines more flag bits; only bit 0 (read) matters here
     p = _write(tmp_path, "t.trace", "0 0 0 8 3\n1 0 0 8 2\n")
     assert read_trace(p)["is_read"].to_list() == [True, False]
+    # flags wider than 32 bits are read too (by the exact pass), bit 0 as always
+    p = _write(tmp_path, "wide.trace", "0 0 0 8 4294967297\n1 0 0 8 4294967296\n")
+    assert read_trace(p, format="disksim")["is_read"].to_list() == [True, False]
 
 
 # ------------------------------------------------------------------- other input

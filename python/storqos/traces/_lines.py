@@ -112,12 +112,14 @@ def scaled(column: str, scale: int) -> pl.Expr:
 
 
 def scaled_columns(
-    cols: pl.DataFrame, scales: dict[str, int], *, nonnegative: bool = False
+    cols: pl.DataFrame, scales: dict[str, int], *, nonnegative: bool = False, sizes: tuple[str, ...] = ()
 ) -> dict[str, pl.Expr]:
     """Fast-path ``column × scale`` for several columns, like :func:`scaled` but checked
     by one pass of aggregates (min and max per column) instead of a mask per row: raises
-    :class:`~._pipeline.Fallback` if some product would leave Int64, or with
-    ``nonnegative`` if a value is negative (the exact pass then names the line)."""
+    :class:`~._pipeline.Fallback` if some product would leave Int64, with
+    ``nonnegative`` if a value is negative, or if a product of a column named in
+    ``sizes`` is not a request size (1 to 2**32 - 1 bytes); the exact pass then names
+    the line."""
     if cols.height:
         aggs = [
             agg
@@ -125,9 +127,13 @@ def scaled_columns(
             for agg in (pl.col(c).min().alias(f"{c}:min"), pl.col(c).max().alias(f"{c}:max"))
         ]
         bounds = cols.lazy().select(aggs).collect(engine="streaming").row(0)
-        for i, scale in enumerate(scales.values()):
+        for i, (c, scale) in enumerate(scales.items()):
             lo, hi = bounds[2 * i], bounds[2 * i + 1]
-            if lo is not None and (lo < (0 if nonnegative else -(MAX_INT64 // scale)) or hi > MAX_INT64 // scale):
+            if lo is None:
+                continue
+            if lo < (0 if nonnegative else -(MAX_INT64 // scale)) or hi > MAX_INT64 // scale:
+                raise Fallback
+            if c in sizes and (lo * scale < 1 or hi * scale > MAX_SIZE):
                 raise Fallback
     return {c: (pl.col(c).cast(pl.Int64) * scale).alias(c) for c, scale in scales.items()}
 

@@ -58,6 +58,7 @@ def finish(
     limit: int | None,
     strict: bool = True,
     t_range: tuple[int | float, int | float] | None = None,
+    rows_checked: bool = False,
 ) -> pl.DataFrame:
     """Validate ``raw`` and return the canonical trace.
 
@@ -69,7 +70,11 @@ def finish(
     more than Int64 nanoseconds). Without ``strict`` the caller has checked every row; a span that
     still does not fit is an :class:`InputError` rather than a wrapped-around time.
     ``t_range``: the least and greatest ``t`` of ``raw`` (after ``limit``) if the caller
-    has them (not with ``strict``). ``raw`` may be a lazy query over the parsed columns
+    has them (not with ``strict``). ``rows_checked``: the caller has already checked
+    every row's fields (no nulls; sizes and offsets in range, as :func:`~._lines.scaled_columns`
+    does from the parsed columns' bounds), so only the times are checked here: the
+    whole-trace pass then reads the time column alone instead of computing every
+    converted column twice. ``raw`` may be a lazy query over the parsed columns
     (``cols.lazy().select(...)``): its rows are then computed in morsels, by the checks
     and by the conversion, and never held whole.
     """
@@ -83,15 +88,16 @@ def finish(
     aggs = [pl.len().alias("n")]
     if t_range is None or strict:
         aggs += [t.min().alias("t0"), t.max().alias("t1")]
-    if strict:
+    if strict and not rows_checked:
         aggs += [
             pl.sum_horizontal([pl.col(c).null_count() for c in _RAW_REQUIRED]).alias("nulls"),
             pl.col("size").min().alias("size0"),
             pl.col("size").max().alias("size1"),
             pl.col("offset").min().alias("offset0"),
             pl.col("offset").max().alias("offset1"),  # a reader may parse offsets as UInt64
-            (t.is_finite().all() if t_float else pl.lit(True)).alias("finite"),
         ]
+    if strict:
+        aggs.append((t.is_finite().all() if t_float else pl.lit(True)).alias("finite"))
     n, *bounds = lazy.select(aggs).collect(engine="streaming").row(0)
     if n == 0:
         return conform(lazy.collect().with_columns(pl.lit(0, pl.Int64).alias("arrival_ns")).drop("t"))
@@ -100,7 +106,8 @@ def finish(
     else:
         t0, t1 = t_range
     if strict:
-        nulls, size_min, size_max, offset_min, offset_max, finite = bounds
+        *fields, finite = bounds
+        nulls, size_min, size_max, offset_min, offset_max = fields or (0, 1, 1, 0, 0)
         if (
             nulls
             or size_min <= 0

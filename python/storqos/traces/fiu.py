@@ -88,7 +88,9 @@ def read_fiu(path: str | Path, *, sort: bool = False, limit: int | None = None) 
     try:
         cols, is_read = read_op_fields(p, schema, op_words=("r", "w"), separator=separator, skip_lines=skip,
                                        limit=limit)
-        bytes_ = scaled_columns(cols, {"lba": SECTOR_BYTES, "size": SECTOR_BYTES})
+        # offsets 0..2**63-1 and sizes 1..2**32-1 checked here: finish checks only time
+        bytes_ = scaled_columns(cols, {"lba": SECTOR_BYTES, "size": SECTOR_BYTES}, nonnegative=True,
+                                sizes=("size",))
         fast = cols.lazy().select(  # computed in morsels by finish
             pl.col("ts").alias("t"),
             is_read.alias("is_read"),
@@ -99,7 +101,7 @@ def read_fiu(path: str | Path, *, sort: bool = False, limit: int | None = None) 
         )
         if cols.height == 0 and limit != 0:
             raise no_requests(p)
-        return finish(fast, factor=1, sort=sort, limit=limit)
+        return finish(fast, factor=1, sort=sort, limit=limit, rows_checked=True)
     except Fallback:
         pass
     raw = parse_lines(
