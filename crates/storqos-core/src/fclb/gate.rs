@@ -10,7 +10,8 @@
 //! - `dispatch` / `on_timer`: requests whose tokens have arrived pass to the back end
 //!   (workloads in index order at one instant), then the back end chooses;
 //! - `complete`: the monitor records the response time since the request passed its
-//!   bucket, then the back end is told;
+//!   bucket (with many workloads, in batches grouped by workload: [`Monitors`]), then
+//!   the back end is told;
 //! - `next_timer`: the next control period boundary, the next token of every workload
 //!   with requests waiting (lazy refill: no 1 ms timer otherwise), and the back end's.
 //!
@@ -38,6 +39,7 @@
 //! every control period (the only place a reference is used), so the policy still reads
 //! no clock and runs the same code; the simulator never attaches one.
 
+use std::cell::{Ref, RefCell};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::fmt::Write as _;
@@ -49,10 +51,10 @@ use serde::Deserialize;
 
 use crate::device::DeviceState;
 use crate::error::{config, Result};
-use crate::fclb::bucket::TokenBucket;
+use crate::fclb::bucket::{TokenBucket, MICRO_TOKENS};
 use crate::fclb::controller::{check_gain, Gain, IntegralController, RateLimits, CONTROL_PERIOD};
 use crate::fclb::estimator::{EstimatorConfig, GainEstimator, OnlineGain};
-use crate::fclb::monitor::Monitor;
+use crate::fclb::monitor::{Monitor, Monitors};
 use crate::fclb::tuning::{pole_placement, DEFAULT_POLE, PAPER_PLANT_GAIN_MS_PER_IOPS};
 use crate::request::{Completion, Request};
 use crate::scheduler::Scheduler;
@@ -202,14 +204,21 @@ impl References {
     }
 }
 
-/// One workload's state.
+/// What every request of a workload reaches: its bucket and the requests waiting for a
+/// token, together in one cache line (the rest of a workload's state is read once per
+/// control period, or when the bucket holds a request back).
+#[derive(Clone, Debug)]
+#[repr(align(64))]
+struct Gate {
+    bucket: TokenBucket,
+    waiting: VecDeque<Request>,
+}
+
+/// One workload's state besides its [`Gate`] and its monitor.
 #[derive(Clone, Debug)]
 struct Workload {
     limits: RateLimits,
     reference: Nanos,
-    bucket: TokenBucket,
-    waiting: VecDeque<Request>,
-    monitor: Monitor,
     /// The bucket held a request back during the current period.
     throttled: bool,
     /// The workload has an entry in [`Fclb::due`].
@@ -226,7 +235,13 @@ pub struct Fclb<S> {
     controller: IntegralController,
     period: Nanos,
     anti_windup: bool,
+    /// Per workload: bucket and waiting requests.
+    gates: Vec<Gate>,
     workloads: Vec<Workload>,
+    /// Per workload: the monitor, fed in batches ([`Monitors`]). In a cell because
+    /// reading a monitor (`&self`: [`Fclb::monitor`], the gauges) first hands it the
+    /// completions gathered so far; nothing else borrows it.
+    monitors: RefCell<Monitors>,
     /// Release time of every request passed to the back end and not yet completed.
     released: FxHashMap<u64, Nanos>,
     /// Workloads with requests waiting, by the time their next token arrives: a release
@@ -250,6 +265,7 @@ impl<S: Scheduler> Fclb<S> {
     pub fn new(inner: S, workloads: &[WorkloadSpec], gain_iops_per_ms: f64, mode: Mode) -> Result<Self> {
         let controller = IntegralController::new(gain_iops_per_ms)?;
         let mut ws = Vec::with_capacity(workloads.len());
+        let mut gates = Vec::with_capacity(workloads.len());
         for (i, w) in workloads.iter().enumerate() {
             let what = format!("fclb: workload {i}");
             if !(w.iops > 0.0 && w.iops.is_finite()) {
@@ -263,12 +279,13 @@ impl<S: Scheduler> Fclb<S> {
                     return config(format!("{what}: ceiling {c} IOPS must be >= the demanded {} IOPS", w.iops));
                 }
             }
+            gates.push(Gate {
+                bucket: TokenBucket::new(&what, w.iops, w.bucket.unwrap_or(DEFAULT_BUCKET_TOKENS))?,
+                waiting: VecDeque::new(),
+            });
             ws.push(Workload {
                 limits: RateLimits { floor_iops: w.iops, ceiling_iops: w.ceiling_iops },
                 reference: w.ref_ns.unwrap_or(w.rt_ns),
-                bucket: TokenBucket::new(&what, w.iops, w.bucket.unwrap_or(DEFAULT_BUCKET_TOKENS))?,
-                waiting: VecDeque::new(),
-                monitor: Monitor::new(w.rt_ns),
                 throttled: false,
                 in_due: false,
                 online: None,
@@ -280,7 +297,9 @@ impl<S: Scheduler> Fclb<S> {
             controller,
             period: CONTROL_PERIOD,
             anti_windup: true,
+            gates,
             workloads: ws,
+            monitors: RefCell::new(Monitors::new(workloads.iter().map(|w| w.rt_ns))),
             released: FxHashMap::default(),
             due: BinaryHeap::new(),
             ready: Vec::new(),
@@ -365,12 +384,22 @@ impl<S: Scheduler> Fclb<S> {
 
     /// Current replenish rate of workload `i` (IOPS).
     pub fn rate_iops(&self, i: usize) -> f64 {
-        self.workloads[i].bucket.rate_iops()
+        self.gates[i].bucket.rate_iops()
     }
 
-    /// The monitor of workload `i`.
-    pub fn monitor(&self, i: usize) -> &Monitor {
-        &self.workloads[i].monitor
+    /// The monitor of workload `i`, up to date (it is handed the completions gathered
+    /// since its last batch first).
+    pub fn monitor(&self, i: usize) -> Ref<'_, Monitor> {
+        Ref::map(self.monitors_now(), |m| &m.recorded()[i])
+    }
+
+    /// The monitors, handed the completions gathered so far. (If the cell is borrowed,
+    /// a reader took it since the last `&mut` call, and flushed it then.)
+    fn monitors_now(&self) -> Ref<'_, Monitors> {
+        if let Ok(mut m) = self.monitors.try_borrow_mut() {
+            m.flush();
+        }
+        self.monitors.borrow()
     }
 
     /// Control periods completed.
@@ -392,13 +421,13 @@ impl<S: Scheduler> Fclb<S> {
         }
         ready.sort_unstable();
         for &i in &ready {
-            let w = &mut self.workloads[i];
-            while let Some(req) = w.waiting.front().copied() {
-                if !w.bucket.try_take(now) {
-                    w.throttled = true;
+            let g = &mut self.gates[i];
+            while let Some(req) = g.waiting.front().copied() {
+                if !g.bucket.try_take(now) {
+                    self.workloads[i].throttled = true;
                     break;
                 }
-                w.waiting.pop_front();
+                g.waiting.pop_front();
                 self.held -= 1;
                 self.released.insert(req.id, now);
                 self.inner.enqueue(req, now);
@@ -411,20 +440,21 @@ impl<S: Scheduler> Fclb<S> {
 
     /// Workload `i`, if it has requests waiting, waits for its next token.
     fn wait_for_token(&mut self, i: usize, now: Nanos) {
-        let w = &mut self.workloads[i];
-        if !w.in_due && !w.waiting.is_empty() {
+        let (w, g) = (&mut self.workloads[i], &self.gates[i]);
+        if !w.in_due && !g.waiting.is_empty() {
             w.in_due = true;
-            self.due.push(Reverse((w.bucket.next_token_at(now), i)));
+            self.due.push(Reverse((g.bucket.next_token_at(now), i)));
         }
     }
 
     /// End of a control period: Eqs. 1–2 per workload.
     fn control(&mut self, now: Nanos) {
         self.periods += 1;
-        for (i, w) in self.workloads.iter_mut().enumerate() {
-            let measured = w.monitor.close_period();
+        let monitors = self.monitors.get_mut().all_mut();
+        for (i, ((w, g), m)) in self.workloads.iter_mut().zip(&mut self.gates).zip(monitors).enumerate() {
+            let measured = m.close_period();
             if self.mode == Mode::Feedback {
-                let r = w.bucket.rate_iops();
+                let r = g.bucket.rate_iops();
                 let controller = match &mut w.online {
                     // The period informs the estimate if the bucket's rate was its input.
                     Some(on) => IntegralController {
@@ -439,10 +469,10 @@ impl<S: Scheduler> Fclb<S> {
                     if self.anti_windup && next > r && !w.throttled {
                         next = r;
                     }
-                    w.bucket.set_rate(now, next);
+                    g.bucket.set_rate(now, next);
                 }
             }
-            w.throttled = !w.waiting.is_empty();
+            w.throttled = !g.waiting.is_empty();
         }
         // New rates, new token times.
         self.due.clear();
@@ -480,11 +510,26 @@ impl<S: Scheduler> Scheduler for Fclb<S> {
         self.touch(now);
         let i = req.tenant as usize;
         if i < self.workloads.len() && self.mode != Mode::Off {
-            self.workloads[i].waiting.push_back(req);
+            let g = &mut self.gates[i];
+            // A workload with nothing waiting and a whole token passes at once, when no
+            // other workload's token is due now: what the general path below does then
+            // (it would queue the request, mark the workload due now and release it
+            // alone), without touching the heap.
+            if g.waiting.is_empty()
+                && g.bucket.level_at(now) >= MICRO_TOKENS
+                && self.due.peek().is_none_or(|&Reverse((t, _))| t > now)
+            {
+                let took = g.bucket.try_take(now);
+                debug_assert!(took);
+                self.released.insert(req.id, now);
+                self.inner.enqueue(req, now);
+                return;
+            }
+            g.waiting.push_back(req);
             self.held += 1;
             self.wait_for_token(i, now);
             self.release(now);
-            if !self.workloads[i].waiting.is_empty() {
+            if !self.gates[i].waiting.is_empty() {
                 self.workloads[i].throttled = true;
             }
         } else {
@@ -504,7 +549,7 @@ impl<S: Scheduler> Scheduler for Fclb<S> {
     fn complete(&mut self, done: &Completion, now: Nanos) {
         self.touch(now);
         if let Some(rel) = self.released.remove(&done.req.id) {
-            self.workloads[done.req.tenant as usize].monitor.record(done, rel);
+            self.monitors.get_mut().record(done, rel);
         }
         self.inner.complete(done, now);
     }
@@ -549,17 +594,19 @@ impl<S: Scheduler> Scheduler for Fclb<S> {
             let _ = write!(name, "{family}.{i}");
             sink(&name, value);
         };
-        for (i, w) in self.workloads.iter().enumerate() {
-            put("fclb_rate_iops", i, w.bucket.rate_iops());
-            put("fclb_tokens", i, w.bucket.tokens_at(self.now));
-            put("fclb_waiting", i, w.waiting.len() as f64);
-            let p95 = w.monitor.current_p95().map_or(f64::NAN, |ns| ns as f64 / NS_PER_MS as f64);
+        let monitors = self.monitors_now();
+        let mut scratch = Vec::new();
+        for (i, ((w, g), m)) in self.workloads.iter().zip(&self.gates).zip(monitors.recorded()).enumerate() {
+            put("fclb_rate_iops", i, g.bucket.rate_iops());
+            put("fclb_tokens", i, g.bucket.tokens_at(self.now));
+            put("fclb_waiting", i, g.waiting.len() as f64);
+            let p95 = m.current_p95_in(&mut scratch).map_or(f64::NAN, |ns| ns as f64 / NS_PER_MS as f64);
             put("fclb_rt_p95_ms", i, p95);
             // The p95 the controller used at the last period's end (Eq. 1's RT_i(k)).
-            let last = w.monitor.last_p95().map_or(f64::NAN, |ns| ns as f64 / NS_PER_MS as f64);
+            let last = m.last_p95().map_or(f64::NAN, |ns| ns as f64 / NS_PER_MS as f64);
             put("fclb_period_p95_ms", i, last);
-            put("fclb_completed", i, w.monitor.completed() as f64);
-            put("fclb_violations", i, w.monitor.violations() as f64);
+            put("fclb_completed", i, m.completed() as f64);
+            put("fclb_violations", i, m.violations() as f64);
             if let Some(on) = &w.online {
                 put("fclb_gain_iops_per_ms", i, on.gain_iops_per_ms());
                 put("fclb_plant_gain_ms_per_iops", i, on.estimator().gain_ms_per_iops());

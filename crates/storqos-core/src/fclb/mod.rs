@@ -69,7 +69,7 @@ pub use controller::{
 };
 pub use estimator::{EstimatorConfig, GainEstimator, OnlineGain};
 pub use gate::{Fclb, FclbParams, Mode, References, WorkloadSpec};
-pub use monitor::Monitor;
+pub use monitor::{Monitor, Monitors};
 pub use tuning::{
     estimate_gain, pole_placement, profile_curve, profile_point, stable_limit, tune, MixEntry, ProfileConfig,
     ProfilePoint, Tuning,

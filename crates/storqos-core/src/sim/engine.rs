@@ -800,5 +800,133 @@ mod tests {
             assert_eq!((r.total.completed, r.total.sum_response, r.events), (17_835, 87_735_664_681, 35_670));
             assert_eq!(f, 0x18c1_a43b_5c30_6c3a);
         }
+
+        /// Requests to tenants drawn uniformly at random (as `benches/tenants_scale.py`
+        /// draws them), Poisson arrivals at `rate`, 1–4 pages each: a splitmix64 stream.
+        fn random_tenants(n: u64, tenants: u32, rate: f64, seed: u64) -> Vec<Request> {
+            let mut s = seed;
+            let mut next = move || {
+                s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                let mut z = s;
+                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                z ^ (z >> 31)
+            };
+            let mut t = 0.0f64;
+            (0..n)
+                .map(|id| {
+                    let u = (next() >> 11) as f64 / (1u64 << 53) as f64;
+                    t += -(1.0 - u).ln() * 1e9 / rate;
+                    let tenant = (next() % u64::from(tenants)) as u32;
+                    Request::new(id, tenant, t as Nanos, 4096 * (1 + (next() % 4) as u32))
+                })
+                .collect()
+        }
+
+        /// A fingerprint of FCLB's own record: every workload's monitor (whole-run
+        /// summary, counts, last p95) and final rate.
+        fn fclb_state<S: Scheduler>(h: &mut Fnv, f: &crate::fclb::Fclb<S>) {
+            for i in 0..f.workloads() {
+                let m = f.monitor(i);
+                group(h, &m.summary());
+                h.u(m.completed());
+                h.u(m.violations());
+                h.u(m.last_p95().unwrap_or(u64::MAX));
+                h.u(f.rate_iops(i).to_bits());
+            }
+            h.u(f.periods());
+        }
+
+        /// FCLB over YFQ with hundreds of workloads, as the tenants benchmark runs it
+        /// (and with an online K, unequal buckets, references and weights, batches and
+        /// byte costs on an exponential server), and YFQ alone with unequal weights:
+        /// per-request logs, summaries, window series, gauges and FCLB's monitors.
+        #[test]
+        fn fclb_and_yfq_many_tenants() {
+            use crate::fclb::{FclbParams, Gain, Mode, WorkloadSpec};
+            use crate::schedulers::tags::{CostModel, FairQueue};
+            use crate::schedulers::yfq::Yfq;
+            let cfg = SimConfig { keep_requests: true, window: NS_PER_SEC / 2, ..Default::default() };
+            let mut got = Vec::new();
+            // 1. The benchmark's shape: 300 workloads at 0.9 x capacity / 300, RT 100 ms.
+            let (n, cap) = (300u32, 10_000.0);
+            let params = FclbParams {
+                workloads: vec![WorkloadSpec::new(0.9 * cap / f64::from(n), 100 * NS_PER_MS); n as usize],
+                ..Default::default()
+            };
+            let mut s = params.build(Yfq::new(vec![], 1).unwrap()).unwrap();
+            let r = simulate(
+                random_tenants(120_000, n, 0.9 * cap, 11),
+                &[],
+                &mut s,
+                &mut ConstantRate::new(cap).unwrap(),
+                &cfg,
+            )
+            .unwrap();
+            let mut h = Fnv(show("fclb_yfq_300", &r));
+            fclb_state(&mut h, &s);
+            got.push(h.0);
+            // 2. Online K, unequal workloads (some over their rate, some references below
+            // the demand, buckets 1..4), YFQ weights 1..4, batches of 3, byte cost.
+            let n = 257u32;
+            let workloads = (0..n)
+                .map(|i| {
+                    let mut w =
+                        WorkloadSpec::new(8.0 + f64::from(i % 5) * 6.0, (20 + u64::from(i % 7) * 10) * NS_PER_MS);
+                    w.bucket = Some(f64::from(1 + i % 4));
+                    if i % 3 == 0 {
+                        w.ref_ns = Some(15 * NS_PER_MS);
+                    }
+                    if i % 11 == 0 {
+                        w.ceiling_iops = Some(60.0);
+                    }
+                    w
+                })
+                .collect();
+            let params = FclbParams {
+                workloads,
+                gain_iops_per_ms: Some(Gain::Online),
+                pole: Some(0.6),
+                period_ns: Some(NS_PER_SEC / 2),
+                ..Default::default()
+            };
+            let weights = (0..n).map(|i| f64::from(1 + i % 4)).collect();
+            let back = Yfq::new(weights, 3).unwrap().with_cost(CostModel::Bytes);
+            let mut s = params.build(back).unwrap();
+            let mut d = crate::devices::Exponential::new(7_000.0).unwrap();
+            let r = simulate(random_tenants(80_000, n + 20, 6_500.0, 12), &[], &mut s, &mut d, &cfg).unwrap();
+            let mut h = Fnv(show("fclb_online_yfq_257", &r));
+            fclb_state(&mut h, &s);
+            got.push(h.0);
+            // 3. The same workloads, fixed buckets.
+            let mut p = params.clone();
+            p.mode = Mode::Fixed;
+            p.gain_iops_per_ms = Some(Gain::IopsPerMs(1.0));
+            p.pole = None;
+            let mut s = p.build(Yfq::new(vec![2.0, 1.0, 3.0], 2).unwrap()).unwrap();
+            let mut d = crate::devices::Exponential::new(7_000.0).unwrap();
+            let r = simulate(random_tenants(80_000, n, 6_500.0, 13), &[], &mut s, &mut d, &cfg).unwrap();
+            let mut h = Fnv(show("fixed_bucket_yfq_257", &r));
+            fclb_state(&mut h, &s);
+            got.push(h.0);
+            // 4. YFQ alone, weights 1..3, batches of 2, through the spec.
+            let weights: Vec<String> = (0..500).map(|i| format!("{}", 1 + i % 3)).collect();
+            let spec = format!(r#"{{"kind":"yfq","weights":[{}],"batch":2}}"#, weights.join(","));
+            let r = simulate_spec(
+                random_tenants(150_000, 500, 9_500.0, 14),
+                &[],
+                &mut policy(&spec),
+                &mut device(r#"{"kind":"exponential","iops":10000}"#),
+                &cfg,
+            )
+            .unwrap();
+            got.push(show("yfq_500", &r));
+            // As before YFQ's queues moved into one slab and FCLB's monitors took their
+            // completions in batches.
+            assert_eq!(
+                got,
+                [0x8ce8_bd88_34ac_5240, 0x0ae3_bc83_bb0f_86f6, 0xf9b0_5675_1f28_e2ba, 0x53d4_0dc2_ab35_0602]
+            );
+        }
     }
 }
