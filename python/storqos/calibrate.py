@@ -4,7 +4,8 @@ The target is an NBD URI, a regular file or a block device. Each point is one sh
 run: every class of request (read / write, random / sequential, each size) at queue
 depth 1, then 4 KiB random reads at each queue depth, then 4 KiB random reads at rest
 (one every :data:`SPACED_US` µs, so that every thread sleeps between them), and writes
-at rest too when writes are measured. Two engines
+at rest too when writes are measured, and with the replay engine, bursts from rest
+(:data:`BURST_REQUESTS` requests due at once, reads and, with writes, writes). Two engines
 measure (the reads at rest may take the other one: ``rest_engine``):
 
 - ``fio`` (the default): fio's ``nbd`` engine (through libnbd) for a URI, its
@@ -33,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from .device_profile import PERCENTILES, PROFILE_VERSION, DepthPoint, DeviceProfile, Op, Pattern, ServicePoint, fit
+from .device_profile import PERCENTILES, PROFILE_VERSION, BurstPoint, DepthPoint, DeviceProfile, Op, Pattern, ServicePoint, fit
 from .errors import InputError
 
 #: Sizes measured by default (bytes).
@@ -51,6 +52,15 @@ REPLAY_SUPPLY_PER_S = 100_000
 SPACED_US = 2000
 #: Reads at rest measured at least (the point lasts at least this many spacings).
 AT_REST_SAMPLES = 500
+#: Requests per burst from rest (replay engine): all due at the same time.
+BURST_REQUESTS = 32
+#: Bursts measured per op (the first two are not counted: the connections warm up).
+BURSTS = 32
+#: One burst every this many µs at least (3 × the burst's requests × the op's mean
+#: time at depth 1 on a slower target): the previous burst is answered and every thread
+#: asleep again (a burst of 32 writes took up to 7 ms on 2 CPUs shared with two
+#: benchmarks).
+BURST_PERIOD_US = 10_000
 
 
 @dataclass(frozen=True)
@@ -165,6 +175,41 @@ def replay_point(uri: str, export_bytes: int, op: Op, pattern: Pattern, size: in
                         mean_us=float(lat_us.mean()), min_us=max(float(lat_us.min()), 1e-3), percentiles_us=fixed)
 
 
+def burst_point(uri: str, export_bytes: int, op: Op, requests: int = BURST_REQUESTS, bursts: int = BURSTS,
+                seed: int = 0, period_us: float = BURST_PERIOD_US) -> BurstPoint:
+    """Bursts of ``requests`` 4 KiB random ``op``s due at the same time, one burst every
+    ``period_us``, replayed open loop by the replay engine: per burst, the
+    time between issues (first to last over ``requests`` − 1) and between completions
+    (the same over the sorted completion times), and each position's response time;
+    medians over the bursts, the first two left out."""
+    import polars as pl
+
+    from .replay import replay
+
+    if 4096 > export_bytes:
+        raise InputError(f"{uri}: the export ({export_bytes:,} bytes) is smaller than a 4,096-byte request",
+                         "calibrate")
+    n = requests * bursts
+    arrival = np.repeat(np.arange(bursts, dtype=np.int64) * round(period_us * 1000), requests)
+    off = np.random.default_rng(seed).integers(0, export_bytes // 4096, n, dtype=np.uint64) * np.uint64(4096)
+    trace = pl.DataFrame({"arrival_ns": arrival, "tenant": np.zeros(n, dtype=np.uint32), "offset": off,
+                          "size": np.full(n, 4096, dtype=np.uint32), "is_read": np.full(n, op == "read")})
+    res = replay(trace, {0: uri}, warmup=True)
+    if res.errors:
+        raise InputError(f"{uri}: {sum(res.errors.values()):,} {op}s failed: {res.first_error}", "calibrate")
+    req = res.requests.sort("id")
+    if req.height != n:
+        raise InputError(f"{uri}: {n - req.height:,} of {n:,} {op}s in bursts did not complete", "calibrate")
+    skip = min(2, bursts - 1)
+    issued = req["arrival_ns"].to_numpy().astype(np.int64).reshape(bursts, requests)[skip:]
+    done = np.sort(req["finish_ns"].to_numpy().astype(np.int64).reshape(bursts, requests)[skip:], axis=1)
+    resp = req["response_ns"].to_numpy().astype(np.float64).reshape(bursts, requests)[skip:] / 1e3
+    issue_us = float(np.median((issued[:, -1] - issued[:, 0]) / (requests - 1))) / 1e3
+    finish_us = float(np.median((done[:, -1] - done[:, 0]) / (requests - 1))) / 1e3
+    return BurstPoint(op=op, requests=requests, bursts=bursts - skip, period_us=period_us, issue_us=issue_us,
+                      finish_us=finish_us, response_us=[round(float(x), 2) for x in np.median(resp, axis=0)])
+
+
 def _service(op: Op, pattern: Pattern, size: int, st: dict[str, Any]) -> ServicePoint:
     lat = st["lat_ns"]
     pct = lat.get("percentile") or {}
@@ -214,7 +259,8 @@ def calibrate(
     pats: tuple[Pattern, ...] = ("random", "sequential")
     plan = [(op, pat, s) for op in ops for pat in pats for s in sorted(set(sizes))]
     qds = sorted(set(depths))
-    total = len(plan) + len(qds) + (2 if writes else 1)
+    bursts = ops if "replay" in (engine, rest) else ()
+    total = len(plan) + len(qds) + (2 if writes else 1) + len(bursts)
     service: list[ServicePoint] = []
     curve: list[DepthPoint] = []
     with tempfile.TemporaryDirectory(prefix="storqos-calibrate-") as tmp:
@@ -238,15 +284,23 @@ def calibrate(
             p = dict(pt.percentiles_us)
             curve.append(DepthPoint(qd=qd, iops=pt.iops, mean_us=pt.mean_us, p50_us=p.get(50.0, pt.mean_us),
                                     p99_us=p.get(99.0, pt.mean_us)))
+        rest_at = total - len(bursts) - (2 if writes else 1)
         if progress:
-            progress(total - (2 if writes else 1), total, f"4 KiB random read at rest (one every {SPACED_US / 1000:g} ms)")
+            progress(rest_at, total, f"4 KiB random read at rest (one every {SPACED_US / 1000:g} ms)")
         rest_secs = max(seconds, AT_REST_SAMPLES * SPACED_US / 1e6)
         at_rest = measure("read", "random", 4096, 1, total, SPACED_US, by=rest, secs=rest_secs)
         at_rest_write = None
         if writes:
             if progress:
-                progress(total - 1, total, f"4 KiB random write at rest (one every {SPACED_US / 1000:g} ms)")
+                progress(rest_at + 1, total, f"4 KiB random write at rest (one every {SPACED_US / 1000:g} ms)")
             at_rest_write = measure("write", "random", 4096, 1, total + 1, SPACED_US, by=rest, secs=rest_secs)
+        burst: list[BurstPoint] = []
+        for b, op in enumerate(bursts):
+            if progress:
+                progress(total - len(bursts) + b, total, f"bursts of {BURST_REQUESTS} 4 KiB random {op}s from rest")
+            lone = next(p.mean_us for p in service if p.op == op and p.pattern == "random" and p.size == min(sizes))
+            burst.append(burst_point(text, export_bytes, op, seed=total + 2 + b,
+                                     period_us=max(BURST_PERIOD_US, 3 * BURST_REQUESTS * lone)))
         if progress:
             progress(total, total, "done")
     return DeviceProfile(
@@ -255,8 +309,9 @@ def calibrate(
         direct=direct if not tgt.is_nbd else False,
         created=dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
         time_per_point_s=seconds, service=service, queue_depth=curve, at_rest=at_rest,
-        at_rest_write=at_rest_write, **fit(service, curve),
+        at_rest_write=at_rest_write, burst=burst or None, **fit(service, curve),
     )
 
 
-__all__ = ["DEFAULT_DEPTHS", "DEFAULT_SIZES", "ENGINES", "Target", "calibrate", "replay_point", "run_point", "target"]
+__all__ = ["BURST_REQUESTS", "DEFAULT_DEPTHS", "DEFAULT_SIZES", "ENGINES", "Target", "burst_point", "calibrate",
+           "replay_point", "run_point", "target"]

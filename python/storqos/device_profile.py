@@ -22,7 +22,16 @@ against the queue depth (the parallelism curve). From them:
   sleeps. ``storqos validate`` adds it to the simulated response times of the requests
   that arrive when nothing is in flight, which then predict what a client measures
   (the simulator's device model holds only the part that occupies the device). With
-  writes measured, 4 KiB random writes at rest give writes their own path.
+  writes measured, 4 KiB random writes at rest give writes their own path;
+- the **path in a burst** (profiles measured by the replay engine): bursts of 4 KiB
+  random requests due at the same time, issued from rest by the replay engine, reads
+  and (with writes) writes apart. The replay issues one request at a time (the time
+  between two issues) and the path behind it (the replay's reaping, loopback, the
+  gateway's loop and I/O threads, all on the same CPUs) answers one at a time (the time
+  between two completions). ``storqos validate`` gives each simulated request's reply
+  no sooner than that time after the reply before it
+  (:func:`storqos.validate.burst_delay_ns`): the device model's k servers may answer a
+  burst k at a time, the live path answers it one request after another.
 """
 
 from __future__ import annotations
@@ -91,6 +100,24 @@ class DepthPoint(Table):
     p99_us: float = Field(gt=0)
 
 
+class BurstPoint(Table):
+    """Bursts of 4 KiB random requests of one op, each burst's ``requests`` due at the
+    same time and issued from rest by the replay engine (one burst every
+    ``period_us``); times are medians over the bursts."""
+
+    op: Op
+    requests: int = Field(ge=2)
+    bursts: int = Field(ge=1)
+    period_us: float = Field(gt=0)
+    #: time from one issue to the next within a burst (the replay's cost of an issue)
+    issue_us: float = Field(ge=0)
+    #: time from one completion to the next within a burst (first to last over the
+    #: burst's requests − 1): the time the path takes per request when they queue
+    finish_us: float = Field(ge=0)
+    #: response time (issue to reply) at each position of the burst, µs
+    response_us: list[float] = Field(min_length=2)
+
+
 class DeviceProfile(Table):
     """A device profile (see the module's description)."""
 
@@ -115,6 +142,9 @@ class DeviceProfile(Table):
     #: also wake a thread that a read served from the page cache does not: the
     #: gateway's I/O thread); without it writes take the reads' path
     at_rest_write: ServicePoint | None = None
+    #: Bursts from rest, per op (replay engine; absent from profiles made before they
+    #: were measured, and from fio's: then no request waits in the path)
+    burst: list[BurstPoint] | None = None
 
     def scale(self) -> float:
         """Factor from a class's measured response time at depth 1 to its service time
@@ -174,6 +204,18 @@ class DeviceProfile(Table):
             return np.zeros(len(u), dtype=np.int64)
         qs, us = zip(*table, strict=True)
         return np.round(np.interp(u, qs, us) * 1e3).astype(np.int64)
+
+    def burst_costs_ns(self) -> dict[Op, tuple[float, float]] | None:
+        """Per op, the replay's time per issue and the path's time per request in a
+        burst (ns; :class:`BurstPoint`); writes take the reads' when only reads were
+        measured. None without burst measurements."""
+        if not self.burst:
+            return None
+        got: dict[Op, tuple[float, float]] = {b.op: (b.issue_us * 1e3, b.finish_us * 1e3) for b in self.burst}
+        if "read" not in got:
+            got["read"] = next(iter(got.values()))
+        got.setdefault("write", got["read"])
+        return got
 
     def cost(self) -> dict[str, Any]:
         """The gateway's cost model (``[cost]``)."""
@@ -235,5 +277,5 @@ def dump_profile(profile: DeviceProfile) -> str:
     return head + body
 
 
-__all__ = ["PERCENTILES", "PROFILE_VERSION", "DepthPoint", "DeviceProfile", "Op", "Pattern", "ServicePoint", "dump_profile", "fit",
+__all__ = ["PERCENTILES", "PROFILE_VERSION", "BurstPoint", "DepthPoint", "DeviceProfile", "Op", "Pattern", "ServicePoint", "dump_profile", "fit",
            "load_profile"]

@@ -9,7 +9,9 @@ traces and its generators, materialised) are
 2. replayed open loop (:mod:`storqos.replay`) against a gateway started for the run:
    one export per tenant, the run's policy spec, and either an emulated constant-rate
    device of the model's capacity (``emulated``) or real files behind a cost model and
-   depth from the device profile (``file``);
+   depth from the device profile (``file``; the prediction then adds what the profile
+   measured of the live path: the path at rest, and in bursts the path's time between
+   two replies, :func:`with_path`);
 
 and each tenant's IOPS and response-time percentiles are computed the same way from
 both request logs. Closed-loop tenants have no request list to replay and are refused.
@@ -144,7 +146,8 @@ def calibrate_file(path: Path, *, seconds: float = 0.5, progress: Callable[[str]
     """Profile of a file as the gateway serves it and the replay sees it: a FCFS
     gateway in front of ``path``, measured over NBD by the replay's own engine, the
     client whose times validate compares (service times, parallelism and capacity with
-    the replay's per-request cost in them, and the reads and writes at rest). On MSR
+    the replay's per-request cost in them, the reads and writes at rest, and bursts of
+    reads and of writes from rest: the path's time per issue and per completion). On MSR
     hm_0 (bursty, quiet machine, 2026-11-26) it put the reads' predicted p50 within
     +40..+73 % of the live one and their p99 within -1..+52 %, where fio's measurement
     of the same gateway (a leaner client: twice the capacity) gave +98..+113 % and
@@ -226,6 +229,37 @@ def validate(
         return result
 
 
+def burst_delay_ns(arrival_ns: np.ndarray, own_ns: np.ndarray, is_read: np.ndarray,
+                   costs: dict[Op, tuple[float, float]]) -> np.ndarray:
+    """How much later than its own response time (``own_ns``, from its issue) each
+    request's reply comes, because the live path answers one request at a time (ns):
+    the replay issues a request at its time or, in a burst, one issue after the previous
+    one (``costs[op][0]`` ns per issue of ``op``); the path then answers it no sooner
+    than its own time after its issue and no sooner than ``costs[op][1]`` ns after the
+    reply before it (the time between two completions in a burst). Both per-op times are
+    what :func:`storqos.calibrate.burst_point` measures on bursts from rest; on such a
+    burst this gives back what it measured: the first reply at its own time, each next
+    one a completion time later. ``arrival_ns`` in time order."""
+    n = len(arrival_ns)
+    delay = np.zeros(n, dtype=np.int64)
+    if not n:
+        return delay
+    issue_ns = np.where(is_read, costs["read"][0], costs["write"][0])
+    serve_ns = np.where(is_read, costs["read"][1], costs["write"][1])
+    arrival = np.asarray(arrival_ns, dtype=np.float64)
+    own = np.asarray(own_ns, dtype=np.float64)
+    free_at = -np.inf  # the replay can issue again
+    last_reply = -np.inf
+    for i in range(n):
+        issued = max(arrival[i], free_at)
+        alone = issued + own[i]
+        reply = max(alone, last_reply + serve_ns[i])
+        delay[i] = round(reply - alone)
+        free_at = issued + issue_ns[i]
+        last_reply = reply
+    return delay
+
+
 def with_path(requests: pl.DataFrame, profile: DeviceProfile) -> pl.DataFrame:
     """Simulated requests as a client sees them: a request that arrives when nothing is
     in flight (every earlier request finished) finds the client's and the gateway's
@@ -235,7 +269,12 @@ def with_path(requests: pl.DataFrame, profile: DeviceProfile) -> pl.DataFrame:
     (the quickest simulated response gets the path's least quantile), as the
     measurement it comes from paired them: their responses then follow the measured
     reads at rest. Reads and writes are ranked apart, each op with its own path (the
-    writes' when the profile measured writes at rest)."""
+    writes' when the profile measured writes at rest).
+
+    With the profile's bursts measured, a reply also comes no sooner than the path's
+    time between two completions after the reply before it (:func:`burst_delay_ns`):
+    the simulated device's k servers may answer a burst k at a time, the live path
+    answers one at a time, and a request waits for the slower of the two."""
     if not requests.height:
         return requests
     req = requests.sort("arrival_ns", maintain_order=True)
@@ -254,6 +293,9 @@ def with_path(requests: pl.DataFrame, profile: DeviceProfile) -> pl.DataFrame:
             rank = np.empty(n, dtype=np.float64)
             rank[np.argsort(resp_all[mask], kind="stable")] = (np.arange(n) + 0.5) / n
             extra[mask] = profile.path_at_rest_ns(rank, op)
+    costs = profile.burst_costs_ns()
+    if costs is not None:
+        extra += burst_delay_ns(arrival, resp_all.astype(np.int64) + extra, reads, costs)
     add = pl.Series(extra).cast(pl.UInt64)
     return req.with_columns(pl.col("response_ns") + add, pl.col("finish_ns") + add)
 
@@ -278,5 +320,5 @@ def _replay_on_schedule(df: pl.DataFrame, cfg: dict[str, Any], tenants: int, att
     return best, made
 
 
-__all__ = ["ATTEMPTS", "DEFAULT_EXPORT_BYTES", "MODES", "PERCENTILES", "RunValidation", "Validation", "calibrate_file",
-           "per_tenant", "validate", "with_path"]
+__all__ = ["ATTEMPTS", "DEFAULT_EXPORT_BYTES", "MODES", "PERCENTILES", "RunValidation", "Validation", "burst_delay_ns",
+           "calibrate_file", "per_tenant", "validate", "with_path"]

@@ -49,7 +49,8 @@ def calibrate(
     Each request class (read, and write with --writes; random and sequential; each
     size) is measured at queue depth 1, then 4 KiB random reads at each queue depth,
     then 4 KiB random reads one every 2 ms (a request at rest, which wakes up
-    the client and the server).
+    the client and the server); with --engine replay, bursts of 32 requests due at
+    once (the time per issue and per completion: validate's path in a burst).
     The profile holds the measurements and what is fitted to them: the capacity (best
     4 KiB random-read IOPS), the parallelism, a service-time model for `storqos simulate
     --device-profile` and a cost model for `storqos serve --device-profile`.
@@ -99,6 +100,9 @@ def calibrate(
         d.add_row(str(q.qd), f"{q.iops:,.0f}", f"{q.mean_us / 1e3:.3g}", f"{q.p50_us / 1e3:.3g}",
                   f"{q.p99_us / 1e3:.3g}")
     out.print(d)
+    for b in profile.burst or []:
+        out.print(f"bursts of {b.requests} 4 KiB random {b.op}s from rest: {b.issue_us:.1f} µs per issue, "
+                  f"{b.finish_us:.1f} µs per completion")
     out.print(f"device profile: {out_file}")
 
 

@@ -97,6 +97,7 @@ def validate(
                                      ("target", "capacity_iops", "parallelism", "op_time_us", "bandwidth_bytes_per_s")}
         summary["device_profile"]["path_at_rest_us"] = res.profile.path_at_rest_us()
         summary["device_profile"]["write_path_at_rest_us"] = res.profile.path_at_rest_us("write")
+        summary["device_profile"]["burst"] = [b.model_dump(exclude={"response_us"}) for b in res.profile.burst or []]
     with replacing(out_dir / "summary.json") as part:
         part.write_text(json.dumps(summary, indent=2, default=float) + "\n")
     if markdown_file is not None:
