@@ -79,6 +79,7 @@ use crate::device::DeviceState;
 use crate::error::{config, Result};
 use crate::request::Request;
 use crate::scheduler::Scheduler;
+use crate::schedulers::indexed_heap::IndexedHeap;
 use crate::schedulers::tags::{check_weight, FlowKey, DEFAULT_WEIGHT};
 use crate::time::{Nanos, NS_PER_SEC};
 
@@ -132,123 +133,9 @@ fn prefetch_ahead(queue: &VecDeque<Request>) {
     let _ = queue;
 }
 
-/// A min-heap of tenants keyed by `(class, tag)` with the position of every tenant, so
-/// a tenant's key can change or it can leave in `O(log n)` (no stale entries, so the
-/// heap never holds more than one entry per tenant).
-#[derive(Clone, Debug, Default)]
-struct TenantHeap {
-    /// `(class, tag, tenant)`; order: class, then tag, then tenant index.
-    heap: Vec<(u8, f64, u32)>,
-    /// Position of each tenant in `heap`, [`ABSENT`] when not in it.
-    pos: Vec<u32>,
-}
-
-/// `TenantHeap::pos` value of a tenant that is not in the heap.
-const ABSENT: u32 = u32::MAX;
-
-impl TenantHeap {
-    #[inline]
-    fn less(a: &(u8, f64, u32), b: &(u8, f64, u32)) -> bool {
-        (a.0, a.1, a.2) < (b.0, b.1, b.2) // tags are finite: `<` on f64 is total here
-    }
-
-    #[inline]
-    fn peek(&self) -> Option<(u8, f64, u32)> {
-        self.heap.first().copied()
-    }
-
-    #[inline]
-    fn len(&self) -> usize {
-        self.heap.len()
-    }
-
-    /// Insert `t` or change its key.
-    #[inline]
-    fn set(&mut self, t: u32, class: u8, tag: f64) {
-        debug_assert!(tag.is_finite(), "{NAME}: tag must be finite, got {tag}");
-        let ti = t as usize;
-        if ti >= self.pos.len() {
-            self.pos.resize(ti + 1, ABSENT);
-        }
-        let p = self.pos[ti];
-        let e = (class, tag, t);
-        if p == ABSENT {
-            self.heap.push(e);
-            let i = self.heap.len() - 1;
-            self.pos[ti] = i as u32;
-            self.sift_up(i);
-        } else {
-            let i = p as usize;
-            let old = self.heap[i];
-            self.heap[i] = e;
-            if Self::less(&e, &old) {
-                self.sift_up(i);
-            } else {
-                self.sift_down(i);
-            }
-        }
-    }
-
-    /// Remove `t` if present.
-    #[inline]
-    fn remove(&mut self, t: u32) {
-        let Some(&p) = self.pos.get(t as usize) else { return };
-        if p == ABSENT {
-            return;
-        }
-        let i = p as usize;
-        self.pos[t as usize] = ABSENT;
-        let last = self.heap.pop().expect("tenant in heap");
-        if i < self.heap.len() {
-            let old = self.heap[i];
-            self.heap[i] = last;
-            self.pos[last.2 as usize] = i as u32;
-            if Self::less(&last, &old) {
-                self.sift_up(i);
-            } else {
-                self.sift_down(i);
-            }
-        }
-    }
-
-    #[inline]
-    fn sift_up(&mut self, mut i: usize) {
-        let e = self.heap[i];
-        while i > 0 {
-            let parent = (i - 1) / 2;
-            if !Self::less(&e, &self.heap[parent]) {
-                break;
-            }
-            self.heap[i] = self.heap[parent];
-            self.pos[self.heap[i].2 as usize] = i as u32;
-            i = parent;
-        }
-        self.heap[i] = e;
-        self.pos[e.2 as usize] = i as u32;
-    }
-
-    #[inline]
-    fn sift_down(&mut self, mut i: usize) {
-        let n = self.heap.len();
-        let e = self.heap[i];
-        loop {
-            let l = 2 * i + 1;
-            if l >= n {
-                break;
-            }
-            let r = l + 1;
-            let c = if r < n && Self::less(&self.heap[r], &self.heap[l]) { r } else { l };
-            if !Self::less(&self.heap[c], &e) {
-                break;
-            }
-            self.heap[i] = self.heap[c];
-            self.pos[self.heap[i].2 as usize] = i as u32;
-            i = c;
-        }
-        self.heap[i] = e;
-        self.pos[e.2 as usize] = i as u32;
-    }
-}
+/// The backlogged tenants by `(class, tag)`, then tenant index: mClock's reservation,
+/// weight and limit heaps (tags are finite, so every key compares).
+type TenantHeap = IndexedHeap<(u8, f64)>;
 
 /// One tenant: its FIFO, its parameters as tag spacings, its head's (or last) tags.
 #[derive(Clone, Debug)]
@@ -458,12 +345,12 @@ impl Mclock {
         t.limited = t.l_spacing > 0.0 && t.l > now;
         let (r, l, p, limited, has_r) = (t.r, t.l, t.p, t.limited, t.r_spacing > 0.0);
         if has_r {
-            self.resv.set(k, 0, r);
+            self.resv.set(k, (0, r));
         }
         if limited {
-            self.lim.set(k, 0, l);
+            self.lim.set(k, (0, l));
         }
-        self.prop.set(k, limited as u8, p);
+        self.prop.set(k, (limited as u8, p));
     }
 
     /// Hand out the head of tenant `k`, chosen in `phase`.
@@ -546,13 +433,13 @@ impl Scheduler for Mclock {
         }
         let nowf = now as f64;
         // 1. Constraint-based phase: the smallest reservation tag that is due.
-        if let Some((_, r, k)) = self.resv.peek() {
+        if let Some(((_, r), k)) = self.resv.top() {
             if r <= nowf {
                 return Some(self.serve(k, Phase::Reservation, nowf));
             }
         }
         // Heads whose limit tag has come due compete in the weight phase again.
-        while let Some((_, l, k)) = self.lim.peek() {
+        while let Some(((_, l), k)) = self.lim.top() {
             if l > nowf {
                 break;
             }
@@ -560,10 +447,10 @@ impl Scheduler for Mclock {
             let t = &mut self.tenants[k as usize];
             t.limited = false;
             let p = t.p;
-            self.prop.set(k, 0, p);
+            self.prop.set(k, (0, p));
         }
         // 2. Weight-based phase (3. limit break: a limited head, if the device is idle).
-        if let Some((limited, _, k)) = self.prop.peek() {
+        if let Some(((limited, _), k)) = self.prop.top() {
             if limited == 0 {
                 return Some(self.serve(k, Phase::Weight, nowf));
             }
@@ -572,10 +459,10 @@ impl Scheduler for Mclock {
             }
         }
         // 4. Nothing eligible: wake up when the first R or L tag comes due.
-        let due = [self.resv.peek(), self.lim.peek()]
+        let due = [self.resv.top(), self.lim.top()]
             .into_iter()
             .flatten()
-            .map(|(_, tag, _)| tag)
+            .map(|((_, tag), _)| tag)
             .fold(f64::INFINITY, f64::min);
         debug_assert!(due.is_finite() && due > nowf, "{NAME}: backlogged but nothing due ({due} vs {nowf})");
         self.timer = Some((due.ceil() as Nanos).max(now + 1));
@@ -719,25 +606,5 @@ mod tests {
         assert!(e.contains("mclock: limits[1]"), "{e}");
         let e = Mclock::new(vec![500.0], vec![], vec![Some(100.0)]).unwrap_err().to_string();
         assert!(e.contains("reservations[0] (500 IOPS) exceeds limits[0] (100 IOPS)"), "{e}");
-    }
-
-    #[test]
-    fn heap_keeps_positions() {
-        let mut h = TenantHeap::default();
-        for (t, tag) in [(0u32, 5.0), (1, 3.0), (2, 8.0), (3, 1.0), (4, 4.0)] {
-            h.set(t, 0, tag);
-        }
-        h.set(3, 0, 9.0);
-        h.remove(1);
-        h.set(2, 1, 0.0); // class 1 sorts after class 0
-        let mut out = vec![];
-        while let Some((_, _, t)) = h.peek() {
-            out.push(t);
-            h.remove(t);
-        }
-        assert_eq!(out, vec![4, 0, 3, 2]);
-        for (i, &p) in h.pos.iter().enumerate() {
-            assert_eq!(p, ABSENT, "tenant {i}");
-        }
     }
 }

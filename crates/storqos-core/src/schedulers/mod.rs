@@ -11,11 +11,13 @@
 //! Composites:
 //! - [`baa_sched`]: seed 004's two-level scheduler, BAA / DRF / FQ weights over WF2Q+.
 //!
-//! [`tags`] holds what the fair queuers share: flow keys, cost models, weights.
+//! [`tags`] holds what the fair queuers share: flow keys, cost models, weights;
+//! `indexed_heap` the heap of backlogged tenants that mClock and YFQ keep by tag.
 
 pub mod baa_sched;
 pub mod edf;
 pub mod fcfs;
+pub(crate) mod indexed_heap;
 pub mod mclock;
 pub mod sfq;
 pub mod tags;

@@ -42,7 +42,7 @@
 //! Per-flow FIFO queues (finish tags grow within a flow) and two heaps of the backlogged
 //! flows, one entry per flow: keyed by their head's finish tag (rule 3) and by its start
 //! tag (rule 2's smallest start tag of the queued requests): `O(log #backlogged flows)`
-//! per enqueue and dispatch. The heaps know where each flow sits (`FlowHeap`), so a
+//! per enqueue and dispatch. The heaps know where each flow sits (`IndexedHeap`), so a
 //! dispatch moves its flow's entries to the next head in place (or removes them) instead
 //! of leaving stale entries behind. The requests in service (at most `batch`) sit in a
 //! small vector scanned for the minimum.
@@ -57,6 +57,7 @@ use crate::device::DeviceState;
 use crate::error::{config, Result};
 use crate::request::{Completion, Request};
 use crate::scheduler::Scheduler;
+use crate::schedulers::indexed_heap::IndexedHeap;
 use crate::schedulers::tags::{tags, FairQueue, FlowState, Sharing, VTime};
 use crate::time::Nanos;
 
@@ -75,110 +76,8 @@ struct Tagged {
     finish: f64,
 }
 
-/// The end of a list of [`Slot`]s; a flow absent from a [`FlowHeap`].
+/// The end of a list of [`Slot`]s.
 const NIL: u32 = u32::MAX;
-
-/// A binary min-heap of flows, at most one entry per flow, that knows each flow's
-/// position: a flow's key changes, or the flow leaves, in `O(log n)`. Keys are totally
-/// ordered; the heads' keys end with the flow, so their minimum is unique and the heap's
-/// shape never decides which flow is served.
-#[derive(Clone, Debug)]
-struct FlowHeap<K> {
-    items: Vec<(K, u32)>,
-    /// Per flow: its index in `items`, or [`NIL`].
-    pos: Vec<u32>,
-}
-
-impl<K: Ord + Copy> FlowHeap<K> {
-    fn new() -> Self {
-        FlowHeap { items: Vec::new(), pos: Vec::new() }
-    }
-
-    /// The entry with the least key.
-    #[inline]
-    fn top(&self) -> Option<&(K, u32)> {
-        self.items.first()
-    }
-
-    /// Add flow `k` (not in the heap) with `key`.
-    #[inline]
-    fn push(&mut self, k: u32, key: K) {
-        if self.pos.len() <= k as usize {
-            self.pos.resize(k as usize + 1, NIL);
-        }
-        debug_assert_eq!(self.pos[k as usize], NIL);
-        self.items.push((key, k));
-        self.sift_up(self.items.len() - 1);
-    }
-
-    /// Give flow `k` (in the heap) another key (in YFQ never a lower one: both tags
-    /// grow within a flow).
-    #[inline]
-    fn set(&mut self, k: u32, key: K) {
-        let i = self.pos[k as usize] as usize;
-        self.items[i].0 = key;
-        self.fix(i);
-    }
-
-    /// Take flow `k` out of the heap.
-    #[inline]
-    fn remove(&mut self, k: u32) {
-        let i = self.pos[k as usize] as usize;
-        self.pos[k as usize] = NIL;
-        let last = self.items.pop().expect("the flow is in the heap");
-        if i < self.items.len() {
-            self.items[i] = last;
-            self.fix(i);
-        }
-    }
-
-    /// Restore the heap order around entry `i`, whose key changed.
-    #[inline]
-    fn fix(&mut self, i: usize) {
-        if i > 0 && self.items[i].0 < self.items[(i - 1) / 2].0 {
-            self.sift_up(i);
-        } else {
-            self.sift_down(i);
-        }
-    }
-
-    fn sift_up(&mut self, mut i: usize) {
-        let item = self.items[i];
-        while i > 0 {
-            let parent = (i - 1) / 2;
-            if self.items[parent].0 <= item.0 {
-                break;
-            }
-            self.items[i] = self.items[parent];
-            self.pos[self.items[i].1 as usize] = i as u32;
-            i = parent;
-        }
-        self.items[i] = item;
-        self.pos[item.1 as usize] = i as u32;
-    }
-
-    fn sift_down(&mut self, mut i: usize) {
-        let item = self.items[i];
-        let n = self.items.len();
-        loop {
-            let mut child = 2 * i + 1;
-            if child >= n {
-                break;
-            }
-            if child + 1 < n && self.items[child + 1].0 < self.items[child].0 {
-                child += 1;
-            }
-            if item.0 <= self.items[child].0 {
-                break;
-            }
-            self.items[i] = self.items[child];
-            self.pos[self.items[i].1 as usize] = i as u32;
-            i = child;
-        }
-        self.items[i] = item;
-        self.pos[item.1 as usize] = i as u32;
-    }
-}
 
 /// A queued request in the slab: its tags and the next slot of its flow's queue (or of
 /// the free list).
@@ -222,10 +121,10 @@ pub struct Yfq {
     /// Largest finish tag handed out (the busy-period reset target).
     max_finish: f64,
     /// Backlogged flows keyed by their head: (F, head arrival, flow).
-    heads: FlowHeap<(VTime, Nanos, u32)>,
+    heads: IndexedHeap<(VTime, Nanos, u32)>,
     /// Backlogged flows keyed by their head's start tag: rule 2's smallest start tag of
     /// the queued requests (the least head's, as starts grow within a flow) in `O(1)`.
-    starts: FlowHeap<VTime>,
+    starts: IndexedHeap<VTime>,
     /// Requests of the current batch in service: (request id, start tag).
     in_service: Vec<(u64, f64)>,
     /// Requests the current batch may still take (0 once it is closed).
@@ -249,8 +148,8 @@ impl Yfq {
             free: NIL,
             vtime: 0.0,
             max_finish: 0.0,
-            heads: FlowHeap::new(),
-            starts: FlowHeap::new(),
+            heads: IndexedHeap::default(),
+            starts: IndexedHeap::default(),
             in_service: Vec::new(),
             batch_left: 0,
             queued: 0,
@@ -333,7 +232,7 @@ impl Yfq {
 
     /// Bring v up to the smallest start tag of the busy requests (rule 2).
     fn update_vtime(&mut self) {
-        let queued_min = self.starts.top().map_or(f64::INFINITY, |&(VTime(start), _)| start);
+        let queued_min = self.starts.top().map_or(f64::INFINITY, |(VTime(start), _)| start);
         let busy_min = self.in_service.iter().map(|&(_, s)| s).fold(queued_min, f64::min);
         if busy_min.is_finite() {
             self.vtime = self.vtime.max(busy_min);
@@ -371,8 +270,8 @@ impl Scheduler for Yfq {
         self.max_finish = self.max_finish.max(finish);
         self.queued += 1;
         if was_idle {
-            self.heads.push(k, (VTime::new(finish), req.arrival, k));
-            self.starts.push(k, VTime::new(start));
+            self.heads.set(k, (VTime::new(finish), req.arrival, k));
+            self.starts.set(k, VTime::new(start));
         }
     }
 
@@ -385,7 +284,7 @@ impl Scheduler for Yfq {
             self.batch_left = self.batch.min(self.queued);
             self.batches += 1;
         }
-        let &((fin, _, _), k) = self.heads.top()?;
+        let ((fin, _, _), k) = self.heads.top()?;
         let t = self.pop_front(k);
         debug_assert_eq!(t.finish, fin.0);
         if let Some(next) = self.front(k).copied() {
