@@ -71,5 +71,7 @@ def test_the_cost_model_keeps_the_victim_near_its_p99_alone(tmp_path: Path) -> N
     # tenants' fio jobs and the gateway share 2 CPUs). Without the cost model the noisy
     # tenant holds every backend slot: 2.5-20x (benches/gateway_isolation.py,
     # BENCHMARKS.md). Asserted is what held on every run seen, with room: within 5x.
-    # The isolation itself is not shown reliably here; issue 15 stays open for it.
+    # The <= 2x is the benchmark's (1.11-1.93x in its runs of 11-24 and 11-26); what
+    # moves it above is the two CPUs the test's clients share with the gateway (a busy
+    # loop beside the victim alone moves its p99 from 63 us to 3.9 ms), not the queue.
     assert beside / alone <= 5.0, (alone_p99, both_p99)
