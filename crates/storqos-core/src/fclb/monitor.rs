@@ -142,8 +142,9 @@ const MANY_WORKLOADS: usize = 32;
 /// appended to one buffer, its `req.arrival` replaced by its release time, and the
 /// buffer goes to the monitors [`MONITOR_BATCH`] at a time, and whenever a monitor is
 /// read (with fewer than 32 workloads, each completion goes straight to its monitor). A
-/// batch is put in workload order first, by a stable counting sort, so each monitor takes its completions in their order and ends exactly
-/// as if it had recorded each on the spot; its period buffer, counters and histogram are
+/// batch is put in workload order first, by a stable counting sort, so each monitor
+/// takes its completions in their order and ends exactly as if it had recorded each on
+/// the spot; its period buffer, counters and histogram are
 /// then reached once per batch instead of once per completion (with thousands of
 /// workloads, a few cache misses per request less). Memory: the buffer and its sorted
 /// copy, at most [`MONITOR_BATCH`] completions each.
