@@ -14,7 +14,7 @@
 //! recording each completion on the spot).
 
 use crate::request::Completion;
-use crate::sim::summary::{exact_quantile, FastSummary, GroupSummary};
+use crate::sim::summary::{exact_quantile, FastSummary, GroupSummary, TenantOrder};
 use crate::time::Nanos;
 
 /// The percentile the controller regulates: "the 95th percentile of all response
@@ -153,9 +153,8 @@ pub struct Monitors {
     monitors: Vec<Monitor>,
     /// Completions not yet recorded, in completion order.
     pending: Vec<Completion>,
-    /// `pending` in workload order, and the per-workload counts that place it (reused).
-    sorted: Vec<Completion>,
-    starts: Vec<u32>,
+    /// A batch put in workload order (buffers reused).
+    order: TenantOrder,
 }
 
 impl Monitors {
@@ -200,29 +199,9 @@ impl Monitors {
         if self.pending.is_empty() {
             return;
         }
-        self.sort_by_workload();
-        record_runs(&mut self.monitors, &self.sorted);
+        let sorted = self.order.sort(&self.pending, self.monitors.len());
+        record_runs(&mut self.monitors, sorted);
         self.pending.clear();
-    }
-
-    /// `pending` into `sorted`, in workload order, stable.
-    fn sort_by_workload(&mut self) {
-        let starts = &mut self.starts;
-        starts.clear();
-        starts.resize(self.monitors.len() + 1, 0);
-        for c in &self.pending {
-            starts[c.req.tenant as usize + 1] += 1;
-        }
-        for i in 1..starts.len() {
-            starts[i] += starts[i - 1];
-        }
-        self.sorted.clear();
-        self.sorted.resize(self.pending.len(), self.pending[0]);
-        for c in &self.pending {
-            let at = &mut starts[c.req.tenant as usize];
-            self.sorted[*at as usize] = *c;
-            *at += 1;
-        }
     }
 
     /// The monitors as they stand: without the completions gathered since the last

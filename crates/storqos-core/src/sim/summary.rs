@@ -357,6 +357,42 @@ const SORTED_BATCH: usize = 16_384;
 /// From this many tenants on, a batch is put in tenant order before it is accounted.
 const MANY_TENANTS: usize = 32;
 
+/// A stable counting sort of completions by tenant, its buffers kept from one batch to
+/// the next: each tenant's completions keep their order, so whatever takes them tenant by
+/// tenant ends exactly as it would have in completion order, while reaching each
+/// tenant's state once per batch. Used by [`Recorder`] and by FCLB's monitors
+/// ([`crate::fclb::Monitors`]).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TenantOrder {
+    sorted: Vec<Completion>,
+    /// Per tenant, where its next completion goes in `sorted`.
+    starts: Vec<u32>,
+}
+
+impl TenantOrder {
+    /// `batch` in tenant order (stable); every tenant id in it is below `tenants`.
+    pub(crate) fn sort(&mut self, batch: &[Completion], tenants: usize) -> &[Completion] {
+        self.sorted.clear();
+        let Some(&first) = batch.first() else { return &self.sorted };
+        let starts = &mut self.starts;
+        starts.clear();
+        starts.resize(tenants + 1, 0);
+        for c in batch {
+            starts[c.req.tenant as usize + 1] += 1;
+        }
+        for t in 1..starts.len() {
+            starts[t] += starts[t - 1];
+        }
+        self.sorted.resize(batch.len(), first);
+        for c in batch {
+            let at = &mut starts[c.req.tenant as usize];
+            self.sorted[*at as usize] = *c;
+            *at += 1;
+        }
+        &self.sorted
+    }
+}
+
 /// Everything a run records: per-(tenant, class) summaries, the per-window series and
 /// gauges, and the optional per-request log.
 ///
@@ -373,9 +409,8 @@ pub(crate) struct Recorder {
     batch: usize,
     /// Tenants seen so far (one more than the largest id).
     tenants: usize,
-    /// A batch in tenant order, and the per-tenant counts that place it (reused).
-    sorted: Vec<Completion>,
-    starts: Vec<u32>,
+    /// A batch put in tenant order (buffers reused).
+    order: TenantOrder,
 }
 
 impl Recorder {
@@ -388,8 +423,7 @@ impl Recorder {
             pending: Vec::with_capacity(RECORD_BATCH),
             batch: RECORD_BATCH,
             tenants: 0,
-            sorted: Vec::new(),
-            starts: Vec::new(),
+            order: TenantOrder::default(),
         }
     }
 
@@ -441,31 +475,11 @@ impl Recorder {
             self.win.completions(&self.pending);
         } else {
             self.batch = SORTED_BATCH;
-            self.sort_by_tenant();
-            self.pairs.record_all(&self.sorted);
-            self.win.completions(&self.sorted);
+            let sorted = self.order.sort(&self.pending, self.tenants);
+            self.pairs.record_all(sorted);
+            self.win.completions(sorted);
         }
         self.pending.clear();
-    }
-
-    /// `pending` into `sorted`, in tenant order, stable.
-    fn sort_by_tenant(&mut self) {
-        let starts = &mut self.starts;
-        starts.clear();
-        starts.resize(self.tenants + 1, 0);
-        for c in &self.pending {
-            starts[c.req.tenant as usize + 1] += 1;
-        }
-        for t in 1..starts.len() {
-            starts[t] += starts[t - 1];
-        }
-        self.sorted.clear();
-        self.sorted.resize(self.pending.len(), self.pending[0]);
-        for c in &self.pending {
-            let at = &mut starts[c.req.tenant as usize];
-            self.sorted[*at as usize] = *c;
-            *at += 1;
-        }
     }
 
     /// Flush the last window; (per tenant, per class, overall, windows, gauges, log).
