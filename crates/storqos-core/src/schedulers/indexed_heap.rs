@@ -132,6 +132,7 @@ impl<K: PartialOrd + Copy> IndexedHeap<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rng::SimRng;
 
     #[test]
     fn keeps_positions_and_orders_by_key_then_member() {
@@ -157,17 +158,14 @@ mod tests {
     fn matches_a_sorted_reference_under_random_changes() {
         let mut h = IndexedHeap::<u64>::default();
         let mut reference: Vec<Option<u64>> = vec![None; 64];
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut rng = SimRng::new(7);
         for _ in 0..20_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let m = (x % 64) as u32;
-            if (x >> 20).is_multiple_of(3) {
+            let m = rng.below(64) as u32;
+            if rng.bernoulli(1.0 / 3.0) {
                 h.remove(m);
                 reference[m as usize] = None;
             } else {
-                let key = (x >> 32) % 100; // many ties: the member breaks them
+                let key = rng.below(100); // many ties: the member breaks them
                 h.set(m, key);
                 reference[m as usize] = Some(key);
             }
