@@ -126,13 +126,19 @@ build: setup
 bench: build nbd-client
 	$(VPY) benches/event_loop.py
 	$(VPY) benches/trace_read.py
-	$(VPY) benches/capacity_table.py
-	$(VPY) benches/twolevel.py
+	$(VPY) benches/tenants_scale.py
+	$(VPY) benches/capacity_table.py --requests 10000000
+	$(CARGO) run --release -q -p storqos-core --example twolevel_rate -- 10000000 3
+	$(VPY) benches/twolevel.py --requests 10000000 --repeats 3
+	$(VPY) benches/advise.py
 	$(VPY) benches/sweep.py
 	$(VPY) benches/gateway.py
+	$(VPY) benches/gateway_ops.py --seconds 4 --repeats 3
+	$(VPY) benches/gateway_isolation.py
+	$(VPY) benches/gateway_tiered.py --count 30000 --repeats 5
 	@command -v tcpdump >/dev/null 2>&1 || { echo "installing tcpdump with apt-get (benches/replay_timing.py measures on the wire)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tcpdump; }
-	$(VPY) benches/replay_timing.py
+	$(VPY) benches/replay_timing.py --seconds 3 --repeats 3
 	$(CARGO) run --release -q -p storqos-core --example mclock_rate
 
 # Regenerate every examples/ experiment and docs/results/*.md with numbers and plots.
