@@ -11,7 +11,7 @@ traces and its generators, materialised) are
    device of the model's capacity (``emulated``) or real files behind a cost model and
    depth from the device profile (``file``; the prediction then adds what the profile
    measured of the live path: the path at rest, and in bursts the path's time between
-   two replies, :func:`with_path`);
+   two replies and the hold of the requests issued after a request, :func:`with_path`);
 
 and each tenant's IOPS and response-time percentiles are computed the same way from
 both request logs. Closed-loop tenants have no request list to replay and are refused.
@@ -260,6 +260,47 @@ def burst_delay_ns(arrival_ns: np.ndarray, own_ns: np.ndarray, is_read: np.ndarr
     return delay
 
 
+def burst_hold_ns(arrival_ns: np.ndarray, own_ns: np.ndarray, is_read: np.ndarray,
+                  costs: dict[Op, tuple[float, float]], hold: dict[Op, float]) -> np.ndarray:
+    """How much later than its own response time (``own_ns``, from its issue) each
+    request's reply comes because the requests issued after it, while it is in flight,
+    hold the CPUs (ns): the replay issuing them (``costs[op][0]`` ns each, one after
+    another as in :func:`burst_delay_ns`) and the gateway's loop parsing them keep the
+    request's own work (a write's I/O thread) from a CPU. Each request issued before the
+    reply puts it off by ``hold[op]`` × that request's time to issue (``op`` the waiting
+    request's), the reply's new time letting in the requests issued until then.
+    ``hold[op]`` is what :meth:`storqos.device_profile.DeviceProfile.burst_hold` reads
+    off calibrate's bursts from rest (measured: a write mostly 1.0-1.6, a read mostly 0,
+    its first position being within its spread at rest), so that on such a burst the
+    first request is answered at the time measured at its position. The wait does not push the replies after it (:func:`burst_delay_ns`
+    spaces those): measured, the later requests' replies come no later for it.
+    ``arrival_ns`` in time order."""
+    n = len(arrival_ns)
+    delay = np.zeros(n, dtype=np.int64)
+    if not n:
+        return delay
+    is_read = np.asarray(is_read, dtype=bool)
+    issue_ns = np.where(is_read, costs["read"][0], costs["write"][0])
+    share = np.where(is_read, hold.get("read", 0.0), hold.get("write", 0.0))
+    arrival = np.asarray(arrival_ns, dtype=np.float64)
+    own = np.asarray(own_ns, dtype=np.float64)
+    issued = np.empty(n, dtype=np.float64)
+    free_at = -np.inf
+    for i in range(n):
+        issued[i] = max(arrival[i], free_at)
+        free_at = issued[i] + issue_ns[i]
+    for i in range(n):
+        if share[i] <= 0:
+            continue
+        reply = issued[i] + own[i]
+        j = i + 1
+        while j < n and issued[j] < reply:
+            reply += share[i] * issue_ns[j]
+            j += 1
+        delay[i] = round(reply - issued[i] - own[i])
+    return delay
+
+
 def with_path(requests: pl.DataFrame, profile: DeviceProfile) -> pl.DataFrame:
     """Simulated requests as a client sees them: a request that arrives when nothing is
     in flight (every earlier request finished) finds the client's and the gateway's
@@ -274,7 +315,10 @@ def with_path(requests: pl.DataFrame, profile: DeviceProfile) -> pl.DataFrame:
     With the profile's bursts measured, a reply also comes no sooner than the path's
     time between two completions after the reply before it (:func:`burst_delay_ns`):
     the simulated device's k servers may answer a burst k at a time, the live path
-    answers one at a time, and a request waits for the slower of the two."""
+    answers one at a time, and a request waits for the slower of the two. And no sooner
+    than its own time put off by the requests issued while it is in flight
+    (:func:`burst_hold_ns`, the profile's :meth:`~storqos.device_profile.DeviceProfile.burst_hold`):
+    it comes at the later of the two."""
     if not requests.height:
         return requests
     req = requests.sort("arrival_ns", maintain_order=True)
@@ -295,7 +339,9 @@ def with_path(requests: pl.DataFrame, profile: DeviceProfile) -> pl.DataFrame:
             extra[mask] = profile.path_at_rest_ns(rank, op)
     costs = profile.burst_costs_ns()
     if costs is not None:
-        extra += burst_delay_ns(arrival, resp_all.astype(np.int64) + extra, reads, costs)
+        own = resp_all.astype(np.int64) + extra
+        extra += np.maximum(burst_delay_ns(arrival, own, reads, costs),
+                            burst_hold_ns(arrival, own, reads, costs, profile.burst_hold()))
     add = pl.Series(extra).cast(pl.UInt64)
     return req.with_columns(pl.col("response_ns") + add, pl.col("finish_ns") + add)
 
@@ -321,4 +367,4 @@ def _replay_on_schedule(df: pl.DataFrame, cfg: dict[str, Any], tenants: int, att
 
 
 __all__ = ["ATTEMPTS", "DEFAULT_EXPORT_BYTES", "MODES", "PERCENTILES", "RunValidation", "Validation", "burst_delay_ns",
-           "calibrate_file", "per_tenant", "validate", "with_path"]
+           "burst_hold_ns", "calibrate_file", "per_tenant", "validate", "with_path"]
