@@ -34,7 +34,7 @@ against the queue depth (the parallelism curve). From them:
   burst k at a time, the live path answers it one request after another. The first
   request of a burst is also answered later than at rest (a write: 370-920 µs against
   210-305 µs), the requests issued after it holding the CPUs: the **hold**
-  (:meth:`DeviceProfile.burst_hold`, derived, not stored) is the share of each later
+  (:func:`storqos.validate.burst_hold`, derived, not stored) is the share of each later
   request's time to issue that puts a reply off, read off the burst's first position
   (:func:`storqos.validate.burst_hold_ns`).
 """
@@ -57,9 +57,6 @@ PROFILE_VERSION = 1
 PROFILE_FORMAT = "storqos-device-profile"
 #: Percentiles measured for each class (fio takes at most 20), besides the minimum.
 PERCENTILES = (1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.9, 99.99)
-#: Quantile of an op's times at rest that the first position of its bursts must pass
-#: for the requests issued after it to count as holding it (:meth:`DeviceProfile.burst_hold`).
-HOLD_EVIDENCE = 0.9
 
 
 Op = Literal["read", "write"]
@@ -225,62 +222,9 @@ class DeviceProfile(Table):
         got.setdefault("write", got["read"])
         return got
 
-    def burst_hold(self) -> dict[Op, float]:
-        """Per op, the share of the time to issue each request issued while a request is
-        in flight by which its reply comes later (:func:`storqos.validate.burst_hold_ns`),
-        read off the burst's first position: the share with which that model, applied to
-        the measured burst from rest (the first request taking the op's median time at
-        rest, the others issued ``issue_us`` apart after it), answers the first request at
-        its measured response (``response_us[0]``). 0 when that response is within the
-        op's spread at rest (at or below its :data:`HOLD_EVIDENCE` quantile): a first
-        position no later than many a request at rest is no evidence that the requests
-        after it held it (reads, mostly: 4-70 µs over their median at rest; both ops on
-        a loaded machine, whose times at rest spread to milliseconds). Nothing for an op
-        without a time at rest measured; writes take the reads' when only reads were
-        measured in bursts."""
-        got: dict[Op, float] = {}
-        for b in self.burst or []:
-            rest = self.at_rest_write if b.op == "write" and self.at_rest_write is not None else self.at_rest
-            if rest is None or b.issue_us <= 0:
-                continue
-            table = rest.quantile_table_us()
-            own_us, spread_us = (float(x) for x in np.interp([0.5, HOLD_EVIDENCE], [q for q, _ in table],
-                                                              [us for _, us in table]))
-            late_ns = (b.response_us[0] - own_us) * 1e3
-            if b.response_us[0] <= spread_us:  # as late as many a request at rest: no evidence
-                got[b.op] = 0.0
-                continue
-            got[b.op] = _head_share(b.op, b.requests, b.issue_us * 1e3, own_us * 1e3, late_ns)
-        if "read" in got and not any(b.op == "write" for b in self.burst or []):
-            got["write"] = got["read"]
-        return got
-
     def cost(self) -> dict[str, Any]:
         """The gateway's cost model (``[cost]``)."""
         return {"enabled": True, "op_time_s": self.op_time_us / 1e6, "bytes_per_s": self.bandwidth_bytes_per_s}
-
-
-def _head_share(op: Op, requests: int, issue_ns: float, own_ns: float, late_ns: float) -> float:
-    """The share (:func:`storqos.validate.burst_hold_ns`) with which the first of
-    ``requests`` of ``op`` due at once, issued ``issue_ns`` apart and ``own_ns`` long on
-    its own, is answered ``late_ns`` later than on its own; 0 when nothing is issued
-    while it is in flight. The wait rises with the share: bisection."""
-    from .validate import burst_hold_ns
-
-    costs: dict[Op, tuple[float, float]] = {"read": (issue_ns, 0.0), "write": (issue_ns, 0.0)}
-    arrival, own = np.zeros(requests, dtype=np.int64), np.full(requests, round(own_ns), dtype=np.int64)
-    reads = np.full(requests, op == "read")
-
-    def head(share: float) -> float:
-        return float(burst_hold_ns(arrival, own, reads, costs, {op: share})[0])
-
-    lo, hi = 0.0, late_ns / issue_ns  # at hi, the one request issued after it is enough
-    if head(hi) < late_ns:
-        return 0.0
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if head(mid) < late_ns else (lo, mid)
-    return hi
 
 
 def fit(points: list[ServicePoint], depths: list[DepthPoint]) -> dict[str, Any]:

@@ -269,7 +269,7 @@ def burst_hold_ns(arrival_ns: np.ndarray, own_ns: np.ndarray, is_read: np.ndarra
     request's own work (a write's I/O thread) from a CPU. Each request issued before the
     reply puts it off by ``hold[op]`` × that request's time to issue (``op`` the waiting
     request's), the reply's new time letting in the requests issued until then.
-    ``hold[op]`` is what :meth:`storqos.device_profile.DeviceProfile.burst_hold` reads
+    ``hold[op]`` is what :func:`burst_hold` reads
     off calibrate's bursts from rest (measured: a write mostly 1.0-1.6, a read mostly 0,
     its first position being within its spread at rest), so that on such a burst the
     first request is answered at the time measured at its position. The wait does not push the replies after it (:func:`burst_delay_ns`
@@ -301,6 +301,63 @@ def burst_hold_ns(arrival_ns: np.ndarray, own_ns: np.ndarray, is_read: np.ndarra
     return delay
 
 
+#: Quantile of an op's times at rest that the first position of its bursts must pass
+#: for the requests issued after it to count as holding it (:func:`burst_hold`).
+HOLD_EVIDENCE = 0.9
+
+
+def burst_hold(profile: DeviceProfile) -> dict[Op, float]:
+    """Per op, the share of the time to issue each request issued while a request is
+    in flight by which its reply comes later (:func:`burst_hold_ns`),
+    read off the burst's first position: the share with which that model, applied to
+    the measured burst from rest (the first request taking the op's median time at
+    rest, the others issued ``issue_us`` apart after it), answers the first request at
+    its measured response (``response_us[0]``). 0 when that response is within the
+    op's spread at rest (at or below its :data:`HOLD_EVIDENCE` quantile): a first
+    position no later than many a request at rest is no evidence that the requests
+    after it held it (reads, mostly: 4-70 µs over their median at rest; both ops on
+    a loaded machine, whose times at rest spread to milliseconds). Nothing for an op
+    without a time at rest measured; writes take the reads' when only reads were
+    measured in bursts."""
+    got: dict[Op, float] = {}
+    for b in profile.burst or []:
+        rest = profile.at_rest_write if b.op == "write" and profile.at_rest_write is not None else profile.at_rest
+        if rest is None or b.issue_us <= 0:
+            continue
+        table = rest.quantile_table_us()
+        own_us, spread_us = (float(x) for x in np.interp([0.5, HOLD_EVIDENCE], [q for q, _ in table],
+                                                          [us for _, us in table]))
+        late_ns = (b.response_us[0] - own_us) * 1e3
+        if b.response_us[0] <= spread_us:  # as late as many a request at rest: no evidence
+            got[b.op] = 0.0
+            continue
+        got[b.op] = _head_share(b.op, b.requests, b.issue_us * 1e3, own_us * 1e3, late_ns)
+    if "read" in got and not any(b.op == "write" for b in profile.burst or []):
+        got["write"] = got["read"]
+    return got
+
+
+def _head_share(op: Op, requests: int, issue_ns: float, own_ns: float, late_ns: float) -> float:
+    """The share (:func:`burst_hold_ns`) with which the first of
+    ``requests`` of ``op`` due at once, issued ``issue_ns`` apart and ``own_ns`` long on
+    its own, is answered ``late_ns`` later than on its own; 0 when nothing is issued
+    while it is in flight. The wait rises with the share: bisection."""
+    costs: dict[Op, tuple[float, float]] = {"read": (issue_ns, 0.0), "write": (issue_ns, 0.0)}
+    arrival, own = np.zeros(requests, dtype=np.int64), np.full(requests, round(own_ns), dtype=np.int64)
+    reads = np.full(requests, op == "read")
+
+    def head(share: float) -> float:
+        return float(burst_hold_ns(arrival, own, reads, costs, {op: share})[0])
+
+    lo, hi = 0.0, late_ns / issue_ns  # at hi, the one request issued after it is enough
+    if head(hi) < late_ns:
+        return 0.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if head(mid) < late_ns else (lo, mid)
+    return hi
+
+
 def with_path(requests: pl.DataFrame, profile: DeviceProfile) -> pl.DataFrame:
     """Simulated requests as a client sees them: a request that arrives when nothing is
     in flight (every earlier request finished) finds the client's and the gateway's
@@ -317,7 +374,7 @@ def with_path(requests: pl.DataFrame, profile: DeviceProfile) -> pl.DataFrame:
     the simulated device's k servers may answer a burst k at a time, the live path
     answers one at a time, and a request waits for the slower of the two. And no sooner
     than its own time put off by the requests issued while it is in flight
-    (:func:`burst_hold_ns`, the profile's :meth:`~storqos.device_profile.DeviceProfile.burst_hold`):
+    (:func:`burst_hold_ns`, the profile's :func:`burst_hold`):
     it comes at the later of the two."""
     if not requests.height:
         return requests
@@ -341,7 +398,7 @@ def with_path(requests: pl.DataFrame, profile: DeviceProfile) -> pl.DataFrame:
     if costs is not None:
         own = resp_all.astype(np.int64) + extra
         extra += np.maximum(burst_delay_ns(arrival, own, reads, costs),
-                            burst_hold_ns(arrival, own, reads, costs, profile.burst_hold()))
+                            burst_hold_ns(arrival, own, reads, costs, burst_hold(profile)))
     add = pl.Series(extra).cast(pl.UInt64)
     return req.with_columns(pl.col("response_ns") + add, pl.col("finish_ns") + add)
 
@@ -367,4 +424,4 @@ def _replay_on_schedule(df: pl.DataFrame, cfg: dict[str, Any], tenants: int, att
 
 
 __all__ = ["ATTEMPTS", "DEFAULT_EXPORT_BYTES", "MODES", "PERCENTILES", "RunValidation", "Validation", "burst_delay_ns",
-           "burst_hold_ns", "calibrate_file", "per_tenant", "validate", "with_path"]
+           "burst_hold", "burst_hold_ns", "calibrate_file", "per_tenant", "validate", "with_path"]

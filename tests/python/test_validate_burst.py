@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 from pydantic import ValidationError
 from storqos.device_profile import BurstPoint, DepthPoint, DeviceProfile, Op, ServicePoint, dump_profile, load_profile
-from storqos.validate import burst_delay_ns, burst_hold_ns, with_path
+from storqos.validate import burst_delay_ns, burst_hold, burst_hold_ns, with_path
 
 US = 1_000
 
@@ -174,14 +174,14 @@ def test_a_burst_of_writes_from_rest_gives_back_its_measured_curve() -> None:
     first, 490, 478, 466 for the next three, then 213 + 68p (485 at position 4, 2,321 at
     the last). Without the hold the first position came out at 213."""
     prof = _rest_profile([_point("read", 10, 17), _write_burst(585)])
-    assert prof.burst_hold()["write"] == pytest.approx(1.5, rel=1e-4)
+    assert burst_hold(prof)["write"] == pytest.approx(1.5, rel=1e-4)
     costs = prof.burst_costs_ns()
     assert costs is not None
     n = 32
     arrival, writes = np.zeros(n, np.int64), np.zeros(n, bool)
     own = np.array([213] + [130] * (n - 1), np.int64) * US
     late = np.maximum(burst_delay_ns(arrival, own, writes, costs),
-                      burst_hold_ns(arrival, own, writes, costs, prof.burst_hold()))
+                      burst_hold_ns(arrival, own, writes, costs, burst_hold(prof)))
     got = (own + late) / US
     p = np.arange(n)
     want = np.where(p == 0, 585, np.maximum(213 + 68 * p, 502 - 12 * p))
@@ -208,7 +208,7 @@ def test_a_measured_burst_of_writes_is_nearer_with_the_hold() -> None:
     arrival, writes = np.zeros(n, np.int64), np.zeros(n, bool)
     own = np.array([212.95] + [130.6] * (n - 1)) * US
     chain = burst_delay_ns(arrival, own.astype(np.int64), writes, costs)
-    held = np.maximum(chain, burst_hold_ns(arrival, own.astype(np.int64), writes, costs, prof.burst_hold()))
+    held = np.maximum(chain, burst_hold_ns(arrival, own.astype(np.int64), writes, costs, burst_hold(prof)))
     before, after = (own + chain) / US, (own + held) / US
     assert after[0] == pytest.approx(608.55, abs=0.5)
     err_before = float(np.mean(np.abs(before / measured - 1)))
@@ -220,11 +220,11 @@ def test_a_measured_burst_of_writes_is_nearer_with_the_hold() -> None:
 def test_no_hold_without_a_late_head_or_a_time_at_rest() -> None:
     # The first position no later than at rest (its spread: every write at rest 213 µs):
     # no share.
-    assert _rest_profile([_write_burst(200)]).burst_hold() == {"write": 0.0}
+    assert burst_hold(_rest_profile([_write_burst(200)])) == {"write": 0.0}
     # Reads measured in bursts only: writes take the reads' share.
     reads_only = _rest_profile([BurstPoint(op="read", requests=4, bursts=10, period_us=10_000, issue_us=10,
                                            finish_us=17, response_us=[115.0, 120.0, 130.0, 140.0])])
-    share = reads_only.burst_hold()
+    share = burst_hold(reads_only)
     assert share["read"] == pytest.approx(0.5, rel=1e-4)  # 100 µs at rest, 3 issued before: 15 = 3 × 10 × 0.5
     assert share["write"] == share["read"]
     # A first position later than the median at rest (213 µs) but within the writes'
@@ -232,13 +232,13 @@ def test_no_hold_without_a_late_head_or_a_time_at_rest() -> None:
     spread = ServicePoint(op="write", pattern="random", size=4096, iops=500, mean_us=250, min_us=150,
                           percentiles_us=[(50.0, 213.0), (90.0, 400.0), (99.0, 900.0)])
     within = _profile([_write_burst(350)]).model_copy(update={"at_rest": _rest(100), "at_rest_write": spread})
-    assert within.burst_hold() == {"write": 0.0}
+    assert burst_hold(within) == {"write": 0.0}
     # Past it: the share that gives back the first position, from the median at rest.
     past = within.model_copy(update={"burst": [_write_burst(585)]})
-    assert past.burst_hold()["write"] == pytest.approx(1.5, rel=1e-4)
+    assert burst_hold(past)["write"] == pytest.approx(1.5, rel=1e-4)
     # Profiles without a time at rest (made before it was measured) or without bursts.
-    assert _profile([_write_burst(585)]).burst_hold() == {}
-    assert _profile(None).burst_hold() == {}
+    assert burst_hold(_profile([_write_burst(585)])) == {}
+    assert burst_hold(_profile(None)) == {}
 
 
 def test_validate_holds_the_head_of_a_burst_of_writes() -> None:
@@ -255,6 +255,6 @@ def test_validate_holds_the_head_of_a_burst_of_writes() -> None:
     burst = BurstPoint(op="write", requests=32, bursts=30, period_us=14_000, issue_us=8, finish_us=10,
                        response_us=[100.0 + 31 * 12] + [1000.0] * 31)
     prof = _rest_profile([burst], write_rest_us=100)
-    assert prof.burst_hold()["write"] == pytest.approx(1.5, rel=1e-4)
+    assert burst_hold(prof)["write"] == pytest.approx(1.5, rel=1e-4)
     got = with_path(req, prof)
     assert got["response_ns"].to_list() == [124 * US, 112 * US, 104 * US]
