@@ -140,8 +140,9 @@ def test_spc_typed_read_matches_exact(tmp_path: Path) -> None:
     lines = [f"{d},{lba},{s * 512},{o},{t / 1e9:.9f}"
              for d, lba, s, o, t in zip(f["dev"], f["lba"], f["sectors"], ops, f["t_ns"], strict=True)]
     p.write_text("\n".join(lines) + "\n")
-    cols, _ = read_op_fields(p, spc._SCHEMA, op_words=("r", "w"), fast_types=spc._FAST_TYPES, separator=",")
-    assert isinstance(cols.schema["op"], pl.Enum)  # the typed read takes it
+    cols, is_read = read_op_fields(p, spc._SCHEMA, op_words=("r", "w"), fast_types=spc._FAST_TYPES, separator=",")
+    assert cols.schema["size"] == pl.UInt32()  # the typed read takes it
+    assert cols.select(is_read).to_series().to_list() == list(np.isin(ops, ["r", "R"]))  # three spellings
     _equal(spc.read_spc(p), _exact(p, spc._parse_line, skip=0, factor=10**9))
     # a spelling outside the typed schema's words, past the start: still read
     lines[2_000] = lines[2_000].replace(",r,", ",x,").replace(",W,", ",x,").replace(",R,", ",x,")
@@ -149,6 +150,39 @@ def test_spc_typed_read_matches_exact(tmp_path: Path) -> None:
     with pytest.raises(InputError) as e:
         spc.read_spc(p)
     assert e.value.where == f"{p}:2001" and "unknown op 'x'" in str(e.value)
+
+
+@pytest.mark.parametrize(("fmt", "read", "write", "odd"), [
+    ("spc", "r", "w", None), ("spc", "R", "W", None), ("msr", "Read", "Write", None), ("msr", "READ", "WRITE", None),
+    ("spc", "r", "w", "R"), ("msr", "read", "write", "READ"),  # a line in another spelling: compared case-blind
+    ("spc", "R", "W", "x"), ("msr", "Read", "Write", "Reed"),  # not an op: the exact pass names the line
+])
+def test_op_words_in_one_spelling_or_mixed(tmp_path: Path, fmt: str, read: str, write: str, odd: str | None) -> None:
+    f = _frame()
+    ops = np.where(f["read"], read, write).astype(object)
+    if odd is not None:
+        ops[1_234] = odd
+    p = tmp_path / "t.csv"
+    rows = zip(f["lba"], f["sectors"], ops, f["t_ns"], f["lat"], strict=True)
+    if fmt == "spc":
+        p.write_text("".join(f"0,{lba},{s * 512},{o},{t / 1e9:.9f}\n" for lba, s, o, t, _ in rows))
+    else:
+        p.write_text("".join(f"{128166372003061629 + t // 100},hm,0,{o},{lba * 512},{s * 512},{lat}\n"
+                             for lba, s, o, t, lat in rows))
+    if odd in ("x", "Reed"):
+        with pytest.raises(InputError) as e:
+            read_trace(p, format=fmt)
+        assert e.value.where == f"{p}:1235" and f"unknown op '{odd}'" in str(e.value)
+        return
+    expected = list(f["read"])
+    if odd is not None:
+        expected[1_234] = odd.lower() in ("r", "read")
+    got = read_trace(p, format=fmt)
+    assert got["is_read"].to_list() == expected
+    if fmt == "spc":
+        _equal(got, _exact(p, spc._parse_line, skip=0, factor=10**9))
+    else:
+        _equal(got, _exact(p, msr._parse_line, skip=0, factor=msr.TICK_NS, extras=msr._EXTRAS, t_dtype=pl.Int64()))
 
 
 @pytest.mark.parametrize("volumes", [1, 3])
@@ -164,9 +198,10 @@ def test_msr_typed_read_matches_exact(tmp_path: Path, volumes: int) -> None:
             zip(f["t_ns"], words, f["lba"], f["sectors"], f["lat"], strict=True))
     ]
     p.write_text("Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime\n" + "\n".join(lines) + "\n")
-    cols, _ = read_op_fields(p, msr._SCHEMA, op_words=("read", "write"), fast_types=msr._FAST_TYPES,
-                             separator=",", skip_lines=1)
-    assert isinstance(cols.schema["op"], pl.Enum)  # the typed read takes it
+    cols, is_read = read_op_fields(p, msr._SCHEMA, op_words=("read", "write"), fast_types=msr._FAST_TYPES,
+                                   separator=",", skip_lines=1)
+    assert cols.schema["offset"] == pl.UInt64()  # the typed read takes it
+    assert cols.select(is_read).to_series().to_list() == list(np.isin(words, ["Read", "read"]))
     exact = _exact(p, msr._parse_line, skip=1, factor=msr.TICK_NS, extras=msr._EXTRAS, t_dtype=pl.Int64())
     _equal(msr.read_msr(p), exact)
     lines[1_000] = lines[1_000].replace("Write", "wRiTe").replace("Read", "wRiTe").replace("read", "wRiTe")
@@ -188,9 +223,9 @@ def test_fiu_and_disksim_typed_reads_match_exact(tmp_path: Path, devices: int) -
     p.write_text("".join(
         f"{t} 42 nfsd {lba} {s} {o} 8 {d} 2c4787c7\n"
         for t, lba, s, o, d in zip(f["t_ns"], f["lba"], f["sectors"], ops, dev, strict=True)))
-    cols, _ = read_op_fields(p, {k: v for k, v in fiu._TYPES.items() if k != "row"}, op_words=("r", "w"),
-                             separator=" ")
-    assert isinstance(cols.schema["op"], pl.Enum)  # the typed read takes it
+    cols, is_read = read_op_fields(p, {k: v for k, v in fiu._TYPES.items() if k != "row"}, op_words=("r", "w"),
+                                   separator=" ")
+    assert cols.select(is_read).to_series().to_list() == list(np.isin(ops, ["R", "r"]))
     exact = _exact(p, fiu._line_parser(False), skip=0, factor=1, extras=fiu._EXTRAS, t_dtype=pl.Int64())
     _equal(fiu.read_fiu(p), exact)
     q = tmp_path / "t.trace"

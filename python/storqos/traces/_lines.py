@@ -151,6 +151,15 @@ def joined(cols: pl.DataFrame, columns: tuple[str, str], separator: str) -> pl.E
     return pl.concat_str([a, b], separator=separator)
 
 
+def _spelled_as(word: str, sample: str) -> str:
+    """``word`` in ``sample``'s case: upper (``READ``, ``R``), capitalised (``Read``) or lower."""
+    if sample.isupper():
+        return word.upper()
+    if sample[:1].isupper():
+        return word.capitalize()
+    return word
+
+
 def read_op_fields(
     path: Path,
     schema: dict[str, pl.DataType],
@@ -162,26 +171,30 @@ def read_op_fields(
     limit: int | None = None,
 ) -> tuple[pl.DataFrame, pl.Expr]:
     """:func:`read_fields` for a file whose ``op`` column holds a read or a write word
-    (``op_words``, lower case): first with the op as a :class:`polars.Enum` of the words
-    in lower, upper and capitalised case (and the ``fast_types`` overrides), checked
-    while parsing; if that fails (blanks around fields, another spelling), with the op
-    as text, compared case-blind. Returns the columns and the ``is_read`` expression;
-    raises :class:`Fallback` for a word that is neither."""
+    (``op_words``, lower case): first with the ``fast_types`` overrides and no squeezing
+    of blanks, then (if that parse fails) with ``schema`` as it is. The op is read as
+    text and checked in one pass against the two words spelled as the first line spells
+    its op (``Read``/``Write``, ``R``/``W``: one spelling per file is the rule); only a
+    file that mixes spellings pays for comparing case-blind. (Reading the op as a
+    :class:`polars.Enum` instead costs more than the comparisons: a dictionary lookup
+    per line.) Returns the columns and the ``is_read`` expression; raises
+    :class:`Fallback` for a word that is neither."""
     read, write = op_words
-
-    def spellings(w: str) -> list[str]:
-        return list(dict.fromkeys([w, w.upper(), w.capitalize()]))
-
     try:
-        fast = {**schema, **(fast_types or {}), "op": pl.Enum([*spellings(read), *spellings(write)])}
-        cols = read_fields(path, fast, separator=separator, skip_lines=skip_lines, limit=limit, squeeze=False)
-        return cols, pl.col("op").is_in(spellings(read))
+        cols = read_fields(path, {**schema, **(fast_types or {})}, separator=separator, skip_lines=skip_lines,
+                           limit=limit, squeeze=False)
     except Fallback:
         cols = read_fields(path, schema, separator=separator, skip_lines=skip_lines, limit=limit)
-        op = pl.col("op").str.to_lowercase()
-        if not cols.select(op.is_in([read, write]).all()).item():
-            raise Fallback from None
-        return cols, op == read
+    op = pl.col("op")
+    if cols.height:
+        first = cols["op"][0]
+        r, w = _spelled_as(read, first), _spelled_as(write, first)
+        if cols.lazy().select(((op == r) | (op == w)).all()).collect(engine="streaming").item():
+            return cols, op == r
+    lower = op.str.to_lowercase()
+    if not cols.select(lower.is_in([read, write]).all()).item():
+        raise Fallback from None
+    return cols, lower == read
 
 
 def op_error(i: int, name: str, token: str, expected: str) -> FieldError:
@@ -332,10 +345,8 @@ def read_fields(
     of blanks (no retry without ``squeeze``), or if ``complete`` and some line has fewer
     fields than the schema; the caller then runs the exact pass.
 
-    The schema may name a :class:`polars.Enum` for a column of known words (``r``/``w``):
-    polars then rejects any other word while parsing, and the reader maps words to
-    values without a pass of string operations (:func:`read_op_fields` tries such a
-    schema first, with ``squeeze=False``, then the all-text one).
+    ``squeeze=False``: a file polars cannot parse raises :class:`Fallback` at once (a
+    caller that retries with another schema, as :func:`read_op_fields` does).
     """
     n_rows = None if limit is None else limit + 16
     try:
