@@ -177,8 +177,9 @@ def read_op_fields(
     its op (``Read``/``Write``, ``R``/``W``: one spelling per file is the rule); only a
     file that mixes spellings pays for comparing case-blind. (Reading the op as a
     :class:`polars.Enum` instead costs more than the comparisons: a dictionary lookup
-    per line.) Returns the columns and the ``is_read`` expression; raises
-    :class:`Fallback` for a word that is neither."""
+    per line.) Returns the columns and the ``is_read`` expression over them (the ``op``
+    column may come back already as that Boolean); raises :class:`Fallback` for a word
+    that is neither."""
     read, write = op_words
     try:
         cols = read_fields(path, {**schema, **(fast_types or {})}, separator=separator, skip_lines=skip_lines,
@@ -189,8 +190,10 @@ def read_op_fields(
     if cols.height:
         first = cols["op"][0]
         r, w = _spelled_as(read, first), _spelled_as(write, first)
-        if cols.lazy().select(((op == r) | (op == w)).all()).collect(engine="streaming").item():
-            return cols, op == r
+        # Each word compared once per line; the reads kept as a column for the reader.
+        words = cols.lazy().select((op == r).alias("r"), (op == w).alias("w")).collect(engine="streaming")
+        if words.select((pl.col("r") | pl.col("w")).all()).item():
+            return cols.with_columns(words["r"].alias("op")), op
     lower = op.str.to_lowercase()
     if not cols.select(lower.is_in([read, write]).all()).item():
         raise Fallback from None

@@ -82,8 +82,10 @@ def read_msr(path: str | Path, *, sort: bool = False, limit: int | None = None) 
     try:
         cols, is_read = read_op_fields(p, _SCHEMA, op_words=("read", "write"), fast_types=_FAST_TYPES,
                                        separator=",", skip_lines=skip, limit=limit)
-        # Fallback if a response time is negative or out of range once in ns
-        response = scaled_columns(cols, {"resp": TICK_NS}, nonnegative=True)["resp"]
+        # Fallback if a response time is negative or out of range once in ns, an offset
+        # past 2**63-1 or a size of 0: finish then checks only time
+        scales = {"resp": TICK_NS, "offset": 1, "size": 1}
+        response = scaled_columns(cols, scales, nonnegative=True, sizes=("size",))["resp"]
         fast = cols.lazy().select(  # computed in morsels by finish
             "t",
             is_read.alias("is_read"),
@@ -95,7 +97,7 @@ def read_msr(path: str | Path, *, sort: bool = False, limit: int | None = None) 
         )
         if cols.height == 0 and limit != 0:
             raise no_requests(p)
-        return finish(fast, factor=TICK_NS, sort=sort, limit=limit)
+        return finish(fast, factor=TICK_NS, sort=sort, limit=limit, rows_checked=True)
     except Fallback:
         pass
     raw = parse_lines(

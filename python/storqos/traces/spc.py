@@ -74,16 +74,18 @@ def read_spc(
     try:
         cols, is_read = read_op_fields(p, _SCHEMA, op_words=("r", "w"), fast_types=_FAST_TYPES, separator=",",
                                        limit=limit)
+        # offsets 0..2**63-1 and sizes 1..2**32-1 checked here: finish checks only time
+        bytes_ = scaled_columns(cols, {"lba": SECTOR_BYTES, "size": 1}, nonnegative=True, sizes=("size",))
         fast = cols.lazy().select(  # computed in morsels by finish
             "t",
             is_read.alias("is_read"),
-            scaled_columns(cols, {"lba": SECTOR_BYTES})["lba"].alias("offset"),
+            bytes_["lba"].alias("offset"),
             "size",
             "device",
         )
         if cols.height == 0 and limit != 0:
             raise no_requests(p)
-        return finish(fast, factor=factor, sort=sort, limit=limit)
+        return finish(fast, factor=factor, sort=sort, limit=limit, rows_checked=True)
     except Fallback:
         pass
     raw = parse_lines(p, _parse_line, skip_lines=0, unit_label=f" {unit}", ns_per_unit=factor, sort=sort, limit=limit)
