@@ -578,6 +578,12 @@ def _trace_key(run: Run) -> str | None:
     return run.trace_key
 
 
+def _kind(run: Run) -> tuple[str, str]:
+    """Runs that differ only by seed: about as long as each other (the sweep starts the
+    longest kinds first)."""
+    return run.policy_name, repr(sorted((k, repr(v)) for k, v in run.point.items() if k != "seed"))
+
+
 def run_experiment(
     exp: Experiment,
     *,
@@ -591,8 +597,8 @@ def run_experiment(
 
     backend = parse_backend(backend)
     t0 = time.perf_counter()
-    outputs = map_runs(run_one, exp.runs, shared=dict(exp.traces), key_of=_trace_key, backend=backend,
-                       workers=workers, on_done=on_done)
+    outputs = map_runs(run_one, exp.runs, shared=dict(exp.traces), key_of=_trace_key, kind_of=_kind,
+                       backend=backend, workers=workers, on_done=on_done)
     return ExperimentResult(experiment=exp, outputs=outputs, backend=backend, wall_s=time.perf_counter() - t0)
 
 

@@ -18,6 +18,14 @@ Backends (the ``--dask`` / ``--workers`` options of ``storqos run``):
 - ``"local:N"``: a Dask ``LocalCluster`` of N single-threaded worker processes, started
   for the sweep and closed after it.
 
+Runs start longest first, as far as the sweep can tell (``kind_of``): runs of one kind
+(the same policy and grid point, another seed) take about as long as each other, so
+every kind's first run starts early, in input order, and after that the next run is
+one of the kind that has taken longest so far. The last runs to start are then the
+short ones, and the workers finish together instead of one waiting out another's long
+last run. Only as many runs as there are workers are in flight; results come back in
+input order whatever the order they ran in.
+
 Large inputs every run needs (a trace DataFrame) are passed once per worker, not once
 per run: ``shared[key]`` is sent to each pool worker by its initializer, or scattered to
 the Dask workers, and ``fn(item, shared[key_of(item)])`` runs there. Warnings a run
@@ -26,12 +34,14 @@ raises in a worker are shown by this process, as if the run had been local.
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import os
+import time
 import uuid
 import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, TypeVar
 
 from .errors import InputError
@@ -68,6 +78,39 @@ def _unwrap(recorded: tuple[Any, list[tuple[type[Warning], str]]]) -> Any:
     return result
 
 
+class LongestFirst:
+    """The order runs start in: each kind's first run in input order, then the pending
+    run whose kind has taken longest on average (a kind started but not yet timed counts
+    as longest: it may be). Ties go to input order. ``kinds[i]`` is run ``i``'s kind."""
+
+    def __init__(self, kinds: Sequence[Hashable]) -> None:
+        self._kinds = list(kinds)
+        self._pending = list(range(len(self._kinds)))
+        self._started: set[Hashable] = set()
+        self._took: dict[Hashable, tuple[float, int]] = {}  # kind -> (seconds summed, runs)
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def _guess(self, i: int) -> float:
+        total, n = self._took.get(self._kinds[i], (math.inf, 1))
+        return total / n
+
+    def next(self) -> int:
+        """The run to start now (there must be one pending)."""
+        new = next((pos for pos, i in enumerate(self._pending) if self._kinds[i] not in self._started), None)
+        if new is None:
+            new = max(range(len(self._pending)), key=lambda pos: (self._guess(self._pending[pos]), -pos))
+        i = self._pending.pop(new)
+        self._started.add(self._kinds[i])
+        return i
+
+    def took(self, i: int, seconds: float) -> None:
+        """Run ``i`` finished after ``seconds``."""
+        total, n = self._took.get(self._kinds[i], (0.0, 0))
+        self._took[self._kinds[i]] = (total + seconds, n + 1)
+
+
 def parse_backend(value: str | None) -> str:
     """Check a backend string (``local``, ``serial``, ``local:N``, ``tcp://HOST:PORT``)."""
     if value is None or value in ("local", "serial"):
@@ -88,13 +131,16 @@ def map_runs(
     *,
     shared: Mapping[Any, Any] | None = None,
     key_of: Callable[[T], Hashable] = lambda _item: None,
+    kind_of: Callable[[T], Hashable] | None = None,
     backend: str | None = "local",
     workers: int | None = None,
     on_done: Callable[[int], None] | None = None,
 ) -> list[R]:
     """``[fn(item, shared[key_of(item)]) for item in items]`` on ``backend``, in input
-    order. ``fn`` must be a module-level function (it is pickled). ``on_done(i)`` is
-    called in this process as run ``i`` finishes (for a progress bar)."""
+    order. ``fn`` must be a module-level function (it is pickled). ``kind_of(item)``:
+    items of one kind take about as long as each other (:class:`LongestFirst`; without
+    it, they start in input order). ``on_done(i)`` is called in this process as run
+    ``i`` finishes (for a progress bar)."""
     backend = parse_backend(backend)
     shared = shared or {}
     n = len(items)
@@ -107,19 +153,25 @@ def map_runs(
             if on_done:
                 on_done(i)
         return results
+    order = LongestFirst([kind_of(item) for item in items] if kind_of else list(range(n)))
     if backend == "local":
         k = max(1, min(workers or os.cpu_count() or 1, n))
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=k, mp_context=ctx, initializer=_init_worker, initargs=(shared,)) as ex:
-            futs = {ex.submit(_call_shared, fn, item, key_of(item)): i for i, item in enumerate(items)}
-            for f in as_completed(futs):
-                i = futs[f]
-                results[i] = _unwrap(f.result())
-                if on_done:
-                    on_done(i)
+            running: dict[Future[Any], tuple[int, float]] = {}
+            while order or running:
+                while order and len(running) < k:
+                    i = order.next()
+                    running[ex.submit(_call_shared, fn, items[i], key_of(items[i]))] = (i, time.perf_counter())
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for f in done:
+                    i, t0 = running.pop(f)
+                    order.took(i, time.perf_counter() - t0)
+                    results[i] = _unwrap(f.result())
+                    if on_done:
+                        on_done(i)
         return results
-    return _map_dask(fn, items, shared, key_of, backend, on_done)
-
+    return _map_dask(fn, items, shared, key_of, order, backend, on_done)
 
 
 def _probe_scheduler(address: str) -> None:
@@ -143,6 +195,7 @@ def _map_dask(
     items: Sequence[Any],
     shared: Mapping[Any, Any],
     key_of: Callable[[Any], Hashable],
+    order: LongestFirst,
     backend: str,
     on_done: Callable[[int], None] | None,
 ) -> list[Any]:
@@ -173,20 +226,37 @@ def _map_dask(
         with client:
             remote = {k: client.scatter(v, broadcast=True) for k, v in shared.items()}
             token = uuid.uuid4().hex[:12]
-            futs = {
-                client.submit(_recorded, fn, item, remote.get(key_of(item)), pure=False, key=f"storqos-run-{token}-{i}"): i
-                for i, item in enumerate(items)
-            }
+
+            def slots() -> int:  # worker threads now (workers may join or leave a cluster)
+                return max(1, sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()))
+
             results: list[Any] = [None] * len(items)
-            for f in dask_completed(list(futs)):
-                i = futs[f]
+            running: dict[Any, tuple[int, float]] = {}
+            pool = dask_completed()
+
+            def start() -> None:
+                i = order.next()
+                f = client.submit(_recorded, fn, items[i], remote.get(key_of(items[i])), pure=False,
+                                  key=f"storqos-run-{token}-{i}")
+                running[f] = (i, time.perf_counter())
+                pool.add(f)
+
+            k = slots()
+            while order and len(running) < k:
+                start()
+            for f in pool:
+                i, t0 = running.pop(f)
+                order.took(i, time.perf_counter() - t0)
                 results[i] = _unwrap(f.result())
                 if on_done:
                     on_done(i)
+                k = slots() if order else k
+                while order and len(running) < k:
+                    start()
             return results
     finally:
         if cluster is not None:
             cluster.close()
 
 
-__all__ = ["map_runs", "parse_backend"]
+__all__ = ["LongestFirst", "map_runs", "parse_backend"]
