@@ -211,6 +211,19 @@ def test_msr_typed_read_matches_exact(tmp_path: Path, volumes: int) -> None:
     _equal(msr.read_msr(p), fixed)
 
 
+def test_a_second_volume_past_the_first_lines_is_kept(tmp_path: Path) -> None:
+    # one volume on the first 5,000 lines (the reader looks at the first 4,096 first),
+    # another on line 5,001: the device column is built per line, as the exact pass does
+    f = _frame(6_000)
+    p = tmp_path / "t.csv"
+    p.write_text("".join(
+        f"{128166372003061629 + t // 100},{'web,1' if i == 5_000 else 'hm,0'},Read,{lba * 512},{s * 512},{lat}\n"
+        for i, (t, lba, s, lat) in enumerate(zip(f["t_ns"], f["lba"], f["sectors"], f["lat"], strict=True))))
+    got = msr.read_msr(p)
+    assert got["device"][5_000] == "web/1" and got["device"].value_counts().height == 2
+    _equal(got, _exact(p, msr._parse_line, skip=0, factor=msr.TICK_NS, extras=msr._EXTRAS, t_dtype=pl.Int64()))
+
+
 @pytest.mark.parametrize("devices", [1, 4])
 def test_fiu_and_disksim_typed_reads_match_exact(tmp_path: Path, devices: int) -> None:
     from storqos.traces import disksim, fiu
