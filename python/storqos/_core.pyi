@@ -94,8 +94,10 @@ def serve(
     on_ready: Callable[[dict[str, Any]], None] | None = None,
     on_window: Callable[[list[dict[str, Any]], list[dict[str, Any]]], None] | None = None,
     on_reload: Callable[[], str] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> dict[str, Any]:
-    """Run the NBD QoS gateway (crates/storqos-gateway) until duration_s, SIGTERM or Ctrl-C.
+    """Run the NBD QoS gateway (crates/storqos-gateway) until duration_s, SIGTERM, Ctrl-C
+    or ``stop()`` returning true (polled every 0.1 s).
 
     ``on_ready(info)`` is called once it listens (``info["listen"]`` is the bound
     address). Returns the per-tenant statistics. Bad configuration: ``ValueError``.

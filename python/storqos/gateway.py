@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -148,4 +150,14 @@ def serve(
     Bad configuration raises :class:`InputError`.
     """
     reload = None if on_reload is None else (lambda: json.dumps(on_reload()))
-    return _core.serve(json.dumps(config), on_ready, on_window, reload)
+    # Ctrl-C only records the signal while serving: the gateway stops at its next poll
+    # (0.1 s) and the callbacks are never interrupted halfway (a window half written).
+    stop = threading.Event()
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGINT, lambda _signum, _frame: stop.set())
+    try:
+        return _core.serve(json.dumps(config), on_ready, on_window, reload, stop.is_set)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)

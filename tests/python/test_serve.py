@@ -401,3 +401,37 @@ def test_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
         port = busy.getsockname()[1]
         assert_one_line_error(run_cli("serve", "-e", f"a={a}", "--listen", f"127.0.0.1:{port}"),
                         f"cannot listen on 127.0.0.1:{port}", "already in use")
+
+
+CHILD = """
+import sys, time
+from storqos.gateway import gateway_config, serve
+from storqos.specs import policy_spec
+
+def on_ready(info):
+    print("ready", flush=True)
+    time.sleep(1.5)  # Ctrl-C arrives here
+    print("on_ready finished", flush=True)
+
+stats = serve(gateway_config([f"a={sys.argv[1]}:0"], policy_spec("fcfs"), listen="127.0.0.1:0", duration_s=30.0), on_ready)
+print("served", len(stats["tenants"]), flush=True)
+"""
+
+
+def test_ctrl_c_during_a_callback_stops_the_gateway_once_the_callback_is_done(tmp_path: Path) -> None:
+    # Ctrl-C used to raise KeyboardInterrupt wherever Python happened to be: inside a
+    # callback (the per-window series being written), it broke the callback off and the
+    # serve call failed (exit 130). It is now recorded, and the gateway stops at its next
+    # poll after the callback returns.
+    img = _image(tmp_path / "a.img")
+    p = subprocess.Popen([sys.executable, "-c", CHILD, str(img)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        assert p.stdout is not None
+        assert p.stdout.readline().strip() == "ready"
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=20)
+    finally:
+        p.kill()
+    assert p.returncode == 0, err
+    assert out.splitlines() == ["on_ready finished", "served 1"], (out, err)

@@ -43,8 +43,10 @@ fn live_windows(
 }
 
 /// Serve the gateway described by `config_json` (the schema of
-/// `storqos_gateway::Config`) until its `duration_s`, SIGTERM, or Ctrl-C (Python's
-/// SIGINT handler, polled every 100 ms), with the GIL released. `on_ready(info)` is
+/// `storqos_gateway::Config`) until its `duration_s`, SIGTERM, Ctrl-C (Python's
+/// SIGINT handler, polled every 100 ms), or `stop()` returning true (polled as often:
+/// a caller whose SIGINT handler only records the signal, so that it never interrupts
+/// the callbacks halfway, stops the gateway through it), with the GIL released. `on_ready(info)` is
 /// called once it listens, with the bound address and the exports; `on_window(rows,
 /// gauges)` with the rows and gauge samples of each window as it closes (with a
 /// `window_s`): they are handed over, and the returned statistics' `windows` and
@@ -55,13 +57,14 @@ fn live_windows(
 /// `config_json`); what cannot change while serving, or a configuration that does not
 /// check, is said on stderr and the gateway goes on with the old one.
 #[pyfunction]
-#[pyo3(signature = (config_json, on_ready=None, on_window=None, on_reload=None))]
+#[pyo3(signature = (config_json, on_ready=None, on_window=None, on_reload=None, stop=None))]
 pub fn serve<'py>(
     py: Python<'py>,
     config_json: &str,
     on_ready: Option<Bound<'py, PyAny>>,
     on_window: Option<Bound<'py, PyAny>>,
     on_reload: Option<Bound<'py, PyAny>>,
+    stop: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let cfg = Config::from_json(config_json).map_err(gw_err)?;
     let handle =
@@ -76,7 +79,11 @@ pub fn serve<'py>(
         if let Some(s) = py.detach(|| handle.wait_timeout(Duration::from_millis(100))) {
             break s;
         }
-        if py.check_signals().is_err() {
+        let stop_asked = match stop.as_ref() {
+            Some(f) => f.call0().and_then(|v| v.is_truthy()).unwrap_or(true),
+            None => false,
+        };
+        if py.check_signals().is_err() || stop_asked {
             // Ctrl-C: stop serving and report what was done (the interrupt is consumed).
             handle.stop();
         }
