@@ -111,6 +111,17 @@ class LongestFirst:
         self._took[self._kinds[i]] = (total + seconds, n + 1)
 
 
+def _collect(f: Any, running: dict[Any, tuple[int, float]], order: LongestFirst, results: list[Any],
+             on_done: Callable[[int], None] | None) -> None:
+    """A run's future ``f`` is done (pool or Dask): its time goes to ``order``, its result
+    (and the warnings it raised) to ``results``, its index to ``on_done``."""
+    i, started = running.pop(f)
+    order.took(i, time.perf_counter() - started)
+    results[i] = _unwrap(f.result())
+    if on_done:
+        on_done(i)
+
+
 def parse_backend(value: str | None) -> str:
     """Check a backend string (``local``, ``serial``, ``local:N``, ``tcp://HOST:PORT``)."""
     if value is None or value in ("local", "serial"):
@@ -165,11 +176,7 @@ def map_runs(
                     running[ex.submit(_call_shared, fn, items[i], key_of(items[i]))] = (i, time.perf_counter())
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for f in done:
-                    i, t0 = running.pop(f)
-                    order.took(i, time.perf_counter() - t0)
-                    results[i] = _unwrap(f.result())
-                    if on_done:
-                        on_done(i)
+                    _collect(f, running, order, results, on_done)
         return results
     return _map_dask(fn, items, shared, key_of, order, backend, on_done)
 
@@ -245,11 +252,7 @@ def _map_dask(
             while order and len(running) < k:
                 start()
             for f in pool:
-                i, t0 = running.pop(f)
-                order.took(i, time.perf_counter() - t0)
-                results[i] = _unwrap(f.result())
-                if on_done:
-                    on_done(i)
+                _collect(f, running, order, results, on_done)
                 k = slots() if order else k
                 while order and len(running) < k:
                     start()
