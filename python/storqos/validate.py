@@ -244,20 +244,31 @@ def burst_delay_ns(arrival_ns: np.ndarray, own_ns: np.ndarray, is_read: np.ndarr
     delay = np.zeros(n, dtype=np.int64)
     if not n:
         return delay
-    issue_ns = np.where(is_read, costs["read"][0], costs["write"][0])
+    issued, _ = _issue_times(arrival_ns, is_read, costs)
     serve_ns = np.where(is_read, costs["read"][1], costs["write"][1])
-    arrival = np.asarray(arrival_ns, dtype=np.float64)
     own = np.asarray(own_ns, dtype=np.float64)
-    free_at = -np.inf  # the replay can issue again
     last_reply = -np.inf
     for i in range(n):
-        issued = max(arrival[i], free_at)
-        alone = issued + own[i]
+        alone = issued[i] + own[i]
         reply = max(alone, last_reply + serve_ns[i])
         delay[i] = round(reply - alone)
-        free_at = issued + issue_ns[i]
         last_reply = reply
     return delay
+
+
+def _issue_times(arrival_ns: np.ndarray, is_read: np.ndarray,
+                 costs: dict[Op, tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
+    """When the replay issues each request (ns), and what issuing it takes: at its
+    time, or one issue (``costs[op][0]``) after the previous one while it is still
+    issuing. ``arrival_ns`` in time order."""
+    issue_ns = np.where(is_read, costs["read"][0], costs["write"][0])
+    arrival = np.asarray(arrival_ns, dtype=np.float64)
+    issued = np.empty(len(arrival), dtype=np.float64)
+    free_at = -np.inf  # the replay can issue again
+    for i in range(len(arrival)):
+        issued[i] = max(arrival[i], free_at)
+        free_at = issued[i] + issue_ns[i]
+    return issued, issue_ns
 
 
 def burst_hold_ns(arrival_ns: np.ndarray, own_ns: np.ndarray, is_read: np.ndarray,
@@ -280,15 +291,9 @@ def burst_hold_ns(arrival_ns: np.ndarray, own_ns: np.ndarray, is_read: np.ndarra
     if not n:
         return delay
     is_read = np.asarray(is_read, dtype=bool)
-    issue_ns = np.where(is_read, costs["read"][0], costs["write"][0])
+    issued, issue_ns = _issue_times(arrival_ns, is_read, costs)
     share = np.where(is_read, hold.get("read", 0.0), hold.get("write", 0.0))
-    arrival = np.asarray(arrival_ns, dtype=np.float64)
     own = np.asarray(own_ns, dtype=np.float64)
-    issued = np.empty(n, dtype=np.float64)
-    free_at = -np.inf
-    for i in range(n):
-        issued[i] = max(arrival[i], free_at)
-        free_at = issued[i] + issue_ns[i]
     for i in range(n):
         if share[i] <= 0:
             continue
