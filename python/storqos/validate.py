@@ -280,12 +280,12 @@ def burst_hold_ns(arrival_ns: np.ndarray, own_ns: np.ndarray, is_read: np.ndarra
     request's own work (a write's I/O thread) from a CPU. Each request issued before the
     reply puts it off by ``hold[op]`` × that request's time to issue (``op`` the waiting
     request's), the reply's new time letting in the requests issued until then.
-    ``hold[op]`` is what :func:`burst_hold` reads
-    off calibrate's bursts from rest (measured: a write mostly 1.0-1.6, a read mostly 0,
-    its first position being within its spread at rest), so that on such a burst the
-    first request is answered at the time measured at its position. The wait does not push the replies after it (:func:`burst_delay_ns`
-    spaces those): measured, the later requests' replies come no later for it.
-    ``arrival_ns`` in time order."""
+    ``hold[op]`` is what :func:`burst_hold` reads off calibrate's bursts from rest
+    (measured: a write mostly 1.0-1.6, a read mostly 0, its first position being within
+    its spread at rest), so that on such a burst the first request is answered at the
+    time measured at its position. The wait does not push the replies after it
+    (:func:`burst_delay_ns` spaces those): measured, the later requests' replies come
+    no later for it. ``arrival_ns`` in time order."""
     n = len(arrival_ns)
     delay = np.zeros(n, dtype=np.int64)
     if not n:
@@ -313,8 +313,8 @@ HOLD_EVIDENCE = 0.9
 
 def burst_hold(profile: DeviceProfile) -> dict[Op, float]:
     """Per op, the share of the time to issue each request issued while a request is
-    in flight by which its reply comes later (:func:`burst_hold_ns`),
-    read off the burst's first position: the share with which that model, applied to
+    in flight by which its reply comes later (:func:`burst_hold_ns`), read off the
+    burst's first position: the share with which that model, applied to
     the measured burst from rest (the first request taking the op's median time at
     rest, the others issued ``issue_us`` apart after it), answers the first request at
     its measured response (``response_us[0]``). 0 when that response is within the
@@ -343,8 +343,8 @@ def burst_hold(profile: DeviceProfile) -> dict[Op, float]:
 
 
 def _head_share(op: Op, requests: int, issue_ns: float, own_ns: float, late_ns: float) -> float:
-    """The share (:func:`burst_hold_ns`) with which the first of
-    ``requests`` of ``op`` due at once, issued ``issue_ns`` apart and ``own_ns`` long on
+    """The share (:func:`burst_hold_ns`) with which the first of ``requests`` of ``op``
+    due at once, issued ``issue_ns`` apart and ``own_ns`` long on
     its own, is answered ``late_ns`` later than on its own; 0 when nothing is issued
     while it is in flight. The wait rises with the share: bisection."""
     costs: dict[Op, tuple[float, float]] = {"read": (issue_ns, 0.0), "write": (issue_ns, 0.0)}
@@ -379,8 +379,8 @@ def with_path(requests: pl.DataFrame, profile: DeviceProfile) -> pl.DataFrame:
     the simulated device's k servers may answer a burst k at a time, the live path
     answers one at a time, and a request waits for the slower of the two. And no sooner
     than its own time put off by the requests issued while it is in flight
-    (:func:`burst_hold_ns`, the profile's :func:`burst_hold`):
-    it comes at the later of the two."""
+    (:func:`burst_hold_ns`, with the profile's :func:`burst_hold`): it comes at the later
+    of the two."""
     if not requests.height:
         return requests
     req = requests.sort("arrival_ns", maintain_order=True)

@@ -46,8 +46,8 @@ fn live_windows(
 /// `storqos_gateway::Config`) until its `duration_s`, SIGTERM, Ctrl-C (Python's
 /// SIGINT handler, polled every 100 ms), or `stop()` returning true (polled as often:
 /// a caller whose SIGINT handler only records the signal, so that it never interrupts
-/// the callbacks halfway, stops the gateway through it), with the GIL released. `on_ready(info)` is
-/// called once it listens, with the bound address and the exports; `on_window(rows,
+/// the callbacks halfway, stops the gateway through it), with the GIL released.
+/// `on_ready(info)` is called once it listens, with the bound address and the exports; `on_window(rows,
 /// gauges)` with the rows and gauge samples of each window as it closes (with a
 /// `window_s`): they are handed over, and the returned statistics' `windows` and
 /// `gauges` are then empty. Returns the per-tenant statistics. Configuration errors (a missing file, a bad policy, an
