@@ -248,6 +248,49 @@ def test_fiu_and_disksim_typed_reads_match_exact(tmp_path: Path, devices: int) -
     _equal(disksim.read_disksim(q), _exact(q, disksim._parse_line, skip=0, factor=10**6))
 
 
+@pytest.mark.parametrize(("spans", "columns"), [((5,), 1), ((300, 200), 2), ((70_000,), 1), ((3, 30_000), 2)])
+def test_device_numbers_are_the_decimal_values_joined(spans: tuple[int, ...], columns: int) -> None:
+    """The device named from number columns, by a table gather (at most 65,536 names) or
+    per line (more): each line's values in decimal, joined, as Python writes them."""
+    from storqos.traces._lines import device_numbers
+
+    rng = np.random.default_rng(columns)
+    names = [f"c{i}" for i in range(columns)]
+    data = {c: rng.integers(10, 10 + span, 5_000).astype(np.uint32) for c, span in zip(names, spans, strict=True)}
+    cols = pl.DataFrame(data)
+    got = cols.select(device_numbers(cols, tuple(names), ",").alias("d"))["d"].to_list()
+    assert got == [",".join(str(int(data[c][i])) for c in names) for i in range(5_000)]
+
+
+def test_device_numbers_name_a_device_by_its_value_in_every_pass(tmp_path: Path) -> None:
+    """``08``, ``+8`` and ``8`` are one device, ``8``, whether the fast read parses the
+    column as numbers (every device a number) or as text (one is not); other text is
+    kept as written. The exact pass names them the same way."""
+    from storqos.traces import disksim, fiu
+
+    f = _frame()
+    spellings = np.array(["8", "08", "+8", "0", "000", "13"])[f["dev"] % 6]
+    for text_device in (None, "sda0"):
+        devs = spellings.copy()
+        if text_device:
+            devs[1_500] = text_device
+        q = tmp_path / "t.trace"
+        q.write_text("".join(
+            f"{t / 1e6:.6f} {d} {lba} {s} {int(r)}\n"
+            for t, lba, s, r, d in zip(f["t_ns"], f["lba"], f["sectors"], f["read"], devs, strict=True)))
+        got = disksim.read_disksim(q)
+        want = [{"08": "8", "+8": "8", "000": "0"}.get(d, d) for d in devs]
+        assert got["device"].to_list() == want
+        _equal(got, _exact(q, disksim._parse_line, skip=0, factor=10**6))
+        p = tmp_path / "t.blkparse"
+        p.write_text("".join(
+            f"{t} 42 nfsd {lba} {s} W {d} {d} 2c4787c7\n"
+            for t, lba, s, d in zip(f["t_ns"], f["lba"], f["sectors"], devs, strict=True)))
+        got = fiu.read_fiu(p)
+        assert got["device"].to_list() == [f"{w},{w}" for w in want]
+        _equal(got, _exact(p, fiu._line_parser(False), skip=0, factor=1, extras=fiu._EXTRAS, t_dtype=pl.Int64()))
+
+
 @pytest.mark.parametrize("sort", [False, True])
 def test_finish_matches_a_plain_eager_conversion(sort: bool) -> None:
     """finish's lazy, streaming projection keeps row order and values on a frame of many

@@ -18,6 +18,7 @@ Helpers :func:`int_field`, :func:`size_field`, :func:`float_field` and
 from __future__ import annotations
 
 import io
+import itertools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -156,6 +157,51 @@ def joined(cols: pl.DataFrame, columns: tuple[str, str], separator: str) -> pl.E
     return pl.concat_str([a, b], separator=separator)
 
 
+#: A device number written as an unsigned decimal (``8``, ``08``, ``+8``): one device,
+#: named by its value (``"8"``), whichever way a line writes it.
+_NUMBER = re.compile(r"\+?[0-9]+")
+#: The most combinations of values :func:`device_numbers` builds a table of names for.
+_TABLE_MAX = 1 << 16
+
+
+def device_number(token: str) -> str:
+    """A device field as the exact pass names it: an unsigned decimal by its value
+    (``"08"`` → ``"8"``), any other text as written."""
+    return str(int(token)) if _NUMBER.fullmatch(token) else token
+
+
+def device_numbers(cols: pl.DataFrame, columns: tuple[str, ...], separator: str = ",") -> pl.Expr:
+    """The device name from the columns that number it (major and minor ``8``, ``0`` →
+    ``"8,0"``; an ASU ``3`` → ``"3"``), as :func:`device_number` names each part.
+
+    Columns the typed read parsed as unsigned integers are looked up in a table of names
+    for every combination of their ranges, when there are at most 65,536 of them: one
+    gather, no string built per line (the join of two text columns costs a sixth of
+    reading an FIU file). Text columns (some line's value is not a number) are
+    normalised and joined per line."""
+    exprs = [pl.col(c) for c in columns]
+    if all(cols.schema[c].is_unsigned_integer() for c in columns):
+        aggs = [agg for i, e in enumerate(exprs) for agg in (e.min().alias(f"{i}:min"), e.max().alias(f"{i}:max"))]
+        bounds = cols.select(aggs).row(0) if cols.height else ()
+        if bounds and None not in bounds:
+            lows, highs = bounds[0::2], bounds[1::2]
+            spans = [hi - lo + 1 for lo, hi in zip(lows, highs, strict=True)]
+            if math.prod(spans) <= _TABLE_MAX:
+                names = pl.Series([separator.join(map(str, combo))
+                                   for combo in itertools.product(*(range(lo, hi + 1)
+                                                                    for lo, hi in zip(lows, highs, strict=True)))],
+                                  dtype=pl.String)
+                index: pl.Expr = pl.lit(0, pl.UInt32)
+                for e, lo, span in zip(exprs, lows, spans, strict=True):
+                    index = index * span + (e - lo).cast(pl.UInt32)
+                return pl.lit(names).gather(index)
+        return pl.concat_str([e.cast(pl.String) for e in exprs], separator=separator)
+    number = r"^\+?[0-9]+$"
+    texts = [pl.when(e.str.contains(number)).then(e.str.replace(r"^\+?0*([0-9])", "$1")).otherwise(e)
+             for e in (e.cast(pl.String) for e in exprs)]
+    return pl.concat_str(texts, separator=separator)
+
+
 def _spelled_as(word: str, sample: str) -> str:
     """``word`` in ``sample``'s case: upper (``READ``, ``R``), capitalised (``Read``) or lower."""
     if sample.isupper():
@@ -163,6 +209,25 @@ def _spelled_as(word: str, sample: str) -> str:
     if sample[:1].isupper():
         return word.capitalize()
     return word
+
+
+def read_typed(
+    path: Path,
+    schema: dict[str, pl.DataType],
+    *,
+    fast_types: dict[str, pl.DataType] | None,
+    separator: str,
+    skip_lines: int = 0,
+    limit: int | None = None,
+) -> pl.DataFrame:
+    """:func:`read_fields` first with the ``fast_types`` overrides of the schema's columns
+    (narrower or numeric types, cheaper to parse) and no squeezing of blanks; if that
+    parse fails, with ``schema`` as it is."""
+    try:
+        typed = {name: (fast_types or {}).get(name, dtype) for name, dtype in schema.items()}
+        return read_fields(path, typed, separator=separator, skip_lines=skip_lines, limit=limit, squeeze=False)
+    except Fallback:
+        return read_fields(path, schema, separator=separator, skip_lines=skip_lines, limit=limit)
 
 
 def read_op_fields(
@@ -175,22 +240,16 @@ def read_op_fields(
     skip_lines: int = 0,
     limit: int | None = None,
 ) -> tuple[pl.DataFrame, pl.Expr]:
-    """:func:`read_fields` for a file whose ``op`` column holds a read or a write word
-    (``op_words``, lower case): first with the ``fast_types`` overrides and no squeezing
-    of blanks, then (if that parse fails) with ``schema`` as it is. The op is read as
-    text and checked in one pass against the two words spelled as the first line spells
-    its op (``Read``/``Write``, ``R``/``W``: one spelling per file is the rule); only a
-    file that mixes spellings pays for comparing case-blind. (Reading the op as a
-    :class:`polars.Enum` instead costs more than the comparisons: a dictionary lookup
-    per line.) Returns the columns and the ``is_read`` expression over them (the ``op``
+    """:func:`read_typed` for a file whose ``op`` column holds a read or a write word
+    (``op_words``, lower case). The op is read as text and checked in one pass against
+    the two words spelled as the first line spells its op (``Read``/``Write``,
+    ``R``/``W``: one spelling per file is the rule); only a file that mixes spellings
+    pays for comparing case-blind. (Reading the op as a :class:`polars.Enum` instead
+    costs more than the comparisons: a dictionary lookup per line.) Returns the columns and the ``is_read`` expression over them (the ``op``
     column may come back already as that Boolean); raises :class:`Fallback` for a word
     that is neither."""
     read, write = op_words
-    try:
-        cols = read_fields(path, {**schema, **(fast_types or {})}, separator=separator, skip_lines=skip_lines,
-                           limit=limit, squeeze=False)
-    except Fallback:
-        cols = read_fields(path, schema, separator=separator, skip_lines=skip_lines, limit=limit)
+    cols = read_typed(path, schema, fast_types=fast_types, separator=separator, skip_lines=skip_lines, limit=limit)
     op = pl.col("op")
     if cols.height:
         first = cols["op"][0]

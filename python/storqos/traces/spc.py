@@ -5,7 +5,8 @@ One request per line, comma separated, no header::
     ASU,LBA,size,opcode,timestamp
     0,20941264,8192,W,0.551706
 
-* ``ASU``: application storage unit (kept as text in ``device``);
+* ``ASU``: application storage unit (kept as text in ``device``; a number by its value:
+  ``03`` is ``3``);
 * ``LBA``: start in 512-byte sectors; ``size``: bytes;
 * ``opcode``: ``r``/``R`` = read, ``w``/``W`` = write;
 * ``timestamp``: seconds (a float) since the start of the trace; ``time_unit`` overrides.
@@ -21,6 +22,8 @@ import polars as pl
 
 from storqos.traces._lines import (
     Record,
+    device_number,
+    device_numbers,
     expect_fields,
     float_field,
     int_field,
@@ -43,8 +46,10 @@ _SCHEMA: dict[str, pl.DataType] = {
     "t": pl.Float64(),
 }
 _NAMES = "ASU,LBA,size,opcode,timestamp"
-#: The canonical dtype for the first, typed read (a negative size fails to parse).
-_FAST_TYPES: dict[str, pl.DataType] = {"size": pl.UInt32()}
+#: For the first, typed read: the canonical dtype of the size (a negative size fails to
+#: parse), and the ASU as a number, which parses faster than text and is named from a
+#: table (:func:`device_numbers`).
+_FAST_TYPES: dict[str, pl.DataType] = {"size": pl.UInt32(), "device": pl.UInt32()}
 
 
 def _parse_line(line: str) -> Record:
@@ -56,7 +61,7 @@ def _parse_line(line: str) -> Record:
     if op not in ("r", "w"):
         raise op_error(3, "opcode", tok[3], "r or w")
     t = float_field(tok, 4, "timestamp")
-    return Record(t, tok[4], op == "r", offset, size, tok[0])
+    return Record(t, tok[4], op == "r", offset, size, device_number(tok[0]))
 
 
 def read_spc(
@@ -81,7 +86,7 @@ def read_spc(
             is_read.alias("is_read"),
             bytes_["lba"].alias("offset"),
             "size",
-            "device",
+            device_numbers(cols, ("device",)).alias("device"),
         )
         if cols.height == 0 and limit != 0:
             raise no_requests(p)
