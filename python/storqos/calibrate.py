@@ -30,7 +30,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -54,6 +54,8 @@ SPACED_US = 2000
 AT_REST_SAMPLES = 500
 #: Requests per burst from rest (replay engine): all due at the same time.
 BURST_REQUESTS = 32
+#: Most passes :func:`calibrate` makes (each measures every point once).
+MAX_PASSES = 9
 #: Bursts measured per op (the first two are not counted: the connections warm up).
 BURSTS = 32
 #: One burst every this many µs at least (3 × the burst's requests × the op's mean
@@ -224,6 +226,33 @@ def _service(op: Op, pattern: Pattern, size: int, st: dict[str, Any]) -> Service
                         min_us=max(lat["min"] / 1e3, 1e-3), percentiles_us=fixed)
 
 
+_Point = TypeVar("_Point", ServicePoint, DepthPoint, BurstPoint)
+
+
+def median_point(points: Sequence[_Point]) -> _Point:
+    """One measurement from several passes of the same point: every number the median
+    of the passes' (a percentile table and a burst's positions element by element; the
+    element-wise median of rising tables still rises). A pass that a disturbance slowed
+    (another process on the CPUs for part of a second) is outvoted instead of becoming
+    the profile."""
+    if len(points) == 1:
+        return points[0]
+    dumps = [p.model_dump() for p in points]
+    merged: dict[str, Any] = {}
+    for key, first in dumps[0].items():
+        values = [d[key] for d in dumps]
+        if key == "percentiles_us":  # [percentile, µs] pairs: the µs at the first pass's percentiles
+            merged[key] = [(q, float(np.median([np.interp(q, [a for a, _ in v], [b for _, b in v]) for v in values])))
+                           for q, _ in first]
+        elif isinstance(first, list):
+            merged[key] = [float(x) for x in np.median(np.array(values, dtype=np.float64), axis=0)]
+        elif isinstance(first, float) or (isinstance(first, int) and any(v != first for v in values)):
+            merged[key] = type(first)(np.median(values))
+        else:
+            merged[key] = first
+    return type(points[0]).model_validate(merged)
+
+
 def calibrate(
     text: str,
     *,
@@ -232,6 +261,7 @@ def calibrate(
     writes: bool = False,
     direct: bool = True,
     seconds: float = 1.0,
+    passes: int = 1,
     engine: str = "fio",
     rest_engine: str | None = None,
     progress: Callable[[int, int, str], None] | None = None,
@@ -241,7 +271,8 @@ def calibrate(
     and the replay for what its client pays at rest.
     Writes are measured only with ``writes`` (they overwrite the target's data);
     without, the profile has reads only and the simulator serves writes with read
-    times."""
+    times. With ``passes`` > 1 every point is measured that many times, one whole pass
+    after another, and the profile keeps each point's median (:func:`median_point`)."""
     from . import __version__
     from .replay import export_size
 
@@ -255,14 +286,20 @@ def calibrate(
         raise InputError(f"sizes must be positive multiples of 512 bytes, got {list(sizes)}", "--sizes")
     if not depths or any(d < 1 or d > 1024 for d in depths):
         raise InputError(f"queue depths must be in 1..1024, got {list(depths)}", "--queue-depths")
+    if not 1 <= passes <= MAX_PASSES:
+        raise InputError(f"must be 1..{MAX_PASSES}, got {passes}", "--passes")
     ops: tuple[Op, ...] = ("read", "write") if writes else ("read",)
     pats: tuple[Pattern, ...] = ("random", "sequential")
     plan = [(op, pat, s) for op in ops for pat in pats for s in sorted(set(sizes))]
     qds = sorted(set(depths))
     bursts = ops if "replay" in (engine, rest) else ()
-    total = len(plan) + len(qds) + (2 if writes else 1) + len(bursts)
-    service: list[ServicePoint] = []
-    curve: list[DepthPoint] = []
+    per_pass = len(plan) + len(qds) + (2 if writes else 1) + len(bursts)
+    total = per_pass * passes
+    # Per point, its measurement in each pass (in the order of the plan).
+    service: list[list[ServicePoint]] = [[] for _ in plan]
+    curve: list[list[DepthPoint]] = [[] for _ in qds]
+    at_rest: list[list[ServicePoint]] = [[] for _ in range(2 if writes else 1)]
+    burst: list[list[BurstPoint]] = [[] for _ in bursts]
     with tempfile.TemporaryDirectory(prefix="storqos-calibrate-") as tmp:
         work = Path(tmp)
         export_bytes = export_size(text, "calibrate") if "replay" in (engine, rest) else 0
@@ -273,45 +310,51 @@ def calibrate(
                 return replay_point(text, export_bytes, op, pat, size, qd, secs, seed, spaced_us)
             return _service(op, pat, size, run_point(tgt, op, pat, size, qd, secs, work, spaced_us))
 
-        for i, (op, pat, s) in enumerate(plan):
+        step = 0
+
+        def say(what: str) -> None:
+            nonlocal step
             if progress:
-                progress(i, total, f"{pat} {op} {s // 1024} KiB")
-            service.append(measure(op, pat, s, 1, i))
-        for j, qd in enumerate(qds):
-            if progress:
-                progress(len(plan) + j, total, f"4 KiB random read, depth {qd}")
-            pt = measure("read", "random", 4096, qd, len(plan) + j)
-            p = dict(pt.percentiles_us)
-            curve.append(DepthPoint(qd=qd, iops=pt.iops, mean_us=pt.mean_us, p50_us=p.get(50.0, pt.mean_us),
-                                    p99_us=p.get(99.0, pt.mean_us)))
-        rest_at = total - len(bursts) - (2 if writes else 1)
-        if progress:
-            progress(rest_at, total, f"4 KiB random read at rest (one every {SPACED_US / 1000:g} ms)")
-        rest_secs = max(seconds, AT_REST_SAMPLES * SPACED_US / 1e6)
-        at_rest = measure("read", "random", 4096, 1, total, SPACED_US, by=rest, secs=rest_secs)
-        at_rest_write = None
-        if writes:
-            if progress:
-                progress(rest_at + 1, total, f"4 KiB random write at rest (one every {SPACED_US / 1000:g} ms)")
-            at_rest_write = measure("write", "random", 4096, 1, total + 1, SPACED_US, by=rest, secs=rest_secs)
-        burst: list[BurstPoint] = []
-        for b, op in enumerate(bursts):
-            if progress:
-                progress(total - len(bursts) + b, total, f"bursts of {BURST_REQUESTS} 4 KiB random {op}s from rest")
-            lone = next(p.mean_us for p in service if p.op == op and p.pattern == "random" and p.size == min(sizes))
-            burst.append(burst_point(text, export_bytes, op, seed=total + 2 + b,
-                                     period_us=max(BURST_PERIOD_US, 3 * BURST_REQUESTS * lone)))
+                progress(step, total, what + (f", pass {step // per_pass + 1} of {passes}" if passes > 1 else ""))
+            step += 1
+
+        for k in range(passes):
+            seed = k * (per_pass + 4)  # each pass its own offsets
+            for i, (op, pat, s) in enumerate(plan):
+                say(f"{pat} {op} {s // 1024} KiB")
+                service[i].append(measure(op, pat, s, 1, seed + i))
+            for j, qd in enumerate(qds):
+                say(f"4 KiB random read, depth {qd}")
+                pt = measure("read", "random", 4096, qd, seed + len(plan) + j)
+                p = dict(pt.percentiles_us)
+                curve[j].append(DepthPoint(qd=qd, iops=pt.iops, mean_us=pt.mean_us, p50_us=p.get(50.0, pt.mean_us),
+                                           p99_us=p.get(99.0, pt.mean_us)))
+            rest_secs = max(seconds, AT_REST_SAMPLES * SPACED_US / 1e6)
+            for r, op in enumerate(ops):
+                say(f"4 KiB random {op} at rest (one every {SPACED_US / 1000:g} ms)")
+                at_rest[r].append(measure(op, "random", 4096, 1, seed + per_pass + r, SPACED_US, by=rest,
+                                          secs=rest_secs))
+            for b, op in enumerate(bursts):
+                say(f"bursts of {BURST_REQUESTS} 4 KiB random {op}s from rest")
+                lone = float(np.median([p.mean_us for pts, (o, pat, s) in zip(service, plan, strict=True)
+                                        if o == op and pat == "random" and s == min(sizes) for p in pts]))
+                burst[b].append(burst_point(text, export_bytes, op, seed=seed + per_pass + 2 + b,
+                                            period_us=max(BURST_PERIOD_US, 3 * BURST_REQUESTS * lone)))
         if progress:
             progress(total, total, "done")
+    points = [median_point(pts) for pts in service]
+    depth_curve = [median_point(pts) for pts in curve]
+    rests = [median_point(pts) for pts in at_rest]
     return DeviceProfile(
         version=PROFILE_VERSION, storqos_version=__version__, target=text,
         engine=("replay" if engine == "replay" else tgt.engine) + (f", at rest {rest}" if rest != engine else ""),
         direct=direct if not tgt.is_nbd else False,
         created=dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
-        time_per_point_s=seconds, service=service, queue_depth=curve, at_rest=at_rest,
-        at_rest_write=at_rest_write, burst=burst or None, **fit(service, curve),
+        time_per_point_s=seconds, passes=passes, service=points, queue_depth=depth_curve, at_rest=rests[0],
+        at_rest_write=rests[1] if writes else None, burst=[median_point(pts) for pts in burst] or None,
+        **fit(points, depth_curve),
     )
 
 
-__all__ = ["BURST_REQUESTS", "DEFAULT_DEPTHS", "DEFAULT_SIZES", "ENGINES", "Target", "burst_point", "calibrate",
-           "replay_point", "run_point", "target"]
+__all__ = ["BURST_REQUESTS", "DEFAULT_DEPTHS", "DEFAULT_SIZES", "ENGINES", "MAX_PASSES", "Target", "burst_point",
+           "calibrate", "median_point", "replay_point", "run_point", "target"]

@@ -134,6 +134,9 @@ class DeviceProfile(Table):
     direct: bool
     created: str
     time_per_point_s: float = Field(gt=0)
+    #: Whole passes measured, each point's median kept (profiles made before passes
+    #: were counted made one)
+    passes: int = Field(default=1, ge=1)
     capacity_iops: float = Field(gt=0)
     parallelism: int = Field(ge=1)
     op_time_us: float = Field(gt=0)

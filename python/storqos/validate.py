@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from .calibrate import MAX_PASSES
 from .device_profile import DeviceProfile, Op
 from .errors import InputError
 from .experiment import Experiment, Run
@@ -52,6 +53,9 @@ MODES = ("emulated", "file")
 #: to 19 % of requests issued over 1 ms late from one run to the next, and with it the
 #: live p99 from +6 % to +100 % of the prediction).
 ATTEMPTS = 3
+#: Passes of the calibration validate makes of a file (each point's median kept): one
+#: pass takes about 25 s on 2 CPUs.
+CALIBRATE_PASSES = 3
 
 
 @dataclass
@@ -142,7 +146,8 @@ def _exports(workdir: Path, tenants: int, size: int, fill: bool) -> list[str]:
     return paths
 
 
-def calibrate_file(path: Path, *, seconds: float = 0.5, progress: Callable[[str], None] | None = None) -> DeviceProfile:
+def calibrate_file(path: Path, *, seconds: float = 0.5, passes: int = CALIBRATE_PASSES,
+                   progress: Callable[[str], None] | None = None) -> DeviceProfile:
     """Profile of a file as the gateway serves it and the replay sees it: a FCFS
     gateway in front of ``path``, measured over NBD by the replay's own engine, the
     client whose times validate compares (service times, parallelism and capacity with
@@ -151,14 +156,17 @@ def calibrate_file(path: Path, *, seconds: float = 0.5, progress: Callable[[str]
     hm_0 (bursty, quiet machine, 2026-11-26) it put the reads' predicted p50 within
     +40..+73 % of the live one and their p99 within -1..+52 %, where fio's measurement
     of the same gateway (a leaner client: twice the capacity) gave +98..+113 % and
-    +106..+308 %. Writes included: the file is scratch."""
+    +106..+308 %. Writes included: the file is scratch. ``passes`` whole passes, each
+    point's median kept (:func:`storqos.calibrate.median_point`): one pass disturbed
+    for a few seconds made profiles of 11 servers where the others made 7, and doubled
+    the predicted p50 of MSR hm_0's writes and FIU's tenants."""
     from .calibrate import calibrate
     from .gateway import gateway_config
     from .specs import policy_spec
 
     cfg = gateway_config([f"cal={path}:0"], policy_spec("fcfs"), listen="127.0.0.1:0")
     with GatewayProcess(cfg) as gw:
-        return calibrate(gw.uri("cal"), writes=True, seconds=seconds, engine="replay",
+        return calibrate(gw.uri("cal"), writes=True, seconds=seconds, passes=passes, engine="replay",
                          progress=(lambda i, n, what: progress(f"calibrating: {what} ({i}/{n})")) if progress else None)
 
 
@@ -170,6 +178,7 @@ def validate(
     export_bytes: int = DEFAULT_EXPORT_BYTES,
     workdir: Path | None = None,
     calibrate_seconds: float = 0.5,
+    calibrate_passes: int = CALIBRATE_PASSES,
     attempts: int = ATTEMPTS,
     progress: Callable[[str], None] | None = None,
 ) -> Validation:
@@ -185,6 +194,8 @@ def validate(
         raise InputError(f"unknown live device {mode!r} (emulated or file)", "--live-device")
     if not 1 <= attempts <= 20:
         raise InputError(f"must be in 1..20, got {attempts}", "--attempts")
+    if not 1 <= calibrate_passes <= MAX_PASSES:
+        raise InputError(f"must be in 1..{MAX_PASSES}, got {calibrate_passes}", "--calibration-passes")
     if export_bytes < (1 << 20):
         raise InputError(f"exports must be at least 1 MiB, got {export_bytes:,} bytes", "--export-size")
     say = progress or (lambda _msg: None)
@@ -194,7 +205,7 @@ def validate(
         files = _exports(work, tenants, export_bytes, fill=mode == "file")
         if mode == "file" and profile is None:
             profile = calibrate_file(Path(files[0].split("=", 1)[1].rsplit(":", 1)[0]), seconds=calibrate_seconds,
-                                     progress=say)
+                                     passes=calibrate_passes, progress=say)
         result = Validation(name=exp.name, mode=mode, device="", profile=profile)
         for i, run in enumerate(exp.runs):
             names = [t.name for t in run.tenants]
@@ -428,5 +439,5 @@ def _replay_on_schedule(df: pl.DataFrame, cfg: dict[str, Any], tenants: int, att
     return best, made
 
 
-__all__ = ["ATTEMPTS", "DEFAULT_EXPORT_BYTES", "MODES", "PERCENTILES", "RunValidation", "Validation", "burst_delay_ns",
+__all__ = ["ATTEMPTS", "CALIBRATE_PASSES", "DEFAULT_EXPORT_BYTES", "MODES", "PERCENTILES", "RunValidation", "Validation", "burst_delay_ns",
            "burst_hold", "burst_hold_ns", "calibrate_file", "per_tenant", "validate", "with_path"]

@@ -110,6 +110,7 @@ def test_a_profile_of_another_version_or_a_bad_target_is_one_line(profile_2k: Pa
     assert not (tmp_path / "p.toml").exists()
     assert_one_line_error(run_cli("calibrate", str(small), "--engine", "replay"), "NBD URIs only")
     assert_one_line_error(run_cli("calibrate", "nbd://127.0.0.1:1/x", "--engine", "dd"), "unknown engine 'dd'")
+    assert_one_line_error(run_cli("calibrate", "nbd://127.0.0.1:1/x", "--passes", "0"), "--passes", "1..9, got 0")
     assert_one_line_error(run_cli("calibrate", "nbd://127.0.0.1:1/x", "--engine", "replay"),
                           "cannot open nbd://127.0.0.1:1/x")
 
@@ -120,16 +121,41 @@ def test_the_replay_engine_measures_the_same_2k_device(tmp_path: Path) -> None:
     service is the path's wake-ups, well under the service time."""
     out = tmp_path / "p.toml"
     r = _calibrate_2k(tmp_path, "--engine", "replay", "--sizes", "4k", "--queue-depths", "1,4", "--time", "0.6",
-                      "--out", str(out))
+                      "--passes", "2", "--out", str(out))
     assert r.code == 0, r.err
     p = load_profile(out)
-    assert p.engine == "replay" and p.at_rest is not None
+    assert p.engine == "replay" and p.at_rest is not None and p.passes == 2
     assert p.capacity_iops == pytest.approx(2000, rel=0.03)
     path = dict(p.path_at_rest_us())
     # Under the 500 µs of service (the bound was 250 µs until one calibration of six on
     # 2026-11-26, an hour when wake-ups were slow, measured 283-310 µs at every
     # quantile); a path that took in the service itself would be 500 µs or more.
     assert 0 <= path[0.5] < 450, p.path_at_rest_us()
+
+
+def test_passes_keep_each_points_median_and_outvote_a_disturbed_one() -> None:
+    """Three passes of a point, one slowed threefold by a disturbance: the profile keeps
+    the median of every number (element by element in tables), so the slowed pass is
+    outvoted, the percentile table still rises and what was the same stays."""
+    from storqos.calibrate import median_point
+    from storqos.device_profile import BurstPoint, DepthPoint, ServicePoint
+
+    def svc(f: float) -> ServicePoint:
+        return ServicePoint(op="write", pattern="random", size=4096, iops=1e4 / f, mean_us=100 * f, min_us=20 * f,
+                            percentiles_us=[(50.0, 80 * f), (99.0, 300 * f)])
+
+    got = median_point([svc(1.0), svc(3.0), svc(1.2)])
+    assert (got.op, got.pattern, got.size) == ("write", "random", 4096)
+    assert got.mean_us == pytest.approx(120) and got.min_us == pytest.approx(24) and got.iops == pytest.approx(1e4 / 1.2)
+    assert got.percentiles_us == [(50.0, pytest.approx(96)), (99.0, pytest.approx(360))]
+    d = median_point([DepthPoint(qd=8, iops=i, mean_us=m, p50_us=m, p99_us=3 * m)
+                      for i, m in ((7e4, 110), (2e4, 400), (6e4, 130))])
+    assert (d.qd, d.iops, d.mean_us, d.p99_us) == (8, 6e4, 130, 390)
+    b = median_point([BurstPoint(op="read", requests=3, bursts=30, period_us=5e3, issue_us=i, finish_us=f,
+                                 response_us=r)
+                      for i, f, r in ((12, 20, [100, 110, 130]), (40, 90, [400, 500, 600]), (14, 22, [90, 120, 140]))])
+    assert (b.issue_us, b.finish_us, b.response_us, b.requests) == (14, 22, [100, 120, 140], 3)
+    assert median_point([svc(2.0)]) == svc(2.0)
 
 
 def test_the_path_at_rest_is_what_spaced_reads_pay_beyond_the_model() -> None:

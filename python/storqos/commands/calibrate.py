@@ -35,6 +35,9 @@ def calibrate(
     queue_depths: Annotated[str, typer.Option(help="Queue depths of the 4 KiB random-read throughput curve.")]
     = "1,2,4,8,16,32,64",
     time: Annotated[float, typer.Option(help="Seconds per measurement point.")] = 1.0,
+    passes: Annotated[int, typer.Option(help="Measure every point this many times, one whole pass after another, "
+                                             "and keep each point's median: a busy moment that slowed one pass "
+                                             "does not become the profile.")] = 1,
     writes: Annotated[bool, typer.Option("--writes", help="Also measure writes (they OVERWRITE the target's "
                                                           "data).")] = False,
     buffered: Annotated[bool, typer.Option("--buffered", help="Files and devices: go through the page cache "
@@ -74,9 +77,10 @@ def calibrate(
     size_list = _list(sizes, None, "--sizes")
     depth_list = _list(queue_depths, int, "--queue-depths")
     points = len(set(size_list)) * 2 * (2 if writes else 1) + len(set(depth_list)) + 1
-    with progress_bar(f"measuring {target} ({points} points of {time:g} s)", points) as update:
+    with progress_bar(f"measuring {target} ({points} points of {time:g} s"
+                      + (f", {passes} passes" if passes > 1 else "") + ")", points * passes) as update:
         profile = run(target, sizes=size_list, depths=depth_list, writes=writes, direct=not buffered, seconds=time,
-                      engine=engine, progress=lambda i, n, _what: update(i, n))
+                      passes=passes, engine=engine, progress=lambda i, n, _what: update(i, n))
     with replacing(out_file) as part:
         part.write_text(dump_profile(profile))
     if json_out:
