@@ -245,9 +245,9 @@ def read_op_fields(
     the two words spelled as the first line spells its op (``Read``/``Write``,
     ``R``/``W``: one spelling per file is the rule); only a file that mixes spellings
     pays for comparing case-blind. (Reading the op as a :class:`polars.Enum` instead
-    costs more than the comparisons: a dictionary lookup per line.) Returns the columns and the ``is_read`` expression over them (the ``op``
-    column may come back already as that Boolean); raises :class:`Fallback` for a word
-    that is neither."""
+    costs more than the comparisons: a dictionary lookup per line.) Returns the columns
+    and the ``is_read`` expression over them (the ``op`` column may come back already as
+    that Boolean); raises :class:`Fallback` for a word that is neither."""
     read, write = op_words
     cols = read_typed(path, schema, fast_types=fast_types, separator=separator, skip_lines=skip_lines, limit=limit)
     op = pl.col("op")
