@@ -105,15 +105,22 @@ def test_file_device_with_its_profile(tmp_path: Path) -> None:
     # device's times, all measured by the replay's own engine. Measured p50 errors:
     # -13 % to +19 % over twelve tenants in four runs on a quiet machine with fio's
     # device model (2026-11-26), -19 % to +4 % over nine in `make reproduce` with the
-    # replay's; CI once predicted 2.2x the measured median, with a k fitted from one
-    # slow depth-1 measurement and a path at rest forced to rise (both since fixed).
+    # replay's. Measured over predicted p50 in nine runs of this test's experiment on a
+    # quiet machine (2026-11-26 23:30): 0.67-1.10, the measured p50 itself moving
+    # 69-141 µs from one run to the next and the reads at rest 49-112 µs from one
+    # calibration to the next; CI once saw 0.50 (and before the k and the path at rest
+    # were fixed, 2.2x the other way).
     # The 20 % is a benchmark figure (docs/results/validation.md);
-    # asserted here is what survives this machine's noise: within 2x either way, which
-    # the old model (the device's back-to-back time alone: 5-6 µs predicted against
-    # 100 µs measured on a loaded run) failed.
+    # asserted here is what survives this noise: within 2.5x either way, which the
+    # old model (the device's back-to-back time alone: 5-6 µs predicted against 100 µs
+    # measured on a loaded run, 17x) fails.
     ratio = t["p50_ns_meas"] / t["p50_ns_pred"]
-    profile = json.loads((out / "summary.json").read_text())["device_profile"]
-    assert ((ratio > 0.5) & (ratio < 2)).all(), (t.select("name", "p50_ns_pred", "p50_ns_meas"), profile)
+    summary = json.loads((out / "summary.json").read_text())
+    profile = {k: summary["device_profile"][k] for k in ("capacity_iops", "parallelism", "op_time_us")}
+    rest = dict(summary["device_profile"]["path_at_rest_us"])
+    assert ((ratio > 0.4) & (ratio < 2.5)).all(), (
+        t.select("name", "p50_ns_pred", "p50_ns_meas", "p99_ns_pred", "p99_ns_meas").to_dicts(), profile,
+        {"path_at_rest_p50_us": rest.get(0.5), "replays": summary["replays"]})
 
 
 def test_bad_input_is_one_line(tmp_path: Path) -> None:
