@@ -27,16 +27,18 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 #: Test files that run servers and real clients and measure time (latency, rates): they
 #: run one at a time after the rest (`make test`: `pytest -m live`), while the others
 #: run on every core (`pytest -m "not live" -n auto`). Every test_gateway_* file is live.
+#: A test of such a file that measures no time (bad settings refused with one line)
+#: says ``@pytest.mark.untimed`` and runs with the others.
 LIVE_FILES = frozenset({
     "test_calibrate", "test_ctl", "test_metrics", "test_replay", "test_serve", "test_sweep_dask", "test_validate",
 })
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the tests of the live files (see :data:`LIVE_FILES`)."""
+    """Mark the tests of the live files (see :data:`LIVE_FILES`), but their untimed ones."""
     for item in items:
         name = item.path.stem
-        if name in LIVE_FILES or name.startswith("test_gateway_"):
+        if (name in LIVE_FILES or name.startswith("test_gateway_")) and item.get_closest_marker("untimed") is None:
             item.add_marker(pytest.mark.live)
 
 

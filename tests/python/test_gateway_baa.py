@@ -12,6 +12,7 @@ import json
 import signal
 from pathlib import Path
 
+import pytest
 from conftest import REPO, assert_one_line_error, run_cli
 from storqos.gateway_twin import read_live_series
 from test_serve import Server, _fio
@@ -91,6 +92,7 @@ def test_example_iii_live_meets_the_lp_and_fq_underuses_the_ssd(tmp_path: Path) 
     assert sum(got) > 1.15 * sum(got_fq), (got, got_fq)
 
 
+@pytest.mark.untimed
 def test_bad_baa_settings_are_one_line_errors_and_flags_override_the_kind(tmp_path: Path) -> None:
     for t in TENANTS:
         for name in (f"{t}.img", f"{t}-fast.img"):

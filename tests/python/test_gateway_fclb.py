@@ -22,6 +22,7 @@ import subprocess
 import threading
 from pathlib import Path
 
+import pytest
 from conftest import REPO, assert_one_line_error, run_cli
 from storqos.gateway_twin import Experiment
 from test_serve import Server, _fio, _qemu_io
@@ -183,6 +184,7 @@ def test_step_case_live_and_simulated_and_admission_at_connect_time(tmp_path: Pa
     assert est and all(0.0625 - 1e-9 <= g <= 4.0 + 1e-9 and abs(k * g - 1.0) < 1e-6 for g, k in est), est
 
 
+@pytest.mark.untimed
 def test_bad_fclb_settings_are_one_line_errors(tmp_path: Path) -> None:
     cfg, _ = _setup(tmp_path)
     text = cfg.read_text()

@@ -15,6 +15,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import assert_one_line_error, run_cli
 from test_serve import Server, _qemu_io, _tool
 
@@ -130,6 +131,7 @@ def test_a_failing_fast_file_costs_nothing_and_a_failing_slow_file_only_its_expo
     assert err.count("fast tier") == 1 and "served from the slow file" in err, err
 
 
+@pytest.mark.untimed
 def test_bad_tier_settings_are_one_line_errors(tmp_path: Path) -> None:
     cfg = _config(tmp_path, pin=0.5, fast_bytes=MiB)
     assert_one_line_error(run_cli("serve", "--config", str(cfg), "--check"),

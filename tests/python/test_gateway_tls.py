@@ -13,6 +13,7 @@ import struct
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import assert_one_line_error, run_cli
 from test_serve import QEMU_IO, Server, _image, _tool
 
@@ -183,6 +184,7 @@ def test_unix_socket_with_real_clients(tmp_path: Path) -> None:
     assert other.read_text() == "keep me"
 
 
+@pytest.mark.untimed
 def test_bad_tls_settings_are_one_line_errors(tmp_path: Path) -> None:
     pki = _pki(tmp_path / "pki")
     a = _image(tmp_path / "a.img")

@@ -90,6 +90,7 @@ def test_cli_writes_parquet_and_names_tenants(gateway: int, tmp_path: Path) -> N
     assert (log["response_ns"] > 0).all() and (log["finish_ns"] >= log["arrival_ns"]).all()
 
 
+@pytest.mark.untimed
 def test_bad_uris_exports_and_traces_are_one_line(gateway: int, tmp_path: Path) -> None:
     trace = tmp_path / "t.csv"
     _trace(50, 1000.0).write_csv(trace)

@@ -123,6 +123,7 @@ def test_file_device_with_its_profile(tmp_path: Path) -> None:
         {"path_at_rest_p50_us": rest.get(0.5), "replays": summary["replays"]})
 
 
+@pytest.mark.untimed
 def test_bad_input_is_one_line(tmp_path: Path) -> None:
     exp = _experiment(tmp_path)
     assert_one_line_error(run_cli("validate", str(exp), "--device-profile", str(exp)), "--live-device file")
