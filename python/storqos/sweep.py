@@ -16,7 +16,8 @@ Backends (the ``--dask`` / ``--workers`` options of ``storqos run``):
   :func:`storqos.experiment.run_one`). tests/python/test_sweep_dask.py runs a sweep on
   such a cluster (a scheduler and 2 workers on 127.0.0.1) against a serial run.
 - ``"local:N"``: a Dask ``LocalCluster`` of N single-threaded worker processes, started
-  for the sweep and closed after it.
+  for the sweep and closed after it, without the housekeeping a sweep does not use
+  (:data:`LOCAL_CLUSTER_CONFIG`).
 
 Runs start longest first, as far as the sweep can tell (``kind_of``): runs of one kind
 (the same policy and grid point, another seed) take about as long as each other, so
@@ -48,6 +49,16 @@ from .errors import InputError
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+#: Dask settings of the ``local:N`` clusters: no sampling profiler in the workers (every
+#: 10 ms it takes the GIL to walk the running thread's stack, for a dashboard these
+#: clusters do not have) and the event loops' health tick every 500 ms instead of 20
+#: (it only warns of a blocked loop). With them a run went 5-14 % faster beside another
+#: on 2 CPUs (8 paired rounds of 8 runs, 2026-11-27; benches/sweep.py, BENCHMARKS.md).
+LOCAL_CLUSTER_CONFIG: dict[str, Any] = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "500ms",
+}
 
 #: What a pool worker received from its initializer: the shared inputs by key.
 _SHARED: dict[Hashable, Any] = {}
@@ -208,58 +219,62 @@ def _map_dask(
 ) -> list[Any]:
     import logging
 
+    import dask
     from dask.distributed import Client, LocalCluster
     from dask.distributed import as_completed as dask_completed
 
     # Keep distributed's informational logging off the user's terminal.
     logging.getLogger("distributed").setLevel(logging.ERROR)
-    cluster = None
-    try:
-        if backend.startswith("local:"):
-            cluster = LocalCluster(
-                n_workers=int(backend.split(":", 1)[1]),
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=None,
-                silence_logs=logging.ERROR,
-            )
-            client = Client(cluster)
-        else:
-            _probe_scheduler(backend)
-            try:
-                client = Client(backend, timeout="10s")
-            except OSError as e:
-                raise InputError(f"cannot reach the Dask scheduler at {backend}: {e}", "--dask") from None
-        with client:
-            remote = {k: client.scatter(v, broadcast=True) for k, v in shared.items()}
-            token = uuid.uuid4().hex[:12]
+    # The local cluster's workers take these settings with them (the nanny passes the
+    # configuration on); a scheduler given by address keeps its workers' own.
+    with dask.config.set(LOCAL_CLUSTER_CONFIG if backend.startswith("local:") else {}):
+        cluster = None
+        try:
+            if backend.startswith("local:"):
+                cluster = LocalCluster(
+                    n_workers=int(backend.split(":", 1)[1]),
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                    silence_logs=logging.ERROR,
+                )
+                client = Client(cluster)
+            else:
+                _probe_scheduler(backend)
+                try:
+                    client = Client(backend, timeout="10s")
+                except OSError as e:
+                    raise InputError(f"cannot reach the Dask scheduler at {backend}: {e}", "--dask") from None
+            with client:
+                remote = {k: client.scatter(v, broadcast=True) for k, v in shared.items()}
+                token = uuid.uuid4().hex[:12]
 
-            def slots() -> int:  # worker threads now (workers may join or leave a cluster)
-                return max(1, sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()))
+                def slots() -> int:  # worker threads now (workers may join or leave a cluster)
+                    return max(1, sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()))
 
-            results: list[Any] = [None] * len(items)
-            running: dict[Any, tuple[int, float]] = {}
-            pool = dask_completed()
+                results: list[Any] = [None] * len(items)
+                running: dict[Any, tuple[int, float]] = {}
+                pool = dask_completed()
 
-            def start() -> None:
-                i = order.next()
-                f = client.submit(_recorded, fn, items[i], remote.get(key_of(items[i])), pure=False,
-                                  key=f"storqos-run-{token}-{i}")
-                running[f] = (i, time.perf_counter())
-                pool.add(f)
+                def start() -> None:
+                    i = order.next()
+                    f = client.submit(_recorded, fn, items[i], remote.get(key_of(items[i])), pure=False,
+                                      key=f"storqos-run-{token}-{i}")
+                    running[f] = (i, time.perf_counter())
+                    pool.add(f)
 
-            k = slots()
-            while order and len(running) < k:
-                start()
-            for f in pool:
-                _collect(f, running, order, results, on_done)
-                k = slots() if order else k
+                k = slots()
                 while order and len(running) < k:
                     start()
-            return results
-    finally:
-        if cluster is not None:
-            cluster.close()
+                for f in pool:
+                    _collect(f, running, order, results, on_done)
+                    k = slots() if order else k
+                    while order and len(running) < k:
+                        start()
+                return results
+        finally:
+            if cluster is not None:
+                cluster.close()
 
 
-__all__ = ["LongestFirst", "map_runs", "parse_backend"]
+__all__ = ["LOCAL_CLUSTER_CONFIG", "LongestFirst", "map_runs", "parse_backend"]
