@@ -53,7 +53,7 @@ R = TypeVar("R")
 #: Dask settings of the ``local:N`` clusters: no sampling profiler in the workers (every
 #: 10 ms it takes the GIL to walk the running thread's stack, for a dashboard these
 #: clusters do not have) and the event loops' health tick every 500 ms instead of 20
-#: (it only warns of a blocked loop). With them a run went 5-14 % faster beside another
+#: (it only warns of a blocked loop). With them a run went 4-14 % faster beside another
 #: on 2 CPUs (8 paired rounds of 8 runs, 2026-11-27; benches/sweep.py, BENCHMARKS.md).
 LOCAL_CLUSTER_CONFIG: dict[str, Any] = {
     "distributed.worker.profile.enabled": False,

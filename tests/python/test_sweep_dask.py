@@ -143,7 +143,7 @@ SETTINGS = ["distributed.worker.profile.enabled", "distributed.admin.tick.interv
 
 def test_a_local_cluster_runs_without_the_profiler_and_with_a_slow_tick() -> None:
     """Each run, in a worker of a ``local:N`` cluster, sees the settings that keep Dask's
-    housekeeping off the CPUs (measured: runs 5-14 % faster two side by side), and this
+    housekeeping off the CPUs (measured: runs 4-14 % faster two side by side), and this
     process keeps its own."""
     assert map_runs(dask_config.get, SETTINGS, backend="local:1") == [False, "500ms"]
     assert [dask_config.get(k) for k in SETTINGS] == [True, "20ms"]
