@@ -11,11 +11,13 @@ import stat
 import time
 from pathlib import Path
 
+import pytest
 from conftest import assert_one_line_error, run_cli
 from test_gateway_config import gw  # noqa: F401  (the example config beside its images)
 from test_serve import Server, _image, _qemu_io
 
 
+@pytest.mark.untimed
 def test_ctl_stats_set_and_drain(gw: Path, tmp_path: Path) -> None:  # noqa: F811
     sock = tmp_path / "gw.sock"
     s = Server("--config", str(gw), "--listen", "127.0.0.1:0", "--control", str(sock))

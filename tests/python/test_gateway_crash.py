@@ -12,6 +12,7 @@ import struct
 import threading
 from pathlib import Path
 
+import pytest
 from test_gateway_limits import REQUEST_MAGIC, _negotiate
 from test_serve import Server, _image
 
@@ -30,6 +31,7 @@ def _reply(c: socket.socket) -> tuple[int, int]:
     return error, cookie
 
 
+@pytest.mark.untimed
 def test_writes_acknowledged_before_a_flush_survive_sigkill(tmp_path: Path) -> None:
     img = _image(tmp_path / "a.img", BLOCK * BLOCKS)
     s = Server("-e", f"a={img}", "--listen", "127.0.0.1:0")
