@@ -225,12 +225,13 @@ def _map_dask(
 
     # Keep distributed's informational logging off the user's terminal.
     logging.getLogger("distributed").setLevel(logging.ERROR)
-    # The local cluster's workers take these settings with them (the nanny passes the
-    # configuration on); a scheduler given by address keeps its workers' own.
-    with dask.config.set(LOCAL_CLUSTER_CONFIG if backend.startswith("local:") else {}):
-        cluster = None
-        try:
-            if backend.startswith("local:"):
+    cluster = None
+    try:
+        if backend.startswith("local:"):
+            # The nannies pass the settings in force now on to their workers, and the
+            # scheduler reads its own at start; a scheduler given by address keeps its
+            # workers' own.
+            with dask.config.set(LOCAL_CLUSTER_CONFIG):
                 cluster = LocalCluster(
                     n_workers=int(backend.split(":", 1)[1]),
                     threads_per_worker=1,
@@ -238,43 +239,43 @@ def _map_dask(
                     dashboard_address=None,
                     silence_logs=logging.ERROR,
                 )
-                client = Client(cluster)
-            else:
-                _probe_scheduler(backend)
-                try:
-                    client = Client(backend, timeout="10s")
-                except OSError as e:
-                    raise InputError(f"cannot reach the Dask scheduler at {backend}: {e}", "--dask") from None
-            with client:
-                remote = {k: client.scatter(v, broadcast=True) for k, v in shared.items()}
-                token = uuid.uuid4().hex[:12]
+            client = Client(cluster)
+        else:
+            _probe_scheduler(backend)
+            try:
+                client = Client(backend, timeout="10s")
+            except OSError as e:
+                raise InputError(f"cannot reach the Dask scheduler at {backend}: {e}", "--dask") from None
+        with client:
+            remote = {k: client.scatter(v, broadcast=True) for k, v in shared.items()}
+            token = uuid.uuid4().hex[:12]
 
-                def slots() -> int:  # worker threads now (workers may join or leave a cluster)
-                    return max(1, sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()))
+            def slots() -> int:  # worker threads now (workers may join or leave a cluster)
+                return max(1, sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()))
 
-                results: list[Any] = [None] * len(items)
-                running: dict[Any, tuple[int, float]] = {}
-                pool = dask_completed()
+            results: list[Any] = [None] * len(items)
+            running: dict[Any, tuple[int, float]] = {}
+            pool = dask_completed()
 
-                def start() -> None:
-                    i = order.next()
-                    f = client.submit(_recorded, fn, items[i], remote.get(key_of(items[i])), pure=False,
-                                      key=f"storqos-run-{token}-{i}")
-                    running[f] = (i, time.perf_counter())
-                    pool.add(f)
+            def start() -> None:
+                i = order.next()
+                f = client.submit(_recorded, fn, items[i], remote.get(key_of(items[i])), pure=False,
+                                  key=f"storqos-run-{token}-{i}")
+                running[f] = (i, time.perf_counter())
+                pool.add(f)
 
-                k = slots()
+            k = slots()
+            while order and len(running) < k:
+                start()
+            for f in pool:
+                _collect(f, running, order, results, on_done)
+                k = slots() if order else k
                 while order and len(running) < k:
                     start()
-                for f in pool:
-                    _collect(f, running, order, results, on_done)
-                    k = slots() if order else k
-                    while order and len(running) < k:
-                        start()
-                return results
-        finally:
-            if cluster is not None:
-                cluster.close()
+            return results
+    finally:
+        if cluster is not None:
+            cluster.close()
 
 
 __all__ = ["LOCAL_CLUSTER_CONFIG", "LongestFirst", "map_runs", "parse_backend"]

@@ -22,7 +22,7 @@ from typing import IO
 import polars as pl
 import pytest
 from dask import config as dask_config
-from storqos.sweep import map_runs
+from storqos.sweep import LOCAL_CLUSTER_CONFIG, map_runs
 from test_experiment import SMALL
 
 #: test_experiment's small grid (the bundled WebSearch excerpt, an on/off generator and
@@ -138,7 +138,7 @@ def test_sweep_on_an_existing_dask_scheduler_equals_a_serial_run(tmp_path: Path,
 
 
 #: Settings storqos changes on the local clusters it starts (storqos.sweep.LOCAL_CLUSTER_CONFIG).
-SETTINGS = ["distributed.worker.profile.enabled", "distributed.admin.tick.interval"]
+SETTINGS = list(LOCAL_CLUSTER_CONFIG)
 
 
 def test_a_local_cluster_runs_without_the_profiler_and_with_a_slow_tick() -> None:
