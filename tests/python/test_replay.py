@@ -32,7 +32,7 @@ def _trace(n: int, rate: float, tenants: int = 1, size: int = 4096, seed: int = 
 def gateway(tmp_path: Path):
     """A two-export gateway (16 MiB each) without emulation; yields its port."""
     a, b = _image(tmp_path / "a.img", 16 * MiB), _image(tmp_path / "b.img", 16 * MiB)
-    s = Server("--export", f"a={a}:0", "--export", f"b={b}:1", "--listen", "127.0.0.1:0", "--for", "120s")
+    s = Server("--export", f"a={a}:0", "--export", f"b={b}:1", "--listen", "127.0.0.1:0", "--for", "300s")
     _, port = s.ready()
     yield port
     code, _, err = s.finish(signal.SIGTERM)
@@ -64,7 +64,7 @@ def test_closed_loop_keeps_the_emulated_device_busy(tmp_path: Path) -> None:
     """Closed loop with 4 in flight against a 1k-IOPS emulated device: it completes at
     the device's rate, whatever the trace's times say (they are hours apart here)."""
     a = _image(tmp_path / "a.img", 16 * MiB)
-    s = Server("--export", f"a={a}", "--listen", "127.0.0.1:0", "--iops", "1k", "--for", "60s")
+    s = Server("--export", f"a={a}", "--listen", "127.0.0.1:0", "--iops", "1k", "--for", "300s")
     _, port = s.ready()
     try:
         df = _trace(1500, 0.001)
