@@ -16,6 +16,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from test_serve import Server, _image, _qemu_io
 
 IHAVEOPT = b"IHAVEOPT"
@@ -67,6 +68,9 @@ tenant = 1
     return cfg
 
 
+# Bounds on memory and connections, not on time (the 15 s wait bound is 7x what it takes):
+# it runs with the parallel tests.
+@pytest.mark.untimed
 def test_idle_connections_and_a_client_that_reads_no_reply(tmp_path: Path) -> None:
     cfg = _config(tmp_path, 'max_connections = 2100\nidle_timeout = "2s"\nmax_inflight = "64MiB"')
     s = Server("--config", str(cfg))
