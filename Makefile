@@ -22,7 +22,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export PIP_QUIET := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test lint lint-rust lint-python rust-tests test-rust test-python build setup test-setup system-deps nbd-client bench reproduce clean
+.PHONY: demo test lint lint-rust lint-python rust-tests test-rust test-python python-tests build setup test-setup system-deps nbd-client bench reproduce clean
 
 demo: build
 	$(VENV)/bin/storqos demo --out out/demo
@@ -35,7 +35,7 @@ demo: build
 test:
 	@$(MAKE) --no-print-directory -j3 --output-sync=target lint-rust rust-tests test-setup
 	@$(MAKE) --no-print-directory -j2 --output-sync=target build lint-python
-	@$(MAKE) --no-print-directory test-rust test-python
+	@$(MAKE) --no-print-directory test-rust python-tests
 
 # rustfmt and clippy (warnings are errors), ruff over the Python, mypy over the package.
 lint: lint-rust lint-python
@@ -71,7 +71,10 @@ test-rust: rust-tests test-setup
 
 # The tests that measure live servers run one at a time after the others, which run on
 # every core (pytest-xdist); tests/python/conftest.py says which are live.
-test-python: build test-setup
+test-python: build test-setup python-tests
+
+# The Python tests alone, without (re)building and installing first (`make test` has).
+python-tests:
 	$(VPY) -m pytest -m "not live" -n auto
 	$(VPY) -m pytest -m live
 
