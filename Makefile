@@ -21,6 +21,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # maturin installs the package's dependencies with pip: say only what goes wrong.
 export PIP_QUIET := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+NEED_CARGO := command -v $(CARGO) >/dev/null || { echo "error: cargo (Rust) is required: https://rustup.rs" >&2; exit 2; }
 
 .PHONY: demo test lint lint-rust lint-python rust-tests test-rust test-python python-tests build setup test-setup system-deps nbd-client bench reproduce clean
 
@@ -56,6 +57,7 @@ lint-python: $(TDEPS)
 
 # The Rust tests' binaries, built and not run.
 rust-tests:
+	@$(NEED_CARGO)
 	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
 	  $(CARGO) nextest run --release --workspace --no-run; \
 	else \
@@ -124,7 +126,7 @@ system-deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; }
 
 $(VPY):
-	@command -v $(CARGO) >/dev/null || { echo "error: cargo (Rust) is required: https://rustup.rs" >&2; exit 2; }
+	@$(NEED_CARGO)
 	@$(PYTHON) -m venv --help >/dev/null 2>&1 || { \
 	  echo "installing python3-venv with apt-get"; \
 	  apt-get update -qq && apt-get install -y -qq python3-venv; }
