@@ -55,16 +55,13 @@ lint-python: $(TDEPS)
 	$(VENV)/bin/ruff check python tests benches scripts examples
 	$(VPY) -m mypy python/storqos
 
-# The Rust tests' binaries, built and not run.
+# The Rust tests' binaries, built and not run: the same ones nextest and cargo test run.
 rust-tests:
 	@$(NEED_CARGO)
-	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
-	  $(CARGO) nextest run --release --workspace --no-run; \
-	else \
-	  $(CARGO) test --release --workspace --no-run; \
-	fi
+	$(CARGO) test --release --workspace --no-run
 
-test-rust: rust-tests test-setup
+# Either runner builds what is missing first.
+test-rust: test-setup
 	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
 	  $(CARGO) nextest run --release --workspace --no-fail-fast; \
 	else \
