@@ -14,6 +14,9 @@ from storqos.errors import InputError
 from storqos.gateway_config import load, merged
 
 EXAMPLE = REPO / "examples" / "gateway" / "gw.toml"
+# Checks and one real client's bytes: nothing here measures time, so it runs with the
+# parallel tests (conftest.LIVE_FILES).
+pytestmark = pytest.mark.untimed
 
 
 @pytest.fixture

@@ -291,6 +291,7 @@ def test_window_series_and_gauges_live(tmp_path: Path) -> None:
     assert lo.height >= 8 and (lo["value"] >= 1).all(), g
 
 
+@pytest.mark.untimed
 def test_the_closing_tables_read_at_80_columns(tmp_path: Path) -> None:
     """Thirteen columns in one table were cut to "…" in an 80-column terminal."""
     a, b = _image(tmp_path / "a.img"), _image(tmp_path / "b.img")
@@ -306,6 +307,7 @@ def test_the_closing_tables_read_at_80_columns(tmp_path: Path) -> None:
     assert "…" not in out and len(table) >= 8 and max(len(ln) for ln in table) <= 80, out
 
 
+@pytest.mark.untimed
 def test_sigterm_stops_with_the_table(tmp_path: Path) -> None:
     a = _image(tmp_path / "a.img")
     s = Server("--export", f"a={a}", "--listen", "127.0.0.1:0")
@@ -316,6 +318,7 @@ def test_sigterm_stops_with_the_table(tmp_path: Path) -> None:
     assert "storqos serve: fcfs for" in out and "p99 µs" in out
 
 
+@pytest.mark.untimed
 @pytest.mark.parametrize(
     ("args", "policy"),
     [
@@ -346,6 +349,7 @@ def test_for_duration_and_json(tmp_path: Path, args: list[str], policy: str) -> 
     assert "serving 2 exports on nbd://127.0.0.1:" in r.stderr
 
 
+@pytest.mark.untimed
 def test_help_has_a_qemu_io_example() -> None:
     r = run_cli("serve", "--help")
     assert r.code == 0, r.err
@@ -383,6 +387,7 @@ BAD_INPUT = [
 ]
 
 
+@pytest.mark.untimed
 @pytest.mark.parametrize(("args", "needles"), BAD_INPUT, ids=[" ".join(a) or "no-export" for a, _ in BAD_INPUT])
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], needles: list[str]) -> None:
     a = _image(tmp_path / "a.img")
@@ -395,6 +400,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], needl
     assert_one_line_error(run_cli("serve", *argv), *needles)
 
 
+@pytest.mark.untimed
 def test_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
     a = _image(tmp_path / "a.img")
     with socket.socket() as busy:

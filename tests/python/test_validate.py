@@ -140,6 +140,7 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
 
 
+@pytest.mark.untimed
 @pytest.mark.parametrize(("bad", "said"), [("0", "must be > 0"), ("12", "at least 1 MiB"), ("big", "size")])
 def test_export_size_is_checked(tmp_path: Path, bad: str, said: str) -> None:
     assert_one_line_error(run_cli("validate", str(_experiment(tmp_path)), "--export-size", bad,
