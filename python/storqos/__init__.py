@@ -14,12 +14,51 @@ returns polars DataFrames.
 
 from __future__ import annotations
 
-from . import synth
-from .errors import InputError
-from .sim import ClosedClient, SimResult, simulate
-from .specs import DEVICES, POLICIES, device_spec, policy_spec
-from .traces import FORMATS, detect_format, read_trace
-from .traces import bundled as bundled_trace
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from . import synth
+    from .errors import InputError
+    from .sim import ClosedClient, SimResult, simulate
+    from .specs import DEVICES, POLICIES, device_spec, policy_spec
+    from .traces import FORMATS, detect_format, read_trace
+    from .traces import bundled as bundled_trace
+
+#: Where each public name lives. They are imported on first use (PEP 562), so that a
+#: command that needs neither polars nor the simulator (``storqos serve --help``, a bad
+#: flag) starts without loading them: ``import storqos`` alone costs nothing.
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "synth": (".synth", None),
+    "InputError": (".errors", "InputError"),
+    "ClosedClient": (".sim", "ClosedClient"),
+    "SimResult": (".sim", "SimResult"),
+    "simulate": (".sim", "simulate"),
+    "DEVICES": (".specs", "DEVICES"),
+    "POLICIES": (".specs", "POLICIES"),
+    "device_spec": (".specs", "device_spec"),
+    "policy_spec": (".specs", "policy_spec"),
+    "FORMATS": (".traces", "FORMATS"),
+    "detect_format": (".traces", "detect_format"),
+    "read_trace": (".traces", "read_trace"),
+    "bundled_trace": (".traces", "bundled"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The public names of :data:`__all__`, imported when first asked for."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'storqos' has no attribute {name!r}")
+    module, attr = _LAZY[name]
+    mod = importlib.import_module(module, __name__)
+    value = mod if attr is None else getattr(mod, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "ClosedClient",

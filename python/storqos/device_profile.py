@@ -43,13 +43,15 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
 from pydantic import Field
 
 from .errors import InputError
 from .toml_schema import Table, read_toml, validate
+
+if TYPE_CHECKING:  # numpy is imported where the tables are interpolated: loading a
+    import numpy as np  # profile (`storqos serve --device-profile`) does not need it
 
 #: Version of the profile format; a profile of another version is refused.
 PROFILE_VERSION = 1
@@ -199,6 +201,8 @@ class DeviceProfile(Table):
         # On the knots of both tables, so that the difference of the two piecewise-linear
         # quantile functions is exact between knots too.
         base, rest = self._base(base_op).quantile_table_us(), measured.quantile_table_us()
+        import numpy as np
+
         qs = sorted({q for q, _ in base} | {q for q, _ in rest})
         hot = np.interp(qs, [q for q, _ in base], [us for _, us in base]) * self.scale()
         spaced = np.interp(qs, [q for q, _ in rest], [us for _, us in rest])
@@ -207,6 +211,8 @@ class DeviceProfile(Table):
     def path_at_rest_ns(self, u: np.ndarray, op: Op = "read") -> np.ndarray:
         """:meth:`path_at_rest_us` of ``op`` at quantiles ``u`` ∈ [0, 1] (ns, int64;
         zeros without an ``at_rest`` measurement)."""
+        import numpy as np
+
         table = self.path_at_rest_us(op)
         if not table:
             return np.zeros(len(u), dtype=np.int64)

@@ -19,11 +19,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from .errors import InputError
 from .units import parse_duration, parse_percent, parse_rate
+
+if TYPE_CHECKING:  # polars is imported where the judging is (the SLO parsing, which every
+    import polars as pl  # policy spec uses, does not need it)
 
 #: The percentile of the paper's statistical latency guarantee (§3.1: 95 %).
 DEFAULT_PERCENTILE = 0.95
@@ -114,6 +116,8 @@ def judge(
     rate_iops, latency_ms, pct_ms, verdict`` (``"throughput met"``, ``"latency met"``,
     ``"violated"``).
     """
+    import polars as pl
+
     slos = parse_slo(slo)
     q = _fraction(percentile)
     need = {"start_ns", "tenant", "arrivals", "completed"}
@@ -177,6 +181,8 @@ def judge(
 
 def compliance(verdicts: pl.DataFrame) -> pl.DataFrame:
     """Per class: intervals judged, the share of each verdict, and the share met."""
+    import polars as pl
+
     return (
         verdicts.group_by("tenant", "name")
         .agg(

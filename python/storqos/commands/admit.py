@@ -9,7 +9,6 @@ from rich.table import Table
 
 from ..console import emit_json, out
 from ..errors import InputError
-from ..fclb.admission import admit
 
 
 def admit_cmd(
@@ -38,6 +37,8 @@ def admit_cmd(
 
     Example: [bold]storqos admit --workload w1:40:35ms --workload w2:20:38ms --device disk[/bold]
     """
+    from ..fclb.admission import admit
+
     w = None
     if weights is not None:
         try:

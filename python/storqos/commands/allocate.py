@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ..alloc import POLICIES, allocate, parse_client, parse_device
 from ..console import emit_json, out
 from ..errors import InputError
 
@@ -43,6 +42,8 @@ def allocate_cmd(
 
     Example: [bold]storqos allocate --device hdd=200 --device ssd=1000 --client p:hit=0.75 --client q:hit=0.5 --client r:hit=0.9 --client s:hit=0.95[/bold]
     """
+    from ..alloc import POLICIES, allocate, parse_client, parse_device
+
     devices = [parse_device(d) for d in device]
     clients = [parse_client(c) for c in client]
     res = allocate(devices, clients, policy or POLICIES)

@@ -4,12 +4,14 @@ the device and its capacity), and reading the trace they name with a progress li
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import polars as pl
 import typer
 
 from ..progress import run_with_progress
+
+if TYPE_CHECKING:
+    import polars as pl
 
 FormatOpt = Annotated[
     str | None,
@@ -41,6 +43,8 @@ def load_tenants(
     """Read ``paths`` into one trace of tenants, with a name per tenant id: one file keeps
     its own tenants (or is split); several files are one tenant each (or are each split,
     numbered after each other), named after the file."""
+    import polars as pl
+
     from ..traces import merge, split_tenants
 
     if len(paths) == 1:

@@ -9,9 +9,8 @@ With ``--recombine``: FCFS / Split / FQ / Miser at Cmin + ΔC (Fig. 4.4).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import polars as pl
 import typer
 from rich import box
 from rich.table import Table
@@ -20,6 +19,9 @@ from ..console import emit_json, out
 from ..errors import InputError
 from ..paths import check_table_file, write_table
 from ..units import fmt_duration, fmt_ms, fmt_rate
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 #: Output types of --out, by suffix.
@@ -66,6 +68,8 @@ def _note(column: str, value: Any) -> str:
 def _print_df(title: str, df: pl.DataFrame, caption: str | None = None) -> None:
     """A result table that reads at 80 columns: short headers with units; a table of a
     few rows and many columns (--power) is turned so each column is a row."""
+    import polars as pl
+
     heads = [_column(c) for c in df.columns]
     if df.width > 8 and df.height <= 4:
         t = Table(title=title, caption=caption, box=box.SIMPLE_HEAD)

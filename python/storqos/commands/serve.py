@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import polars as pl
 import typer
 from rich.table import Table
 
@@ -15,17 +14,23 @@ from ..console import emit_json, out
 from ..errors import InputError
 from ..gateway import DEFAULT_LISTEN, serve, uri
 from ..gateway import check as check_gateway
-from ..gateway_config import load as load_gateway_config
-from ..gateway_config import merged
 from ..paths import check_table_file
-from ..table_stream import TableStream
 from ..units import fmt_duration, fmt_rate, fmt_size, parse_positive_duration, parse_rate
 
-#: Columns of the per-window series (units in the names, as in the simulator's series).
-WINDOW_SCHEMA = {"start_s": pl.Float64, "length_s": pl.Float64, "tenant": pl.Int64, "ops": pl.Int64, "bytes": pl.Int64,
-                 "iops": pl.Float64, "mean_us": pl.Float64, "p50_us": pl.Float64, "p95_us": pl.Float64,
-                 "p99_us": pl.Float64, "max_us": pl.Float64}
-GAUGE_SCHEMA = {"start_s": pl.Float64, "name": pl.Utf8, "value": pl.Float64}
+if TYPE_CHECKING:
+    from ..table_stream import TableStream
+
+
+def _schemas() -> tuple[dict[str, Any], dict[str, Any]]:
+    """Columns of the per-window series (units in the names, as in the simulator's
+    series) and of its gauges (polars is imported here, when --out needs it, not for
+    every start of the CLI)."""
+    import polars as pl
+
+    windows = {"start_s": pl.Float64, "length_s": pl.Float64, "tenant": pl.Int64, "ops": pl.Int64, "bytes": pl.Int64,
+               "iops": pl.Float64, "mean_us": pl.Float64, "p50_us": pl.Float64, "p95_us": pl.Float64,
+               "p99_us": pl.Float64, "max_us": pl.Float64}
+    return windows, {"start_s": pl.Float64, "name": pl.Utf8, "value": pl.Float64}
 
 
 def _ready_line(info: dict[str, Any]) -> str:
@@ -140,6 +145,9 @@ def serve_cmd(
 
     then: [bold]qemu-io -f raw nbd://127.0.0.1:10809/a -c 'write -P 0xab 0 64k' -c 'read -P 0xab 0 64k'[/bold]
     """
+    from ..gateway_config import load as load_gateway_config
+    from ..gateway_config import merged
+
     cap = parse_rate(iops, "--iops") if iops is not None else None
     dur = None if duration is None else parse_positive_duration(duration, "--for") / 1e9
     window_s = None if window is None else parse_positive_duration(window, "--window") / 1e9
@@ -194,8 +202,12 @@ def serve_cmd(
 
     # The series is handed over as windows close: printed, streamed to --out, and kept
     # in memory only for --json (which prints it whole at the end).
-    streams = (TableStream(out_file, WINDOW_SCHEMA), TableStream(_gauges_file(out_file), GAUGE_SCHEMA)) \
-        if out_file is not None else None
+    streams: tuple[TableStream, TableStream] | None = None
+    if out_file is not None:
+        from ..table_stream import TableStream
+
+        windows, gauges = _schemas()
+        streams = (TableStream(out_file, windows), TableStream(_gauges_file(out_file), gauges))
     kept: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
     counts = [0, 0]
 

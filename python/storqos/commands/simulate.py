@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-import polars as pl
 import typer
 from rich.table import Table
 
@@ -97,6 +96,8 @@ def simulate(
 
     Example: [bold]storqos simulate mix.trace --split-by device --policy sarc+avatar --slo web:160iops@400ms,oltp:190iops@900ms --device array --servers 8 --profile enterprise-10k --queue sptf[/bold]
     """
+    import polars as pl
+
     from ..paths import check_table_file
     from ..sim import simulate as run
 

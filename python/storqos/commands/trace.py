@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import polars as pl
 import typer
 from rich.table import Table
 
@@ -14,6 +13,9 @@ from ..console import emit_json, out
 from ..errors import InputError
 from ..units import fmt_duration, fmt_rate, fmt_size
 from .options import FormatOpt, JsonOpt, SortOpt, TimeUnitOpt, load_trace
+
+if TYPE_CHECKING:
+    import polars as pl
 
 trace_app = typer.Typer(help="Inspect and convert block traces.", no_args_is_help=True)
 
@@ -97,6 +99,8 @@ def trace_convert(
 
     Example: [bold]storqos trace convert ../shared/traces/msr-cambridge/hm_0_excerpt.csv hm_0.parquet[/bold]
     """
+    import polars as pl
+
     from ..paths import check_output_file, replacing
 
     fmt = (to or CONVERT_SUFFIXES.get(output.suffix.lower(), "")).strip().lower()

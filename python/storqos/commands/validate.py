@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import Annotated, Any
 
-import polars as pl
 import typer
 from rich.table import Table
 
@@ -58,6 +57,8 @@ def validate(
 
     Example: [bold]storqos validate examples/validation/hm_0.toml --live-device file --out out/validate-file[/bold]
     """
+    import polars as pl
+
     from ..device_profile import load_profile
     from ..experiment import load
     from ..paths import check_output_dir, check_output_file, replacing, write_table
