@@ -15,6 +15,7 @@ returns polars DataFrames.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -46,10 +47,15 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 
 
 def __getattr__(name: str) -> Any:
-    """The public names of :data:`__all__`, imported when first asked for."""
-    if name not in _LAZY:
+    """The public names of :data:`__all__`, and the package's modules
+    (``storqos.traces.stats`` after a bare ``import storqos``), imported when first asked
+    for."""
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+    elif not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        module, attr = f".{name}", None
+    else:
         raise AttributeError(f"module 'storqos' has no attribute {name!r}")
-    module, attr = _LAZY[name]
     mod = importlib.import_module(module, __name__)
     value = mod if attr is None else getattr(mod, attr)
     globals()[name] = value

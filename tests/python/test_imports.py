@@ -139,3 +139,12 @@ def test_the_public_names_load_on_first_use(name: str) -> None:
     assert getattr(storqos, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'simulat'"):
         storqos.simulat  # noqa: B018  (a typo is an AttributeError, as for any module)
+
+
+
+def test_a_module_of_the_package_is_there_after_a_bare_import() -> None:
+    """``import storqos`` then ``storqos.traces.stats``, as when the package imported its
+    modules up front; a name that is neither a module nor public is still an error."""
+    code = ("import storqos\nassert callable(storqos.traces.stats) and callable(storqos.planner.arrivals)\n"
+            "try:\n    storqos.no_such_module\nexcept AttributeError:\n    pass\nelse:\n    raise SystemExit(1)")
+    assert "polars" in _loaded_after(code)
