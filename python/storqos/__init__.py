@@ -29,19 +29,16 @@ if TYPE_CHECKING:
 #: Where each public name lives. They are imported on first use (PEP 562), so that a
 #: command that needs neither polars nor the simulator (``storqos serve --help``, a bad
 #: flag) starts without loading them: ``import storqos`` alone costs nothing.
+_FROM: dict[str, tuple[str, ...]] = {
+    ".errors": ("InputError",),
+    ".sim": ("ClosedClient", "SimResult", "simulate"),
+    ".specs": ("DEVICES", "POLICIES", "device_spec", "policy_spec"),
+    ".traces": ("FORMATS", "detect_format", "read_trace"),
+}
+#: Public name → (module, attribute in it; None for the module itself).
 _LAZY: dict[str, tuple[str, str | None]] = {
+    **{name: (module, name) for module, names in _FROM.items() for name in names},
     "synth": (".synth", None),
-    "InputError": (".errors", "InputError"),
-    "ClosedClient": (".sim", "ClosedClient"),
-    "SimResult": (".sim", "SimResult"),
-    "simulate": (".sim", "simulate"),
-    "DEVICES": (".specs", "DEVICES"),
-    "POLICIES": (".specs", "POLICIES"),
-    "device_spec": (".specs", "device_spec"),
-    "policy_spec": (".specs", "policy_spec"),
-    "FORMATS": (".traces", "FORMATS"),
-    "detect_format": (".traces", "detect_format"),
-    "read_trace": (".traces", "read_trace"),
     "bundled_trace": (".traces", "bundled"),
 }
 
