@@ -135,9 +135,11 @@ def test_the_cli_starts_without_polars_numpy_or_pydantic() -> None:
 def test_the_public_names_load_on_first_use(name: str) -> None:
     assert name in dir(storqos)
     assert getattr(storqos, name) is not None
-    with pytest.raises(AttributeError, match="no attribute 'simulat'"):
-        storqos.simulat  # noqa: B018  (a typo is an AttributeError, as for any module)
 
+
+def test_a_typo_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'simulat'"):
+        storqos.simulat  # noqa: B018  (as for any module)
 
 
 def test_a_module_of_the_package_is_there_after_a_bare_import() -> None:
