@@ -18,12 +18,15 @@ connection is the trace's k-th, and its issue-time error is
 (the median aligns the two clocks, so neither tool's start-up counts; a replay that
 drifts behind shows as a growing error). Reported per run: p50 and p99 of |error| and
 the largest error (µs), and requests more than 1 ms late; for storqos also its own
-record of issue times (the time of the libnbd call); runs interleave the two tools,
-REPEATS times each.
+record of issue times (the time of the libnbd call) and its median response time. storqos
+replays twice per round: keeping the CPUs awake (`--awake-cpus yes`) and leaving them
+free to sleep (the default); runs interleave the three, REPEATS times each, the order
+reversed every other round.
 
     .venv/bin/python benches/replay_timing.py [--seconds 3] [--repeats 3]
 
-Needs tcpdump (Debian's package; root or CAP_NET_RAW) and fio.
+Needs tcpdump (Debian's package; root or CAP_NET_RAW), fio, and root for the CPU latency
+request (/dev/cpu_dma_latency).
 """
 
 from __future__ import annotations
@@ -111,9 +114,14 @@ def capture(port: int, out: Path) -> subprocess.Popen[bytes]:
     return p
 
 
-def run_storqos(uri: str, df: pl.DataFrame) -> float:
-    """Replay; returns the replay's own issue-time error p99 (µs)."""
-    return float(replay(df, {0: uri}).schedule()["issue_error_p99_us"])
+def run_storqos(uri: str, df: pl.DataFrame, awake: str) -> tuple[float, float]:
+    """Replay; returns the replay's own issue-time error p99 and its median response
+    time (µs)."""
+    res = replay(df, {0: uri}, awake=awake)
+    if res.cpus_awake != (awake == "yes"):
+        raise SystemExit(f"replay_timing: --awake-cpus {awake} was not honoured")
+    return (float(res.schedule()["issue_error_p99_us"]),
+            float(res.requests["response_ns"].median() or 0) / 1e3)
 
 
 def run_fio(uri: str, df: pl.DataFrame, work: Path) -> None:
@@ -135,7 +143,8 @@ def main() -> int:
     args = ap.parse_args()
     df = trace(args.seconds)
     sched = df["arrival_ns"].to_numpy()
-    results: dict[str, list[dict[str, float]]] = {"storqos replay": [], "fio read_iolog": []}
+    tools = {"storqos, CPUs awake": "yes", "storqos, CPUs free": "no", "fio read_iolog": ""}
+    results: dict[str, list[dict[str, float]]] = {t: [] for t in tools}
     with tempfile.TemporaryDirectory(prefix="storqos-bench-") as tmp:
         work = Path(tmp)
         img = work / "a.img"
@@ -149,13 +158,13 @@ def main() -> int:
             # file's holes allocate zero pages), its threads started.
             replay(df, {0: uri}, closed=32)
             for r in range(args.repeats):
-                for tool in results:
+                for tool in (list(results) if r % 2 == 0 else list(results)[::-1]):  # order alternates
                     pcap = work / "cap.pcap"
                     cap = capture(port, pcap)
                     own = None
                     try:
-                        if tool == "storqos replay":
-                            own = run_storqos(uri, df)
+                        if tools[tool]:
+                            own = run_storqos(uri, df, tools[tool])
                         else:
                             run_fio(uri, df, work)
                     finally:
@@ -164,16 +173,17 @@ def main() -> int:
                         cap.wait(10)
                     res = errors(wire_times(pcap), sched)
                     results[tool].append(res)
-                    print(f"run {r + 1} {tool:15} requests {res['requests']:,.0f}  p50 {res['p50_us']:8.1f} µs  "
+                    print(f"run {r + 1} {tool:19} requests {res['requests']:,.0f}  p50 {res['p50_us']:8.1f} µs  "
                           f"p99 {res['p99_us']:8.1f} µs  max {res['max_us']:9.1f} µs  late {res['late']:,.0f}"
-                          + (f"  (own record: p99 {own:.1f} µs)" if own is not None else ""), file=sys.stderr)
+                          + (f"  (own record: p99 {own[0]:.1f} µs; median response {own[1]:.1f} µs)"
+                             if own is not None else ""), file=sys.stderr)
     print(f"\nissue-time error at {RATE / 1e3:g}k IOPS, {args.seconds:g} s, medians of {args.repeats} runs:")
-    print(f"{'tool':16} {'p50 |e| µs':>11} {'p99 |e| µs':>11} {'max µs':>10} {'late':>6}")
+    print(f"{'tool':20} {'p50 |e| µs':>11} {'p99 |e| µs':>11} {'max µs':>10} {'late':>6}")
     med = {}
     for tool, rs in results.items():
         med[tool] = {k: statistics.median(r[k] for r in rs) for k in ("p50_us", "p99_us", "max_us", "late")}
         m = med[tool]
-        print(f"{tool:16} {m['p50_us']:11.1f} {m['p99_us']:11.1f} {m['max_us']:10.1f} {m['late']:6.0f}")
+        print(f"{tool:20} {m['p50_us']:11.1f} {m['p99_us']:11.1f} {m['max_us']:10.1f} {m['late']:6.0f}")
     ranges = {t: (min(r["p99_us"] for r in rs), max(r["p99_us"] for r in rs)) for t, rs in results.items()}
     print("p99 ranges: " + ", ".join(f"{t} {a:.1f}-{b:.1f} µs" for t, (a, b) in ranges.items()))
     return 0

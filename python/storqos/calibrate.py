@@ -16,6 +16,11 @@ measure (the reads at rest may take the other one: ``rest_engine``):
   libnbd, tens of µs), so a simulation with this profile predicts what a replay
   measures, not what fio measures.
 
+Asked to (``awake``), it keeps the CPUs out of their sleep states while it measures
+(:mod:`storqos.cpu_latency`), and the profile records whether they were: a profile
+measured with sleeping CPUs has a slower path at rest than a replay with awake ones
+meets, and the other way round.
+
 The fitted models are :mod:`storqos.device_profile`'s.
 """
 
@@ -34,6 +39,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from .cpu_latency import check_mode, cpus_awake
 from .device_profile import PERCENTILES, PROFILE_VERSION, BurstPoint, DepthPoint, DeviceProfile, Op, Pattern, ServicePoint, fit
 from .errors import InputError
 
@@ -264,6 +270,7 @@ def calibrate(
     passes: int = 1,
     engine: str = "fio",
     rest_engine: str | None = None,
+    awake: str = "no",
     progress: Callable[[int, int, str], None] | None = None,
 ) -> DeviceProfile:
     """Measure ``text`` with ``engine`` (see the module) and return its profile; the
@@ -272,7 +279,9 @@ def calibrate(
     Writes are measured only with ``writes`` (they overwrite the target's data);
     without, the profile has reads only and the simulator serves writes with read
     times. With ``passes`` > 1 every point is measured that many times, one whole pass
-    after another, and the profile keeps each point's median (:func:`median_point`)."""
+    after another, and the profile keeps each point's median (:func:`median_point`).
+    ``awake`` (auto, yes or no) keeps the CPUs awake while measuring
+    (:func:`storqos.cpu_latency.cpus_awake`); the profile says whether they were."""
     from . import __version__
     from .replay import export_size
 
@@ -288,6 +297,7 @@ def calibrate(
         raise InputError(f"queue depths must be in 1..1024, got {list(depths)}", "--queue-depths")
     if not 1 <= passes <= MAX_PASSES:
         raise InputError(f"must be 1..{MAX_PASSES}, got {passes}", "--passes")
+    check_mode(awake)
     ops: tuple[Op, ...] = ("read", "write") if writes else ("read",)
     pats: tuple[Pattern, ...] = ("random", "sequential")
     plan = [(op, pat, s) for op in ops for pat in pats for s in sorted(set(sizes))]
@@ -300,7 +310,8 @@ def calibrate(
     curve: list[list[DepthPoint]] = [[] for _ in qds]
     at_rest: list[list[ServicePoint]] = [[] for _ in range(2 if writes else 1)]
     burst: list[list[BurstPoint]] = [[] for _ in bursts]
-    with tempfile.TemporaryDirectory(prefix="storqos-calibrate-") as tmp:
+    # Held (or not) for the whole measurement; the replays inside hold none of their own.
+    with cpus_awake(awake) as held, tempfile.TemporaryDirectory(prefix="storqos-calibrate-") as tmp:
         work = Path(tmp)
         export_bytes = export_size(text, "calibrate") if "replay" in (engine, rest) else 0
 
@@ -350,7 +361,7 @@ def calibrate(
         engine=("replay" if engine == "replay" else tgt.engine) + (f", at rest {rest}" if rest != engine else ""),
         direct=direct if not tgt.is_nbd else False,
         created=dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
-        time_per_point_s=seconds, passes=passes, service=points, queue_depth=depth_curve, at_rest=rests[0],
+        time_per_point_s=seconds, passes=passes, cpus_awake=held, service=points, queue_depth=depth_curve, at_rest=rests[0],
         at_rest_write=rests[1] if writes else None, burst=[median_point(pts) for pts in burst] or None,
         **fit(points, depth_curve),
     )

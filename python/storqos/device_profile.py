@@ -139,6 +139,9 @@ class DeviceProfile(Table):
     #: Whole passes measured, each point's median kept (profiles made before passes
     #: were counted made one)
     passes: int = Field(default=1, ge=1)
+    #: Whether the CPUs were kept out of their sleep states while measuring
+    #: (:mod:`storqos.cpu_latency`; absent from profiles made before it was recorded)
+    cpus_awake: bool | None = None
     capacity_iops: float = Field(gt=0)
     parallelism: int = Field(ge=1)
     op_time_us: float = Field(gt=0)

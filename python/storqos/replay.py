@@ -9,8 +9,10 @@ Each tenant has its own NBD connection (libnbd handle), to its own export when a
 map says so: the gateway tells tenants apart by export. All connections are driven from
 one thread: between issues the loop waits in ``select`` on the sockets and spins the last
 :data:`SPIN_NS` before an issue time, which keeps the issue-time error to tens of
-microseconds. Offsets wrap into the export; requests above 32 MiB (NBD's usual maximum)
-are split into pieces, each its own request.
+microseconds. Asked to (``awake``), it keeps the CPUs out of their sleep states while it
+runs (:mod:`storqos.cpu_latency`): a sleeping CPU takes tens of µs or more to wake, which
+the issue times and the response times otherwise carry. Offsets wrap into the export;
+requests above 32 MiB (NBD's usual maximum) are split into pieces, each its own request.
 
 The request log has the columns and types of ``storqos simulate --out``'s, so one
 analysis reads both. The client cannot see the gateway's queue: ``dispatch_ns`` is the
@@ -29,6 +31,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from .cpu_latency import check_mode, cpus_awake
 from .errors import InputError, warn_input
 
 #: Largest request sent as one NBD command; larger ones are split.
@@ -98,6 +101,8 @@ class ReplayResult:
     wrapped: int = 0
     #: pieces made by splitting requests above 32 MiB
     split: int = 0
+    #: whether the CPUs were kept awake while it ran (:mod:`storqos.cpu_latency`)
+    cpus_awake: bool = False
 
     @property
     def late(self) -> int:
@@ -229,6 +234,7 @@ def replay(
     wrap: bool = True,
     warmup: bool = False,
     until_s: float | None = None,
+    awake: str = "no",
     progress: Callable[[int, int], None] | None = None,
 ) -> ReplayResult:
     """Replay ``trace`` (storqos's trace schema) over NBD; ``uris`` gives each tenant's
@@ -240,7 +246,9 @@ def replay(
     block (not logged), so that the first requests of the trace do not pay for a cold
     server. With ``until_s`` (closed loop only), no request is issued after that many
     seconds: the trace is then a supply, of which only what was issued is logged.
-    ``progress(done, total)`` is called now and then."""
+    ``awake`` (auto, yes or no) keeps the CPUs out of their sleep states while the
+    requests go (:func:`storqos.cpu_latency.cpus_awake`). ``progress(done, total)`` is
+    called now and then."""
     nbd = _nbd()
     if not (speed > 0 and np.isfinite(speed)):
         raise InputError(f"must be a number > 0, got {speed}", "--speed")
@@ -252,6 +260,7 @@ def replay(
         raise InputError("a time bound needs closed loop and > 0 seconds", "replay")
     if not 1 <= connections <= 64:
         raise InputError(f"must be in 1..64, got {connections}", "--connections")
+    check_mode(awake)
     if not trace.height:
         raise InputError("the trace has no requests", "replay")
     trace, pieces = split_large(trace)
@@ -283,8 +292,11 @@ def replay(
             for cs in conns.values():
                 for c in cs:
                     c.h.pread(min(4096, c.size), 0)
-        return _run(nbd, conns, sched, tenant, size, is_read, offset, max_outstanding, closed, until_s, progress,
-                    wrapped, pieces, speed)
+        with cpus_awake(awake) as held:
+            res = _run(nbd, conns, sched, tenant, size, is_read, offset, max_outstanding, closed, until_s, progress,
+                       wrapped, pieces, speed)
+        res.cpus_awake = held
+        return res
     finally:
         for cs in conns.values():
             for c in cs:

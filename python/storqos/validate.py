@@ -15,6 +15,9 @@ traces and its generators, materialised) are
 
 and each tenant's IOPS and response-time percentiles are computed the same way from
 both request logs. Closed-loop tenants have no request list to replay and are refused.
+The calibration and the replays keep the CPUs awake, or not, alike (``awake``,
+:mod:`storqos.cpu_latency`); a profile given that was measured the other way is
+warned of.
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ import numpy as np
 import polars as pl
 
 from .calibrate import MAX_PASSES
+from .cpu_latency import can_keep_awake
 from .device_profile import DeviceProfile, Op
-from .errors import InputError
+from .errors import InputError, warn_input
 from .experiment import Experiment, Run
 from .gateway_process import GatewayProcess
 from .replay import ReplayResult, replay
@@ -146,7 +150,7 @@ def _exports(workdir: Path, tenants: int, size: int, fill: bool) -> list[str]:
     return paths
 
 
-def calibrate_file(path: Path, *, seconds: float = 0.5, passes: int = CALIBRATE_PASSES,
+def calibrate_file(path: Path, *, seconds: float = 0.5, passes: int = CALIBRATE_PASSES, awake: str = "no",
                    progress: Callable[[str], None] | None = None) -> DeviceProfile:
     """Profile of a file as the gateway serves it and the replay sees it: a FCFS
     gateway in front of ``path``, measured over NBD by the replay's own engine, the
@@ -159,14 +163,15 @@ def calibrate_file(path: Path, *, seconds: float = 0.5, passes: int = CALIBRATE_
     +106..+308 %. Writes included: the file is scratch. ``passes`` whole passes, each
     point's median kept (:func:`storqos.calibrate.median_point`): one pass disturbed
     for a few seconds made profiles of 11 servers where the others made 7, and doubled
-    the predicted p50 of MSR hm_0's writes and FIU's tenants."""
+    the predicted p50 of MSR hm_0's writes and FIU's tenants. ``awake`` as
+    :func:`storqos.calibrate.calibrate`'s."""
     from .calibrate import calibrate
     from .gateway import gateway_config
     from .specs import policy_spec
 
     cfg = gateway_config([f"cal={path}:0"], policy_spec("fcfs"), listen="127.0.0.1:0")
     with GatewayProcess(cfg) as gw:
-        return calibrate(gw.uri("cal"), writes=True, seconds=seconds, passes=passes, engine="replay",
+        return calibrate(gw.uri("cal"), writes=True, seconds=seconds, passes=passes, engine="replay", awake=awake,
                          progress=(lambda i, n, what: progress(f"calibrating: {what} ({i}/{n})")) if progress else None)
 
 
@@ -180,12 +185,15 @@ def validate(
     calibrate_seconds: float = 0.5,
     calibrate_passes: int = CALIBRATE_PASSES,
     attempts: int = ATTEMPTS,
+    awake: str = "no",
     progress: Callable[[str], None] | None = None,
 ) -> Validation:
     """Run every run of ``exp`` simulated and live (see the module's description). A run
     whose replay fell behind the trace (over 1 % of requests issued more than 1 ms late)
     is replayed again, up to ``attempts`` replays in all; the one with the fewest late
-    requests is kept, and still says so when it fell behind."""
+    requests is kept, and still says so when it fell behind. ``awake`` (auto, yes or no)
+    keeps the CPUs awake during the calibration and the replays
+    (:func:`storqos.cpu_latency.cpus_awake`)."""
     from .gateway import gateway_config
     from .gateway_config import LimitsTable
     from .sim import simulate
@@ -198,6 +206,11 @@ def validate(
         raise InputError(f"must be in 1..{MAX_PASSES}, got {calibrate_passes}", "--calibration-passes")
     if export_bytes < (1 << 20):
         raise InputError(f"exports must be at least 1 MiB, got {export_bytes:,} bytes", "--export-size")
+    held = can_keep_awake(awake)
+    if mode == "file" and profile is not None and profile.cpus_awake is not None and profile.cpus_awake != held:
+        warn_input(f"the device profile was measured with the CPUs {'awake' if profile.cpus_awake else 'free to sleep'}"
+                   f" and the replays keep them {'awake' if held else 'free to sleep'}: the prediction's path at rest "
+                   "will not be the live one (calibrate again, or set --awake-cpus alike)")
     say = progress or (lambda _msg: None)
     with tempfile.TemporaryDirectory(prefix="storqos-validate-", dir=workdir) as tmp:
         work = Path(tmp)
@@ -205,7 +218,7 @@ def validate(
         files = _exports(work, tenants, export_bytes, fill=mode == "file")
         if mode == "file" and profile is None:
             profile = calibrate_file(Path(files[0].split("=", 1)[1].rsplit(":", 1)[0]), seconds=calibrate_seconds,
-                                     passes=calibrate_passes, progress=say)
+                                     passes=calibrate_passes, awake=awake, progress=say)
         result = Validation(name=exp.name, mode=mode, device="", profile=profile)
         for i, run in enumerate(exp.runs):
             names = [t.name for t in run.tenants]
@@ -222,6 +235,8 @@ def validate(
                 assert profile is not None
                 device, iops, depth, cost = profile.sim_device(), None, profile.parallelism, profile.cost()
                 result.device = f"files, profile of {profile.target} ({profile.capacity_iops:,.0f} IOPS, k = {depth})"
+            if held:
+                result.device += ", CPUs kept awake"
             say(f"{run.label}: simulating {df.height:,} requests ({i + 1}/{len(exp.runs)})")
             sim = simulate(df, run.policy, device, seed=run.seed, keep_requests=True)
             assert sim.requests is not None
@@ -229,7 +244,7 @@ def validate(
             cfg = gateway_config(files[: len(names)], run.policy, listen="127.0.0.1:0", depth=depth, iops=iops,
                                  cost=cost, limits=LimitsTable(max_inflight=INFLIGHT_BYTES).to_json())
             say(f"{run.label}: replaying {df.height:,} requests live ({i + 1}/{len(exp.runs)})")
-            live, made = _replay_on_schedule(df, cfg, len(names), attempts, say, run.label)
+            live, made = _replay_on_schedule(df, cfg, len(names), attempts, say, run.label, awake)
             pred, meas = per_tenant(predicted, names), per_tenant(live.requests, names)
             both = pred.join(meas.drop("name", "requests"), on="tenant", suffix="_meas", how="left")
             both = both.rename({c: f"{c}_pred" for c in ("iops", *(f"p{q}_ns" for q in PERCENTILES))})
@@ -420,14 +435,15 @@ def with_path(requests: pl.DataFrame, profile: DeviceProfile) -> pl.DataFrame:
 
 
 def _replay_on_schedule(df: pl.DataFrame, cfg: dict[str, Any], tenants: int, attempts: int,
-                        say: Callable[[str], None], label: str) -> tuple[ReplayResult, int]:
+                        say: Callable[[str], None], label: str, awake: str) -> tuple[ReplayResult, int]:
     """Replay ``df`` through a fresh gateway of ``cfg`` until a replay keeps to the
     schedule or ``attempts`` were made; the replay with the fewest late requests and how
     many were made."""
     best: ReplayResult | None = None
     for made in range(1, attempts + 1):
         with GatewayProcess(cfg) as gw:
-            live = replay(df, {t: gw.uri(f"t{t}") for t in range(tenants)}, connections=CONNECTIONS, warmup=True)
+            live = replay(df, {t: gw.uri(f"t{t}") for t in range(tenants)}, connections=CONNECTIONS, warmup=True,
+                          awake=awake)
         if best is None or live.late < best.late:
             best = live
         behind = live.fell_behind()

@@ -59,6 +59,9 @@ def test_the_emulated_2k_device_measures_2k_iops(profile_2k: Path) -> None:
         (op, pat, size) for op in ("read", "write") for pat in ("random", "sequential") for size in (4096, 65536)}
     # The fitted server takes 1 / capacity per 4 KiB read: 0.5 ms.
     assert p.op_time_us == pytest.approx(500, rel=0.03)
+    # The CPUs were left as the machine has them (--awake-cpus no, the default), and the
+    # profile says so.
+    assert p.cpus_awake is False
 
 
 def test_simulating_with_the_profile_predicts_the_devices_capacity(profile_2k: Path) -> None:

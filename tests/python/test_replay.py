@@ -5,6 +5,7 @@ URIs, exports and traces are one line, exit 2, with no partial output."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import numpy as np
 import polars as pl
 import pytest
 from conftest import assert_one_line_error, run_cli, until_calm
+from storqos.cpu_latency import DEVICE, cpu_latency_us
 from storqos.replay import MAX_REQUEST, place, replay, split_large
 from storqos.sim import simulate
 from test_serve import Server, _image
@@ -58,6 +60,19 @@ def test_the_log_has_the_simulators_columns_and_the_schedule_is_kept(gateway: in
     gaps = np.diff(res.requests.sort("id")["arrival_ns"].to_numpy().astype(np.int64))
     want = np.diff(df["arrival_ns"].to_numpy())
     assert np.median(np.abs(gaps - want)) < 100_000
+
+
+@pytest.mark.untimed
+@pytest.mark.skipif(not os.access(DEVICE, os.W_OK), reason="needs write access to /dev/cpu_dma_latency (root)")
+def test_the_cpus_are_kept_awake_while_the_requests_go(gateway: int) -> None:
+    """With --awake-cpus yes the kernel's CPU latency request reads 0 µs at every
+    progress report of the run, and the result says it was held; with no, it says not."""
+    df = _trace(3000, 20_000.0)
+    seen: list[int | None] = []
+    res = replay(df, {0: f"nbd://127.0.0.1:{gateway}/a"}, awake="yes",
+                 progress=lambda _done, _n: seen.append(cpu_latency_us()))
+    assert res.cpus_awake and len(seen) >= 2 and set(seen) == {0}, seen
+    assert not replay(df.head(100), {0: f"nbd://127.0.0.1:{gateway}/a"}, awake="no").cpus_awake
 
 
 def test_closed_loop_keeps_the_emulated_device_busy(tmp_path: Path) -> None:

@@ -145,3 +145,23 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
 def test_export_size_is_checked(tmp_path: Path, bad: str, said: str) -> None:
     assert_one_line_error(run_cli("validate", str(_experiment(tmp_path)), "--export-size", bad,
                                   "--out", str(tmp_path / "o")), "--export-size", said)
+
+
+@pytest.mark.untimed
+def test_a_profile_measured_with_the_cpus_the_other_way_is_warned_of(tmp_path: Path) -> None:
+    """A profile measured with the CPUs kept awake, replays that leave them free: a
+    warning line before the run (which then stops on its closed-loop tenant, one line)."""
+    from storqos.device_profile import dump_profile
+    from test_validate_burst import _profile
+
+    prof = tmp_path / "awake.toml"
+    prof.write_text(dump_profile(_profile(None).model_copy(update={"cpus_awake": True})))
+    closed = tmp_path / "closed.toml"
+    closed.write_text(EXPERIMENT.format(trace=bundled("websearch")).replace('[[policy]]\nkind = "wf2q"\nweights = [2, 1, 1]\n', "")
+                      + '\n[[tenant]]\nname = "backup"\nclosed = { outstanding = 4, size = "64k" }\n')
+    r = run_cli("validate", str(closed), "--live-device", "file", "--device-profile", str(prof), "--awake-cpus", "no",
+                "--export-size", "1MiB", "--out", str(tmp_path / "o"))
+    assert r.code == 2 and "Traceback" not in r.err, r.err
+    lines = [ln for ln in r.err.splitlines() if ln.strip()]
+    assert len(lines) == 2 and lines[0].startswith("warning:") and "closed-loop" in lines[1], r.err
+    assert "measured with the CPUs awake" in lines[0] and "free to sleep" in lines[0], lines[0]

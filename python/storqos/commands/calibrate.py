@@ -11,7 +11,7 @@ from rich.table import Table
 from ..console import emit_json, out
 from ..errors import InputError
 from ..units import fmt_rate, fmt_size, parse_size
-from .options import JsonOpt
+from .options import AwakeOpt, JsonOpt
 
 
 def _list(text: str, parse: type[int] | None, where: str) -> list[int]:
@@ -45,6 +45,7 @@ def calibrate(
     engine: Annotated[str, typer.Option(help="What measures: fio (the storage's own time) or replay (NBD only: "
                                              "storqos replay's client, whose own time per request is then part "
                                              "of the profile, as in storqos validate).")] = "fio",
+    awake_cpus: AwakeOpt = "no",
     json_out: JsonOpt = False,
 ) -> None:
     """Measure a storage target and write a device profile for simulate and serve.
@@ -67,6 +68,7 @@ def calibrate(
     Example: [bold]storqos calibrate /srv/images/test.img --writes --time 2 --out file.toml[/bold]
     """
     from ..calibrate import calibrate as run
+    from ..cpu_latency import can_keep_awake
     from ..device_profile import dump_profile
     from ..paths import check_output_file, replacing
     from ..progress import progress_bar
@@ -74,13 +76,14 @@ def calibrate(
     if not time > 0:
         raise InputError(f"must be > 0, got {time}", "--time")
     check_output_file(out_file, "--out")
+    can_keep_awake(awake_cpus)  # a typo, or `yes` where it cannot, fails before anything starts
     size_list = _list(sizes, None, "--sizes")
     depth_list = _list(queue_depths, int, "--queue-depths")
     points = len(set(size_list)) * 2 * (2 if writes else 1) + len(set(depth_list)) + 1
     with progress_bar(f"measuring {target} ({points} points of {time:g} s"
                       + (f", {passes} passes" if passes > 1 else "") + ")", points * passes) as update:
         profile = run(target, sizes=size_list, depths=depth_list, writes=writes, direct=not buffered, seconds=time,
-                      passes=passes, engine=engine, progress=lambda i, n, _what: update(i, n))
+                      passes=passes, engine=engine, awake=awake_cpus, progress=lambda i, n, _what: update(i, n))
     with replacing(out_file) as part:
         part.write_text(dump_profile(profile))
     if json_out:
@@ -88,7 +91,7 @@ def calibrate(
         return
     out.print(f"[bold]{target}[/bold]: capacity {fmt_rate(profile.capacity_iops)} (4 KiB random reads), "
               f"parallelism {profile.parallelism}, {profile.op_time_us:.1f} µs per op, "
-              f"{fmt_size(profile.bandwidth_bytes_per_s)}/s")
+              f"{fmt_size(profile.bandwidth_bytes_per_s)}/s" + ("; measured with the CPUs kept awake" if profile.cpus_awake else ""))
     t = Table(title="response time at queue depth 1")
     for col in ("op", "size", "IOPS", "mean ms", "p50 ms", "p99 ms"):
         t.add_column(col, justify="left" if col == "op" else "right")

@@ -1,5 +1,6 @@
 """Options several commands share (the trace's format, time unit and order, --json,
-the device and its capacity), and reading the trace they name with a progress line."""
+the device and its capacity, keeping the CPUs awake while measuring), and reading the
+trace they name with a progress line."""
 
 from __future__ import annotations
 
@@ -22,6 +23,14 @@ TimeUnitOpt = Annotated[
 ]
 SortOpt = Annotated[bool, typer.Option("--sort", help="Sort requests by time instead of rejecting a trace whose timestamps go backwards.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON (for scripts) instead of tables.")]
+AwakeOpt = Annotated[
+    str,
+    typer.Option("--awake-cpus", help="Keep the CPUs out of their sleep states while measuring (Linux, as root): a "
+                                      "sleeping CPU takes tens of µs or more to wake, which the measured times "
+                                      "carry. Tighter issue times and quicker responses, at the cost of power. "
+                                      "yes; auto: where this user may; no: the CPUs as the machine has them. "
+                                      "A device profile and the replays it predicts should agree on it."),
+]
 
 
 DeviceOpt = Annotated[str, typer.Option("--device", "-d", help="constant | exponential | array | disk | tiered.")]

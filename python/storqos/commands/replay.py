@@ -12,7 +12,7 @@ from rich.table import Table
 from ..console import emit_json, out
 from ..errors import InputError
 from ..units import fmt_ms, fmt_rate
-from .options import FormatOpt, JsonOpt, SortOpt, TimeUnitOpt, load_tenants
+from .options import AwakeOpt, FormatOpt, JsonOpt, SortOpt, TimeUnitOpt, load_tenants
 
 
 def tenant_uris(uri: str, mapping: list[str], tenants: list[int], names: dict[int, str] | None) -> dict[int, str]:
@@ -68,6 +68,7 @@ def replay(
     offsets: Annotated[
         str, typer.Option(help="Offsets beyond the export: wrap (fold into it) or error.")] = "wrap",
     max_requests: Annotated[int | None, typer.Option(help="Replay only the first N requests.")] = None,
+    awake_cpus: AwakeOpt = "no",
     format: FormatOpt = None,
     time_unit: TimeUnitOpt = None,
     sort: SortOpt = False,
@@ -87,11 +88,13 @@ def replay(
 
     Example: [bold]storqos replay mix.csv nbd://gw:10809/a --split-by device --tenant-map 1=b --speed 2[/bold]
     """
+    from ..cpu_latency import can_keep_awake
     from ..paths import check_table_file, write_table
     from ..progress import progress_bar
     from ..replay import replay as run
     from ..replay import warn_behind
 
+    can_keep_awake(awake_cpus)  # a typo, or `yes` where it cannot, fails before anything starts
     if offsets not in ("wrap", "error"):
         raise InputError(f"unknown value {offsets!r} (wrap or error)", "--offsets")
     if max_requests is not None and max_requests < 1:
@@ -105,8 +108,7 @@ def replay(
     uris = tenant_uris(uri, tenant_map or [], tenants, names)
     with progress_bar(f"replaying {df.height:,} requests", df.height) as update:
         res = run(df, uris, speed=speed, max_outstanding=max_outstanding, closed=closed, connections=connections,
-                  wrap=offsets == "wrap",
-                  progress=update)
+                  wrap=offsets == "wrap", awake=awake_cpus, progress=update)
     if out_file is not None:
         write_table(res.requests, out_file)
     warn_behind(res)
@@ -116,7 +118,7 @@ def replay(
     summary: dict[str, Any] = {
         "mode": res.mode, "speed": speed, "span_s": res.span_s, "scheduled_span_s": res.scheduled_span_s,
         "schedule": res.schedule(), "wrapped": res.wrapped, "split": res.split,
-        "errors": sum(res.errors.values()), "first_error": res.first_error,
+        "errors": sum(res.errors.values()), "first_error": res.first_error, "cpus_awake": res.cpus_awake,
         "tenants": [{**r, "name": (names or {}).get(int(r["tenant"]), ""), "uri": uris[int(r["tenant"])]}
                     for r in rows],
     }
@@ -126,7 +128,8 @@ def replay(
         emit_json(summary)
         return
     out.print(f"replayed {df.height:,} requests ({res.mode} loop) in {res.span_s:.3f} s"
-              + (f", trace time {res.scheduled_span_s:.3f} s at speed {speed:g}" if closed is None else ""))
+              + (f", trace time {res.scheduled_span_s:.3f} s at speed {speed:g}" if closed is None else "")
+              + ("; CPUs kept awake" if res.cpus_awake else ""))
     t = Table(title="response time per tenant (issue to reply)")
     for col in ("tenant", "requests", "IOPS", "mean ms", "p50 ms", "p95 ms", "p99 ms", "errors"):
         t.add_column(col, justify="left" if col == "tenant" else "right", overflow="fold")

@@ -12,7 +12,7 @@ from rich.table import Table
 from ..console import emit_json, out
 from ..errors import InputError, warn_input
 from ..units import fmt_ms, parse_size
-from .options import JsonOpt
+from .options import AwakeOpt, JsonOpt
 
 
 def _pct(x: float | None) -> str:
@@ -40,6 +40,7 @@ def validate(
         Path | None, typer.Option("--markdown", help="Also write the table as markdown here.")] = None,
     attempts: Annotated[int, typer.Option(help="Replays of a policy at most, until one keeps to the trace's timing "
                                                "(a busy machine can hold the replay back by milliseconds).")] = 3,
+    awake_cpus: AwakeOpt = "no",
     json_out: JsonOpt = False,
 ) -> None:
     """Run an experiment in the simulator and live, and report predicted beside measured.
@@ -59,6 +60,7 @@ def validate(
     """
     import polars as pl
 
+    from ..cpu_latency import can_keep_awake
     from ..device_profile import load_profile
     from ..experiment import load
     from ..paths import check_output_dir, check_output_file, replacing, write_table
@@ -74,6 +76,7 @@ def validate(
     if markdown_file is not None:
         check_output_file(markdown_file, "--markdown")
     size = parse_size(export_size, "--export-size")
+    can_keep_awake(awake_cpus)  # a typo, or `yes` where it cannot, fails before anything starts
     profile = load_profile(device_profile) if device_profile is not None else None
     exp = load(experiment)
     lines: list[str] = []
@@ -83,7 +86,7 @@ def validate(
         if not json_out:
             out.print(f"[dim]{msg}[/dim]")
 
-    res = run(exp, mode=live_device, profile=profile, export_bytes=size, attempts=attempts,
+    res = run(exp, mode=live_device, profile=profile, export_bytes=size, attempts=attempts, awake=awake_cpus,
               calibrate_passes=CALIBRATE_PASSES if calibration_passes is None else calibration_passes, progress=say)
     table = res.table()
     out_dir.mkdir(parents=True, exist_ok=True)
