@@ -10,9 +10,9 @@ of a device profile). A trace of the kernel's scheduler and interrupts during re
 10k IOPS on this project's 2-CPU virtual machine (a guest whose idle vCPUs halt at once)
 showed the replay's send of a request spending 30-90 µs, once 1.4 ms, in the kernel
 waking the gateway's sleeping CPU; with the request held, the replay's issue-time error
-p99 on the wire was 123 and 524 µs in the median runs of two invocations against 813 and
-1,141 µs, better in nine rounds of ten, and its median response 22-35 µs against
-66-304 µs (alternating runs; BENCHMARKS.md, "Replay timing").
+p99 on the wire was 123, 524 and 259 µs in the median runs of three invocations against
+813, 1,141 and 1,558 µs, better in 14 rounds of 15, and its median response 22-35 µs
+against 66-304 µs (alternating runs; BENCHMARKS.md, "Replay timing").
 
 While the request is held the kernel keeps every CPU in idle states that wake at once
 (it polls instead of halting), as ``cyclictest`` and tuned's latency-performance
