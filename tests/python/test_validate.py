@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import assert_one_line_error, run_cli
+from conftest import Run, assert_one_line_error, run_cli, until_calm
 from storqos.traces import bundled
 from test_experiment import headless
 
@@ -49,7 +50,23 @@ def _experiment(tmp_path: Path, text: str = EXPERIMENT) -> Path:
 def test_emulated_device_live_matches_the_prediction(tmp_path: Path) -> None:
     out = tmp_path / "out"
     md = tmp_path / "v.md"
-    r = run_cli("validate", str(_experiment(tmp_path)), "--out", str(out), "--markdown", str(md), columns=80)
+    exp = _experiment(tmp_path)
+
+    def once() -> Run:
+        shutil.rmtree(out, ignore_errors=True)
+        md.unlink(missing_ok=True)
+        return run_cli("validate", str(exp), "--out", str(out), "--markdown", str(md), columns=80)
+
+    def kept_time(r: Run) -> bool:
+        if r.code != 0:
+            return True
+        replays = json.loads((out / "summary.json").read_text())["replays"]
+        return any(s["fell_behind"] is None for s in replays.values())
+
+    # validate replays a run that fell behind up to three times; a machine that stalls
+    # through all of them (a fresh `make test` on 2026-11-27: six replays 1-2 % late, the
+    # machine 20 % slow that hour) gets one more go once it is quiet.
+    r = until_calm(once, kept_time, attempts=2)
     assert r.code == 0, r.err
     assert all(len(line) <= 80 for line in r.out.splitlines()), r.out
     t = pl.read_parquet(out / "validation.parquet")
