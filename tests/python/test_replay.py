@@ -5,7 +5,6 @@ URIs, exports and traces are one line, exit 2, with no partial output."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 from pathlib import Path
 
@@ -13,9 +12,10 @@ import numpy as np
 import polars as pl
 import pytest
 from conftest import assert_one_line_error, run_cli, until_calm
-from storqos.cpu_latency import DEVICE, cpu_latency_us
+from storqos.cpu_latency import cpu_latency_us
 from storqos.replay import MAX_REQUEST, place, replay, split_large
 from storqos.sim import simulate
+from test_cpu_latency import may_hold
 from test_serve import Server, _image
 
 MiB = 1 << 20
@@ -63,7 +63,7 @@ def test_the_log_has_the_simulators_columns_and_the_schedule_is_kept(gateway: in
 
 
 @pytest.mark.untimed
-@pytest.mark.skipif(not os.access(DEVICE, os.W_OK), reason="needs write access to /dev/cpu_dma_latency (root)")
+@may_hold
 def test_the_cpus_are_kept_awake_while_the_requests_go(gateway: int) -> None:
     """With --awake-cpus yes the kernel's CPU latency request reads 0 µs at every
     progress report of the run, and the result says it was held; with no, it says not."""
