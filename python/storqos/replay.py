@@ -33,6 +33,7 @@ import polars as pl
 
 from .cpu_latency import check_mode, cpus_awake
 from .errors import InputError, warn_input
+from .host_steal import steal_between, steal_ms
 
 #: Largest request sent as one NBD command; larger ones are split.
 MAX_REQUEST = 32 << 20
@@ -103,6 +104,9 @@ class ReplayResult:
     split: int = 0
     #: whether the CPUs were kept awake while it ran (:mod:`storqos.cpu_latency`)
     cpus_awake: bool = False
+    #: CPU time the host took from this machine while it ran (ms, all CPUs; None where
+    #: the kernel does not count it; :mod:`storqos.host_steal`)
+    steal_ms: float | None = None
 
     @property
     def late(self) -> int:
@@ -110,14 +114,18 @@ class ReplayResult:
         return int((self.issue_error_ns > LATE_NS).sum())
 
     def schedule(self) -> dict[str, float]:
-        """The achieved schedule: issue-time error quantiles (µs) and late requests."""
+        """The achieved schedule: issue-time error quantiles (µs), late requests and,
+        where the kernel counts it, the CPU time the host took meanwhile (``steal_ms``)."""
         e = self.issue_error_ns
         if not e.size:
             return {}
         p50, p99, p999 = np.percentile(e, [50, 99, 99.9]) / 1e3
-        return {"issue_error_p50_us": float(p50), "issue_error_p99_us": float(p99),
-                "issue_error_p999_us": float(p999), "issue_error_max_us": float(e.max() / 1e3),
-                "late": self.late, "late_fraction": self.late / e.size}
+        out = {"issue_error_p50_us": float(p50), "issue_error_p99_us": float(p99),
+               "issue_error_p999_us": float(p999), "issue_error_max_us": float(e.max() / 1e3),
+               "late": self.late, "late_fraction": self.late / e.size}
+        if self.steal_ms is not None:
+            out["steal_ms"] = self.steal_ms
+        return out
 
     def fell_behind(self) -> str | None:
         """A sentence if the replay could not keep to the trace's timing, else None."""
@@ -127,8 +135,15 @@ class ReplayResult:
         frac = self.late / e.size
         if frac > 0.01:
             return (f"the replay fell behind the trace: {100 * frac:.1f} % of requests issued more than 1 ms late "
-                    f"(p99 {np.percentile(e, 99) / 1e6:.3g} ms)")
+                    f"(p99 {np.percentile(e, 99) / 1e6:.3g} ms)" + self.host_took())
         return None
+
+    def host_took(self) -> str:
+        """``", while the host took N ms ..."`` when the host took CPU time from this
+        machine during the replay (steal time), else empty."""
+        if not self.steal_ms:
+            return ""
+        return f", while the host took {self.steal_ms:,.0f} ms of CPU time from this machine (steal time)"
 
     def tenants(self) -> pl.DataFrame:
         """Per tenant: completed requests, IOPS over the replay's span, response-time
@@ -293,8 +308,10 @@ def replay(
                 for c in cs:
                     c.h.pread(min(4096, c.size), 0)
         with cpus_awake(awake) as held:
+            before = steal_ms()
             res = _run(nbd, conns, sched, tenant, size, is_read, offset, max_outstanding, closed, until_s, progress,
                        wrapped, pieces, speed)
+            res.steal_ms = steal_between(before, steal_ms())
         res.cpus_awake = held
         return res
     finally:

@@ -13,6 +13,7 @@ from typing import TypeVar
 
 import pytest
 from hypothesis import settings
+from storqos.host_steal import CpuTimes, cpu_times
 from storqos.shared import shared_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,33 +96,35 @@ def run_cli(*args: str, cwd: Path | None = None, columns: int = 200) -> Run:
 T = TypeVar("T")
 
 
-def _cpu_ticks() -> tuple[int, int, int]:
-    """(stolen ticks, all ticks, runnable threads) from /proc/stat; zeros where it
-    cannot be read."""
+def _runnable() -> int:
+    """Threads runnable now (/proc/stat's procs_running); 0 where it cannot be read."""
     try:
         with open("/proc/stat") as f:
-            lines = f.read().splitlines()
-        ticks = [int(v) for v in lines[0].split()[1:]]
-        running = next((int(ln.split()[1]) for ln in lines if ln.startswith("procs_running ")), 0)
+            return next((int(ln.split()[1]) for ln in f if ln.startswith("procs_running ")), 0)
     except (OSError, ValueError, IndexError):
-        return 0, 0, 0
-    return (ticks[7] if len(ticks) > 7 else 0), sum(ticks), running
+        return 0
+
+
+def _stolen_share(before: CpuTimes | None, after: CpuTimes | None) -> float:
+    """The share of the machine's CPU time the hypervisor took between two readings."""
+    if before is None or after is None:
+        return 0.0
+    return (after.steal_ms - before.steal_ms) / max(after.total_ms - before.total_ms, 1e-9)
 
 
 def _stall_probe(window_s: float = 0.25) -> tuple[float, float, float]:
     """Over ``window_s``: the longest a 0.5 ms sleep overran (ms), the share of CPU time
     the hypervisor took (steal) and the mean number of other runnable threads."""
-    s0, t0, _ = _cpu_ticks()
+    before = cpu_times()
     worst, others, samples = 0.0, 0, 0
     end = time.perf_counter() + window_s
     while (now := time.perf_counter()) < end:
         time.sleep(0.0005)
         worst = max(worst, time.perf_counter() - now - 0.0005)
         if samples < 50:
-            others += max(0, _cpu_ticks()[2] - 1)  # this probe is one of them
+            others += max(0, _runnable() - 1)  # this probe is one of them
             samples += 1
-    s1, t1, _ = _cpu_ticks()
-    return worst * 1e3, (s1 - s0) / max(1, t1 - t0), others / max(1, samples)
+    return worst * 1e3, _stolen_share(before, cpu_times()), others / max(1, samples)
 
 
 def wait_for_quiet_machine(max_wait_s: float = 30.0) -> bool:

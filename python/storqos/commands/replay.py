@@ -142,7 +142,7 @@ def replay(
     if sch:
         out.print(f"schedule kept: issue-time error p50 {sch['issue_error_p50_us']:.1f} µs, "
                   f"p99 {sch['issue_error_p99_us']:.1f} µs, max {sch['issue_error_max_us'] / 1e3:.2f} ms; "
-                  f"{sch['late']:,} requests more than 1 ms late")
+                  f"{sch['late']:,} requests more than 1 ms late" + res.host_took())
     if res.wrapped:
         out.print(f"{res.wrapped:,} offsets wrapped into the export")
     if res.split:

@@ -1,0 +1,66 @@
+"""CPU time the host took from this machine while a live measurement ran (steal time).
+
+On a virtual machine the host runs each virtual CPU as a thread of its own and now and
+then runs something else in its place. For the guest the CPU simply stops: a replay's
+clock jumps, requests due meanwhile go out late, and nothing inside the machine shows
+why. Linux counts that time per CPU as *steal* in ``/proc/stat`` (in clock ticks,
+USER_HZ: 10 ms on most systems). A replay reads it before and after, and when it falls
+behind it says how much the host took, so that a user can tell a host that stalled from a
+replay or a gateway that could not keep up.
+
+On this project's 2-CPU virtual machine a kernel trace of replays at 10k IOPS found the
+replay's CPU silent (no system call, interrupt or task switch) for 0.5-14 ms six to ten
+times per 3 s run, and steal counted 10-30 ms over each run (BENCHMARKS.md, "Replay
+timing"). On bare metal steal stays 0.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+#: The kernel's CPU accounting.
+STAT = Path("/proc/stat")
+
+
+@dataclass(frozen=True)
+class CpuTimes:
+    """The machine's CPU time so far, summed over its CPUs (ms)."""
+
+    #: time the host ran something else while a CPU of this machine had work (steal)
+    steal_ms: float
+    #: all of it: user, system, idle, ..., steal
+    total_ms: float
+
+
+def cpu_times(stat: Path = STAT) -> CpuTimes | None:
+    """The machine's CPU time so far, or None where the kernel does not count steal time
+    (not Linux, or no steal column)."""
+    try:
+        with open(stat, encoding="ascii") as f:
+            first = f.readline().split()
+    except (OSError, UnicodeDecodeError):
+        return None
+    # "cpu  user nice system idle iowait irq softirq steal ...", in clock ticks.
+    if len(first) < 9 or first[0] != "cpu" or not all(v.isdigit() for v in first[1:]):
+        return None
+    tick_ms = 1000.0 / os.sysconf("SC_CLK_TCK")
+    return CpuTimes(steal_ms=int(first[8]) * tick_ms, total_ms=sum(int(v) for v in first[1:]) * tick_ms)
+
+
+def steal_ms(stat: Path = STAT) -> float | None:
+    """Steal time so far, summed over the machine's CPUs (ms), or None where the kernel
+    does not count it."""
+    t = cpu_times(stat)
+    return None if t is None else t.steal_ms
+
+
+def steal_between(before: float | None, after: float | None) -> float | None:
+    """The steal time between two readings (ms), or None if either is missing."""
+    if before is None or after is None:
+        return None
+    return max(after - before, 0.0)
+
+
+__all__ = ["STAT", "CpuTimes", "cpu_times", "steal_between", "steal_ms"]
