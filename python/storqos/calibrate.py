@@ -32,6 +32,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +42,8 @@ import numpy as np
 
 from .cpu_latency import check_mode, cpus_awake
 from .device_profile import PERCENTILES, PROFILE_VERSION, BurstPoint, DepthPoint, DeviceProfile, Op, Pattern, ServicePoint, fit
-from .errors import InputError
+from .errors import InputError, warn_input
+from .host_steal import host_busy, steal_between, steal_ms
 
 #: Sizes measured by default (bytes).
 DEFAULT_SIZES = (4096, 16384, 65536, 262144, 1048576)
@@ -311,6 +313,7 @@ def calibrate(
     at_rest: list[list[ServicePoint]] = [[] for _ in range(2 if writes else 1)]
     burst: list[list[BurstPoint]] = [[] for _ in bursts]
     # Held (or not) for the whole measurement; the replays inside hold none of their own.
+    started, stolen = time.monotonic(), steal_ms()
     with cpus_awake(awake) as held, tempfile.TemporaryDirectory(prefix="storqos-calibrate-") as tmp:
         work = Path(tmp)
         export_bytes = export_size(text, "calibrate") if "replay" in (engine, rest) else 0
@@ -353,6 +356,12 @@ def calibrate(
                                             period_us=max(BURST_PERIOD_US, 3 * BURST_REQUESTS * lone)))
         if progress:
             progress(total, total, "done")
+    measured_s = time.monotonic() - started
+    stolen = steal_between(stolen, steal_ms())
+    busy = host_busy(stolen, measured_s)
+    if busy:
+        warn_input(f"{busy}: a profile measured while the host is busy may come out slower than the device; "
+                   "calibrate again when it is quieter")
     points = [median_point(pts) for pts in service]
     depth_curve = [median_point(pts) for pts in curve]
     rests = [median_point(pts) for pts in at_rest]
@@ -361,7 +370,7 @@ def calibrate(
         engine=("replay" if engine == "replay" else tgt.engine) + (f", at rest {rest}" if rest != engine else ""),
         direct=direct if not tgt.is_nbd else False,
         created=dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
-        time_per_point_s=seconds, passes=passes, cpus_awake=held, service=points, queue_depth=depth_curve, at_rest=rests[0],
+        time_per_point_s=seconds, passes=passes, cpus_awake=held, measured_s=measured_s, steal_ms=stolen, service=points, queue_depth=depth_curve, at_rest=rests[0],
         at_rest_write=rests[1] if writes else None, burst=[median_point(pts) for pts in burst] or None,
         **fit(points, depth_curve),
     )

@@ -142,6 +142,11 @@ class DeviceProfile(Table):
     #: Whether the CPUs were kept out of their sleep states while measuring
     #: (:mod:`storqos.cpu_latency`; absent from profiles made before it was recorded)
     cpus_awake: bool | None = None
+    #: How long the measurement took (s) and the CPU time the host took from the
+    #: machine meanwhile (ms, all CPUs; :mod:`storqos.host_steal`): absent from profiles
+    #: made before they were recorded, and the latter where the kernel does not count it
+    measured_s: float | None = Field(default=None, gt=0)
+    steal_ms: float | None = Field(default=None, ge=0)
     capacity_iops: float = Field(gt=0)
     parallelism: int = Field(ge=1)
     op_time_us: float = Field(gt=0)

@@ -33,7 +33,7 @@ import polars as pl
 
 from .cpu_latency import check_mode, cpus_awake
 from .errors import InputError, warn_input
-from .host_steal import steal_between, steal_ms
+from .host_steal import steal_between, steal_ms, took
 
 #: Largest request sent as one NBD command; larger ones are split.
 MAX_REQUEST = 32 << 20
@@ -143,7 +143,7 @@ class ReplayResult:
         machine during the replay (steal time), else empty."""
         if not self.steal_ms:
             return ""
-        return f", while the host took {self.steal_ms:,.0f} ms of CPU time from this machine (steal time)"
+        return f", while {took(self.steal_ms)} (steal time)"
 
     def tenants(self) -> pl.DataFrame:
         """Per tenant: completed requests, IOPS over the replay's span, response-time

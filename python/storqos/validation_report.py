@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from .host_steal import took
 from .report import PAGE_CSS, grid_shape, ms_text, thin
 from .validate import PERCENTILES, Validation
 
@@ -88,7 +89,7 @@ def render(v: Validation) -> tuple[str, int]:
     sched = "".join(
         f"<li>{html.escape(r.label)}: issue-time error p99 {r.schedule.get('issue_error_p99_us', 0):.0f} µs, "
         f"{r.schedule.get('late', 0):,} requests &gt; 1 ms late, {r.errors:,} errors"
-        + (f", the host took {r.schedule['steal_ms']:,.0f} ms of CPU time (steal)" if r.schedule.get("steal_ms") else "")
+        + (f", {took(r.schedule['steal_ms'])} (steal time)" if r.schedule.get("steal_ms") else "")
         + (f", best of {r.attempts} replays" if r.attempts > 1 else "")
         + (f" — {html.escape(r.fell_behind)}" if r.fell_behind else "") + "</li>" for r in v.runs)
     page = f"""<!DOCTYPE html>

@@ -13,6 +13,7 @@ import polars as pl
 import pytest
 from conftest import Run, assert_one_line_error, run_cli, until_calm
 from storqos.device_profile import load_profile
+from storqos.host_steal import STAT
 from storqos.sim import simulate
 from test_serve import Server, _image
 
@@ -62,6 +63,10 @@ def test_the_emulated_2k_device_measures_2k_iops(profile_2k: Path) -> None:
     # The CPUs were left as the machine has them (--awake-cpus no, the default), and the
     # profile says so.
     assert p.cpus_awake is False
+    # It took at least its points' time (8 classes and 3 depths of 0.7 s per pass), and
+    # says what the host took from the machine meanwhile where Linux counts it.
+    assert p.measured_s is not None and p.measured_s >= 11 * 0.7 * p.passes
+    assert (p.steal_ms is not None and p.steal_ms >= 0) == STAT.exists()
 
 
 def test_simulating_with_the_profile_predicts_the_devices_capacity(profile_2k: Path) -> None:
@@ -258,3 +263,21 @@ def test_writes_at_rest_get_their_own_path() -> None:
     assert with_path(req, prof)["response_ns"].to_list() == [170_000, 450_000, 170_000]
     reads_only = prof.model_copy(update={"at_rest_write": None})
     assert with_path(req, reads_only)["response_ns"].to_list() == [170_000, 220_000, 170_000]
+
+
+@pytest.mark.untimed
+def test_a_calibration_the_host_took_time_from_warns_and_the_profile_says_how_much(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The host stole 30 s of CPU time during a measurement of a few seconds (a stand-in
+    for the kernel's count): one warning line saying so, and the profile records it."""
+    from storqos import calibrate as cal
+
+    readings = iter([1_000.0, 31_000.0])
+    monkeypatch.setattr(cal, "steal_ms", lambda: next(readings))
+    img = _image(tmp_path / "a.img", 64 * MiB)
+    with pytest.warns(Warning) as seen:
+        p = cal.calibrate(str(img), sizes=[4096], depths=[1], seconds=0.2)
+    msgs = [str(w.message) for w in seen]
+    assert len(msgs) == 1 and msgs[0].startswith("the host took 30,000 ms of CPU time from this machine meanwhile ("), msgs
+    assert msgs[0].endswith("calibrate again when it is quieter"), msgs
+    assert p.steal_ms == 30_000.0 and p.measured_s is not None and p.measured_s > 0

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from storqos.host_steal import STAT, cpu_times, steal_between, steal_ms
+from storqos.host_steal import STAT, cpu_times, host_busy, steal_between, steal_ms
 from storqos.replay import ReplayResult
 
 TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")  # proc(5): the columns are in USER_HZ ticks
@@ -74,3 +74,13 @@ def test_the_machines_cpu_time_sums_every_column(tmp_path: Path) -> None:
     t = cpu_times(_stat(tmp_path, "cpu  4705 150 1120 16250 520 0 42 7 0 0"))
     assert t is not None
     assert t.steal_ms == pytest.approx(7 * TICK_MS) and t.total_ms == pytest.approx(22794 * TICK_MS)
+
+
+def test_a_busy_host_is_named_above_one_percent() -> None:
+    # 2 CPUs for 10 s are 20,000 ms of CPU time: 1 % of it is 200 ms.
+    assert host_busy(200.0, 10.0, cpus=2) is None
+    assert host_busy(0.0, 10.0, cpus=2) is None and host_busy(None, 10.0, cpus=2) is None
+    msg = host_busy(600.0, 10.0, cpus=2)
+    assert msg == "the host took 600 ms of CPU time from this machine meanwhile (3.0 % of it)", msg
+    assert host_busy(1_500.0, 10.0, cpus=1) == ("the host took 1,500 ms of CPU time from this machine meanwhile "
+                                                "(15.0 % of it)")

@@ -96,7 +96,7 @@ def test_emulated_device_live_matches_the_prediction(tmp_path: Path) -> None:
     page = (out / "report.html").read_text()
     assert '<meta name="storqos-figures" content="2">' in page and "predicted" in page and "measured" in page
     for s in replays.values():  # the time the host took from the machine, where it took any
-        assert (f"the host took {s.get('steal_ms') or 0:,.0f} ms of CPU time" in page) == bool(s.get("steal_ms"))
+        assert (f"the host took {s.get('steal_ms') or 0:,.0f} ms of CPU time from this machine (steal time)" in page) == bool(s.get("steal_ms"))
     assert md.read_text().count("| fcfs |") == 3
     # The CDFs render in a browser: every figure drew its predicted and measured lines.
     dom, console = headless(out / "report.html")
