@@ -33,7 +33,7 @@ import polars as pl
 
 from .cpu_latency import check_mode, cpus_awake
 from .errors import InputError, warn_input
-from .host_steal import steal_between, steal_ms, took
+from .host_steal import host_busy, steal_between, steal_ms, took
 
 #: Largest request sent as one NBD command; larger ones are split.
 MAX_REQUEST = 32 << 20
@@ -137,6 +137,13 @@ class ReplayResult:
             return (f"the replay fell behind the trace: {100 * frac:.1f} % of requests issued more than 1 ms late "
                     f"(p99 {np.percentile(e, 99) / 1e6:.3g} ms)" + self.host_took())
         return None
+
+    def disturbed(self) -> str | None:
+        """Why the replay met another workload than the trace's, if it did: it fell
+        behind (:meth:`fell_behind`), or the host took more than 1 % of the machine's CPU
+        time while it ran (:func:`storqos.host_steal.host_busy`: the machine stopped now
+        and then, and the requests answered meanwhile waited); else None."""
+        return self.fell_behind() or host_busy(self.steal_ms, self.span_s)
 
     def host_took(self) -> str:
         """``", while the host took N ms ..."`` when the host took CPU time from this

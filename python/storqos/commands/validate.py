@@ -39,7 +39,8 @@ def validate(
     markdown_file: Annotated[
         Path | None, typer.Option("--markdown", help="Also write the table as markdown here.")] = None,
     attempts: Annotated[int, typer.Option(help="Replays of a policy at most, until one keeps to the trace's timing "
-                                               "(a busy machine can hold the replay back by milliseconds).")] = 3,
+                                               "and the host leaves the machine alone (a busy machine can hold "
+                                               "the replay back by milliseconds).")] = 3,
     awake_cpus: AwakeOpt = "no",
     json_out: JsonOpt = False,
 ) -> None:
@@ -50,9 +51,10 @@ def validate(
     tenant, and an open-loop replay of the requests at their times. Per tenant: IOPS and
     p50 / p95 / p99 response time, predicted, measured and their difference, with CDF
     plots in report.html. A replay that fell behind the trace's timing (over 1 % of
-    requests issued more than 1 ms late: the machine was busy) is made again, up to
-    --attempts times, and the table says when none kept up. Closed-loop tenants cannot
-    be replayed (give a trace or a generator).
+    requests issued more than 1 ms late: the machine was busy) or during which the host
+    took more than 1 % of the machine's CPU time (steal time, on a virtual machine) is
+    made again, up to --attempts times, and the table says when none kept up.
+    Closed-loop tenants cannot be replayed (give a trace or a generator).
 
     Example: [bold]storqos validate examples/validation/websearch.toml --out out/validate[/bold]
 
