@@ -26,7 +26,8 @@ summed, as measured inside the workers):
   code controls, slow-down the part the machine does).
 
 Other processes' CPU use during each phase (mean cores busy) is printed too (the machine is shared: a
-parallel back end can only be as fast as the cores left to it); before each back end the
+parallel back end can only be as fast as the cores left to it), and the share of the CPU time the
+host took from this virtual machine (steal time); before each back end the
 script waits (up to --quiet-wait seconds) for the machine to be quiet.
 """
 
@@ -41,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from storqos.experiment import Experiment, ExperimentResult, from_dict, run_experiment
+from storqos.host_steal import steal_between, steal_ms
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "experiments" / "compare.toml"
@@ -49,11 +51,12 @@ POLICIES = [{"kind": "mclock"}, {"kind": "wf2q"}]
 
 
 def _busy_cpu_s() -> float:
-    """CPU-seconds every process of the machine has used so far (/proc/stat)."""
+    """CPU-seconds every process of the machine has used so far (/proc/stat; not the
+    host's steal, counted apart)."""
     fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
     ticks = [int(f) for f in fields]
     idle = ticks[3] + ticks[4]  # idle + iowait
-    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+    return (sum(ticks[:7]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 def _own_cpu_s() -> float:
@@ -71,6 +74,7 @@ class Timing:
     startup: float  # call → first run starting
     teardown: float  # last result → return
     others_cpu: float  # CPU-seconds other processes used meanwhile
+    steal_ms: float  # CPU time the host took from the machine meanwhile (0 where not counted)
     result: ExperimentResult
 
 
@@ -88,7 +92,7 @@ def wait_quiet(limit_s: float, max_cores: float = 0.25) -> float:
 
 def timed(exp: Experiment, label: str, backend: str, workers: int | None, k: int) -> Timing:
     done: dict[int, float] = {}
-    busy0, own0 = _busy_cpu_s(), _own_cpu_s()
+    busy0, own0, steal0 = _busy_cpu_s(), _own_cpu_s(), steal_ms()
     t0 = time.perf_counter()
     res = run_experiment(exp, backend=backend, workers=workers, on_done=lambda i: done.__setitem__(i, time.perf_counter()))
     t1 = time.perf_counter()
@@ -97,7 +101,7 @@ def timed(exp: Experiment, label: str, backend: str, workers: int | None, k: int
         done = {i: t1 for i in range(len(res.outputs))}
     first_start = min(done[o.index] - o.wall_s for o in res.outputs)
     return Timing(label, k, t1 - t0, sum(o.wall_s for o in res.outputs), max(0.0, first_start - t0),
-                  max(0.0, t1 - max(done.values())), others, res)
+                  max(0.0, t1 - max(done.values())), others, steal_between(steal0, steal_ms()) or 0.0, res)
 
 
 def main() -> None:
@@ -142,13 +146,14 @@ def main() -> None:
           f"{args.duration} simulated per run, {requests / 1e6:,.0f} M simulated requests; "
           f"serial run walls {min(walls):.2f}-{max(walls):.2f} s; {os.cpu_count()} CPUs")
     print("| back end | wall (s) | speed-up vs serial | efficiency | start-up (s) | imbalance (s) | tear-down (s) "
-          "| slow-down of runs | other processes' CPU (cores) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| slow-down of runs | other processes' CPU (cores) | host's steal (% of CPU time) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         imbalance = max(0.0, (r.workers * r.wall - r.run_walls) / r.workers - r.startup - r.teardown)
         print(f"| {r.label} | {r.wall:.2f} | **{serial.wall / r.wall:.2f}x** | {r.run_walls / (r.workers * r.wall):.2f} | "
               f"{r.startup:.2f} | {imbalance if r.workers > 1 else 0.0:.2f} | {r.teardown:.2f} | "
-              f"{r.run_walls / serial.run_walls:.2f} | {r.others_cpu / r.wall:.2f} |")
+              f"{r.run_walls / serial.run_walls:.2f} | {r.others_cpu / r.wall:.2f} | "
+              f"{100 * r.steal_ms / (r.wall * 1e3 * (os.cpu_count() or 1)):.2f} |")
     print(f"identical results on every back end: {identical}")
     assert identical
 
