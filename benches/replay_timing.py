@@ -17,7 +17,8 @@ connection is the trace's k-th, and its issue-time error is
 
 (the median aligns the two clocks, so neither tool's start-up counts; a replay that
 drifts behind shows as a growing error). Reported per run: p50 and p99 of |error| and
-the largest error (µs), and requests more than 1 ms late; for storqos also its own
+the largest error (µs), requests more than 1 ms late and the CPU time the host took from
+this virtual machine around the run (steal time); for storqos also its own
 record of issue times (the time of the libnbd call) and its median response time. storqos
 replays twice per round: keeping the CPUs awake (`--awake-cpus yes`) and leaving them
 free to sleep (the default); runs interleave the three, REPEATS times each, the order
@@ -45,6 +46,7 @@ import numpy as np
 import polars as pl
 from storqos.gateway import gateway_config
 from storqos.gateway_process import GatewayProcess
+from storqos.host_steal import steal_between, steal_ms
 from storqos.replay import replay
 from storqos.specs import policy_spec
 
@@ -162,6 +164,7 @@ def main() -> int:
                     pcap = work / "cap.pcap"
                     cap = capture(port, pcap)
                     own = None
+                    stolen = steal_ms()
                     try:
                         if tools[tool]:
                             own = run_storqos(uri, df, tools[tool])
@@ -171,10 +174,12 @@ def main() -> int:
                         time.sleep(0.5)
                         cap.send_signal(signal.SIGINT)
                         cap.wait(10)
+                    stolen = steal_between(stolen, steal_ms())  # around the capture, the replay within it
                     res = errors(wire_times(pcap), sched)
                     results[tool].append(res)
                     print(f"run {r + 1} {tool:19} requests {res['requests']:,.0f}  p50 {res['p50_us']:8.1f} µs  "
-                          f"p99 {res['p99_us']:8.1f} µs  max {res['max_us']:9.1f} µs  late {res['late']:,.0f}"
+                          f"p99 {res['p99_us']:8.1f} µs  max {res['max_us']:9.1f} µs  late {res['late']:,.0f}  "
+                          f"host's steal {'-' if stolen is None else f'{stolen:,.0f} ms'}"
                           + (f"  (own record: p99 {own[0]:.1f} µs; median response {own[1]:.1f} µs)"
                              if own is not None else ""), file=sys.stderr)
     print(f"\nissue-time error at {RATE / 1e3:g}k IOPS, {args.seconds:g} s, medians of {args.repeats} runs:")
