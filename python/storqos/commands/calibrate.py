@@ -63,6 +63,10 @@ def calibrate(
     storqos replay's own client, so that a simulation with the profile predicts what a
     replay will measure (its per-request time, tens of µs, included).
 
+    On a virtual machine the profile also records how much CPU time the host took from
+    the machine while it measured; above 1 % a warning says the profile may come out
+    slower than the device.
+
     Example: [bold]storqos calibrate nbd://127.0.0.1:10809/disk --out disk.toml[/bold]
 
     Example: [bold]storqos calibrate /srv/images/test.img --writes --time 2 --out file.toml[/bold]

@@ -84,6 +84,10 @@ def replay(
     log has the columns of `storqos simulate --out`, so a prediction and a measurement
     read the same way. Offsets wrap into the export; requests above 32 MiB are split.
 
+    At the end it says how closely it kept to the trace's times (a replay that fell
+    behind gets a warning) and, on a virtual machine, how much CPU time the host took
+    from the machine meanwhile: requests due while the host held a CPU went out late.
+
     Example: [bold]storqos replay web.trace nbd://127.0.0.1:10809/web --out live.parquet[/bold]
 
     Example: [bold]storqos replay mix.csv nbd://gw:10809/a --split-by device --tenant-map 1=b --speed 2[/bold]
