@@ -439,7 +439,8 @@ def _replay_on_schedule(df: pl.DataFrame, cfg: dict[str, Any], tenants: int, att
     """Replay ``df`` through a fresh gateway of ``cfg`` until a replay is undisturbed
     (:meth:`ReplayResult.disturbed`: it kept to the schedule and the host left the
     machine alone) or ``attempts`` were made; the least disturbed replay (on schedule
-    first, then the host's share, then the fewest late requests) and how many were made."""
+    first, then left alone by the host, then the fewest late requests) and how many were
+    made."""
     best: ReplayResult | None = None
     best_key: tuple[bool, bool, int] | None = None
     for made in range(1, attempts + 1):
