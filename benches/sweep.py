@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from storqos.experiment import Experiment, ExperimentResult, from_dict, run_experiment
-from storqos.host_steal import steal_between, steal_ms
+from storqos.host_steal import cpu_times, steal_between, steal_ms
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "experiments" / "compare.toml"
@@ -52,11 +52,9 @@ POLICIES = [{"kind": "mclock"}, {"kind": "wf2q"}]
 
 def _busy_cpu_s() -> float:
     """CPU-seconds every process of the machine has used so far (/proc/stat; not the
-    host's steal, counted apart)."""
-    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-    ticks = [int(f) for f in fields]
-    idle = ticks[3] + ticks[4]  # idle + iowait
-    return (sum(ticks[:7]) - idle) / os.sysconf("SC_CLK_TCK")
+    host's steal, counted apart); 0 where the kernel does not say."""
+    t = cpu_times()
+    return 0.0 if t is None else t.busy_ms / 1e3
 
 
 def _own_cpu_s() -> float:

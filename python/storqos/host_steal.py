@@ -30,8 +30,16 @@ class CpuTimes:
 
     #: time the host ran something else while a CPU of this machine had work (steal)
     steal_ms: float
-    #: all of it: user, system, idle, ..., steal
+    #: idle, waiting for I/O included
+    idle_ms: float
+    #: all of it: user, nice, system, idle, iowait, irq, softirq, steal (the guest
+    #: columns are inside user and nice already)
     total_ms: float
+
+    @property
+    def busy_ms(self) -> float:
+        """What this machine's processes and kernel ran: neither idle nor stolen."""
+        return self.total_ms - self.idle_ms - self.steal_ms
 
 
 def cpu_times(stat: Path = STAT) -> CpuTimes | None:
@@ -45,8 +53,9 @@ def cpu_times(stat: Path = STAT) -> CpuTimes | None:
     # "cpu  user nice system idle iowait irq softirq steal ...", in clock ticks.
     if len(first) < 9 or first[0] != "cpu" or not all(v.isdigit() for v in first[1:]):
         return None
+    ticks = [int(v) for v in first[1:9]]
     tick_ms = 1000.0 / os.sysconf("SC_CLK_TCK")
-    return CpuTimes(steal_ms=int(first[8]) * tick_ms, total_ms=sum(int(v) for v in first[1:]) * tick_ms)
+    return CpuTimes(steal_ms=ticks[7] * tick_ms, idle_ms=(ticks[3] + ticks[4]) * tick_ms, total_ms=sum(ticks) * tick_ms)
 
 
 def steal_ms(stat: Path = STAT) -> float | None:

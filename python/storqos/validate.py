@@ -189,10 +189,11 @@ def validate(
     progress: Callable[[str], None] | None = None,
 ) -> Validation:
     """Run every run of ``exp`` simulated and live (see the module's description). A run
-    whose replay fell behind the trace (over 1 % of requests issued more than 1 ms late)
-    is replayed again, up to ``attempts`` replays in all; the one with the fewest late
-    requests is kept, and still says so when it fell behind. ``awake`` (auto, yes or no)
-    keeps the CPUs awake during the calibration and the replays
+    whose replay was disturbed (it fell behind the trace, over 1 % of requests issued more
+    than 1 ms late, or the host took over 1 % of the machine's CPU time meanwhile) is
+    replayed again, up to ``attempts`` replays in all; the least disturbed is kept
+    (:func:`_replay_on_schedule`), and still says so when it fell behind. ``awake``
+    (auto, yes or no) keeps the CPUs awake during the calibration and the replays
     (:func:`storqos.cpu_latency.cpus_awake`)."""
     from .gateway import gateway_config
     from .gateway_config import LimitsTable

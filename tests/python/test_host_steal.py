@@ -70,10 +70,15 @@ def test_falling_behind_names_what_the_host_took() -> None:
     assert "steal_ms" not in _behind(None).schedule()
 
 
-def test_the_machines_cpu_time_sums_every_column(tmp_path: Path) -> None:
+def test_the_machines_cpu_time_sums_the_columns_but_the_guests(tmp_path: Path) -> None:
+    # proc(5): guest and guest_nice are counted in user and nice already.
     t = cpu_times(_stat(tmp_path, "cpu  4705 150 1120 16250 520 0 42 7 0 0"))
     assert t is not None
     assert t.steal_ms == pytest.approx(7 * TICK_MS) and t.total_ms == pytest.approx(22794 * TICK_MS)
+    assert t.idle_ms == pytest.approx((16250 + 520) * TICK_MS)
+    assert t.busy_ms == pytest.approx((4705 + 150 + 1120 + 42) * TICK_MS)
+    with_guests = cpu_times(_stat(tmp_path, "cpu  4705 150 1120 16250 520 0 42 7 300 20"))
+    assert with_guests is not None and with_guests.total_ms == pytest.approx(22794 * TICK_MS)
 
 
 def test_a_busy_host_is_named_above_one_percent() -> None:
