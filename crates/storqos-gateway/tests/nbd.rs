@@ -942,6 +942,8 @@ fn mclock_reject_at_limit_answers_enomem_and_serves_the_admitted_at_once() {
     let t0 = stats.tenant(0).unwrap();
     assert_eq!((t0.ops, t0.rejected, t0.errors), (ok.len() as u64, rejected.len() as u64, rejected.len() as u64));
     assert_eq!(stats.tenant(1).unwrap().rejected, 0);
+    std::fs::remove_file(a).unwrap();
+    std::fs::remove_file(b).unwrap();
 }
 
 #[test]
