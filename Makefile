@@ -156,6 +156,8 @@ bench: build nbd-client
 	$(VPY) benches/twolevel.py --requests 10000000 --repeats 3
 	$(VPY) benches/advise.py
 	$(VPY) benches/sweep.py
+	$(VPY) benches/side_by_side.py --policy wf2q
+	$(VPY) benches/side_by_side.py --policy mclock
 	$(VPY) benches/gateway.py
 	$(VPY) benches/gateway_ops.py --seconds 4 --repeats 3
 	$(VPY) benches/gateway_isolation.py

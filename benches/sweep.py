@@ -9,7 +9,11 @@ The experiment: examples/experiments/compare.toml's four tenants (the real trace
 backup tenant runs all along: 12 M to 42 M requests per run).
 
     .venv/bin/python benches/sweep.py [--workers 2] [--seeds 8] [--duration 30000s]
-        [--backends pool,dask] [--dask tcp://HOST:PORT]   # the latter: also an existing cluster
+        [--backends pool,dask] [--rounds 3] [--dask tcp://HOST:PORT]   # the latter: also an existing cluster
+
+Every round times every back end (serial included), in an order turned by one from one
+round to the next; each speed-up is against its own round's serial wall, and the
+summary gives the medians over the rounds.
 
 Where the time goes, per parallel back end (k workers, W = the runs' own wall times
 summed, as measured inside the workers):
@@ -36,6 +40,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import statistics
 import time
 import tomllib
 from dataclasses import dataclass
@@ -110,6 +115,8 @@ def main() -> None:
     ap.add_argument("--quiet-wait", type=float, default=60.0,
                     help="before each back end, wait up to this many seconds for other processes to use < 0.25 core")
     ap.add_argument("--backends", default="pool,dask", help="which of pool,dask to time beside serial")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="time every back end this many times, the order turned by one each round; medians")
     ap.add_argument("--dask", default=None, help="also time an existing Dask scheduler (tcp://HOST:PORT)")
     args = ap.parse_args()
     raw = tomllib.loads(EXAMPLE.read_text())
@@ -128,21 +135,50 @@ def main() -> None:
         with Client(args.dask, timeout="10s") as c:
             kd = sum(w["nthreads"] for w in c.scheduler_info()["workers"].values())
         plan.append((f"Dask scheduler {args.dask} ({kd} worker threads)", args.dask, None, kd))
-    rows = []
-    for label, backend, workers, kk in plan:
-        wait_quiet(args.quiet_wait)
-        rows.append(timed(exp, label, backend, workers, kk))
-    serial = rows[0]
-    first = serial.result
+    rounds: list[list[Timing]] = []
+    for r in range(args.rounds):
+        # Each round times every back end; the order turns by one each round, so that
+        # a machine that speeds up or slows down over minutes favours none of them.
+        order = plan[r % len(plan):] + plan[:r % len(plan)]
+        got = {}
+        for label, backend, workers, kk in order:
+            wait_quiet(args.quiet_wait)
+            got[label] = timed(exp, label, backend, workers, kk)
+        rounds.append([got[label] for label, *_ in plan])
+    first = rounds[0][0].result
     identical = all(
-        r.result.tenants.equals(first.tenants) and r.result.windows.equals(first.windows) and r.result.cdf.equals(first.cdf)
-        for r in rows
+        t.result.tenants.equals(first.tenants) and t.result.windows.equals(first.windows) and t.result.cdf.equals(first.cdf)
+        for rows in rounds for t in rows
     )
     walls = [o.wall_s for o in first.outputs]
     requests = sum(o.arrived for o in first.outputs)
     print(f"{n}-run sweep ({len(POLICIES)} policies x {len(CAPACITIES)} capacities x {args.seeds} seeds), "
           f"{args.duration} simulated per run, {requests / 1e6:,.0f} M simulated requests; "
           f"serial run walls {min(walls):.2f}-{max(walls):.2f} s; {os.cpu_count()} CPUs")
+    for r, rows in enumerate(rounds):
+        if args.rounds > 1:
+            print(f"\nround {r + 1} of {args.rounds} (timed in the order "
+                  f"{', '.join(plan[(r + i) % len(plan)][1] for i in range(len(plan)))})")
+        print_round(rows)
+    if args.rounds > 1:
+        print(f"\nmedians over the {args.rounds} rounds (each speed-up against its own round's serial wall):")
+        print("| back end | wall (s) | speed-up vs serial (each round) | median speed-up | median efficiency "
+              "| median slow-down |")
+        print("|---|---:|---|---:|---:|---:|")
+        for i, (label, *_) in enumerate(plan):
+            col = [rows[i] for rows in rounds]
+            ups = [rows[0].wall / rows[i].wall for rows in rounds]
+            print(f"| {label} | {statistics.median(t.wall for t in col):.2f} | "
+                  f"{', '.join(f'{u:.2f}x' for u in ups)} | **{statistics.median(ups):.2f}x** | "
+                  f"{statistics.median(t.run_walls / (t.workers * t.wall) for t in col):.2f} | "
+                  f"{statistics.median(rows[i].run_walls / rows[0].run_walls for rows in rounds):.2f} |")
+    print(f"identical results on every back end: {identical}")
+    assert identical
+
+
+def print_round(rows: list[Timing]) -> None:
+    """One round's table: each back end against the round's serial phase (rows[0])."""
+    serial = rows[0]
     print("| back end | wall (s) | speed-up vs serial | efficiency | start-up (s) | imbalance (s) | tear-down (s) "
           "| slow-down of runs | other processes' CPU (cores) | host's steal (% of CPU time) |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -152,8 +188,6 @@ def main() -> None:
               f"{r.startup:.2f} | {imbalance if r.workers > 1 else 0.0:.2f} | {r.teardown:.2f} | "
               f"{r.run_walls / serial.run_walls:.2f} | {r.others_cpu / r.wall:.2f} | "
               f"{100 * r.steal_ms / (r.wall * 1e3 * (os.cpu_count() or 1)):.2f} |")
-    print(f"identical results on every back end: {identical}")
-    assert identical
 
 
 if __name__ == "__main__":
