@@ -135,6 +135,14 @@ def test_file_device_with_its_profile(tmp_path: Path) -> None:
     # measured on a loaded run, 17x) fails.
     ratio = t["p50_ns_meas"] / t["p50_ns_pred"]
     summary = json.loads((out / "summary.json").read_text())
+    # The profile it measured is kept whole, as `--device-profile` takes it.
+    from storqos.device_profile import load_profile
+
+    kept = load_profile(out / "device_profile.toml")
+    assert (kept.parallelism, kept.capacity_iops) == (summary["device_profile"]["parallelism"],
+                                                      summary["device_profile"]["capacity_iops"])
+    assert kept.at_rest is not None and kept.burst, "the measurements the prediction used are in it"
+    assert kept.path_at_rest_us() == [tuple(x) for x in summary["device_profile"]["path_at_rest_us"]]
     profile = {k: summary["device_profile"][k] for k in ("capacity_iops", "parallelism", "op_time_us")}
     rest = dict(summary["device_profile"]["path_at_rest_us"])
     assert ((ratio > 0.4) & (ratio < 2.5)).all(), (

@@ -23,7 +23,8 @@ def validate(
     experiment: Annotated[Path, typer.Argument(help="Experiment file (TOML, as `storqos run` takes).",
                                                show_default=False)],
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Folder for report.html, validation.parquet, both "
-                                                              "request logs and summary.json.")] = Path("out/validate"),
+                                                              "request logs, summary.json and, with --live-device "
+                                                              "file, device_profile.toml.")] = Path("out/validate"),
     live_device: Annotated[
         str, typer.Option(help="emulated: the gateway emulates the experiment's constant-rate device (--iops); "
                                "file: real files, modelled by a device profile (measured first when none is "
@@ -63,7 +64,7 @@ def validate(
     import polars as pl
 
     from ..cpu_latency import can_keep_awake
-    from ..device_profile import load_profile
+    from ..device_profile import dump_profile, load_profile
     from ..experiment import load
     from ..paths import check_output_dir, check_output_file, replacing, write_table
     from ..validate import CALIBRATE_PASSES, MODES
@@ -108,6 +109,9 @@ def validate(
         summary["device_profile"]["path_at_rest_us"] = res.profile.path_at_rest_us()
         summary["device_profile"]["write_path_at_rest_us"] = res.profile.path_at_rest_us("write")
         summary["device_profile"]["burst"] = [b.model_dump(exclude={"response_us"}) for b in res.profile.burst or []]
+        # The whole profile, to give `--device-profile` (validate, simulate, serve) next time.
+        with replacing(out_dir / "device_profile.toml") as part:
+            part.write_text(dump_profile(res.profile))
     with replacing(out_dir / "summary.json") as part:
         part.write_text(json.dumps(summary, indent=2, default=float) + "\n")
     if markdown_file is not None:
