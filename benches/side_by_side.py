@@ -59,6 +59,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=90.0, help="how long to measure (s)")
     ap.add_argument("--period", type=float, default=4.0, help="the neighbour's busy and idle spells (s)")
     args = ap.parse_args()
+    if args.period <= 0 or args.seconds < 2 * args.period:
+        ap.error(f"--seconds ({args.seconds:g}) must be at least twice --period ({args.period:g}), which must be > 0")
     ctx = mp.get_context("spawn")
     busy = ctx.Value("i", 0)
     stop = ctx.Event()
@@ -82,7 +84,7 @@ def main() -> None:
         other.join()
     idle, side = times[0], times[1]
     if not idle or not side:
-        raise SystemExit("error: too short to time both states; raise --seconds")
+        ap.error("no run fitted in one of the two states: raise --seconds or --period")
     print(f"{args.policy}, {args.duration} simulated per run, {args.seconds:.0f} s: "
           f"alone {statistics.median(idle) * 1e3:.0f} ms (median of {len(idle)}), "
           f"beside a busy neighbour {statistics.median(side) * 1e3:.0f} ms (median of {len(side)}); "

@@ -119,6 +119,8 @@ def main() -> None:
                     help="time every back end this many times, the order turned by one each round; medians")
     ap.add_argument("--dask", default=None, help="also time an existing Dask scheduler (tcp://HOST:PORT)")
     args = ap.parse_args()
+    if args.rounds < 1:
+        ap.error(f"--rounds: at least 1, got {args.rounds}")
     raw = tomllib.loads(EXAMPLE.read_text())
     raw.update(duration=args.duration, window="60s", policy=POLICIES,
                grid={"device.capacity": CAPACITIES, "seed": list(range(1, args.seeds + 1))})
