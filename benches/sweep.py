@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from storqos.experiment import Experiment, ExperimentResult, from_dict, run_experiment
-from storqos.host_steal import cpu_times, steal_between, steal_ms
+from storqos.host_steal import CpuTimes, cpu_times, steal_between, steal_share
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "experiments" / "compare.toml"
@@ -55,10 +55,9 @@ CAPACITIES = ["1.2k", "1.4k"]
 POLICIES = [{"kind": "mclock"}, {"kind": "wf2q"}]
 
 
-def _busy_cpu_s() -> float:
-    """CPU-seconds every process of the machine has used so far (/proc/stat; not the
-    host's steal, counted apart); 0 where the kernel does not say."""
-    t = cpu_times()
+def _busy_cpu_s(t: CpuTimes | None) -> float:
+    """CPU-seconds every process of the machine had used by the reading ``t`` of
+    /proc/stat (not the host's steal, counted apart); 0 where the kernel does not say."""
     return 0.0 if t is None else t.busy_ms / 1e3
 
 
@@ -80,31 +79,38 @@ class Timing:
     steal_ms: float  # CPU time the host took from the machine meanwhile (0 where not counted)
     result: ExperimentResult
 
+    @property
+    def efficiency(self) -> float:
+        """The share of the workers' time spent running runs."""
+        return self.run_walls / (self.workers * self.wall)
+
 
 def wait_quiet(limit_s: float, max_cores: float = 0.25) -> float:
     """Wait (at most ``limit_s``) until other processes use under ``max_cores`` over a
     second; return the cores they used in the last second measured."""
     deadline = time.monotonic() + limit_s
     while True:
-        busy0, own0, t0 = _busy_cpu_s(), _own_cpu_s(), time.perf_counter()
+        busy0, own0, t0 = _busy_cpu_s(cpu_times()), _own_cpu_s(), time.perf_counter()
         time.sleep(1.0)
-        used = ((_busy_cpu_s() - busy0) - (_own_cpu_s() - own0)) / (time.perf_counter() - t0)
+        used = ((_busy_cpu_s(cpu_times()) - busy0) - (_own_cpu_s() - own0)) / (time.perf_counter() - t0)
         if used < max_cores or time.monotonic() >= deadline:
             return used
 
 
 def timed(exp: Experiment, label: str, backend: str, workers: int | None, k: int) -> Timing:
     done: dict[int, float] = {}
-    busy0, own0, steal0 = _busy_cpu_s(), _own_cpu_s(), steal_ms()
+    cpu0, own0 = cpu_times(), _own_cpu_s()
     t0 = time.perf_counter()
     res = run_experiment(exp, backend=backend, workers=workers, on_done=lambda i: done.__setitem__(i, time.perf_counter()))
     t1 = time.perf_counter()
-    others = max(0.0, (_busy_cpu_s() - busy0) - (_own_cpu_s() - own0))
+    cpu1 = cpu_times()
+    others = max(0.0, (_busy_cpu_s(cpu1) - _busy_cpu_s(cpu0)) - (_own_cpu_s() - own0))
     if len(done) < len(res.outputs):  # the serial path reports runs too; be safe
         done = {i: t1 for i in range(len(res.outputs))}
     first_start = min(done[o.index] - o.wall_s for o in res.outputs)
     return Timing(label, k, t1 - t0, sum(o.wall_s for o in res.outputs), max(0.0, first_start - t0),
-                  max(0.0, t1 - max(done.values())), others, steal_between(steal0, steal_ms()) or 0.0, res)
+                  max(0.0, t1 - max(done.values())), others,
+                  steal_between(*(None if c is None else c.steal_ms for c in (cpu0, cpu1))) or 0.0, res)
 
 
 def main() -> None:
@@ -172,7 +178,7 @@ def main() -> None:
             ups = [rows[0].wall / rows[i].wall for rows in rounds]
             print(f"| {label} | {statistics.median(t.wall for t in col):.2f} | "
                   f"{', '.join(f'{u:.2f}x' for u in ups)} | **{statistics.median(ups):.2f}x** | "
-                  f"{statistics.median(t.run_walls / (t.workers * t.wall) for t in col):.2f} | "
+                  f"{statistics.median(t.efficiency for t in col):.2f} | "
                   f"{statistics.median(rows[i].run_walls / rows[0].run_walls for rows in rounds):.2f} |")
     print(f"identical results on every back end: {identical}")
     assert identical
@@ -186,10 +192,10 @@ def print_round(rows: list[Timing]) -> None:
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         imbalance = max(0.0, (r.workers * r.wall - r.run_walls) / r.workers - r.startup - r.teardown)
-        print(f"| {r.label} | {r.wall:.2f} | **{serial.wall / r.wall:.2f}x** | {r.run_walls / (r.workers * r.wall):.2f} | "
+        print(f"| {r.label} | {r.wall:.2f} | **{serial.wall / r.wall:.2f}x** | {r.efficiency:.2f} | "
               f"{r.startup:.2f} | {imbalance if r.workers > 1 else 0.0:.2f} | {r.teardown:.2f} | "
               f"{r.run_walls / serial.run_walls:.2f} | {r.others_cpu / r.wall:.2f} | "
-              f"{100 * r.steal_ms / (r.wall * 1e3 * (os.cpu_count() or 1)):.2f} |")
+              f"{100 * steal_share(r.steal_ms, r.wall):.2f} |")
 
 
 if __name__ == "__main__":

@@ -76,12 +76,18 @@ def took(steal: float) -> str:
 BUSY_SHARE = 0.01
 
 
+def steal_share(steal: float, wall_s: float, cpus: int | None = None) -> float:
+    """The share of the machine's CPU time the host took: ``steal`` ms over ``wall_s``
+    seconds on ``cpus`` CPUs (default all)."""
+    return steal / (wall_s * 1e3 * (cpus or os.cpu_count() or 1))
+
+
 def host_busy(steal: float | None, wall_s: float, cpus: int | None = None) -> str | None:
     """A sentence if the host took more than :data:`BUSY_SHARE` of the machine's CPU
-    time (``steal`` ms over ``wall_s`` seconds on ``cpus`` CPUs, default all), else None."""
+    time (:func:`steal_share`), else None."""
     if not steal or wall_s <= 0:
         return None
-    share = steal / (wall_s * 1e3 * (cpus or os.cpu_count() or 1))
+    share = steal_share(steal, wall_s, cpus)
     if share <= BUSY_SHARE:
         return None
     return f"{took(steal)} meanwhile ({100 * share:.1f} % of it)"
@@ -94,4 +100,5 @@ def steal_between(before: float | None, after: float | None) -> float | None:
     return max(after - before, 0.0)
 
 
-__all__ = ["BUSY_SHARE", "STAT", "CpuTimes", "cpu_times", "host_busy", "steal_between", "steal_ms", "took"]
+__all__ = ["BUSY_SHARE", "STAT", "CpuTimes", "cpu_times", "host_busy", "steal_between", "steal_ms", "steal_share",
+           "took"]
