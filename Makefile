@@ -162,9 +162,10 @@ bench: build nbd-client
 	$(VPY) benches/gateway_ops.py --seconds 4 --repeats 3
 	$(VPY) benches/gateway_isolation.py
 	$(VPY) benches/gateway_tiered.py --count 30000 --repeats 5
-	@command -v tcpdump >/dev/null 2>&1 || { echo "installing tcpdump with apt-get (benches/replay_timing.py measures on the wire)"; \
+	@command -v tcpdump >/dev/null 2>&1 || { echo "installing tcpdump with apt-get (benches/replay_timing.py and replay_path.py measure on the wire)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tcpdump; }
 	$(VPY) benches/replay_timing.py --seconds 3 --repeats 3
+	$(VPY) benches/replay_path.py --rounds 2
 	$(CARGO) run --release -q -p storqos-core --example mclock_rate
 
 # Regenerate every examples/ experiment and docs/results/*.md with numbers and plots.

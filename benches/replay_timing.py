@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import signal
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
@@ -44,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from nbd_capture import CMD_READ, capture, request_times
 from storqos.gateway import gateway_config
 from storqos.gateway_process import GatewayProcess
 from storqos.host_steal import steal_between, steal_ms
@@ -52,7 +52,6 @@ from storqos.specs import policy_spec
 
 REPEATS = 3
 RATE = 10_000.0
-REQUEST_MAGIC = b"\x25\x60\x95\x13"
 
 
 def trace(seconds: float, seed: int = 1) -> pl.DataFrame:
@@ -65,38 +64,9 @@ def trace(seconds: float, seed: int = 1) -> pl.DataFrame:
                          "size": np.full(n, 4096, np.uint32), "tenant": np.zeros(n, np.uint32)})
 
 
-def wire_times(pcap: Path) -> np.ndarray:
-    """Capture times (ns) of the NBD read requests in ``pcap`` (loopback, one stream to
-    the server), in order; a segment holding several requests gives each its time."""
-    data = pcap.read_bytes()
-    magic = struct.unpack("<I", data[:4])[0]
-    nano = magic == 0xA1B23C4D
-    link = struct.unpack("<I", data[20:24])[0]
-    pos, stream, times = 24, bytearray(), []
-    starts: list[tuple[int, int]] = []  # (offset in stream, time)
-    while pos + 16 <= len(data):
-        sec, frac, incl, _ = struct.unpack("<IIII", data[pos:pos + 16])
-        pkt = data[pos + 16:pos + 16 + incl]
-        pos += 16 + incl
-        t = sec * 1_000_000_000 + (frac if nano else frac * 1000)
-        ip = pkt[14:] if link == 1 else pkt[16:]  # Ethernet, else Linux cooked
-        if not ip or ip[0] >> 4 != 4:
-            continue
-        tcp = ip[(ip[0] & 15) * 4:]
-        payload = tcp[(tcp[12] >> 4) * 4:]
-        if payload:
-            starts.append((len(stream), t))
-            stream += payload
-    # Transmission-phase requests: magic, flags (2), type (2, 0 = read), cookie, offset, length.
-    i = stream.find(REQUEST_MAGIC)
-    k = 0
-    while i >= 0:
-        if stream[i + 6:i + 8] == b"\x00\x00":
-            while k + 1 < len(starts) and starts[k + 1][0] <= i:
-                k += 1
-            times.append(starts[k][1])
-        i = stream.find(REQUEST_MAGIC, i + 28)
-    return np.array(times, dtype=np.int64)
+def wire_times(pcap: Path, port: int) -> np.ndarray:
+    """Capture times (ns) of the NBD read requests to ``port`` in ``pcap``, in order."""
+    return np.array([t for t, _cookie, kind in request_times(pcap, port) if kind == CMD_READ], dtype=np.int64)
 
 
 def errors(wire: np.ndarray, sched_ns: np.ndarray) -> dict[str, float]:
@@ -107,13 +77,6 @@ def errors(wire: np.ndarray, sched_ns: np.ndarray) -> dict[str, float]:
     return {"requests": float(n), "p50_us": float(np.percentile(a, 50) / 1e3),
             "p99_us": float(np.percentile(a, 99) / 1e3), "max_us": float(e.max() / 1e3),
             "late": float((e > 1_000_000).sum())}
-
-
-def capture(port: int, out: Path) -> subprocess.Popen[bytes]:
-    p = subprocess.Popen(["tcpdump", "-i", "lo", "-w", str(out), "-B", "65536", "--time-stamp-precision=nano", "-s", "0",
-                          f"tcp dst port {port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(1.0)  # tcpdump is listening
-    return p
 
 
 def run_storqos(uri: str, df: pl.DataFrame, awake: str) -> tuple[float, float]:
@@ -175,7 +138,7 @@ def main() -> int:
                         cap.send_signal(signal.SIGINT)
                         cap.wait(10)
                     stolen = steal_between(stolen, steal_ms())  # around the capture, the replay within it
-                    res = errors(wire_times(pcap), sched)
+                    res = errors(wire_times(pcap, port), sched)
                     results[tool].append(res)
                     print(f"run {r + 1} {tool:19} requests {res['requests']:,.0f}  p50 {res['p50_us']:8.1f} µs  "
                           f"p99 {res['p99_us']:8.1f} µs  max {res['max_us']:9.1f} µs  late {res['late']:,.0f}  "
