@@ -13,11 +13,14 @@ Needs tcpdump (Debian's package) and root or CAP_NET_RAW.
 
 from __future__ import annotations
 
+import shutil
 import struct
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 REQUEST_MAGIC = b"\x25\x60\x95\x13"
 SIMPLE_REPLY_MAGIC = b"\x67\x44\x66\x98"
@@ -26,14 +29,25 @@ STRUCTURED_REPLY_MAGIC = b"\x66\x8e\x33\xef"
 CMD_READ, CMD_WRITE = 0, 1
 
 
+def _fail(message: str) -> NoReturn:
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def capture(port: int, out: Path, *, both: bool = False) -> subprocess.Popen[bytes]:
     """Start tcpdump on loopback, writing nanosecond-stamped packets to ``out``: the
     traffic to ``port`` (the server), or with ``both`` both directions. Stop it with
     SIGINT (and ``wait``) once the traffic is over."""
     flt = f"tcp port {port}" if both else f"tcp dst port {port}"
+    if shutil.which("tcpdump") is None:
+        _fail("tcpdump not found: install Debian's tcpdump package (make bench does)")
     p = subprocess.Popen(["tcpdump", "-i", "lo", "-w", str(out), "-B", "65536", "--time-stamp-precision=nano",
-                          "-s", "0", flt], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                          "-s", "0", flt], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     time.sleep(1.0)  # tcpdump is listening
+    if p.poll() is not None:
+        err = (p.stderr.read() if p.stderr else b"").decode(errors="replace").strip().splitlines()
+        _fail(f"tcpdump could not capture on lo: {err[-1] if err else f'exit {p.returncode}'} "
+              "(it needs root or CAP_NET_RAW)")
     return p
 
 
