@@ -65,14 +65,19 @@ class _Stream:
         return self.starts[k][1], k
 
 
-def _streams(pcap: Path) -> dict[tuple[int, int], _Stream]:
-    """Each direction of each TCP connection, keyed (source port, destination port)."""
+#: Each direction of each TCP connection of a capture, keyed (source port, destination port).
+Streams = dict[tuple[int, int], _Stream]
+
+
+def read(pcap: Path) -> Streams:
+    """The capture ``pcap`` put back together into its byte streams (read it once, then
+    ask :func:`request_times` and :func:`reply_times`)."""
     data = pcap.read_bytes()
     magic = struct.unpack("<I", data[:4])[0]
     nano = magic == 0xA1B23C4D
     link = struct.unpack("<I", data[20:24])[0]
     pos = 24
-    streams: dict[tuple[int, int], _Stream] = {}
+    streams: Streams = {}
     while pos + 16 <= len(data):
         sec, frac, incl, _ = struct.unpack("<IIII", data[pos:pos + 16])
         pkt = data[pos + 16:pos + 16 + incl]
@@ -91,11 +96,11 @@ def _streams(pcap: Path) -> dict[tuple[int, int], _Stream]:
     return streams
 
 
-def request_times(pcap: Path, port: int) -> list[tuple[int, int, int]]:
+def request_times(streams: Streams, port: int) -> list[tuple[int, int, int]]:
     """``(capture time ns, cookie, command type)`` of every NBD request sent to
     ``port``, in the order sent (per connection, connections one after the other)."""
     out = []
-    for (_src, dst), s in _streams(pcap).items():
+    for (_src, dst), s in streams.items():
         if dst != port:
             continue
         i, hint = s.data.find(REQUEST_MAGIC), 0
@@ -115,12 +120,12 @@ def _next_reply(data: bytearray, start: int) -> int:
     return min(found) if found else len(data)
 
 
-def reply_times(pcap: Path, port: int, read_lengths: dict[int, int]) -> dict[int, int]:
+def reply_times(streams: Streams, port: int, read_lengths: dict[int, int]) -> dict[int, int]:
     """Capture time (ns) of the first reply message (simple reply, or a structured
     reply's first chunk) to each cookie, from ``port``; ``read_lengths`` maps the cookies
     of reads to their lengths (a simple reply to a read carries that much data)."""
     out: dict[int, int] = {}
-    for (src, _dst), s in _streams(pcap).items():
+    for (src, _dst), s in streams.items():
         if src != port:
             continue
         i, hint = _next_reply(s.data, 0), 0
@@ -141,4 +146,4 @@ def reply_times(pcap: Path, port: int, read_lengths: dict[int, int]) -> dict[int
     return out
 
 
-__all__ = ["CMD_READ", "CMD_WRITE", "capture", "reply_times", "request_times"]
+__all__ = ["CMD_READ", "CMD_WRITE", "Streams", "capture", "read", "reply_times", "request_times"]

@@ -38,11 +38,12 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-from nbd_capture import CMD_READ, capture, reply_times, request_times
+from nbd_capture import CMD_READ, capture, read, reply_times, request_times
 from storqos.gateway import gateway_config
 from storqos.gateway_process import GatewayProcess
 from storqos.replay import replay
 from storqos.specs import policy_spec
+from storqos.validate import _exports
 
 FILE_BYTES = 256 << 20
 #: name -> (trains, requests per train, µs between a train's requests, ms between trains)
@@ -76,7 +77,8 @@ def parts(uri: str, port: int, df: pl.DataFrame, work: Path) -> tuple[np.ndarray
         cap.send_signal(signal.SIGINT)
         cap.wait(10)
     n = df.height
-    sent = [(t, c) for t, c, kind in request_times(pcap, port) if kind == CMD_READ]
+    streams = read(pcap)
+    sent = [(t, c) for t, c, kind in request_times(streams, port) if kind == CMD_READ]
     # libnbd numbers a connection's commands 1, 2, ... in the order issued: the warm-up
     # read is the first, the trace's requests follow in trace order.
     base = min(c for _t, c in sent) + 1
@@ -84,7 +86,7 @@ def parts(uri: str, port: int, df: pl.DataFrame, work: Path) -> tuple[np.ndarray
     for t, c in sent:
         if base <= c < base + n:
             wire_req[c - base] = t
-    got = reply_times(pcap, port, {c: 4096 for _t, c in sent})
+    got = reply_times(streams, port, {c: 4096 for _t, c in sent})
     wire_rep = np.array([got.get(base + k, np.nan) for k in range(n)], dtype=np.float64)
     r = res.requests.sort("id")
     if r.height != n:
@@ -106,19 +108,15 @@ def main() -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="storqos-bench-") as tmp:
         work = Path(tmp)
-        img = work / "a.img"
-        chunk = (np.arange(1 << 20, dtype=np.uint32) * 2654435761).tobytes()
-        with open(img, "wb") as f:  # written full: reads come from the page cache
-            for _ in range(FILE_BYTES // len(chunk)):
-                f.write(chunk)
-        cfg = gateway_config([f"a={img}:0"], policy_spec("fcfs"), listen="127.0.0.1:0")
+        # One export written full, as validate's files are: reads come from the page cache.
+        cfg = gateway_config(_exports(work, 1, FILE_BYTES, fill=True), policy_spec("fcfs"), listen="127.0.0.1:0")
         names = list(PATTERNS)
         for r in range(args.rounds):
             for name in (names if r % 2 == 0 else names[::-1]):
                 trains, per, gap_us, period_ms = PATTERNS[name]
                 with GatewayProcess(cfg) as gw:
                     port = int(str(gw.info["listen"]).rsplit(":", 1)[1])
-                    p, issued = parts(gw.uri("a"), port, pattern(trains, per, gap_us, period_ms, seed=r), work)
+                    p, issued = parts(gw.uri("t0"), port, pattern(trains, per, gap_us, period_ms, seed=r), work)
                 pos = np.arange(trains * per) % per
                 span = np.median(np.ptp(issued.reshape(trains, per), axis=1)) / 1e3
                 print(f"\nround {r + 1}, {name} ({time.strftime('%H:%M:%S')}; medians over {trains:,} trains, µs"

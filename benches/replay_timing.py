@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-from nbd_capture import CMD_READ, capture, request_times
+from nbd_capture import CMD_READ, capture, read, request_times
 from storqos.gateway import gateway_config
 from storqos.gateway_process import GatewayProcess
 from storqos.host_steal import steal_between, steal_ms
@@ -66,7 +66,7 @@ def trace(seconds: float, seed: int = 1) -> pl.DataFrame:
 
 def wire_times(pcap: Path, port: int) -> np.ndarray:
     """Capture times (ns) of the NBD read requests to ``port`` in ``pcap``, in order."""
-    return np.array([t for t, _cookie, kind in request_times(pcap, port) if kind == CMD_READ], dtype=np.int64)
+    return np.array([t for t, _cookie, kind in request_times(read(pcap), port) if kind == CMD_READ], dtype=np.int64)
 
 
 def errors(wire: np.ndarray, sched_ns: np.ndarray) -> dict[str, float]:
