@@ -18,9 +18,12 @@ TDEPS  := $(VENV)/.test-deps-installed
 CARGO  ?= cargo
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
-# maturin installs the package's dependencies with pip: say only what goes wrong.
+# pip installs only uv into .venv; uv installs everything else (the dependencies, the
+# test extra, maturin's wheel): 3 s and 4 CPU-seconds where pip took 38 and 37, with CPU
+# that the Rust build beside it needs. Say only what goes wrong.
 export PIP_QUIET := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+UV     := $(VENV)/bin/uv
 NEED_CARGO := command -v $(CARGO) >/dev/null || { echo "error: cargo (Rust) is required: https://rustup.rs" >&2; exit 2; }
 
 .PHONY: demo test lint lint-rust lint-python rust-tests test-rust test-python python-tests build setup test-setup system-deps nbd-client bench reproduce clean
@@ -29,7 +32,7 @@ demo: build
 	$(VENV)/bin/storqos demo --out out/demo
 
 # Two cores, three steps: the Rust tests' build and clippy (its own target dir, so
-# cargo's lock does not serialise them) run while pip and apt-get install what is
+# cargo's lock does not serialise them) run while uv and apt-get install what is
 # missing; then maturin builds the extension (only storqos-py is left to compile) while
 # ruff and mypy run; then the tests, the Python ones last and alone (the live ones
 # measure time). On a fresh clone this takes 30 s less than one step after another.
@@ -134,18 +137,19 @@ $(VPY):
 $(DEPS): pyproject.toml | $(VPY)
 	$(VPY) -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb')); \
 	  print('\n'.join(p['build-system']['requires'] + p['project']['dependencies']))" > $(VENV)/requirements.txt
-	$(VPY) -m pip install -r $(VENV)/requirements.txt
+	$(VPY) -m pip install uv
+	$(UV) pip install -q --python $(VPY) -r $(VENV)/requirements.txt
 	touch $@
 
 $(TDEPS): pyproject.toml $(DEPS)
 	$(VPY) -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb')); \
 	  print('\n'.join(p['project']['optional-dependencies']['test']))" > $(VENV)/requirements-test.txt
-	$(VPY) -m pip install -r $(VENV)/requirements-test.txt
+	$(UV) pip install -q --python $(VPY) -r $(VENV)/requirements-test.txt
 	touch $@
 
 # The compiled extension, rebuilt by cargo incrementally when the Rust changes.
 build: setup
-	$(VENV)/bin/maturin develop --release -q
+	$(VENV)/bin/maturin develop --release -q --uv
 
 bench: build nbd-client
 	$(VPY) benches/event_loop.py
