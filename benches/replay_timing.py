@@ -86,7 +86,7 @@ def run_storqos(uri: str, df: pl.DataFrame, awake: str) -> tuple[float, float]:
     if res.cpus_awake != (awake == "yes"):
         raise SystemExit(f"replay_timing: --awake-cpus {awake} was not honoured")
     return (float(res.schedule()["issue_error_p99_us"]),
-            float(res.requests["response_ns"].median() or 0) / 1e3)
+            float(res.requests.select(pl.col("response_ns").median()).item() or 0) / 1e3)
 
 
 def run_fio(uri: str, df: pl.DataFrame, work: Path) -> None:
@@ -95,7 +95,7 @@ def run_fio(uri: str, df: pl.DataFrame, work: Path) -> None:
         f.write("fio version 3 iolog\n0 nbd add\n0 nbd open\n")
         for t, off in zip((df["arrival_ns"] // 1000).to_list(), df["offset"].to_list(), strict=True):
             f.write(f"{t} nbd read {off} 4096\n")
-        f.write(f"{int(df['arrival_ns'].max()) // 1000 + 1000} nbd close\n")
+        f.write(f"{int(df.select(pl.col('arrival_ns').max()).item()) // 1000 + 1000} nbd close\n")
     subprocess.run(["fio", "--name=replay", "--ioengine=nbd", f"--uri={uri}", f"--read_iolog={log}",
                     "--iodepth=256", "--output-format=json", f"--output={work / 'fio.json'}"],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
