@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -469,3 +471,51 @@ def test_demo_neighbour_overruns_a_users_trace_and_memory_stays_bounded(tmp_path
         assert rows[("wf2q+", cap)]["web_p99_ns"] < rows[("fcfs", cap)]["web_p99_ns"], cap
     maxrss_kib = int(p.stderr.split("maxrss ")[-1])
     assert maxrss_kib < 1024 * 1024, maxrss_kib  # under 1 GiB
+
+
+def test_help_keeps_every_bracket_it_is_given() -> None:
+    """Rich reads ``[word...]`` in a help text as markup and drops it when it names no
+    style (``[default: 3]`` once vanished from validate's --help, leaving a stray " ."):
+    every bracketed fragment of every command's and option's help that is not a style
+    tag (``[bold]``, ``[/bold]``) reaches the rendered --help."""
+    import typer
+    from rich.errors import StyleSyntaxError
+    from rich.style import Style
+    from storqos.cli import app
+    from typer.testing import CliRunner
+
+    def walk(cmd: Any, path: list[str]) -> list[tuple[list[str], str]]:  # typer's own click
+        texts = [(path, cmd.help or "")] + [(path, getattr(p, "help", None) or "") for p in cmd.params]
+        for name, sub in getattr(cmd, "commands", {}).items():
+            texts += walk(sub, [*path, name])
+        return texts
+
+    def is_style(tag: str) -> bool:
+        if tag.startswith("/"):
+            return True
+        try:
+            Style.parse(tag)
+        except StyleSyntaxError:
+            return False
+        return True
+
+    def plain(text: str) -> str:
+        """The text as it should read: style tags gone, escaped brackets kept, a
+        literal fragment marked with \\0 before it."""
+        return re.sub(r"(\\*)\[([^\[\]]*)\]", lambda m: "" if len(m.group(1)) % 2 == 0 and is_style(m.group(2))
+                      else f"\0[{m.group(2)}]", text).replace("\\[", "[")
+
+    fragments = []  # (command, a bracketed fragment with the 24 characters before it)
+    for path, text in walk(typer.main.get_command(app), []):
+        flat = " ".join(plain(text).split())
+        fragments += [(path, flat[max(0, i - 24):i].replace("\0", "") + flat[i + 1:flat.index("]", i) + 1])
+                      for i in range(len(flat)) if flat[i] == "\0"]
+    assert len(fragments) >= 3, "too few help texts with brackets: the test would check nothing"
+    runner = CliRunner()
+    rendered: dict[tuple[str, ...], str] = {}
+    for path, frag in fragments:
+        if tuple(path) not in rendered:
+            r = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "400"}, prog_name="storqos")
+            assert r.exit_code == 0, r.output
+            rendered[tuple(path)] = " ".join(r.output.replace("│", " ").split())
+        assert " ".join(frag.split()) in rendered[tuple(path)], (path, frag)

@@ -34,8 +34,8 @@ def validate(
                                                            "calibrate` of a gateway over such a file).")] = None,
     calibration_passes: Annotated[
         int | None, typer.Option(help="With --live-device file and no --device-profile: passes of the calibration "
-                                      "made first (each point's median kept; about 25 s each on 2 CPUs) "
-                                      "[default: 3].", show_default=False)] = None,
+                                      "made first, 3 unless given (each point's median kept; about 25 s "
+                                      "each on 2 CPUs).", show_default=False)] = None,
     export_size: Annotated[str, typer.Option(help="Size of each tenant's export; offsets wrap into it.")] = "256MiB",
     markdown_file: Annotated[
         Path | None, typer.Option("--markdown", help="Also write the table as markdown here.")] = None,
