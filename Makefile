@@ -37,6 +37,11 @@ endif
 ifdef PIP_DEFAULT_TIMEOUT
 export UV_HTTP_TIMEOUT ?= $(PIP_DEFAULT_TIMEOUT)
 endif
+# PyO3's build script reruns, and pyo3 and storqos-py are rebuilt (25-30 s), whenever the
+# Python it was configured with changes: maturin sets these two for its build, so every
+# cargo run here sets them alike (and waits for .venv's Python to exist).
+export PYO3_PYTHON := $(abspath $(VPY))
+export PYO3_ENVIRONMENT_SIGNATURE := $(shell $(PYTHON) -c 'import sys; v = sys.version_info; print(f"cpython-{v[0]}.{v[1]}-{64 if sys.maxsize > 2**32 else 32}bit")' 2>/dev/null)
 NEED_CARGO := command -v $(CARGO) >/dev/null || { echo "error: cargo (Rust) is required: https://rustup.rs" >&2; exit 2; }
 
 .PHONY: demo test lint lint-rust lint-python rust-tests test-rust test-python python-tests build setup test-setup system-deps nbd-client bench reproduce clean
@@ -59,7 +64,7 @@ lint: lint-rust lint-python
 
 # clippy checks into target/lint: check builds share nothing with the release build in
 # target/, and a separate folder lets it run beside that build.
-lint-rust:
+lint-rust: | $(VPY)
 	@if $(CARGO) fmt --version >/dev/null 2>&1; then \
 	  $(CARGO) fmt --all --check || { echo "Rust code is not formatted: run cargo fmt (rustfmt.toml)" >&2; exit 1; }; \
 	else echo "rustfmt not installed: format check not run"; fi
@@ -75,7 +80,7 @@ lint-python: $(TDEPS)
 # Not the examples (benchmarks `make bench` runs; clippy checks that they compile): they
 # would cost 10 more CPU-seconds in a fresh build.
 RUST_TEST_TARGETS := --workspace --lib --bins --tests
-rust-tests:
+rust-tests: | $(VPY)
 	@$(NEED_CARGO)
 	$(CARGO) test --release $(RUST_TEST_TARGETS) --no-run
 
