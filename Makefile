@@ -59,7 +59,8 @@ test:
 	@$(MAKE) --no-print-directory -j2 --output-sync=target build lint-python
 	@$(MAKE) --no-print-directory test-rust python-tests
 
-# rustfmt and clippy (warnings are errors), ruff over the Python, mypy over the package.
+# rustfmt and clippy (warnings are errors), ruff over the Python, mypy over the package and the
+# benchmarks.
 lint: lint-rust lint-python
 
 # clippy checks into target/lint: check builds share nothing with the release build in
@@ -74,7 +75,7 @@ lint-rust: | $(VPY)
 
 lint-python: $(TDEPS)
 	$(VENV)/bin/ruff check python tests benches scripts examples
-	$(VPY) -m mypy python/storqos
+	$(VPY) -m mypy python/storqos benches
 
 # The Rust tests' binaries, built and not run: the same ones nextest and cargo test run.
 # Not the examples (benchmarks `make bench` runs; clippy checks that they compile): they

@@ -30,6 +30,7 @@ separated). Usage:
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import tempfile
@@ -163,10 +164,10 @@ def main() -> None:
             path = d / name
             writer(df, path)
             mb = path.stat().st_size / 1e6
-            ours = lambda path=path, fmt=fmt: read_trace(path, format=fmt)  # noqa: E731
+            ours = functools.partial(read_trace, path, format=fmt)
             if fmt in BARE:
                 call, bare = BARE[fmt]
-                (t_ours, t_bare), (c_ours, c_bare) = alternate([ours, lambda path=path, bare=bare: bare(path)],
+                (t_ours, t_bare), (c_ours, c_bare) = alternate([ours, functools.partial(bare, path)],
                                                                args.repeats)
                 ratio = statistics.median(t_bare) / statistics.median(t_ours)
                 row(fmt, "read_trace", n, t_ours, mb, vs_polars=ratio, vs_polars_best=min(t_bare) / min(t_ours),
@@ -179,17 +180,17 @@ def main() -> None:
             if fmt == "disksim" and args.python_requests > 0:
                 m = min(args.python_requests, n)
                 (t_py,), _ = alternate([
-                    lambda path=path, m=m: parse_lines(path, disksim_line, skip_lines=0, unit_label=" ns",
-                                                  ns_per_unit=1, sort=False, limit=m)
+                    functools.partial(parse_lines, path, disksim_line, skip_lines=0, unit_label=" ns",
+                                      ns_per_unit=1, sort=False, limit=m)
                 ], args.repeats)
                 row(fmt, "python lines", m, t_py, mb * m / n)
             path.unlink()
     for r in rows:
-        ratio = (f"  {r['vs_polars']:.2f}x polars' speed (paired {r['vs_polars_paired']:.2f}x, "
+        vs = (f"  {r['vs_polars']:.2f}x polars' speed (paired {r['vs_polars_paired']:.2f}x, "
                  f"best {r['vs_polars_best']:.2f}x, CPU {r['vs_polars_cpu']:.2f}x)"
                  if "vs_polars" in r else "")
         print(f"{r['format']:8} {r['reader']:13} {r['requests']:>10,} req {r['mb']:8.1f} MB "
-              f"{r['seconds']:7.2f} s ({r['min']:.2f}-{r['max']:.2f}) {r['mreq_per_s']:6.2f} M req/s{ratio}")
+              f"{r['seconds']:7.2f} s ({r['min']:.2f}-{r['max']:.2f}) {r['mreq_per_s']:6.2f} M req/s{vs}")
     print(json.dumps(rows))
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from typing import Any
 
 import storqos
 from storqos import synth
@@ -43,7 +44,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=REPEATS)
     args = ap.parse_args()
     slo = ",".join(f"c{i}:{TOTAL_IOPS / CLASSES:g}iops@200ms" for i in range(CLASSES))
-    policies = {
+    policies: dict[str, str | dict[str, Any]] = {
         "fcfs": "fcfs",
         "sarc+avatar": spec.twolevel_spec("sarc+avatar", slo),
         "sarc+facade": spec.twolevel_spec("sarc+facade", slo),
