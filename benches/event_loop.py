@@ -26,8 +26,10 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import Any, cast
 
 import numpy as np
+import polars as pl
 import storqos
 from storqos import _core
 
@@ -84,7 +86,7 @@ def rss_child(n: int, closed: bool) -> None:
         clients = [storqos.ClosedClient(tenant=i % 2, outstanding=1, stop=f"{n / CAPACITY_IOPS}s") for i in range(8)]
         res = storqos.simulate(None, "fcfs", "constant", capacity=CAPACITY_IOPS, closed=clients)
     else:
-        spec = storqos.synth.poisson(RATE_IOPS, count=n, seed=11, materialize=False)
+        spec = cast(dict[str, Any], storqos.synth.poisson(RATE_IOPS, count=n, seed=11, materialize=False))
         res = storqos.simulate(None, "fcfs", "constant", capacity=CAPACITY_IOPS, generators=[spec])
     wall = time.perf_counter() - t0
     # VmHWM is this process's own peak (ru_maxrss would carry the forking parent's
@@ -137,7 +139,7 @@ def main() -> None:
         return
 
     n = args.requests
-    trace = storqos.synth.poisson(RATE_IOPS, count=n, seed=7)
+    trace = cast(pl.DataFrame, storqos.synth.poisson(RATE_IOPS, count=n, seed=7))
     arrivals = trace["arrival_ns"].to_numpy().astype(np.uint64)
     service = round(1e9 / CAPACITY_IOPS)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from typing import Any
+from typing import Any, cast
 
 import storqos
 from storqos import synth
@@ -33,7 +33,8 @@ ARRAY_8_EXP = {**spec.ARRAY_8_DISKS, "service": {"kind": "exponential", "iops": 
 def gens(n: int) -> list[dict]:
     per = n // CLASSES
     return [
-        synth.poisson(TOTAL_IOPS / CLASSES, count=per, tenant=i, size="8KiB", span="64GiB", seed=100 + i, materialize=False)
+        cast(dict, synth.poisson(TOTAL_IOPS / CLASSES, count=per, tenant=i, size="8KiB", span="64GiB", seed=100 + i,
+                                 materialize=False))
         for i in range(CLASSES)
     ]
 

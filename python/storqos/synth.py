@@ -8,7 +8,7 @@ trace DataFrame in the canonical schema when ``materialize=True`` (default).
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, overload
+from typing import Any
 
 import polars as pl
 
@@ -55,36 +55,6 @@ def to_frame(specs: list[dict[str, Any]]) -> pl.DataFrame:
     )
 
 
-@overload
-def poisson(
-    rate: str | float,
-    count: int | None = None,
-    duration: str | float | None = None,
-    *,
-    tenant: int = 0,
-    size: str | int = 4096,
-    read_fraction: float = 1.0,
-    span: str | int | None = None,
-    seed: int = 0,
-    materialize: Literal[True] = ...,
-) -> pl.DataFrame: ...
-
-
-@overload
-def poisson(
-    rate: str | float,
-    count: int | None = None,
-    duration: str | float | None = None,
-    *,
-    tenant: int = 0,
-    size: str | int = 4096,
-    read_fraction: float = 1.0,
-    span: str | int | None = None,
-    seed: int = 0,
-    materialize: Literal[False],
-) -> dict[str, Any]: ...
-
-
 def poisson(
     rate: str | float,
     count: int | None = None,
@@ -101,42 +71,6 @@ def poisson(
     spec = {"kind": "poisson", "rate": parse_rate(rate, "--rate"), **_bounds(count, duration),
             **_shape(tenant, size, read_fraction, span, seed)}
     return to_frame([spec]) if materialize else spec
-
-
-@overload
-def onoff(
-    rate_on: str | float,
-    rate_off: str | float,
-    mean_on: str | float,
-    mean_off: str | float,
-    count: int | None = None,
-    duration: str | float | None = None,
-    *,
-    tenant: int = 0,
-    size: str | int = 4096,
-    read_fraction: float = 1.0,
-    span: str | int | None = None,
-    seed: int = 0,
-    materialize: Literal[True] = ...,
-) -> pl.DataFrame: ...
-
-
-@overload
-def onoff(
-    rate_on: str | float,
-    rate_off: str | float,
-    mean_on: str | float,
-    mean_off: str | float,
-    count: int | None = None,
-    duration: str | float | None = None,
-    *,
-    tenant: int = 0,
-    size: str | int = 4096,
-    read_fraction: float = 1.0,
-    span: str | int | None = None,
-    seed: int = 0,
-    materialize: Literal[False],
-) -> dict[str, Any]: ...
 
 
 def onoff(
@@ -168,38 +102,6 @@ def onoff(
         **_shape(tenant, size, read_fraction, span, seed),
     }
     return to_frame([spec]) if materialize else spec
-
-
-@overload
-def diurnal(
-    peak_rate: str | float,
-    days: int,
-    *,
-    hourly: list[float] | None = None,
-    weekend_factor: float = 0.3,
-    tenant: int = 0,
-    size: str | int = 4096,
-    read_fraction: float = 1.0,
-    span: str | int | None = None,
-    seed: int = 0,
-    materialize: Literal[True] = ...,
-) -> pl.DataFrame: ...
-
-
-@overload
-def diurnal(
-    peak_rate: str | float,
-    days: int,
-    *,
-    hourly: list[float] | None = None,
-    weekend_factor: float = 0.3,
-    tenant: int = 0,
-    size: str | int = 4096,
-    read_fraction: float = 1.0,
-    span: str | int | None = None,
-    seed: int = 0,
-    materialize: Literal[False],
-) -> dict[str, Any]: ...
 
 
 def diurnal(
