@@ -172,7 +172,7 @@ $(TDEPS): pyproject.toml $(DEPS)
 	touch $@
 
 # The compiled extension, rebuilt by cargo incrementally when the Rust changes.
-build: setup | $(UV)
+build: setup
 	$(VENV)/bin/maturin develop --release -q --uv
 
 bench: build nbd-client

@@ -14,10 +14,13 @@ Needs tcpdump (Debian's package) and root or CAP_NET_RAW.
 from __future__ import annotations
 
 import shutil
+import signal
 import struct
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
@@ -34,10 +37,12 @@ def _fail(message: str) -> NoReturn:
     raise SystemExit(2)
 
 
-def capture(port: int, out: Path, *, both: bool = False) -> subprocess.Popen[bytes]:
-    """Start tcpdump on loopback, writing nanosecond-stamped packets to ``out``: the
-    traffic to ``port`` (the server), or with ``both`` both directions. Stop it with
-    SIGINT (and ``wait``) once the traffic is over."""
+@contextmanager
+def capture(port: int, out: Path, *, both: bool = False) -> Iterator[None]:
+    """tcpdump on loopback for the ``with`` block, writing nanosecond-stamped packets to
+    ``out``: the traffic to ``port`` (the server), or with ``both`` both directions. It
+    listens before the block starts and is stopped (SIGINT) half a second after the
+    block ends, once the last packets are through."""
     flt = f"tcp port {port}" if both else f"tcp dst port {port}"
     if shutil.which("tcpdump") is None:
         _fail("tcpdump not found: install Debian's tcpdump package (make bench does)")
@@ -48,7 +53,12 @@ def capture(port: int, out: Path, *, both: bool = False) -> subprocess.Popen[byt
         err = (p.stderr.read() if p.stderr else b"").decode(errors="replace").strip().splitlines()
         _fail(f"tcpdump could not capture on lo: {err[-1] if err else f'exit {p.returncode}'} "
               "(it needs root or CAP_NET_RAW)")
-    return p
+    try:
+        yield
+    finally:
+        time.sleep(0.5)
+        p.send_signal(signal.SIGINT)
+        p.wait(10)
 
 
 @dataclass

@@ -30,7 +30,6 @@ Needs tcpdump (Debian's package; root or CAP_NET_RAW).
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import tempfile
 import time
@@ -69,13 +68,8 @@ def parts(uri: str, port: int, df: pl.DataFrame, work: Path) -> tuple[np.ndarray
     gateway, client receive and the replay's response time (ns; NaN where tcpdump
     dropped the packet), and the replay's issue times (ns from its first)."""
     pcap = work / "cap.pcap"
-    cap = capture(port, pcap, both=True)
-    try:
+    with capture(port, pcap, both=True):
         res = replay(df, {0: uri}, warmup=True)
-    finally:
-        time.sleep(0.5)
-        cap.send_signal(signal.SIGINT)
-        cap.wait(10)
     n = df.height
     streams = read(pcap)
     sent = [(t, c) for t, c, kind in request_times(streams, port) if kind == CMD_READ]

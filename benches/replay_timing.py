@@ -33,12 +33,10 @@ request (/dev/cpu_dma_latency).
 from __future__ import annotations
 
 import argparse
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -125,18 +123,13 @@ def main() -> int:
             for r in range(args.repeats):
                 for tool in (list(results) if r % 2 == 0 else list(results)[::-1]):  # order alternates
                     pcap = work / "cap.pcap"
-                    cap = capture(port, pcap)
                     own = None
-                    stolen = steal_ms()
-                    try:
+                    with capture(port, pcap):
+                        stolen = steal_ms()
                         if tools[tool]:
                             own = run_storqos(uri, df, tools[tool])
                         else:
                             run_fio(uri, df, work)
-                    finally:
-                        time.sleep(0.5)
-                        cap.send_signal(signal.SIGINT)
-                        cap.wait(10)
                     stolen = steal_between(stolen, steal_ms())  # around the capture, the replay within it
                     res = errors(wire_times(pcap, port), sched)
                     results[tool].append(res)

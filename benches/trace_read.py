@@ -187,8 +187,8 @@ def main() -> None:
             path.unlink()
     for r in rows:
         vs = (f"  {r['vs_polars']:.2f}x polars' speed (paired {r['vs_polars_paired']:.2f}x, "
-                 f"best {r['vs_polars_best']:.2f}x, CPU {r['vs_polars_cpu']:.2f}x)"
-                 if "vs_polars" in r else "")
+              f"best {r['vs_polars_best']:.2f}x, CPU {r['vs_polars_cpu']:.2f}x)"
+              if "vs_polars" in r else "")
         print(f"{r['format']:8} {r['reader']:13} {r['requests']:>10,} req {r['mb']:8.1f} MB "
               f"{r['seconds']:7.2f} s ({r['min']:.2f}-{r['max']:.2f}) {r['mreq_per_s']:6.2f} M req/s{vs}")
     print(json.dumps(rows))
