@@ -33,8 +33,8 @@ ARRAY_8_EXP = {**spec.ARRAY_8_DISKS, "service": {"kind": "exponential", "iops": 
 def gens(n: int) -> list[dict]:
     per = n // CLASSES
     return [
-        cast(dict, synth.poisson(TOTAL_IOPS / CLASSES, count=per, tenant=i, size="8KiB", span="64GiB", seed=100 + i,
-                                 materialize=False))
+        cast(dict[str, Any], synth.poisson(TOTAL_IOPS / CLASSES, count=per, tenant=i, size="8KiB", span="64GiB",
+                                           seed=100 + i, materialize=False))
         for i in range(CLASSES)
     ]
 
