@@ -194,6 +194,46 @@ def test_a_profile_measured_with_the_cpus_the_other_way_is_warned_of(tmp_path: P
     assert "measured with the CPUs awake" in lines[0] and "free to sleep" in lines[0], lines[0]
 
 
+def test_exports_are_read_through_before_a_replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every byte of every export is read (the page cache then holds it), with the
+    kernel told first that the whole file is wanted."""
+    import os
+
+    from storqos import validate as v
+
+    sizes = {"t0.img": (9 << 20) + 123, "t1.img": 4096}
+    for name, n in sizes.items():
+        (tmp_path / name).write_bytes(os.urandom(n))
+    advised: list[tuple[int, int, int]] = []
+    real = os.posix_fadvise
+    monkeypatch.setattr(os, "posix_fadvise", lambda fd, off, n, how: (advised.append((off, n, how)), real(fd, off, n, how))[1])
+    read: dict[str, int] = {}
+    opened = open
+
+    class Counting:
+        def __init__(self, f: object, name: str) -> None:
+            self.f, self.name = f, name
+
+        def __enter__(self) -> Counting:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.f.close()  # type: ignore[attr-defined]
+
+        def fileno(self) -> int:
+            return self.f.fileno()  # type: ignore[attr-defined,no-any-return]
+
+        def read(self, n: int) -> bytes:
+            b: bytes = self.f.read(n)  # type: ignore[attr-defined]
+            read[self.name] = read.get(self.name, 0) + len(b)
+            return b
+
+    monkeypatch.setattr("builtins.open", lambda p, *a, **k: Counting(opened(p, *a, **k), Path(p).name))
+    v._into_page_cache([tmp_path / name for name in sizes])
+    assert read == sizes
+    assert advised == [(0, 0, os.POSIX_FADV_WILLNEED)] * 2
+
+
 @pytest.mark.untimed
 def test_a_replay_the_host_disturbed_is_made_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """The host took 8 % of the machine's CPU time during the first replay (a stand-in
@@ -229,15 +269,25 @@ def test_a_replay_the_host_disturbed_is_made_again(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(v, "GatewayProcess", NoGateway)
     said: list[str] = []
     made = iter([result(0.08, 10), result(0.005, 30)])
-    monkeypatch.setattr(v, "replay", lambda *a, **k: next(made))
-    live, attempts = v._replay_on_schedule(pl.DataFrame(), {}, 1, 3, said.append, "fcfs", "no")
+    events: list[str] = []
+
+    def replayed(*a: object, **k: object) -> ReplayResult:
+        events.append("replay")
+        return next(made)
+
+    monkeypatch.setattr(v, "replay", replayed)
+    monkeypatch.setattr(v, "_into_page_cache", lambda paths: events.append(f"warm {[p.name for p in paths]}"))
+    files = [Path("t0.img"), Path("t1.img")]
+    live, attempts = v._replay_on_schedule(pl.DataFrame(), {}, 1, 3, said.append, "fcfs", "no", files)
     assert attempts == 2 and live.late == 30 and live.disturbed() is None
+    # Every replay finds the exports just read into the page cache.
+    assert events == ["warm ['t0.img', 't1.img']", "replay"] * 2, events
     assert len(said) == 1 and said[0].startswith(f"fcfs: the host took {0.08 * cpu_ms:,.0f} ms of CPU time"), said
     assert "(8.0 % of it); replaying again (2/3)" in said[0], said
     # All three disturbed: one behind (150 late of 10,000 is 1.5 %), two busy hosts; the
     # busy ones kept time, and of them the fewer late requests wins.
     made = iter([result(0.0, 150), result(0.05, 40), result(0.03, 20)])
     said.clear()
-    live, attempts = v._replay_on_schedule(pl.DataFrame(), {}, 1, 3, said.append, "wf2q", "no")
+    live, attempts = v._replay_on_schedule(pl.DataFrame(), {}, 1, 3, said.append, "wf2q", "no", [])
     assert attempts == 3 and live.late == 20 and len(said) == 2
     assert "fell behind the trace" in said[0] and "(5.0 % of it)" in said[1], said
