@@ -228,7 +228,7 @@ def test_exports_are_read_through_before_a_replay(tmp_path: Path, monkeypatch: p
             read[self.name] = read.get(self.name, 0) + len(b)
             return b
 
-    monkeypatch.setattr("builtins.open", lambda p, *a, **k: Counting(opened(p, *a, **k), Path(p).name))
+    monkeypatch.setattr(v, "open", lambda p, *a, **k: Counting(opened(p, *a, **k), Path(p).name), raising=False)
     v._into_page_cache([tmp_path / name for name in sizes])
     assert read == sizes
     assert advised == [(0, 0, os.POSIX_FADV_WILLNEED)] * 2
