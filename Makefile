@@ -159,17 +159,20 @@ $(VPY):
 $(UV): | $(VPY)
 	$(VPY) -m pip install uv
 
-$(DEPS): pyproject.toml | $(VPY) $(UV)
-	$(VPY) -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb')); \
-	  print('\n'.join(p['build-system']['requires'] + p['project']['dependencies']))" > $(VENV)/requirements.txt
-	$(UV) pip install -q --python $(VPY) -r $(VENV)/requirements.txt
+# $(call pyproject-install,LIST,FILE): the requirements LIST names (a Python expression
+# over p, pyproject.toml's tables) written to FILE, installed with uv, and the target
+# touched.
+define pyproject-install
+	$(VPY) -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb')); print('\n'.join($(1)))" > $(2)
+	$(UV) pip install -q --python $(VPY) -r $(2)
 	touch $@
+endef
+
+$(DEPS): pyproject.toml | $(VPY) $(UV)
+	$(call pyproject-install,p['build-system']['requires'] + p['project']['dependencies'],$(VENV)/requirements.txt)
 
 $(TDEPS): pyproject.toml $(DEPS)
-	$(VPY) -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb')); \
-	  print('\n'.join(p['project']['optional-dependencies']['test']))" > $(VENV)/requirements-test.txt
-	$(UV) pip install -q --python $(VPY) -r $(VENV)/requirements-test.txt
-	touch $@
+	$(call pyproject-install,p['project']['optional-dependencies']['test'],$(VENV)/requirements-test.txt)
 
 # The compiled extension, rebuilt by cargo incrementally when the Rust changes.
 build: setup
