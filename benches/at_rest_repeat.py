@@ -26,6 +26,7 @@ from storqos.gateway import gateway_config
 from storqos.gateway_process import GatewayProcess
 from storqos.host_steal import steal_between, steal_ms
 from storqos.specs import policy_spec
+from storqos.validate import _exports
 
 FILE_BYTES = 256 << 20
 SPACED_US = 2000
@@ -40,12 +41,7 @@ def main() -> None:
         ap.error("--repeats must be at least 2 and --seconds above 0")
     p50s: list[float] = []
     with tempfile.TemporaryDirectory(prefix="storqos-at-rest-") as tmp:
-        path = Path(tmp) / "file.img"
-        chunk = bytes(range(256)) * 16384  # 4 MiB, not zeros
-        with open(path, "wb") as f:
-            for _ in range(FILE_BYTES // len(chunk)):
-                f.write(chunk)
-        cfg = gateway_config([f"f={path}:0"], policy_spec("fcfs"), listen="127.0.0.1:0")
+        cfg = gateway_config(_exports(Path(tmp), 1, FILE_BYTES, fill=True), policy_spec("fcfs"), listen="127.0.0.1:0")
         print(f"4 KiB random reads every {SPACED_US} µs for {args.seconds:g} s, FCFS gateway over a "
               f"{FILE_BYTES >> 20} MiB page-cached file, {args.repeats} times back to back")
         print("| # | requests | p50 (µs) | p90 (µs) | host's steal (ms) |")
@@ -53,7 +49,7 @@ def main() -> None:
         with GatewayProcess(cfg) as gw:
             for i in range(args.repeats):
                 before = steal_ms()
-                point = replay_point(gw.uri("f"), FILE_BYTES, "read", "random", 4096, 1, args.seconds, seed=i,
+                point = replay_point(gw.uri("t0"), FILE_BYTES, "read", "random", 4096, 1, args.seconds, seed=i,
                                      spaced_us=SPACED_US)
                 stolen = steal_between(before, steal_ms())
                 pct = dict(point.percentiles_us)
