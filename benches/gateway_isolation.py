@@ -7,10 +7,16 @@ under WF2Q+ with equal weights. For each setting: ``--runs`` pairs of runs (vict
 alone, then both), interleaved, ``--seconds`` each; the medians of the victim's p99
 compare (one run's p99 moves 2-3x with this machine's noise).
 
+With ``--delay``, the noisy tenant's export waits that long before each of its reads
+(a ``delay`` fault rule), as a disk's reads hold their slots without using a CPU; at
+page-cache speed the slots are free most of the time and what the victim shares with
+the noisy tenant is the CPUs, not the backend.
+
     .venv/bin/python benches/gateway_isolation.py               # 5 pairs of 3 s per setting
+    .venv/bin/python benches/gateway_isolation.py --delay 2ms --depth 4
     .venv/bin/python benches/gateway_isolation.py --runs 9 --seconds 5
 
-tests/python/test_gateway_cost.py runs the same measurement with the cost model on only.
+tests/python/test_gateway_cost.py runs the measurement with ``--delay 2ms --depth 4``.
 """
 
 from __future__ import annotations
@@ -68,15 +74,19 @@ def run_fio(workdir: Path, jobs: str) -> dict[str, dict[str, object]]:
     return {j["jobname"]: j for j in json.loads(r.stdout[r.stdout.index("{"):])["jobs"]}
 
 
-def measure(workdir: Path, data: Path, cost: bool, runs: int, seconds: float) -> tuple[float, float, float]:
+def measure(workdir: Path, data: Path, cost: bool, runs: int, seconds: float, delay_s: float = 0.0,
+            depth: int = 8) -> tuple[float, float, float]:
     """Medians of the victim's p99 alone and beside the noisy tenant (µs), and the noisy
     tenant's median throughput (MB/s)."""
     from storqos.gateway import gateway_config
     from storqos.gateway_process import GatewayProcess
     from storqos.specs import policy_spec
 
-    cfg = gateway_config([f"victim={data}:0", f"noisy={data}:1"], policy_spec("wf2q", weights=[1.0, 1.0]),
-                         listen="127.0.0.1:0", cost={"enabled": cost})
+    noisy: dict[str, object] = {"name": "noisy", "path": str(data), "tenant": 1}
+    if delay_s > 0:
+        noisy["faults"] = [{"op": "read", "delay_s": delay_s}]
+    cfg = gateway_config([f"victim={data}:0", noisy], policy_spec("wf2q", weights=[1.0, 1.0]),
+                         listen="127.0.0.1:0", cost={"enabled": cost}, depth=depth)
     alone, beside, mbps = [], [], []
     with GatewayProcess(cfg) as gw:
         port = int(gw.uri("victim").rsplit(":", 1)[1].split("/", 1)[0])
@@ -92,18 +102,25 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5, help="pairs of runs per setting")
     ap.add_argument("--seconds", type=float, default=3.0, help="length of one fio run")
+    ap.add_argument("--delay", default="0", help="wait before each noisy read, e.g. 2ms (default: none)")
+    ap.add_argument("--depth", type=int, default=8, help="backend slots (default 8)")
     a = ap.parse_args()
+    from storqos.units import parse_duration
+
+    delay_s = parse_duration(a.delay, "--delay") / 1e9
     with tempfile.TemporaryDirectory(prefix="storqos-isolation-") as tmp:
         work = Path(tmp)
         data = work / "data.img"
         with open(data, "wb") as f:
             for _ in range(64):
                 f.write(os.urandom(MiB))
-        print(f"victim 4 KiB QD1 beside 1 MiB QD8, WF2Q+, medians of {a.runs} runs of {a.seconds:g} s\n")
+        slow = f", each noisy read delayed {a.delay}" if delay_s > 0 else ""
+        print(f"victim 4 KiB QD1 beside 1 MiB QD8, WF2Q+, depth {a.depth}{slow}, "
+              f"medians of {a.runs} runs of {a.seconds:g} s\n")
         print("| cost model | victim p99 alone | beside the noisy tenant | ratio | noisy tenant |")
         print("|---|---:|---:|---:|---:|")
         for cost in (True, False):
-            alone, beside, mbps = measure(work, data, cost, a.runs, a.seconds)
+            alone, beside, mbps = measure(work, data, cost, a.runs, a.seconds, delay_s, a.depth)
             print(f"| {'on' if cost else 'off'} | {alone:.0f} µs | {beside:.0f} µs | {beside / alone:.2f}× | "
                   f"{mbps:,.0f} MB/s |", flush=True)
 

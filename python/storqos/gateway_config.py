@@ -135,18 +135,30 @@ def _rate(v: Any) -> float:
     return float(v)
 
 
+#: Longest delay a fault rule may add (ns): the gateway's ``MAX_DELAY_S``.
+MAX_FAULT_DELAY_NS = 60_000_000_000
+
+
 class FaultTable(Table):
-    """A fault rule of an export ([[export.fault]]): requests it fails on purpose."""
+    """A fault rule of an export ([[export.fault]]): requests it fails or slows on purpose."""
 
     op: Annotated[str, _choice("read", "write", "flush", "any")]
-    error: Annotated[str, _choice("eio", "enospc", "short")]
+    error: Annotated[str | None, _choice("eio", "enospc", "short")] = None
+    delay: Annotated[int, unit(parse_duration), Field(le=MAX_FAULT_DELAY_NS)] = 0
     offset: Annotated[int, BeforeValidator(_bytes)] = 0
     length: Annotated[int | None, BeforeValidator(_bytes), Field(gt=0)] = None
     rate: Annotated[float, BeforeValidator(_rate)] = 1.0
 
+    @model_validator(mode="after")
+    def _does_something(self) -> FaultTable:
+        if self.error is None and self.delay == 0:
+            raise ValueError("a fault rule needs an error, a delay or both")
+        return self
+
     def to_json(self) -> dict[str, Any]:
         """The gateway's fault object."""
-        return {"op": self.op, "error": self.error, "offset": self.offset, "length": self.length, "rate": self.rate}
+        return {"op": self.op, "error": self.error, "delay_s": self.delay / 1e9, "offset": self.offset,
+                "length": self.length, "rate": self.rate}
 
 
 def _fraction(v: Any) -> float:

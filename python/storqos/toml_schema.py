@@ -318,7 +318,9 @@ def line_of(text: str, loc: list[Any]) -> int | None:
     """The 1-based line of ``text`` where the key at ``loc`` (``["tenant", 1, "slo"]``,
     ``["device", "capacity"]``, ``["seed"]``) is written; its table's header line when the
     key is not there (a missing key); None when neither is found. A key inside an inline
-    table gives the line of the key that holds the table."""
+    table gives the line of the key that holds the table; a key of an array nested in
+    an array entry (``["export", 1, "fault", 0, "delay"]``: ``[[export.fault]]``) the
+    line in that nested entry."""
     if not loc or isinstance(loc[0], int):
         return None
     secs = _sections(text)
@@ -326,7 +328,14 @@ def line_of(text: str, loc: list[Any]) -> int | None:
     arrays = [s for s in secs if s.name == head and s.array]
     if len(loc) >= 2 and isinstance(loc[1], int):
         if loc[1] < len(arrays):
-            return arrays[loc[1]].key_line(loc[2:]) or arrays[loc[1]].line
+            entry, rest = arrays[loc[1]], loc[2:]
+            if len(rest) >= 2 and isinstance(rest[1], int):
+                at = secs.index(entry) + 1
+                until = next((i for i in range(at, len(secs)) if secs[i].name == head), len(secs))
+                nested = [s for s in secs[at:until] if s.array and s.name == f"{head}.{rest[0]}"]
+                if rest[1] < len(nested):
+                    return nested[rest[1]].key_line(rest[2:]) or nested[rest[1]].line
+            return entry.key_line(rest) or entry.line
         return top.key_line([head]) or (arrays[0].line if arrays else None)
     table = next((s for s in secs if s.name == head and not s.array), None)
     if table is not None:

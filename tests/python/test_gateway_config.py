@@ -85,6 +85,12 @@ BAD = [
      "[cost]: bandwidth: malformed bandwidth 'fast'"),
     (('max_inflight = "256MiB"', 'max_inflight = "256MiB"\n[cost]\nseek = "5ms"'), 'seek = "5ms"',
      "[cost]: unknown key 'seek'"),
+    (('tenant = "batch"\n', 'tenant = "batch"\n[[export.fault]]\nop = "read"\n'), "[[export.fault]]",
+     "[[export]] 2 (batch): fault: 0: a fault rule needs an error, a delay or both"),
+    (('tenant = "batch"\n', 'tenant = "batch"\n[[export.fault]]\nop = "read"\ndelay = "soon"\n'), 'delay = "soon"',
+     "[[export]] 2 (batch): fault: 0: delay: malformed duration 'soon'"),
+    (('tenant = "batch"\n', 'tenant = "batch"\n[[export.fault]]\nop = "read"\ndelay = "2min"\n'), 'delay = "2min"',
+     "[[export]] 2 (batch): fault: 0: delay: "),
 ]
 
 
@@ -93,6 +99,14 @@ def test_the_cost_table_reaches_the_gateway(gw: Path) -> None:
     assert merged(load(gw))["cost"] == {"enabled": True, "op_time_s": 250e-6, "bytes_per_s": 200 * 2**20}
     gw.write_text(gw.read_text() + "enabled = false\n")
     assert merged(load(gw))["cost"]["enabled"] is False
+    assert run_cli("serve", "--config", str(gw), "--check").code == 0
+
+
+def test_a_delay_rule_reaches_the_gateway(gw: Path) -> None:
+    gw.write_text(gw.read_text().replace('tenant = "batch"\n', 'tenant = "batch"\n[[export.fault]]\nop = "read"\n'
+                                          'delay = "2ms"\nrate = 0.5\n', 1))
+    assert merged(load(gw))["exports"][1]["faults"] == [
+        {"op": "read", "error": None, "delay_s": 0.002, "offset": 0, "length": None, "rate": 0.5}]
     assert run_cli("serve", "--config", str(gw), "--check").code == 0
 
 

@@ -365,13 +365,18 @@ impl Export {
         Ok(r as u64)
     }
 
-    /// The injected fault of a request, if a rule fails it.
+    /// The injected fault of a request: waits the rules' delay (this is an I/O thread),
+    /// then the error if a rule fails it.
     #[inline]
     fn fault(&self, kind: Kind, offset: u64, len: u64) -> Option<(u32, bool)> {
         if self.faults.is_empty() {
             return None;
         }
-        self.faults.hit(kind, offset, len)
+        let hit = self.faults.hit(kind, offset, len);
+        if !hit.delay.is_zero() {
+            std::thread::sleep(hit.delay);
+        }
+        hit.error
     }
 
     /// `Err` with the injected error if a rule fails the request.

@@ -1,17 +1,22 @@
-//! Fault injection: an export can be told to fail some of its requests, as nbdkit's
-//! `error` filter does, so that what a client and the other tenants see when a disk
-//! goes bad can be tried on purpose: `EIO` on reads or writes of a byte range, `ENOSPC`,
-//! or a short write (the first half of the data lands, then `EIO`). A rule matches a
-//! request by kind and by overlap with its range; `rate` fails that fraction of the
-//! matching requests, drawn from a fixed sequence (the same requests fail on every run
-//! with the same traffic).
+//! Fault injection: an export can be told to fail or to slow some of its requests, as
+//! nbdkit's `error` and `delay` filters do, so that what a client and the other tenants
+//! see when a disk goes bad can be tried on purpose: `EIO` on reads or writes of a byte
+//! range, `ENOSPC`, a short write (the first half of the data lands, then `EIO`), or a
+//! delay before the I/O (a slow disk: the request holds its backend slot for that time
+//! without using a CPU). A rule matches a request by kind and by overlap with its range;
+//! `rate` applies it to that fraction of the matching requests, drawn from a fixed
+//! sequence (the same requests are hit on every run with the same traffic). Every
+//! matching rule's delay adds up; the first matching rule with an error fails the
+//! request (after the delays of the rules before it).
 //!
 //! ```json
 //! "faults": [{"op": "read", "error": "eio", "offset": 1048576, "length": 1048576},
-//!            {"op": "write", "error": "short", "rate": 0.5}]
+//!            {"op": "write", "error": "short", "rate": 0.5},
+//!            {"op": "read", "delay_s": 0.002}]
 //! ```
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -50,15 +55,19 @@ pub enum FaultError {
 pub struct Fault {
     /// Which requests.
     pub op: FaultOp,
-    /// What they get.
-    pub error: FaultError,
+    /// What they get (none: only the delay).
+    #[serde(default)]
+    pub error: Option<FaultError>,
+    /// How long the I/O waits before it starts (s; default 0).
+    #[serde(default)]
+    pub delay_s: f64,
     /// Start of the byte range (default 0).
     #[serde(default)]
     pub offset: u64,
     /// Length of the range (default: to the end of the export; flushes match any range).
     #[serde(default)]
     pub length: Option<u64>,
-    /// Fraction of the matching requests that fail, in (0, 1] (default 1: all).
+    /// Fraction of the matching requests it applies to, in (0, 1] (default 1: all).
     #[serde(default = "all")]
     pub rate: f64,
 }
@@ -67,11 +76,29 @@ fn all() -> f64 {
     1.0
 }
 
+/// Longest delay a rule may add (s): longer would look like a hung gateway, not a slow disk.
+pub const MAX_DELAY_S: f64 = 60.0;
+
+/// What the rules do to one request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Hit {
+    /// The wait before the I/O (the sum of the matching rules' delays).
+    pub delay: Duration,
+    /// The error it gets, if a rule fails it (and whether it is a short write).
+    pub error: Option<(u32, bool)>,
+}
+
 impl Fault {
     /// What is wrong with the rule, if anything (named by its key).
     pub fn check(&self) -> Result<(), String> {
         if !(self.rate > 0.0 && self.rate <= 1.0) {
             return Err(format!("rate: must be in (0, 1], got {}", self.rate));
+        }
+        if !(0.0..=MAX_DELAY_S).contains(&self.delay_s) {
+            return Err(format!("delay_s: must be a time in [0, {MAX_DELAY_S}] s, got {}", self.delay_s));
+        }
+        if self.error.is_none() && self.delay_s == 0.0 {
+            return Err("error: a rule needs an error, a delay or both".into());
         }
         if self.length == Some(0) {
             return Err("length: must be > 0 (or left out: to the end)".into());
@@ -120,9 +147,11 @@ impl Faults {
         self.rules.iter().any(|f| matches(f, kind) && (kind == Kind::Flush || f.covers(offset, len)))
     }
 
-    /// The error the first matching rule gives this request, if any (and whether it is
-    /// a short write).
-    pub fn hit(&self, kind: Kind, offset: u64, len: u64) -> Option<(u32, bool)> {
+    /// What the rules do to a request of `kind` on `offset .. offset + len`: the sum of
+    /// the matching rules' delays, up to and including the first matching rule with an
+    /// error, and that error.
+    pub fn hit(&self, kind: Kind, offset: u64, len: u64) -> Hit {
+        let mut hit = Hit::default();
         for f in &self.rules {
             if !(matches(f, kind) && (kind == Kind::Flush || f.covers(offset, len))) {
                 continue;
@@ -130,13 +159,17 @@ impl Faults {
             if f.rate < 1.0 && unit(self.draws.fetch_add(1, Ordering::Relaxed)) >= f.rate {
                 continue;
             }
-            return Some(match f.error {
-                FaultError::Eio => (EIO, false),
-                FaultError::Enospc => (ENOSPC, false),
-                FaultError::Short => (EIO, kind == Kind::Write),
-            });
+            hit.delay += Duration::from_secs_f64(f.delay_s);
+            if let Some(e) = f.error {
+                hit.error = Some(match e {
+                    FaultError::Eio => (EIO, false),
+                    FaultError::Enospc => (ENOSPC, false),
+                    FaultError::Short => (EIO, kind == Kind::Write),
+                });
+                break;
+            }
         }
-        None
+        hit
     }
 }
 
@@ -161,7 +194,15 @@ mod tests {
     use super::*;
 
     fn rule(op: FaultOp, error: FaultError, offset: u64, length: Option<u64>, rate: f64) -> Fault {
-        Fault { op, error, offset, length, rate }
+        Fault { op, error: Some(error), offset, length, rate, delay_s: 0.0 }
+    }
+
+    fn delay(op: FaultOp, s: f64) -> Fault {
+        Fault { op, error: None, offset: 0, length: None, rate: 1.0, delay_s: s }
+    }
+
+    fn err(f: &Faults, kind: Kind, offset: u64, len: u64) -> Option<(u32, bool)> {
+        f.hit(kind, offset, len).error
     }
 
     #[test]
@@ -170,25 +211,46 @@ mod tests {
             rule(FaultOp::Read, FaultError::Eio, 4096, Some(4096), 1.0),
             rule(FaultOp::Write, FaultError::Short, 0, None, 1.0),
         ]);
-        assert_eq!(f.hit(Kind::Read, 0, 4096), None, "ends where the range starts");
-        assert_eq!(f.hit(Kind::Read, 4000, 100), Some((EIO, false)), "overlaps");
-        assert_eq!(f.hit(Kind::Read, 8192, 10), None, "starts where it ends");
-        assert_eq!(f.hit(Kind::Write, 1 << 40, 512), Some((EIO, true)));
-        assert_eq!(f.hit(Kind::Flush, 0, 0), None);
+        assert_eq!(err(&f, Kind::Read, 0, 4096), None, "ends where the range starts");
+        assert_eq!(err(&f, Kind::Read, 4000, 100), Some((EIO, false)), "overlaps");
+        assert_eq!(err(&f, Kind::Read, 8192, 10), None, "starts where it ends");
+        assert_eq!(err(&f, Kind::Write, 1 << 40, 512), Some((EIO, true)));
+        assert_eq!(err(&f, Kind::Flush, 0, 0), None);
         assert!(f.may_hit(Kind::Read, 4096, 1) && !f.may_hit(Kind::Read, 0, 4096));
         let any = Faults::new(vec![rule(FaultOp::Any, FaultError::Enospc, 0, Some(10), 1.0)]);
-        assert_eq!(any.hit(Kind::Flush, 1 << 30, 0), Some((ENOSPC, false)), "a flush matches any range");
-        assert_eq!(any.hit(Kind::Write, 5, 1), Some((ENOSPC, false)));
+        assert_eq!(err(&any, Kind::Flush, 1 << 30, 0), Some((ENOSPC, false)), "a flush matches any range");
+        assert_eq!(err(&any, Kind::Write, 5, 1), Some((ENOSPC, false)));
     }
 
     #[test]
     fn a_rate_fails_that_fraction_in_a_fixed_sequence() {
         let f = Faults::new(vec![rule(FaultOp::Read, FaultError::Eio, 0, None, 0.25)]);
-        let hits: Vec<bool> = (0..20_000).map(|_| f.hit(Kind::Read, 0, 1).is_some()).collect();
+        let hits: Vec<bool> = (0..20_000).map(|_| err(&f, Kind::Read, 0, 1).is_some()).collect();
         let share = hits.iter().filter(|&&h| h).count() as f64 / hits.len() as f64;
         assert!((share - 0.25).abs() < 0.01, "{share}");
         let again = Faults::new(vec![rule(FaultOp::Read, FaultError::Eio, 0, None, 0.25)]);
-        assert!(hits.iter().all(|&h| again.hit(Kind::Read, 0, 1).is_some() == h), "the same sequence");
+        assert!(hits.iter().all(|&h| err(&again, Kind::Read, 0, 1).is_some() == h), "the same sequence");
+    }
+
+    #[test]
+    fn delays_add_up_to_the_first_error() {
+        let ms = Duration::from_millis;
+        let f = Faults::new(vec![
+            delay(FaultOp::Read, 0.002),
+            delay(FaultOp::Any, 0.003),
+            rule(FaultOp::Read, FaultError::Eio, 4096, Some(4096), 1.0),
+            delay(FaultOp::Read, 0.5),
+        ]);
+        assert_eq!(f.hit(Kind::Read, 0, 4096), Hit { delay: ms(2) + ms(3) + ms(500), error: None });
+        assert_eq!(f.hit(Kind::Read, 4096, 1), Hit { delay: ms(5), error: Some((EIO, false)) }, "stops at the error");
+        assert_eq!(f.hit(Kind::Write, 0, 1), Hit { delay: ms(3), error: None });
+        assert!(f.may_hit(Kind::Read, 0, 1), "a delayed read leaves the page-cache fast path");
+        let mut mixed = rule(FaultOp::Write, FaultError::Enospc, 0, None, 1.0);
+        mixed.delay_s = 0.25;
+        assert_eq!(
+            Faults::new(vec![mixed]).hit(Kind::Write, 9, 9),
+            Hit { delay: ms(250), error: Some((ENOSPC, false)) }
+        );
     }
 
     #[test]
@@ -196,5 +258,10 @@ mod tests {
         assert!(rule(FaultOp::Any, FaultError::Eio, 0, None, 0.0).check().unwrap_err().starts_with("rate:"));
         assert!(rule(FaultOp::Any, FaultError::Eio, 0, None, 1.5).check().unwrap_err().starts_with("rate:"));
         assert!(rule(FaultOp::Any, FaultError::Eio, 0, Some(0), 1.0).check().unwrap_err().starts_with("length:"));
+        assert!(delay(FaultOp::Any, -1.0).check().unwrap_err().starts_with("delay_s:"));
+        assert!(delay(FaultOp::Any, f64::NAN).check().unwrap_err().starts_with("delay_s:"));
+        assert!(delay(FaultOp::Any, 61.0).check().unwrap_err().starts_with("delay_s:"));
+        assert_eq!(delay(FaultOp::Any, 0.0).check().unwrap_err(), "error: a rule needs an error, a delay or both");
+        assert!(delay(FaultOp::Any, 60.0).check().is_ok());
     }
 }

@@ -310,6 +310,11 @@ pub struct SchedLoop {
     held: std::collections::VecDeque<Request>,
 }
 
+/// Most requests held for the cost budget at once; past it the policy is not asked for
+/// more until one starts. Far above what tenants blocked on the budget have outstanding
+/// (each holds its client's queue depth at most), it bounds the scan of the held list.
+pub const HELD_MAX: usize = 1024;
+
 /// What an I/O costs the backend, as blk-iocost models a device: a fixed time per
 /// operation (a seek, the request overheads) plus its bytes over the bandwidth. The
 /// gateway keeps the cost of what is in flight under a budget of `depth` I/Os of
@@ -533,21 +538,18 @@ impl SchedLoop {
 
     /// Start what the slots and the cost budget allow: held requests first (in the
     /// policy's order), then the policy's next picks; a pick too costly for the budget
-    /// now is held (at most `depth` of them, so the policy keeps ordering the rest).
+    /// now is held, and the policy is asked again, so that a tenant blocked on the
+    /// budget never keeps the others' requests in the policy's queue while slots are
+    /// free (up to [`HELD_MAX`] held).
     fn dispatch_ready(&mut self, now: Nanos) {
         while self.inflight.len() < self.depth && !self.idle.is_empty() {
-            // The first held request of its tenant that fits now, if any.
-            let ready = (0..self.held.len()).find(|&i| {
-                let r = &self.held[i];
-                self.fits(r) && !self.held.iter().take(i).any(|h| h.tenant == r.tenant)
-            });
-            if let Some(i) = ready {
+            if let Some(i) = self.first_held_that_fits() {
                 if let Some(req) = self.held.remove(i) {
                     self.start_io(req, now);
                 }
                 continue;
             }
-            if self.held.len() >= self.depth {
+            if self.held.len() >= HELD_MAX {
                 break;
             }
             let state = DeviceState { outstanding: self.inflight.len(), free_slots: self.depth - self.inflight.len() };
@@ -561,6 +563,15 @@ impl SchedLoop {
                 None => break,
             }
         }
+    }
+
+    /// The first held request that fits now and is its tenant's first held one.
+    fn first_held_that_fits(&self) -> Option<usize> {
+        if self.held.is_empty() {
+            return None;
+        }
+        let mut seen = std::collections::HashSet::new();
+        self.held.iter().position(|r| seen.insert(r.tenant) && self.fits(r))
     }
 
     /// Whether `req` may start now under the cost budget (always without a cost model,

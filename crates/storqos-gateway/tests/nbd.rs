@@ -71,6 +71,9 @@ impl Client {
     /// Connect, check the greeting, send the client flags.
     async fn hello(addr: SocketAddr, client_flags: u32) -> Client {
         let mut s = TcpStream::connect(addr).await.unwrap();
+        // As libnbd and qemu do: requests go out at once, not held back by Nagle's
+        // algorithm until the gateway acknowledges the one before.
+        s.set_nodelay(true).unwrap();
         let mut g = [0u8; 18];
         s.read_exact(&mut g).await.unwrap();
         assert_eq!(&g[0..8], NBDMAGIC);
@@ -1104,4 +1107,56 @@ fn structured_replies_holes_and_block_status() {
     });
     drop(gw.shutdown());
     std::fs::remove_file(img).unwrap();
+}
+
+/// The victim's read beside a tenant of 1 MiB reads on a slow disk (a 50 ms delay
+/// rule on that tenant's export), depth 2: how long the victim's 4 KiB read took, and
+/// how long the noisy tenant's 8 reads took. FCFS: the policy alone gives the victim
+/// no precedence.
+fn victim_beside_a_slow_tenant(tag: &str, cost: &str) -> (Duration, Duration) {
+    let img = image(tag, 16 << 20);
+    let p = img.display();
+    let exports = format!(
+        r#"[{{"name":"victim","path":"{p}","tenant":0}},
+            {{"name":"noisy","path":"{p}","tenant":1,"faults":[{{"op":"read","delay_s":0.05}}]}}]"#
+    );
+    let (h, _) = gateway_json(&exports, &format!(r#","depth":2,"policy":{{"kind":"fcfs"}}{cost}"#));
+    let addr = h.addr().unwrap();
+    let took = rt().block_on(async {
+        let mut victim = Client::connect(addr, "victim").await;
+        let mut noisy = Client::connect(addr, "noisy").await;
+        let t0 = Instant::now();
+        for cookie in 0..8u64 {
+            noisy.request(0, 0, cookie, cookie << 20, 1 << 20, &[]).await;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let sent = Instant::now();
+        victim.request(0, 0, 99, 0, 4096, &[]).await;
+        let (e, cookie, data) = victim.reply(4096).await;
+        assert_eq!((e, cookie, data.len()), (0, 99, 4096));
+        let victim_took = sent.elapsed();
+        for _ in 0..8 {
+            let (e, _, data) = noisy.reply(1 << 20).await;
+            assert_eq!((e, data.len()), (0, 1 << 20));
+        }
+        (victim_took, t0.elapsed())
+    });
+    h.shutdown();
+    std::fs::remove_file(img).unwrap();
+    took
+}
+
+#[test]
+fn a_tenant_of_large_requests_on_a_slow_disk_does_not_hold_the_others() {
+    // Without the cost model the noisy tenant's reads take both slots for 50 ms, and
+    // its next ones are ahead of the victim's in the queue: the victim waits 2 rounds.
+    let (victim, noisy) = victim_beside_a_slow_tenant("slow-off", r#","cost":{"enabled":false}"#);
+    assert!(victim >= Duration::from_millis(80), "victim {victim:?}");
+    assert!(noisy >= Duration::from_millis(200), "4 rounds of 2 reads: {noisy:?}");
+    // With it a 1 MiB read costs more than the budget of two 64 KiB reads: the noisy
+    // tenant has one read on the backend at a time (8 x 50 ms), its others are held,
+    // and the victim's read takes the free slot at once.
+    let (victim, noisy) = victim_beside_a_slow_tenant("slow-on", "");
+    assert!(victim < Duration::from_millis(20), "victim {victim:?}");
+    assert!(noisy >= Duration::from_millis(400), "one read at a time: {noisy:?}");
 }
