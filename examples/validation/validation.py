@@ -95,12 +95,15 @@ def main() -> int:
         "loopback running the same policy spec, one export per tenant. **emulated**: the gateway emulates the "
         "experiment's constant-rate device (`--iops`). **file**: real local files (256 MiB each, written full, "
         "so reads come from the page cache), the gateway with the device profile's cost model and depth, the "
-        "simulator with the profile's measured model plus its path at rest and, in bursts, the live path's time "
+        "simulator with the profile's measured model plus its path at rest (by the time the target was idle "
+        "before the request) and, in bursts, the live path's time "
         "between two replies; the profile is measured first "
         "through a FCFS gateway over such a file by the replay's own engine, the client measured live "
         "(`storqos.validate.calibrate_file`)."
         + (f" Profile: capacity {profile.capacity_iops:,.0f} IOPS, parallelism {profile.parallelism}, "
-           f"{profile.op_time_us:.1f} µs per op, path at rest p50 {dict(profile.path_at_rest_us()).get(0.5, 0):.0f} µs"
+           f"{profile.op_time_us:.1f} µs per op, path at rest p50 "
+           + "; ".join(f"{op}s " + ", ".join(f"{dict(path).get(0.5, 0):.0f} µs after {idle / 1000:.1f} ms idle"
+                                            for idle, path in profile.rest_levels(op)) for op in ("read", "write"))
            + "".join(f", {b.op}s in bursts {b.finish_us:.0f} µs apart" for b in profile.burst or []) + "."
            if profile is not None else ""), "",
         "Targets: emulated, IOPS within 3 % and p99 within 10 % of the prediction; file, p50 within 20 %. "

@@ -4,7 +4,9 @@ The target is an NBD URI, a regular file or a block device. Each point is one sh
 run: every class of request (read / write, random / sequential, each size) at queue
 depth 1, then 4 KiB random reads at each queue depth, then 4 KiB random reads at rest
 (one every :data:`SPACED_US` µs, so that every thread sleeps between them), and writes
-at rest too when writes are measured, and with the replay engine, bursts from rest
+at rest too when writes are measured, then, if asked, the same at longer spacings
+(``idle_spacings_us``: waking threads that slept longer costs more), and with the
+replay engine, bursts from rest
 (:data:`BURST_REQUESTS` requests due at once, reads and, with writes, writes). Two engines
 measure (the reads at rest may take the other one: ``rest_engine``):
 
@@ -41,7 +43,19 @@ from typing import Any, TypeVar
 import numpy as np
 
 from .cpu_latency import check_mode, cpus_awake
-from .device_profile import PERCENTILES, PROFILE_VERSION, BurstPoint, DepthPoint, DeviceProfile, Op, Pattern, ServicePoint, fit
+from .device_profile import (
+    AT_REST_SPACING_US,
+    PERCENTILES,
+    PROFILE_VERSION,
+    BurstPoint,
+    DepthPoint,
+    DeviceProfile,
+    Op,
+    Pattern,
+    RestPoint,
+    ServicePoint,
+    fit,
+)
 from .errors import InputError, warn_input
 from .host_steal import host_busy, steal_between, steal_ms
 
@@ -57,9 +71,16 @@ REPLAY_SUPPLY_PER_S = 100_000
 #: Spacing of the reads "at rest" (µs): long enough for the client's and the server's
 #: threads to go to sleep between requests (seen: 1 ms and 2 ms give p50s within 10 %
 #: of each other, 2 ms nearer a replay of a few hundred IOPS).
-SPACED_US = 2000
+SPACED_US = AT_REST_SPACING_US
 #: Reads at rest measured at least (the point lasts at least this many spacings).
 AT_REST_SAMPLES = 500
+#: Longer spacings (µs) :func:`storqos.validate.calibrate_file` measures requests at
+#: rest at too: one 4 KiB read every 10 and 50 ms took p50 125-189 and 191-250 µs
+#: through a gateway on this machine, where one every 2 ms took 69-97.
+IDLE_SPACINGS_US = (10_000, 50_000)
+#: Requests measured at least at each of those spacings (fewer than at 2 ms: at 50 ms
+#: these take 3 s per op).
+IDLE_SAMPLES = 60
 #: Requests per burst from rest (replay engine): all due at the same time.
 BURST_REQUESTS = 32
 #: Most passes :func:`calibrate` makes (each measures every point once).
@@ -272,12 +293,14 @@ def calibrate(
     passes: int = 1,
     engine: str = "fio",
     rest_engine: str | None = None,
+    idle_spacings_us: Sequence[int] = (),
     awake: str = "no",
     progress: Callable[[int, int, str], None] | None = None,
 ) -> DeviceProfile:
     """Measure ``text`` with ``engine`` (see the module) and return its profile; the
     reads at rest with ``rest_engine`` (default: ``engine``), e.g. fio for the storage
-    and the replay for what its client pays at rest.
+    and the replay for what its client pays at rest; with ``idle_spacings_us``
+    (each above :data:`SPACED_US`), the requests at rest at those spacings too.
     Writes are measured only with ``writes`` (they overwrite the target's data);
     without, the profile has reads only and the simulator serves writes with read
     times. With ``passes`` > 1 every point is measured that many times, one whole pass
@@ -299,18 +322,24 @@ def calibrate(
         raise InputError(f"queue depths must be in 1..1024, got {list(depths)}", "--queue-depths")
     if not 1 <= passes <= MAX_PASSES:
         raise InputError(f"must be 1..{MAX_PASSES}, got {passes}", "--passes")
+    if any(sp <= SPACED_US or sp > 10_000_000 for sp in idle_spacings_us):
+        raise InputError(f"spacings must be longer than {SPACED_US / 1000:g} ms and at most 10 s, got "
+                         + ", ".join(f"{sp / 1000:g} ms" for sp in idle_spacings_us),
+                         "--idle-spacings")
     check_mode(awake)
     ops: tuple[Op, ...] = ("read", "write") if writes else ("read",)
     pats: tuple[Pattern, ...] = ("random", "sequential")
     plan = [(op, pat, s) for op in ops for pat in pats for s in sorted(set(sizes))]
     qds = sorted(set(depths))
     bursts = ops if "replay" in (engine, rest) else ()
-    per_pass = len(plan) + len(qds) + (2 if writes else 1) + len(bursts)
+    idles = [(op, sp) for sp in sorted(set(idle_spacings_us)) for op in ops]
+    per_pass = len(plan) + len(qds) + (2 if writes else 1) + len(bursts) + len(idles)
     total = per_pass * passes
     # Per point, its measurement in each pass (in the order of the plan).
     service: list[list[ServicePoint]] = [[] for _ in plan]
     curve: list[list[DepthPoint]] = [[] for _ in qds]
     at_rest: list[list[ServicePoint]] = [[] for _ in range(2 if writes else 1)]
+    at_idle: list[list[ServicePoint]] = [[] for _ in idles]
     burst: list[list[BurstPoint]] = [[] for _ in bursts]
     # Held (or not) for the whole measurement; the replays inside hold none of their own.
     started, stolen = time.monotonic(), steal_ms()
@@ -333,7 +362,7 @@ def calibrate(
             step += 1
 
         for k in range(passes):
-            seed = k * (per_pass + 4)  # each pass its own offsets
+            seed = k * (per_pass + 4 + len(idles))  # each pass its own offsets
             for i, (op, pat, s) in enumerate(plan):
                 say(f"{pat} {op} {s // 1024} KiB")
                 service[i].append(measure(op, pat, s, 1, seed + i))
@@ -348,6 +377,10 @@ def calibrate(
                 say(f"4 KiB random {op} at rest (one every {SPACED_US / 1000:g} ms)")
                 at_rest[r].append(measure(op, "random", 4096, 1, seed + per_pass + r, SPACED_US, by=rest,
                                           secs=rest_secs))
+            for x, (op, sp) in enumerate(idles):
+                say(f"4 KiB random {op} at rest (one every {sp / 1000:g} ms)")
+                at_idle[x].append(measure(op, "random", 4096, 1, seed + per_pass + 4 + x, sp, by=rest,
+                                          secs=max(seconds, IDLE_SAMPLES * sp / 1e6)))
             for b, op in enumerate(bursts):
                 say(f"bursts of {BURST_REQUESTS} 4 KiB random {op}s from rest")
                 lone = float(np.median([p.mean_us for pts, (o, pat, s) in zip(service, plan, strict=True)
@@ -371,10 +404,13 @@ def calibrate(
         direct=direct if not tgt.is_nbd else False,
         created=dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
         time_per_point_s=seconds, passes=passes, cpus_awake=held, measured_s=measured_s, steal_ms=stolen, service=points, queue_depth=depth_curve, at_rest=rests[0],
-        at_rest_write=rests[1] if writes else None, burst=[median_point(pts) for pts in burst] or None,
+        at_rest_write=rests[1] if writes else None,
+        at_rest_idle=[RestPoint(**median_point(pts).model_dump(), spacing_us=sp)
+                      for pts, (_, sp) in zip(at_idle, idles, strict=True)] or None,
+        burst=[median_point(pts) for pts in burst] or None,
         **fit(points, depth_curve),
     )
 
 
-__all__ = ["BURST_REQUESTS", "DEFAULT_DEPTHS", "DEFAULT_SIZES", "ENGINES", "MAX_PASSES", "Target", "burst_point",
+__all__ = ["BURST_REQUESTS", "DEFAULT_DEPTHS", "DEFAULT_SIZES", "ENGINES", "IDLE_SPACINGS_US", "MAX_PASSES", "Target", "burst_point",
            "calibrate", "median_point", "replay_point", "run_point", "target"]

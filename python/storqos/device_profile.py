@@ -22,7 +22,11 @@ against the queue depth (the parallelism curve). From them:
   sleeps. ``storqos validate`` adds it to the simulated response times of the requests
   that arrive when nothing is in flight, which then predict what a client measures
   (the simulator's device model holds only the part that occupies the device). With
-  writes measured, 4 KiB random writes at rest give writes their own path;
+  writes measured, 4 KiB random writes at rest give writes their own path. The longer
+  the threads slept, the more waking them costs (one 4 KiB read every 2, 10 and 50 ms
+  through a gateway on this 2-vCPU machine: p50 69-97, 125-189 and 191-250 µs): with
+  requests measured at longer spacings too (:class:`RestPoint`), a request's path goes
+  by the time the target was idle before it, between the spacings on a log scale;
 - the **path in a burst** (profiles measured by the replay engine): bursts of 4 KiB
   random requests due at the same time, issued from rest by the replay engine, reads
   and (with writes) writes apart. The replay issues one request at a time (the time
@@ -57,6 +61,9 @@ if TYPE_CHECKING:  # numpy is imported where the tables are interpolated: loadin
 PROFILE_VERSION = 1
 #: The first key of every profile.
 PROFILE_FORMAT = "storqos-device-profile"
+#: Spacing of the requests "at rest" (µs) of a profile's ``at_rest`` points: long
+#: enough for the client's and the server's threads to go to sleep between requests.
+AT_REST_SPACING_US = 2000
 #: Percentiles measured for each class (fio takes at most 20), besides the minimum.
 PERCENTILES = (1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.9, 99.99)
 
@@ -95,6 +102,12 @@ class ServicePoint(Table):
         stops at the top percentile)."""
         t = self.quantile_table_us()
         return sum((q1 - q0) * (a + b) / 2 for (q0, a), (q1, b) in zip(t, t[1:], strict=False))
+
+
+class RestPoint(ServicePoint):
+    """4 KiB random requests of one op at queue depth 1, one every ``spacing_us``."""
+
+    spacing_us: float = Field(gt=0)
 
 
 class DepthPoint(Table):
@@ -160,6 +173,10 @@ class DeviceProfile(Table):
     #: also wake a thread that a read served from the page cache does not: the
     #: gateway's I/O thread); without it writes take the reads' path
     at_rest_write: ServicePoint | None = None
+    #: The same at longer spacings, per op (a request at rest pays more the longer
+    #: the threads slept before it); absent from profiles made before they were
+    #: measured, and by default: every request at rest then pays the 2 ms path
+    at_rest_idle: list[RestPoint] | None = None
     #: Bursts from rest, per op (replay engine; absent from profiles made before they
     #: were measured, and from fio's: then no request waits in the path)
     burst: list[BurstPoint] | None = None
@@ -190,7 +207,7 @@ class DeviceProfile(Table):
         return {"kind": "array", "servers": self.parallelism, "assign": "shared", "depth": self.parallelism,
                 "service": {"kind": "measured", "classes": classes}}
 
-    def path_at_rest_us(self, op: Op = "read") -> list[tuple[float, float]]:
+    def path_at_rest_us(self, op: Op = "read", measured: ServicePoint | None = None) -> list[tuple[float, float]]:
         """Table (fraction, µs) of the time a request at rest pays outside the model's
         service, by rank: at each quantile, the spaced reads' time less the model's
         service time of the same reads back to back, never below 0. It need not rise:
@@ -199,11 +216,16 @@ class DeviceProfile(Table):
         back-to-back times of a page-cached file are bimodal, 16 µs or 70 µs, on 2 vCPUs:
         the gap at the low quantiles is not the gap at the median). For ``op = "write"``,
         the writes at rest less the 4 KiB random writes back to back, when both were
-        measured (else the reads'). Empty without an ``at_rest`` measurement."""
-        measured: ServicePoint | None = self.at_rest
+        measured (else the reads'). Empty without an ``at_rest`` measurement.
+        ``measured``: another spacing's point of ``op`` (:attr:`at_rest_idle`) instead
+        of the 2 ms one."""
         base_op: Op = "read"
-        if op == "write" and self.at_rest_write is not None and any(p.op == "write" for p in self.service):
-            measured, base_op = self.at_rest_write, "write"
+        if measured is None:
+            measured = self.at_rest
+            if op == "write" and self.at_rest_write is not None and any(p.op == "write" for p in self.service):
+                measured, base_op = self.at_rest_write, "write"
+        elif measured.op == "write" and any(p.op == "write" for p in self.service):
+            base_op = "write"
         if measured is None:
             return []
         # On the knots of both tables, so that the difference of the two piecewise-linear
@@ -216,16 +238,50 @@ class DeviceProfile(Table):
         spaced = np.interp(qs, [q for q, _ in rest], [us for _, us in rest])
         return [(q, max(float(a - b), 0.0)) for q, a, b in zip(qs, spaced, hot, strict=True)]
 
-    def path_at_rest_ns(self, u: np.ndarray, op: Op = "read") -> np.ndarray:
+    def rest_levels(self, op: Op = "read") -> list[tuple[float, list[tuple[float, float]]]]:
+        """The paths at rest of ``op`` by the time the target was idle before the
+        request (µs: a point's spacing less its mean response), rising: the 2 ms
+        point's, then :attr:`at_rest_idle`'s of ``op`` (the reads' where ``op`` has
+        none). Empty without an ``at_rest`` measurement."""
+        first = self.path_at_rest_us(op)
+        if not first:
+            return []
+        writes = op == "write" and self.at_rest_write is not None and any(p.op == "write" for p in self.service)
+        base = self.at_rest_write if writes else self.at_rest
+        assert base is not None
+        levels = [(max(AT_REST_SPACING_US - base.mean_us, 1.0), first)]
+        spaced = [p for p in self.at_rest_idle or [] if p.op == op] or [
+            p for p in self.at_rest_idle or [] if p.op == "read"]
+        for p in sorted(spaced, key=lambda p: p.spacing_us):
+            idle = p.spacing_us - p.mean_us
+            if idle > levels[-1][0]:
+                levels.append((idle, self.path_at_rest_us(op, p)))
+        return levels
+
+    def path_at_rest_ns(self, u: np.ndarray, op: Op = "read", idle_ns: np.ndarray | None = None) -> np.ndarray:
         """:meth:`path_at_rest_us` of ``op`` at quantiles ``u`` ∈ [0, 1] (ns, int64;
-        zeros without an ``at_rest`` measurement)."""
+        zeros without an ``at_rest`` measurement). With ``idle_ns`` (per request, how
+        long the target was idle before it) and :attr:`at_rest_idle` measured, each
+        request's path is interpolated between the two measured spacings around its
+        idle time on a log scale, and held at the shortest and the longest."""
         import numpy as np
 
-        table = self.path_at_rest_us(op)
-        if not table:
+        levels = self.rest_levels(op)
+        if not levels:
             return np.zeros(len(u), dtype=np.int64)
-        qs, us = zip(*table, strict=True)
-        return np.round(np.interp(u, qs, us) * 1e3).astype(np.int64)
+        paths = []
+        for _, table in levels:
+            qs, us = zip(*table, strict=True)
+            paths.append(np.interp(u, qs, us))
+        if idle_ns is None or len(levels) == 1:
+            return np.round(paths[0] * 1e3).astype(np.int64)
+        xs = np.log([idle for idle, _ in levels])
+        x = np.log(np.clip(np.asarray(idle_ns, dtype=np.float64) / 1e3, np.exp(xs[0]), np.exp(xs[-1])))
+        j = np.clip(np.searchsorted(xs, x, side="right") - 1, 0, len(xs) - 2)
+        w = (x - xs[j]) / (xs[j + 1] - xs[j])
+        v = np.vstack(paths)
+        at = np.arange(len(x))
+        return np.round((v[j, at] * (1 - w) + v[j + 1, at] * w) * 1e3).astype(np.int64)
 
     def burst_costs_ns(self) -> dict[Op, tuple[float, float]] | None:
         """Per op, the replay's time per issue and the path's time per request in a
@@ -299,5 +355,5 @@ def dump_profile(profile: DeviceProfile) -> str:
     return head + body
 
 
-__all__ = ["PERCENTILES", "PROFILE_VERSION", "BurstPoint", "DepthPoint", "DeviceProfile", "Op", "Pattern", "ServicePoint", "dump_profile", "fit",
-           "load_profile"]
+__all__ = ["AT_REST_SPACING_US", "PERCENTILES", "PROFILE_VERSION", "BurstPoint", "DepthPoint", "DeviceProfile", "Op",
+           "Pattern", "RestPoint", "ServicePoint", "dump_profile", "fit", "load_profile"]

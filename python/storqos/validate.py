@@ -182,14 +182,18 @@ def calibrate_file(path: Path, *, seconds: float = 0.5, passes: int = CALIBRATE_
     point's median kept (:func:`storqos.calibrate.median_point`): one pass disturbed
     for a few seconds made profiles of 11 servers where the others made 7, and doubled
     the predicted p50 of MSR hm_0's writes and FIU's tenants. ``awake`` as
-    :func:`storqos.calibrate.calibrate`'s."""
-    from .calibrate import calibrate
+    :func:`storqos.calibrate.calibrate`'s. The requests at rest are measured at 10 and
+    50 ms spacings too (:data:`storqos.calibrate.IDLE_SPACINGS_US`, about 7 s more per
+    pass): a lone request's path grows with the time the threads slept before it, and
+    a trace's lone requests come up to seconds apart."""
+    from .calibrate import IDLE_SPACINGS_US, calibrate
     from .gateway import gateway_config
     from .specs import policy_spec
 
     cfg = gateway_config([f"cal={path}:0"], policy_spec("fcfs"), listen="127.0.0.1:0")
     with GatewayProcess(cfg) as gw:
         return calibrate(gw.uri("cal"), writes=True, seconds=seconds, passes=passes, engine="replay", awake=awake,
+                         idle_spacings_us=IDLE_SPACINGS_US,
                          progress=(lambda i, n, what: progress(f"calibrating: {what} ({i}/{n})")) if progress else None)
 
 
@@ -414,8 +418,11 @@ def with_path(requests: pl.DataFrame, profile: DeviceProfile) -> pl.DataFrame:
     """Simulated requests as a client sees them: a request that arrives when nothing is
     in flight (every earlier request finished) finds the client's and the gateway's
     threads asleep and pays the profile's path at rest on top (see
-    :mod:`storqos.device_profile`); one that arrives while others are in flight finds
-    them awake and pays nothing more. Among the requests at rest the path goes by rank
+    :mod:`storqos.device_profile`), by how long they slept: the time from the last
+    completion before it (the first request: the longest spacing measured), between the
+    profile's spacings on a log scale when it measured several; one that arrives while
+    others are in flight finds them awake and pays nothing more. Among the requests at
+    rest the path goes by rank
     (the quickest simulated response gets the path's least quantile), as the
     measurement it comes from paired them: their responses then follow the measured
     reads at rest. Reads and writes are ranked apart, each op with its own path (the
@@ -436,6 +443,8 @@ def with_path(requests: pl.DataFrame, profile: DeviceProfile) -> pl.DataFrame:
     busy_until = np.maximum.accumulate(finish)
     rest = np.ones(len(arrival), dtype=bool)
     rest[1:] = arrival[1:] >= busy_until[:-1]
+    idle = np.full(len(arrival), np.inf)
+    idle[1:] = arrival[1:] - busy_until[:-1]
     extra = np.zeros(len(arrival), dtype=np.int64)
     reads = req["is_read"].to_numpy() if "is_read" in req.columns else np.ones(len(arrival), dtype=bool)
     resp_all = req["response_ns"].to_numpy()
@@ -445,7 +454,7 @@ def with_path(requests: pl.DataFrame, profile: DeviceProfile) -> pl.DataFrame:
         if n:
             rank = np.empty(n, dtype=np.float64)
             rank[np.argsort(resp_all[mask], kind="stable")] = (np.arange(n) + 0.5) / n
-            extra[mask] = profile.path_at_rest_ns(rank, op)
+            extra[mask] = profile.path_at_rest_ns(rank, op, idle[mask])
     costs = profile.burst_costs_ns()
     if costs is not None:
         own = resp_all.astype(np.int64) + extra

@@ -119,6 +119,10 @@ def test_a_profile_of_another_version_or_a_bad_target_is_one_line(profile_2k: Pa
     assert_one_line_error(run_cli("calibrate", str(small), "--engine", "replay"), "NBD URIs only")
     assert_one_line_error(run_cli("calibrate", "nbd://127.0.0.1:1/x", "--engine", "dd"), "unknown engine 'dd'")
     assert_one_line_error(run_cli("calibrate", "nbd://127.0.0.1:1/x", "--passes", "0"), "--passes", "1..9, got 0")
+    assert_one_line_error(run_cli("calibrate", "nbd://127.0.0.1:1/x", "--idle-spacings", "10ms,1ms"),
+                          "--idle-spacings", "longer than 2 ms and at most 10 s, got 10 ms, 1 ms")
+    assert_one_line_error(run_cli("calibrate", "nbd://127.0.0.1:1/x", "--idle-spacings", "later"),
+                          "--idle-spacings", "malformed duration 'later'")
     assert_one_line_error(run_cli("calibrate", "nbd://127.0.0.1:1/x", "--engine", "replay"),
                           "cannot open nbd://127.0.0.1:1/x")
 
@@ -263,6 +267,57 @@ def test_writes_at_rest_get_their_own_path() -> None:
     assert with_path(req, prof)["response_ns"].to_list() == [170_000, 450_000, 170_000]
     reads_only = prof.model_copy(update={"at_rest_write": None})
     assert with_path(req, reads_only)["response_ns"].to_list() == [170_000, 220_000, 170_000]
+
+
+def test_the_path_at_rest_grows_with_the_time_the_target_was_idle() -> None:
+    """With requests at rest measured at 10 and 50 ms too, a lone request pays the path
+    of the time the target was idle before it (arrival less the last completion before
+    it), between two measured spacings on a log scale, held at the ends; the first
+    request of a trace takes the longest. A profile of reads only gives writes the
+    reads' spacings."""
+    import math
+
+    from storqos.device_profile import DepthPoint, DeviceProfile, RestPoint, ServicePoint
+    from storqos.validate import with_path
+
+    def flat(us: float, spacing: float | None = None) -> ServicePoint:
+        kw = {"op": "read", "pattern": "random", "size": 4096, "iops": 1e6 / us, "mean_us": us, "min_us": us,
+              "percentiles_us": [(50.0, us), (99.0, us)]}
+        return ServicePoint(**kw) if spacing is None else RestPoint(**kw, spacing_us=spacing)
+
+    # Back to back 100 µs (scale 1); at rest: 170 µs every 2 ms (path 70, idle 1,830 µs),
+    # 270 every 10 ms (path 170, idle 9,730), 370 every 50 ms (path 270, idle 49,630).
+    prof = DeviceProfile(version=1, storqos_version="t", target="t", engine="replay", direct=False, created="t",
+                         time_per_point_s=1, capacity_iops=10_000, parallelism=1, op_time_us=100,
+                         bandwidth_bytes_per_s=1e9, service=[flat(100)],
+                         queue_depth=[DepthPoint(qd=1, iops=10_000, mean_us=100, p50_us=100, p99_us=100)],
+                         at_rest=flat(170), at_rest_idle=[flat(370, 50_000), flat(270, 10_000)])
+    assert [idle for idle, _ in prof.rest_levels()] == pytest.approx([1830, 9730, 49630])
+    between_us = math.sqrt(9730 * 49630)  # halfway on a log scale
+    idles_us = [1000, 9730, between_us, 1e6]
+    arrival, finish, t = [0], [100_000], 100_000
+    for idle in idles_us:
+        t += round(idle * 1e3)
+        arrival.append(t)
+        t += 100_000
+        finish.append(t)
+    n = len(arrival)
+    req = pl.DataFrame({"arrival_ns": arrival, "finish_ns": finish, "response_ns": [100_000] * n,
+                        "is_read": [True, True, True, False, True]}).with_columns(
+        pl.col("arrival_ns", "finish_ns", "response_ns").cast(pl.UInt64))
+    got = [ns / 1e3 for ns in with_path(req, prof)["response_ns"].to_list()]
+    # first (the longest), 1 ms (the 2 ms path), 9.73 ms, between, a write after 1 s.
+    assert got == pytest.approx([370, 170, 270, 320, 370], abs=0.01)
+    # Spacings at or under the 2 ms of the requests at rest are refused, before measuring.
+    from storqos.calibrate import calibrate
+    from storqos.errors import InputError
+
+    for bad in ([2000], [10_000, 500]):
+        with pytest.raises(InputError, match="spacings must be longer than 2 ms and at most 10 s, got "):
+            calibrate("nbd://127.0.0.1:1/x", idle_spacings_us=bad)
+    # Without the longer spacings, every request at rest pays the 2 ms path.
+    old = prof.model_copy(update={"at_rest_idle": None})
+    assert [ns / 1e3 for ns in with_path(req, old)["response_ns"].to_list()] == pytest.approx([170] * n)
 
 
 @pytest.mark.untimed

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from ..console import emit_json, out
 from ..errors import InputError
-from ..units import fmt_rate, fmt_size, parse_size
+from ..units import fmt_rate, fmt_size, parse_duration, parse_size
 from .options import AwakeOpt, JsonOpt
 
 
@@ -45,6 +45,10 @@ def calibrate(
     engine: Annotated[str, typer.Option(help="What measures: fio (the storage's own time) or replay (NBD only: "
                                              "storqos replay's client, whose own time per request is then part "
                                              "of the profile, as in storqos validate).")] = "fio",
+    idle_spacings: Annotated[str, typer.Option(help="Also measure the 4 KiB requests at rest spaced by each of these "
+                                                   "(e.g. 10ms,50ms): the longer the client and the server slept, "
+                                                   "the more a lone request pays to wake them, and storqos validate "
+                                                   "then gives each lone request the time of its idle gap.")] = "",
     awake_cpus: AwakeOpt = "no",
     json_out: JsonOpt = False,
 ) -> None:
@@ -53,7 +57,8 @@ def calibrate(
     Each request class (read, and write with --writes; random and sequential; each
     size) is measured at queue depth 1, then 4 KiB random reads at each queue depth,
     then 4 KiB random reads one every 2 ms (a request at rest, which wakes up
-    the client and the server); with --engine replay, bursts of 32 requests due at
+    the client and the server), and with --idle-spacings at longer spacings too; with
+    --engine replay, bursts of 32 requests due at
     once (the time per issue and per completion: validate's path in a burst).
     The profile holds the measurements and what is fitted to them: the capacity (best
     4 KiB random-read IOPS), the parallelism, a service-time model for `storqos simulate
@@ -73,7 +78,7 @@ def calibrate(
     """
     from ..calibrate import calibrate as run
     from ..cpu_latency import can_keep_awake
-    from ..device_profile import dump_profile
+    from ..device_profile import AT_REST_SPACING_US, dump_profile
     from ..paths import check_output_file, replacing
     from ..progress import progress_bar
 
@@ -82,12 +87,14 @@ def calibrate(
     check_output_file(out_file, "--out")
     can_keep_awake(awake_cpus)  # a typo, or `yes` where it cannot, fails before anything starts
     size_list = _list(sizes, None, "--sizes")
+    spacings_us = [parse_duration(x.strip(), "--idle-spacings") // 1000 for x in idle_spacings.split(",") if x.strip()]
     depth_list = _list(queue_depths, int, "--queue-depths")
     points = len(set(size_list)) * 2 * (2 if writes else 1) + len(set(depth_list)) + 1
     with progress_bar(f"measuring {target} ({points} points of {time:g} s"
                       + (f", {passes} passes" if passes > 1 else "") + ")", points * passes) as update:
         profile = run(target, sizes=size_list, depths=depth_list, writes=writes, direct=not buffered, seconds=time,
-                      passes=passes, engine=engine, awake=awake_cpus, progress=lambda i, n, _what: update(i, n))
+                      passes=passes, engine=engine, idle_spacings_us=spacings_us, awake=awake_cpus,
+                      progress=lambda i, n, _what: update(i, n))
     with replacing(out_file) as part:
         part.write_text(dump_profile(profile))
     if json_out:
@@ -111,6 +118,11 @@ def calibrate(
         d.add_row(str(q.qd), f"{q.iops:,.0f}", f"{q.mean_us / 1e3:.3g}", f"{q.p50_us / 1e3:.3g}",
                   f"{q.p99_us / 1e3:.3g}")
     out.print(d)
+    for r in [profile.at_rest, profile.at_rest_write, *(profile.at_rest_idle or [])]:
+        if r is not None:
+            every = getattr(r, "spacing_us", AT_REST_SPACING_US) / 1e3
+            out.print(f"4 KiB random {r.op}s at rest, one every {every:g} ms: p50 "
+                      f"{dict(r.percentiles_us).get(50.0, r.mean_us):.0f} µs")
     for b in profile.burst or []:
         out.print(f"bursts of {b.requests} 4 KiB random {b.op}s from rest: {b.issue_us:.1f} µs per issue, "
                   f"{b.finish_us:.1f} µs per completion")
