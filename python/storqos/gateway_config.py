@@ -139,12 +139,19 @@ def _rate(v: Any) -> float:
 MAX_FAULT_DELAY_NS = 60_000_000_000
 
 
+def _fault_delay(v: Any) -> int:
+    ns = parse_duration(v, "")
+    if ns > MAX_FAULT_DELAY_NS:
+        raise InputError(f"must be at most 1 min (a slow disk, not a hung one), got {v!r}")
+    return ns
+
+
 class FaultTable(Table):
     """A fault rule of an export ([[export.fault]]): requests it fails or slows on purpose."""
 
     op: Annotated[str, _choice("read", "write", "flush", "any")]
     error: Annotated[str | None, _choice("eio", "enospc", "short")] = None
-    delay: Annotated[int, unit(parse_duration), Field(le=MAX_FAULT_DELAY_NS)] = 0
+    delay: Annotated[int, BeforeValidator(_fault_delay)] = 0
     offset: Annotated[int, BeforeValidator(_bytes)] = 0
     length: Annotated[int | None, BeforeValidator(_bytes), Field(gt=0)] = None
     rate: Annotated[float, BeforeValidator(_rate)] = 1.0

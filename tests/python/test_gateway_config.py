@@ -90,7 +90,7 @@ BAD = [
     (('tenant = "batch"\n', 'tenant = "batch"\n[[export.fault]]\nop = "read"\ndelay = "soon"\n'), 'delay = "soon"',
      "[[export]] 2 (batch): fault: 0: delay: malformed duration 'soon'"),
     (('tenant = "batch"\n', 'tenant = "batch"\n[[export.fault]]\nop = "read"\ndelay = "2min"\n'), 'delay = "2min"',
-     "[[export]] 2 (batch): fault: 0: delay: "),
+     "[[export]] 2 (batch): fault: 0: delay: must be at most 1 min (a slow disk, not a hung one), got '2min'"),
 ]
 
 
