@@ -21,7 +21,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from storqos.calibrate import replay_point
+from storqos.calibrate import SPACED_US, replay_point
 from storqos.gateway import gateway_config
 from storqos.gateway_process import GatewayProcess
 from storqos.host_steal import steal_between, steal_ms
@@ -29,7 +29,6 @@ from storqos.specs import policy_spec
 from storqos.validate import _exports
 
 FILE_BYTES = 256 << 20
-SPACED_US = 2000
 
 
 def main() -> None:

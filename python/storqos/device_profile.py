@@ -207,6 +207,16 @@ class DeviceProfile(Table):
         return {"kind": "array", "servers": self.parallelism, "assign": "shared", "depth": self.parallelism,
                 "service": {"kind": "measured", "classes": classes}}
 
+    def _writes_measured(self) -> bool:
+        return any(p.op == "write" for p in self.service)
+
+    def _rest_point(self, op: Op) -> ServicePoint | None:
+        """The 2 ms point at rest of ``op``: the writes' when both they and the writes
+        back to back were measured, else the reads'."""
+        if op == "write" and self.at_rest_write is not None and self._writes_measured():
+            return self.at_rest_write
+        return self.at_rest
+
     def path_at_rest_us(self, op: Op = "read", measured: ServicePoint | None = None) -> list[tuple[float, float]]:
         """Table (fraction, µs) of the time a request at rest pays outside the model's
         service, by rank: at each quantile, the spaced reads' time less the model's
@@ -219,15 +229,10 @@ class DeviceProfile(Table):
         measured (else the reads'). Empty without an ``at_rest`` measurement.
         ``measured``: another spacing's point of ``op`` (:attr:`at_rest_idle`) instead
         of the 2 ms one."""
-        base_op: Op = "read"
-        if measured is None:
-            measured = self.at_rest
-            if op == "write" and self.at_rest_write is not None and any(p.op == "write" for p in self.service):
-                measured, base_op = self.at_rest_write, "write"
-        elif measured.op == "write" and any(p.op == "write" for p in self.service):
-            base_op = "write"
+        measured = measured or self._rest_point(op)
         if measured is None:
             return []
+        base_op: Op = "write" if measured.op == "write" and self._writes_measured() else "read"
         # On the knots of both tables, so that the difference of the two piecewise-linear
         # quantile functions is exact between knots too.
         base, rest = self._base(base_op).quantile_table_us(), measured.quantile_table_us()
@@ -246,8 +251,7 @@ class DeviceProfile(Table):
         first = self.path_at_rest_us(op)
         if not first:
             return []
-        writes = op == "write" and self.at_rest_write is not None and any(p.op == "write" for p in self.service)
-        base = self.at_rest_write if writes else self.at_rest
+        base = self._rest_point(op)
         assert base is not None
         levels = [(max(AT_REST_SPACING_US - base.mean_us, 1.0), first)]
         spaced = [p for p in self.at_rest_idle or [] if p.op == op] or [

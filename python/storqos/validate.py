@@ -441,10 +441,10 @@ def with_path(requests: pl.DataFrame, profile: DeviceProfile) -> pl.DataFrame:
     arrival = req["arrival_ns"].to_numpy().astype(np.int64)
     finish = req["finish_ns"].to_numpy().astype(np.int64)
     busy_until = np.maximum.accumulate(finish)
-    rest = np.ones(len(arrival), dtype=bool)
-    rest[1:] = arrival[1:] >= busy_until[:-1]
+    # How long the target was idle before each request (the first: ever); at rest: >= 0.
     idle = np.full(len(arrival), np.inf)
     idle[1:] = arrival[1:] - busy_until[:-1]
+    rest = idle >= 0
     extra = np.zeros(len(arrival), dtype=np.int64)
     reads = req["is_read"].to_numpy() if "is_read" in req.columns else np.ones(len(arrival), dtype=bool)
     resp_all = req["response_ns"].to_numpy()
