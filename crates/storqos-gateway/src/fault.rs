@@ -110,6 +110,12 @@ impl Fault {
         let end = self.length.map_or(u64::MAX, |l| self.offset.saturating_add(l));
         offset < end && offset.saturating_add(len.max(1)) > self.offset
     }
+
+    /// Whether the rule matches a request of `kind` on `offset .. offset + len` (a flush
+    /// matches any range).
+    fn applies(&self, kind: Kind, offset: u64, len: u64) -> bool {
+        matches(self, kind) && (kind == Kind::Flush || self.covers(offset, len))
+    }
 }
 
 /// The kind of a request, as fault rules see it.
@@ -144,7 +150,7 @@ impl Faults {
     /// Whether a rule could fail a request of `kind` on `offset .. offset + len` (the
     /// page-cache fast path leaves such a read to the path that applies the rules).
     pub fn may_hit(&self, kind: Kind, offset: u64, len: u64) -> bool {
-        self.rules.iter().any(|f| matches(f, kind) && (kind == Kind::Flush || f.covers(offset, len)))
+        self.rules.iter().any(|f| f.applies(kind, offset, len))
     }
 
     /// What the rules do to a request of `kind` on `offset .. offset + len`: the sum of
@@ -153,7 +159,7 @@ impl Faults {
     pub fn hit(&self, kind: Kind, offset: u64, len: u64) -> Hit {
         let mut hit = Hit::default();
         for f in &self.rules {
-            if !(matches(f, kind) && (kind == Kind::Flush || f.covers(offset, len))) {
+            if !f.applies(kind, offset, len) {
                 continue;
             }
             if f.rate < 1.0 && unit(self.draws.fetch_add(1, Ordering::Relaxed)) >= f.rate {
