@@ -219,6 +219,8 @@ class ExportTable(Table):
     #: an earlier tiered export whose file and block map this one serves for its own
     #: tenant (a background job's view of the users' volume, seed 002)
     shares: str | None = None
+    #: read and write the file with O_DIRECT, past the host's page cache
+    direct: bool = False
 
 
 def _inflight(v: Any) -> int:
@@ -372,6 +374,12 @@ def load(path: str | Path) -> GatewaySettings:
         check_export_file(p, x.name, entry_where(f"{path}:{line_of(text, ['export', i, 'path'])}", "export", i, x.name)
                           + ": path")
         entry = {"name": x.name, "path": str(p), "tenant": tid, "read_only": x.read_only, "allow": list(x.allow)}
+        if x.direct:
+            if x.tier is not None or x.shares is not None:
+                raise InputError("a tiered export goes through the page cache; direct I/O is for plain exports",
+                                 entry_where(f"{path}:{line_of(text, ['export', i, 'direct'])}", "export", i, x.name)
+                                 + ": direct")
+            entry["direct"] = True
         if x.fault:
             entry["faults"] = [f.to_json() for f in x.fault]
         if x.tier is not None:

@@ -50,8 +50,9 @@ CONNECTIONS = 4
 #: The gateway's in-flight budget in a validation (the default 256 MiB would hold back
 #: the same bursts).
 INFLIGHT_BYTES = 2 << 30
-#: Live device modes.
-MODES = ("emulated", "file")
+#: Live device modes: the gateway's emulation of a constant-rate device; real files read
+#: through the page cache; real files read and written with O_DIRECT (the disk under them).
+MODES = ("emulated", "file", "direct")
 #: Replays of a run, at most, until one keeps to the trace's schedule (a shared machine
 #: may deschedule the replay or the gateway for milliseconds: measured on 2 cores, 0.2 %
 #: to 19 % of requests issued over 1 ms late from one run to the next, and with it the
@@ -133,9 +134,13 @@ def _requests(exp: Experiment, run: Run) -> pl.DataFrame:
     return df.sort("arrival_ns", maintain_order=True)
 
 
-def _exports(workdir: Path, tenants: int, size: int, fill: bool) -> list[str]:
+def _exports(workdir: Path, tenants: int, size: int, fill: bool, direct: bool = False) -> list[str]:
     """One file per tenant: sparse (emulated device) or written full (real files; the
-    page cache holds them, :func:`_into_page_cache` before each replay)."""
+    page cache holds them, :func:`_into_page_cache` before each replay). ``direct``:
+    written full, then on the disk and out of the page cache, as a direct export reads
+    them (the first direct reads do not wait for the written pages to go out)."""
+    import os
+
     paths = []
     chunk = (np.arange(1 << 20, dtype=np.uint32) * 2654435761).tobytes()  # 4 MiB, not zeros
     for t in range(tenants):
@@ -145,10 +150,21 @@ def _exports(workdir: Path, tenants: int, size: int, fill: bool) -> list[str]:
                 for _ in range(size // len(chunk)):
                     f.write(chunk)
                 f.write(chunk[: size % len(chunk)])
+                if direct:
+                    f.flush()
+                    os.fsync(f.fileno())
+                    os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
             else:
                 f.truncate(size)
         paths.append(f"t{t}={p}:{t}")
     return paths
+
+
+def _entries(exports: list[str], direct: bool) -> list[dict[str, Any]]:
+    """``NAME=PATH:TENANT`` exports as the gateway's entries, direct ones with ``direct``."""
+    from .gateway import parse_export
+
+    return [{**parse_export(e, i), **({"direct": True} if direct else {})} for i, e in enumerate(exports)]
 
 
 def _into_page_cache(paths: list[Path]) -> None:
@@ -169,7 +185,7 @@ def _into_page_cache(paths: list[Path]) -> None:
 
 
 def calibrate_file(path: Path, *, seconds: float = 0.5, passes: int = CALIBRATE_PASSES, awake: str = "no",
-                   progress: Callable[[str], None] | None = None) -> DeviceProfile:
+                   direct: bool = False, progress: Callable[[str], None] | None = None) -> DeviceProfile:
     """Profile of a file as the gateway serves it and the replay sees it: a FCFS
     gateway in front of ``path``, measured over NBD by the replay's own engine, the
     client whose times validate compares (service times, parallelism and capacity with
@@ -185,12 +201,13 @@ def calibrate_file(path: Path, *, seconds: float = 0.5, passes: int = CALIBRATE_
     :func:`storqos.calibrate.calibrate`'s. The requests at rest are measured at 10 and
     50 ms spacings too (:data:`storqos.calibrate.IDLE_SPACINGS_US`, about 7 s more per
     pass): a lone request's path grows with the time the threads slept before it, and
-    a trace's lone requests come up to seconds apart."""
+    a trace's lone requests come up to seconds apart. ``direct``: the gateway reads and
+    writes the file with O_DIRECT (the disk's times, not the page cache's)."""
     from .calibrate import IDLE_SPACINGS_US, calibrate
     from .gateway import gateway_config
     from .specs import policy_spec
 
-    cfg = gateway_config([f"cal={path}:0"], policy_spec("fcfs"), listen="127.0.0.1:0")
+    cfg = gateway_config(_entries([f"cal={path}:0"], direct), policy_spec("fcfs"), listen="127.0.0.1:0")
     with GatewayProcess(cfg) as gw:
         return calibrate(gw.uri("cal"), writes=True, seconds=seconds, passes=passes, engine="replay", awake=awake,
                          idle_spacings_us=IDLE_SPACINGS_US,
@@ -222,7 +239,8 @@ def validate(
     from .sim import simulate
 
     if mode not in MODES:
-        raise InputError(f"unknown live device {mode!r} (emulated or file)", "--live-device")
+        raise InputError(f"unknown live device {mode!r} ({', '.join(MODES)})", "--live-device")
+    real, direct = mode != "emulated", mode == "direct"
     if not 1 <= attempts <= 20:
         raise InputError(f"must be in 1..20, got {attempts}", "--attempts")
     if not 1 <= calibrate_passes <= MAX_PASSES:
@@ -230,7 +248,7 @@ def validate(
     if export_bytes < (1 << 20):
         raise InputError(f"exports must be at least 1 MiB, got {export_bytes:,} bytes", "--export-size")
     held = can_keep_awake(awake)
-    if mode == "file" and profile is not None and profile.cpus_awake is not None and profile.cpus_awake != held:
+    if real and profile is not None and profile.cpus_awake is not None and profile.cpus_awake != held:
         warn_input(f"the device profile was measured with the CPUs {'awake' if profile.cpus_awake else 'free to sleep'}"
                    f" and the replays keep them {'awake' if held else 'free to sleep'}: the prediction's path at rest "
                    "will not be the live one (calibrate again, or set --awake-cpus alike)")
@@ -238,11 +256,11 @@ def validate(
     with tempfile.TemporaryDirectory(prefix="storqos-validate-", dir=workdir) as tmp:
         work = Path(tmp)
         tenants = max(len(r.tenants) for r in exp.runs)
-        files = _exports(work, tenants, export_bytes, fill=mode == "file")
-        paths = [Path(f.split("=", 1)[1].rsplit(":", 1)[0]) for f in files]  # "tN=PATH:N"
-        if mode == "file" and profile is None:
-            profile = calibrate_file(paths[0], seconds=calibrate_seconds,
-                                     passes=calibrate_passes, awake=awake, progress=say)
+        files = _entries(_exports(work, tenants, export_bytes, fill=real, direct=direct), direct)
+        paths = [Path(f["path"]) for f in files]
+        if real and profile is None:
+            profile = calibrate_file(paths[0], seconds=calibrate_seconds, passes=calibrate_passes, awake=awake,
+                                     direct=direct, progress=say)
         result = Validation(name=exp.name, mode=mode, device="", profile=profile)
         for i, run in enumerate(exp.runs):
             names = [t.name for t in run.tenants]
@@ -250,7 +268,7 @@ def validate(
             if mode == "emulated":
                 if run.device.get("kind") != "constant" or run.device.get("bandwidth"):
                     raise InputError("the gateway emulates a constant-rate device only: give the experiment "
-                                     "[device] kind = \"constant\", or --live-device file", "validate")
+                                     "[device] kind = \"constant\", or --live-device file or direct", "validate")
                 device: dict[str, Any] = run.device
                 iops: float | None = float(run.device["iops"])
                 depth, cost = 1, None
@@ -258,13 +276,13 @@ def validate(
             else:
                 assert profile is not None
                 device, iops, depth, cost = profile.sim_device(), None, profile.parallelism, profile.cost()
-                result.device = f"files, profile of {profile.target} ({profile.capacity_iops:,.0f} IOPS, k = {depth})"
+                result.device = f"{'direct-I/O ' if direct else ''}files, profile of {profile.target} ({profile.capacity_iops:,.0f} IOPS, k = {depth})"
             if held:
                 result.device += ", CPUs kept awake"
             say(f"{run.label}: simulating {df.height:,} requests ({i + 1}/{len(exp.runs)})")
             sim = simulate(df, run.policy, device, seed=run.seed, keep_requests=True)
             assert sim.requests is not None
-            predicted = sim.requests if profile is None or mode != "file" else with_path(sim.requests, profile)
+            predicted = sim.requests if profile is None or not real else with_path(sim.requests, profile)
             cfg = gateway_config(files[: len(names)], run.policy, listen="127.0.0.1:0", depth=depth, iops=iops,
                                  cost=cost, limits=LimitsTable(max_inflight=INFLIGHT_BYTES).to_json())
             say(f"{run.label}: replaying {df.height:,} requests live ({i + 1}/{len(exp.runs)})")

@@ -156,8 +156,8 @@ def test_file_device_with_its_profile(tmp_path: Path) -> None:
 @pytest.mark.untimed
 def test_bad_input_is_one_line(tmp_path: Path) -> None:
     exp = _experiment(tmp_path)
-    assert_one_line_error(run_cli("validate", str(exp), "--device-profile", str(exp)), "--live-device file")
-    assert_one_line_error(run_cli("validate", str(exp), "--live-device", "disk"), "emulated or file")
+    assert_one_line_error(run_cli("validate", str(exp), "--device-profile", str(exp)), "--live-device file or direct")
+    assert_one_line_error(run_cli("validate", str(exp), "--live-device", "disk"), "emulated, file, direct")
     assert_one_line_error(run_cli("validate", str(exp), "--live-device", "file", "--calibration-passes", "0"),
                           "--calibration-passes", "1..9, got 0")
     closed = tmp_path / "closed.toml"

@@ -88,6 +88,11 @@ pub struct ExportConfig {
     /// same; the export has no `tier` of its own. `None`: its own backend.
     #[serde(default)]
     pub shares: Option<String>,
+    /// Read and write the file with `O_DIRECT`, past the gateway host's page cache (see
+    /// [`crate::direct`]): the device's own times, as `qemu-nbd --cache=none`. Plain
+    /// exports only (not with `tier` or `shares`). `false`: through the page cache.
+    #[serde(default)]
+    pub direct: bool,
 }
 
 impl ExportConfig {
@@ -115,6 +120,11 @@ impl ExportConfig {
         }
         if self.shares.is_some() && self.tier.is_some() {
             return bad(format!("{field}.shares: an export that shares another's tier has no tier of its own"));
+        }
+        if self.direct && (self.tier.is_some() || self.shares.is_some()) {
+            return bad(format!(
+                "{field}.direct: a tiered export goes through the page cache; direct I/O is for plain exports"
+            ));
         }
         Ok(())
     }

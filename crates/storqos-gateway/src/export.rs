@@ -48,6 +48,9 @@ pub struct Export {
     /// (Shared with the exports that name this one in `shares`.)
     pub tier: Option<Arc<crate::tier::TierStore>>,
     file: File,
+    /// The same file opened with `O_DIRECT`, for an export with `direct = true`: every
+    /// read and each aligned write go through it ([`crate::direct`]).
+    direct: Option<crate::direct::Direct>,
 }
 
 impl Export {
@@ -102,7 +105,22 @@ impl Export {
             }
             (None, None) => None,
         };
+        let direct = if cfg.direct {
+            Some(crate::direct::Direct::open(&cfg.path, cfg.read_only).map_err(|e| {
+                let why = if e.raw_os_error() == Some(libc::EINVAL) || e.kind() == io::ErrorKind::Unsupported {
+                    "its file system cannot do direct I/O (O_DIRECT; tmpfs cannot, for one): put the file on \
+                     another, or serve it without direct"
+                        .to_string()
+                } else {
+                    describe(&e)
+                };
+                Error::Config(format!("{field}.direct: {p}: {why}"))
+            })?)
+        } else {
+            None
+        };
         Ok(Export {
+            direct,
             tier,
             name: cfg.name.clone(),
             path: cfg.path.clone(),
@@ -136,6 +154,11 @@ impl Export {
         } else {
             crate::protocol::TRANSMISSION_FLAGS
         }
+    }
+
+    /// Whether the file is read and written with `O_DIRECT` (`direct = true`).
+    pub fn is_direct(&self) -> bool {
+        self.direct.is_some()
     }
 
     /// Whether `offset .. offset + len` lies inside the export.
@@ -181,6 +204,13 @@ impl Export {
     /// Read `len` bytes at `offset` (blocking). Errors map to NBD error values.
     pub fn read(&self, offset: u64, len: u32) -> std::result::Result<Vec<u8>, u32> {
         self.inject(Kind::Read, offset, u64::from(len))?;
+        if let Some(d) = &self.direct {
+            return match d.read(offset, len) {
+                Ok(Some(buf)) => Ok(buf),
+                Ok(None) => Err(EIO),
+                Err(e) => Err(errno(&e)),
+            };
+        }
         #[cfg(target_os = "linux")]
         {
             match self.pread(offset, len, 0) {
@@ -206,8 +236,11 @@ impl Export {
     /// Read `len` bytes at `offset` only if that cannot block, i.e. the page cache
     /// holds them all (Linux `preadv2(…, RWF_NOWAIT)`). `None` if it would block, came
     /// up short or failed (the caller then does a blocking [`Export::read`]); always
-    /// `None` off Linux.
+    /// `None` off Linux, and always for a direct export (its reads are the device's).
     pub fn read_nowait(&self, offset: u64, len: u32) -> Option<Vec<u8>> {
+        if self.direct.is_some() {
+            return None;
+        }
         if !self.faults.is_empty() && self.faults.may_hit(Kind::Read, offset, u64::from(len)) {
             return None;
         }
@@ -236,7 +269,14 @@ impl Export {
             return Err(error);
         }
         self.within_file(offset, data.len() as u64)?;
-        self.file.write_all_at(data, offset).map_err(|e| errno(&e))?;
+        let done = match &self.direct {
+            Some(d) => d.write(offset, data).map_err(|e| errno(&e))?,
+            None => false,
+        };
+        if !done {
+            // Not direct, or not aligned for it: through the page cache.
+            self.file.write_all_at(data, offset).map_err(|e| errno(&e))?;
+        }
         self.sync_if(fua)
     }
 
@@ -534,7 +574,38 @@ mod tests {
             faults: Vec::new(),
             tier: None,
             shares: None,
+            direct: false,
         }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_direct_export_reads_past_the_page_cache_and_mixes_aligned_and_unaligned_writes() {
+        // Beside the sources, not in /tmp: a tmpfs refuses O_DIRECT.
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(".direct-export-{}", std::process::id()));
+        File::create(&p).unwrap().set_len(4 * 4096).unwrap();
+        let e = Export::open(&ExportConfig { direct: true, ..cfg(p.clone()) }, "exports[0]").unwrap();
+        assert!(e.is_direct());
+        e.write(4096, &[0xcd; 4096], false).unwrap(); // aligned: O_DIRECT
+        e.write(4096 + 10, &[0xef; 20], false).unwrap(); // not aligned: the page cache
+        let mut want = vec![0xcd; 4096];
+        want[10..30].fill(0xef);
+        // The direct read sees the cached write (Linux writes it back first).
+        assert_eq!(e.read(4096, 4096).unwrap(), want);
+        assert_eq!(e.read(4096 + 5, 10).unwrap(), want[5..15]);
+        // Never served from the page cache, even what was just written through it.
+        assert_eq!(e.read_nowait(4096, 4096), None);
+        assert_eq!(e.read(4 * 4096 - 2, 4), Err(EIO));
+        e.flush().unwrap();
+        drop(e);
+        std::fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
+    fn a_direct_export_cannot_be_tiered() {
+        let c = ExportConfig { direct: true, shares: Some("a".into()), ..cfg(PathBuf::from("x")) };
+        let msg = c.check("exports[1]").unwrap_err().to_string();
+        assert!(msg.contains("exports[1].direct: a tiered export goes through the page cache"), "{msg}");
     }
 
     #[test]

@@ -46,6 +46,7 @@
 pub mod admission;
 pub mod config;
 pub mod control;
+pub mod direct;
 pub mod emulate;
 pub mod export;
 pub mod fault;

@@ -73,6 +73,8 @@ pub struct ExportInfo {
     pub size_bytes: u64,
     /// Served read-only.
     pub read_only: bool,
+    /// Read and written with `O_DIRECT` (past the page cache).
+    pub direct: bool,
     /// Client networks allowed (empty: all).
     pub allow: Vec<String>,
 }
@@ -409,6 +411,7 @@ fn ready_info(config: &Config, listen: String, policy: String, exports: &[Arc<Ex
                 class: e.class,
                 size_bytes: e.size,
                 read_only: e.read_only,
+                direct: e.is_direct(),
                 allow: e.allow.iter().map(|n| n.to_string()).collect(),
             })
             .collect(),

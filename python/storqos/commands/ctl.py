@@ -117,6 +117,8 @@ def add_export_cmd(
     read_only: Annotated[bool, typer.Option("--read-only", help="Serve it read-only.")] = False,
     allow: Annotated[list[str] | None, typer.Option(help="A client address or network allowed (repeat); "
                                                          "default: any.")] = None,
+    direct: Annotated[bool, typer.Option("--direct", help="Read and write its file with O_DIRECT, past the "
+                                                          "host's page cache.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Serve a new export from now on (the file is checked first; the gateway is unchanged if it does not open).
@@ -127,7 +129,7 @@ def add_export_cmd(
 
     check_export_file(path.resolve(), name, "PATH")
     export: dict[str, Any] = {"name": name, "path": str(path.resolve()), "tenant": _tenant(tenant),
-                              "read_only": read_only, "allow": list(allow or [])}
+                              "read_only": read_only, "allow": list(allow or []), "direct": direct}
     _answer(command(socket, {"cmd": "add-export", "export": export}), json_out,
             lambda r: f"export {r['export']} served (tenant {r['tenant']})")
 

@@ -120,6 +120,10 @@ def serve_cmd(
         Path | None, typer.Option("--device-profile", help="The backend's profile from `storqos calibrate`: its cost "
                                                            "model, its parallelism as --depth, its capacity for the "
                                                            "policies that need one.")] = None,
+    direct: Annotated[
+        bool, typer.Option("--direct", help="Read and write every export's file with O_DIRECT, past this host's page "
+                                            "cache (as qemu-nbd --cache=none): clients then see the disk's own times. "
+                                            "One export only: direct = true in its [[export]].")] = False,
     duration: Annotated[str | None, typer.Option("--for", help="Stop after this long (e.g. 30s, 5min); default: until Ctrl-C / SIGTERM.")] = None,
     window: Annotated[
         str | None,
@@ -165,12 +169,12 @@ def serve_cmd(
         from ..device_profile import load_profile
 
         flags["device_profile"] = load_profile(device_profile)
-    cfg = merged(settings, **flags)
+    cfg = _direct_if(merged(settings, **flags), direct)
 
     def reload() -> dict[str, Any]:
         # SIGHUP: the file again, with the same flags over it.
         assert config is not None
-        return merged(load_gateway_config(config), **flags)
+        return _direct_if(merged(load_gateway_config(config), **flags), direct)
 
     window_s = cfg["window_s"]
     if out_file is not None and window_s is None:
@@ -252,13 +256,20 @@ def serve_cmd(
         out.print(f"[yellow]{stats['protocol_errors']} connection(s) closed for protocol errors (see the log above)[/yellow]")
 
 
+def _direct_if(cfg: dict[str, Any], direct: bool) -> dict[str, Any]:
+    """``cfg`` with every export direct (``--direct``), else as it is."""
+    if direct:
+        cfg["exports"] = [{**e, "direct": True} for e in cfg["exports"]]
+    return cfg
+
+
 def _opt(path: Path | None) -> str | None:
     return None if path is None else str(path)
 
 
 def _access(export: dict[str, Any]) -> str:
-    """``, read-only, allow 10.0.0.0/8`` for an export that is either."""
-    parts = (["read-only"] if export.get("read_only") else []) + (
+    """``, read-only, direct, allow 10.0.0.0/8`` for an export that is any of them."""
+    parts = (["read-only"] if export.get("read_only") else []) + (["direct"] if export.get("direct") else []) + (
         [f"allow {' '.join(export['allow'])}"] if export.get("allow") else [])
     return "".join(f", {p}" for p in parts)
 

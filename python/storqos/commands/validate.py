@@ -23,17 +23,19 @@ def validate(
     experiment: Annotated[Path, typer.Argument(help="Experiment file (TOML, as `storqos run` takes).",
                                                show_default=False)],
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Folder for report.html, validation.parquet, both "
-                                                              "request logs, summary.json and, with --live-device "
-                                                              "file, device_profile.toml.")] = Path("out/validate"),
+                                                              "request logs, summary.json and, on real files "
+                                                              "(file, direct), device_profile.toml.")] = Path("out/validate"),
     live_device: Annotated[
         str, typer.Option(help="emulated: the gateway emulates the experiment's constant-rate device (--iops); "
-                               "file: real files, modelled by a device profile (measured first when none is "
-                               "given).")] = "emulated",
+                               "file: real files read through the page cache, modelled by a device profile "
+                               "(measured first when none is given); direct: the same files read and written "
+                               "with O_DIRECT, so the disk under them serves every request.")] = "emulated",
     device_profile: Annotated[
-        Path | None, typer.Option("--device-profile", help="With --live-device file: the profile (from `storqos "
-                                                           "calibrate` of a gateway over such a file).")] = None,
+        Path | None, typer.Option("--device-profile", help="With --live-device file or direct: the profile "
+                                                           "(from `storqos calibrate` of a gateway over such a "
+                                                           "file, served the same way).")] = None,
     calibration_passes: Annotated[
-        int | None, typer.Option(help="With --live-device file and no --device-profile: passes of the calibration "
+        int | None, typer.Option(help="On real files without --device-profile: passes of the calibration "
                                       "made first, 3 unless given (each point's median kept; about 25 s "
                                       "each on 2 CPUs).", show_default=False)] = None,
     export_size: Annotated[str, typer.Option(help="Size of each tenant's export; offsets wrap into it.")] = "256MiB",
@@ -72,9 +74,10 @@ def validate(
     from ..validation_report import markdown, write_html
 
     if live_device not in MODES:
-        raise InputError(f"unknown value {live_device!r} (emulated or file)", "--live-device")
-    if device_profile is not None and live_device != "file":
-        raise InputError("a device profile models real files: give --live-device file too", "--device-profile")
+        raise InputError(f"unknown value {live_device!r} ({', '.join(MODES)})", "--live-device")
+    if device_profile is not None and live_device == "emulated":
+        raise InputError("a device profile models real files: give --live-device file or direct too",
+                         "--device-profile")
     check_output_dir(out_dir, "--out")
     if markdown_file is not None:
         check_output_file(markdown_file, "--markdown")

@@ -1,0 +1,115 @@
+"""Direct exports (``storqos serve --direct``, ``direct = true``): the gateway reads and
+writes their files with O_DIRECT, so a client's reads reach the disk and leave nothing
+in the gateway host's page cache, whatever the client's alignment, and no byte is lost
+between the direct path and the cached one (unaligned writes)."""
+
+from __future__ import annotations
+
+import ctypes
+import mmap
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+from conftest import assert_one_line_error, run_cli
+from storqos.gateway_config import load, merged
+from test_serve import Server, _qemu_io
+
+# Checks and bytes through a real client: nothing here measures time.
+pytestmark = pytest.mark.untimed
+
+MIB = 1 << 20
+PAGE = mmap.PAGESIZE
+
+
+def _resident_pages(path: Path, start: int, length: int) -> int:
+    """Pages of ``path``'s ``start .. start + length`` in the page cache now (mincore(2)
+    over a private mapping of the file, which reports the file's cached pages)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    with open(path, "rb") as f:
+        m = mmap.mmap(f.fileno(), start + length, access=mmap.ACCESS_COPY)
+    try:
+        base = ctypes.c_char.from_buffer(m)
+        vec = (ctypes.c_ubyte * ((start + length) // PAGE))()
+        if libc.mincore(ctypes.c_void_p(ctypes.addressof(base)), ctypes.c_size_t(start + length), vec) != 0:
+            raise OSError(ctypes.get_errno(), "mincore")
+        del base
+        return sum(v & 1 for v in vec[start // PAGE:])
+    finally:
+        m.close()
+
+
+def _cold_file(path: Path, size: int) -> Path:
+    """A file of ``size`` random bytes, on the disk and out of the page cache."""
+    with open(path, "wb") as f:
+        f.write(os.urandom(size))
+        f.flush()
+        os.fsync(f.fileno())
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    return path
+
+
+def _serve_and_read(path: Path, *flags: str) -> None:
+    """Serve ``path`` (with ``flags``) and read its last 3 MiB through qemu-io."""
+    s = Server("--export", f"d={path}:0", *flags, "--listen", "127.0.0.1:0", "--for", "60s")
+    try:
+        line, port = s.ready()
+        r = _qemu_io(port, "d", "read 1M 3M")
+        assert r.returncode == 0, r.stdout + r.stderr
+    finally:
+        code, _, err = s.finish(signal.SIGTERM)
+    assert code == 0, err
+
+
+def test_direct_reads_leave_the_page_cache_alone_and_buffered_ones_do_not(tmp_path: Path) -> None:
+    cold = _cold_file(tmp_path / "d.img", 4 * MIB)
+    assert _resident_pages(cold, MIB, 3 * MIB) == 0  # what the comparison starts from
+    _serve_and_read(cold, "--direct")
+    assert _resident_pages(cold, MIB, 3 * MIB) == 0
+    # The same read served through the page cache leaves it there: the check can tell.
+    _serve_and_read(cold)
+    assert _resident_pages(cold, MIB, 3 * MIB) > (3 * MIB // PAGE) // 2
+
+
+def test_aligned_and_unaligned_writes_all_land(tmp_path: Path) -> None:
+    img = _cold_file(tmp_path / "d.img", 2 * MIB)
+    before = img.read_bytes()
+    s = Server("--export", f"d={img}:0", "--direct", "--listen", "127.0.0.1:0", "--for", "60s")
+    try:
+        line, port = s.ready()
+        export_line = s.lines.get(timeout=10)
+        assert export_line is not None and "  direct  " in export_line, export_line
+        r = _qemu_io(port, "d",
+                     "write -P 0x5a 0 64k",        # aligned: O_DIRECT
+                     "write -P 0x33 1000 100",     # inside it, not aligned: the page cache
+                     "write -P 0x77 70000 5000",   # across two blocks, not aligned
+                     "read -P 0x5a 0 1000", "read -P 0x33 1000 100", "read -P 0x5a 1100 64436",
+                     "read -P 0x77 70000 5000", "flush")
+        assert r.returncode == 0 and "Pattern verification failed" not in r.stdout, r.stdout + r.stderr
+    finally:
+        code, out, err = s.finish(signal.SIGTERM)
+    assert code == 0, err
+    want = bytearray(before)
+    want[0:65536] = b"\x5a" * 65536
+    want[1000:1100] = b"\x33" * 100
+    want[70000:75000] = b"\x77" * 5000
+    assert img.read_bytes() == bytes(want)
+
+
+def test_the_config_key_and_its_errors(tmp_path: Path) -> None:
+    shutil.copy(Path(__file__).parents[2] / "examples" / "gateway" / "gw.toml", tmp_path / "gw.toml")
+    for name in ("web.img", "batch.img"):
+        _cold_file(tmp_path / name, MIB)
+    gw = tmp_path / "gw.toml"
+    gw.write_text(gw.read_text().replace('tenant = "batch"\n', 'tenant = "batch"\ndirect = true\n', 1))
+    exports = merged(load(gw))["exports"]
+    assert [e.get("direct", False) for e in exports] == [False, True]
+    r = run_cli("serve", "--config", str(gw), "--check")
+    assert r.code == 0 and "batch: tenant 1, 1 MiB, direct," in r.out, r.out
+    text = gw.read_text().replace("direct = true\n", 'direct = true\n[export.tier]\nfast = "web.img"\n', 1)
+    gw.write_text(text)
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if ln.startswith("direct"))
+    assert_one_line_error(run_cli("serve", "--config", str(gw), "--check"), f"{gw}:{line}: ",
+                          "direct: a tiered export goes through the page cache")
