@@ -12,9 +12,9 @@ import numpy as np
 import polars as pl
 import pytest
 from conftest import Run, assert_one_line_error, run_cli, until_calm
-from storqos.device_profile import load_profile
+from storqos.device_profile import DepthPoint, DeviceProfile, ServicePoint, load_profile
 from storqos.host_steal import STAT
-from storqos.sim import simulate
+from storqos.sim import ClosedClient, simulate
 from test_serve import Server, _image
 
 MiB = 1 << 20
@@ -79,6 +79,42 @@ def test_simulating_with_the_profile_predicts_the_devices_capacity(profile_2k: P
     prof = load_profile(profile_2k)
     res = simulate(df, "fcfs", prof.sim_device())
     assert n / (res.end_ns / 1e9) == pytest.approx(prof.capacity_iops, rel=0.02)
+
+
+def _curve_profile(parallelism: int, depths: list[tuple[int, float]]) -> DeviceProfile:
+    """A profile of constant 100 µs 4 KiB reads whose closed-loop mean time at each
+    measured depth is ``depths`` (qd, µs), at the capacity of ``parallelism`` servers."""
+    flat = ServicePoint(op="read", pattern="random", size=4096, iops=10_000, mean_us=100, min_us=100,
+                        percentiles_us=[(50.0, 100.0), (99.0, 100.0)])
+    return DeviceProfile(version=1, storqos_version="t", target="t", engine="replay", direct=True, created="t",
+                         time_per_point_s=1, capacity_iops=parallelism * 10_000, parallelism=parallelism,
+                         op_time_us=100, bandwidth_bytes_per_s=1e9, service=[flat],
+                         queue_depth=[DepthPoint(qd=q, iops=q / us * 1e6, mean_us=us, p50_us=us, p99_us=us)
+                                      for q, us in depths])
+
+
+def test_the_slowdown_follows_the_depth_curve_and_never_speeds_a_request_up() -> None:
+    """Per requests in service 1 … k: the mean time at that depth over depth 1's,
+    linear between measured depths, at least 1."""
+    curve = [(1, 100.0), (2, 150.0), (4, 150.0), (8, 300.0)]
+    # n = 3: between 150 and 150; n = 5, 6: 150 + (300 - 150) / 4 per step.
+    assert _curve_profile(6, curve).slowdown() == pytest.approx([1.0, 1.5, 1.5, 1.5, 1.875, 2.25])
+    quicker = _curve_profile(4, [(1, 100.0), (2, 60.0), (4, 80.0)])  # quicker awake than alone
+    assert quicker.slowdown() == [1.0, 1.0, 1.0, 1.0]
+    assert "slowdown" not in quicker.sim_device()
+    assert _curve_profile(6, curve).sim_device()["slowdown"] == pytest.approx([1.0, 1.5, 1.5, 1.5, 1.875, 2.25])
+
+
+def test_the_simulated_device_gives_back_the_measured_depth_curve() -> None:
+    """A closed loop of d outstanding 4 KiB reads through the profile's model runs at
+    about the IOPS measured at depth d (d / its mean time), where plain k servers of
+    the depth-1 time would run at d / 100 µs."""
+    curve = [(1, 100.0), (2, 150.0), (4, 150.0), (8, 300.0)]
+    prof = _curve_profile(8, curve)
+    for d, us in curve:
+        res = simulate(None, "fcfs", prof.sim_device(), closed=[ClosedClient(outstanding=d)], until="2s")
+        iops = res.tenants["completed"][0] / 2
+        assert iops == pytest.approx(d / us * 1e6, rel=0.03), (d, iops)
 
 
 def test_simulate_and_serve_take_the_profile(profile_2k: Path, tmp_path: Path) -> None:

@@ -101,6 +101,9 @@ pub struct Parallel {
     /// powers of two: (log₂ stripe, log₂ k).
     pow2: Option<(u32, u32)>,
     outstanding: usize,
+    /// Service-time factor by the requests in service when one starts (see
+    /// [`Parallel::with_slowdown`]); empty: none.
+    slowdown: Vec<f64>,
     /// Requests in internal queues (shared or per server), not in service.
     queued: usize,
     next_seq: u64,
@@ -238,6 +241,7 @@ impl Parallel {
                 _ => None,
             },
             outstanding: 0,
+            slowdown: Vec::new(),
             queued: 0,
             next_seq: 0,
             now: 0,
@@ -254,6 +258,21 @@ impl Parallel {
     /// `servers` disks striped by `stripe_bytes`, each with its own queue (RAID-0/5).
     pub fn striped(servers: usize, stripe_bytes: u64, service: ServiceModel) -> Result<Self> {
         Self::new(servers, Assign::Striped { stripe_bytes }, service)
+    }
+
+    /// Scale each request's service time by `factors[n - 1]`, `n` the requests in
+    /// service once it starts (itself included; past the list's end, its last
+    /// factor): a device whose time per request rises with the requests it serves at
+    /// once, as a measured one's does when its queue depth rises (the requests share
+    /// its CPUs, channels or firmware). On a closed loop of `d ≤ k` requests each then
+    /// takes `factors[d - 1]` × its time, so the array gives back a measured depth
+    /// curve's latencies. Each factor finite and > 0; empty: none.
+    pub fn with_slowdown(mut self, factors: Vec<f64>) -> Result<Self> {
+        if let Some(f) = factors.iter().find(|f| !(f.is_finite() && **f > 0.0)) {
+            return config(format!("array: slowdown factors must be finite and > 0, got {f}"));
+        }
+        self.slowdown = factors;
+        Ok(self)
     }
 
     /// Limit outstanding requests (queued + in service) to `depth` (≥ 1).
@@ -308,7 +327,12 @@ impl Parallel {
     fn start(&mut self, s: usize, w: Waiting, now: Nanos, rng: &mut SimRng) {
         let server = &mut self.servers[s];
         debug_assert!(server.busy.is_none(), "server {s} already busy");
-        let service = self.prepared.serve(&mut server.head, w.pos, w.req.op, w.req.bytes, rng);
+        let mut service = self.prepared.serve(&mut server.head, w.pos, w.req.op, w.req.bytes, rng);
+        if !self.slowdown.is_empty() {
+            let n = self.events.len() + 1; // in service once it starts
+            let f = self.slowdown[n.min(self.slowdown.len()) - 1];
+            service = (service as f64 * f).round() as Nanos;
+        }
         let finish = now + service;
         server.busy = Some(Completion { req: w.req, dispatch: w.dispatch, finish });
         self.events.set(s, finish, w.seq);
@@ -412,6 +436,24 @@ mod tests {
 
     fn drain(d: &mut Parallel, rng: &mut SimRng) -> Vec<(u64, Nanos)> {
         std::iter::from_fn(|| d.pop_completion(rng)).map(|c| (c.req.id, c.finish)).collect()
+    }
+
+    #[test]
+    fn slowdown_scales_a_request_by_the_requests_in_service_when_it_starts() {
+        // 2 servers of 10 ms; a request alone keeps its time, two at once take 1.5x each.
+        let d = Parallel::shared(2, ServiceModel::constant(100.0).unwrap()).unwrap();
+        let mut d = d.with_slowdown(vec![1.0, 1.5]).unwrap();
+        let mut rng = SimRng::new(1);
+        d.submit(req(0, 0), 0, &mut rng);
+        assert_eq!(drain(&mut d, &mut rng), vec![(0, 10 * NS_PER_MS)]);
+        // At 20 ms: the first starts alone (10 ms), the second beside it (15 ms); a
+        // third queues and starts at 30 ms beside the second (15 ms more: 45 ms).
+        for id in 1..=3 {
+            d.submit(req(id, 0), 20 * NS_PER_MS, &mut rng);
+        }
+        assert_eq!(drain(&mut d, &mut rng), vec![(1, 30 * NS_PER_MS), (2, 35 * NS_PER_MS), (3, 45 * NS_PER_MS)]);
+        let bad = Parallel::shared(2, ServiceModel::constant(1.0).unwrap()).unwrap().with_slowdown(vec![1.0, 0.0]);
+        assert!(bad.unwrap_err().to_string().contains("slowdown factors must be finite and > 0, got 0"));
     }
 
     #[test]

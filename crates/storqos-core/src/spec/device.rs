@@ -63,6 +63,12 @@ pub enum DeviceSpec {
         stripe_bytes: Option<u64>,
         /// Service model of every server.
         service: ServiceSpec,
+        /// Service-time factor by the requests in service when one starts (first entry:
+        /// alone, second: beside one other…; past the end, the last): a measured
+        /// device's time per request rising with its queue depth
+        /// ([`crate::devices::array::Parallel::with_slowdown`]). Default: none.
+        #[serde(default)]
+        slowdown: Vec<f64>,
     },
     /// A single disk with its own queue (see [`crate::devices::disk`]).
     Disk {
@@ -267,7 +273,7 @@ impl DeviceSpec {
                 })
             }
             DeviceSpec::Exponential { iops } => AnyDevice::Exponential(Exponential::new(*iops)?),
-            DeviceSpec::Array { servers, depth, assign, stripe_bytes, service } => {
+            DeviceSpec::Array { servers, depth, assign, stripe_bytes, service, slowdown } => {
                 let assign = match (assign, stripe_bytes) {
                     (AssignSpec::Shared, None) => Assign::Shared,
                     (AssignSpec::Shared, Some(_)) => {
@@ -278,7 +284,7 @@ impl DeviceSpec {
                     }
                 };
                 let service = within("array service", service.build())?;
-                let a = Parallel::new(*servers, assign, service)?;
+                let a = Parallel::new(*servers, assign, service)?.with_slowdown(slowdown.clone())?;
                 AnyDevice::Parallel(match depth {
                     Some(d) => a.with_depth(*d)?,
                     None => a,
