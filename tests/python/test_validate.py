@@ -107,19 +107,23 @@ def test_emulated_device_live_matches_the_prediction(tmp_path: Path) -> None:
         assert "js-plotly-plot" in fig[: fig.index(">") + 1] and fig.count('class="trace scatter') >= 6
 
 
-def test_file_device_with_its_profile(tmp_path: Path) -> None:
-    """Real files behind the gateway, modelled by a profile measured on the spot: every
-    request replayed at the predicted rate, the median near the predicted one."""
+@pytest.mark.parametrize("device", ["file", "direct"])
+def test_file_device_with_its_profile(tmp_path: Path, device: str) -> None:
+    """Real files behind the gateway, read through the page cache or with O_DIRECT,
+    modelled by a profile measured on the spot (through a gateway serving its file the
+    same way): every request replayed at the predicted rate, the median near the
+    predicted one."""
     out = tmp_path / "out"
     exp = _experiment(tmp_path, EXPERIMENT.replace('duration = "4s"', 'duration = "3s"')
                       .replace('[[policy]]\nkind = "wf2q"\nweights = [2, 1, 1]\n', ""))
     # One pass of calibration (validate's default is 3) keeps the test 50 s shorter; the
     # bound below was set with one-pass profiles.
-    r = run_cli("validate", str(exp), "--live-device", "file", "--calibration-passes", "1", "--export-size", "64MiB",
+    r = run_cli("validate", str(exp), "--live-device", device, "--calibration-passes", "1", "--export-size", "64MiB",
                 "--out", str(out))
     assert r.code == 0, r.err
     t = pl.read_parquet(out / "validation.parquet")
     assert t.height == 3 and (t["iops_err"].abs() < 0.03).all(), t
+    assert ("direct-I/O files" in json.loads((out / "summary.json").read_text())["live_device"]) == (device == "direct")
     # The prediction adds the path at rest (reads spaced 2 ms apart) to the simulated
     # device's times, all measured by the replay's own engine. Measured p50 errors:
     # -13 % to +19 % over twelve tenants in four runs on a quiet machine with fio's
@@ -129,6 +133,8 @@ def test_file_device_with_its_profile(tmp_path: Path) -> None:
     # 69-141 µs from one run to the next and the reads at rest 49-112 µs from one
     # calibration to the next; CI once saw 0.50 (and before the k and the path at rest
     # were fixed, 2.2x the other way).
+    # With O_DIRECT (the disk answers every request), WebSearch's tenants came out at
+    # 1.11-1.37 in four validations on 2026-11-28.
     # The issue's 20 % is a benchmark figure (docs/results/validation.md);
     # asserted here is what survives this noise: within 2.5x either way, which the
     # old model (the device's back-to-back time alone: 5-6 µs predicted against 100 µs
