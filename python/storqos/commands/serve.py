@@ -123,7 +123,7 @@ def serve_cmd(
     direct: Annotated[
         bool, typer.Option("--direct", help="Read and write every export's file with O_DIRECT, past this host's page "
                                             "cache (as qemu-nbd --cache=none): clients then see the disk's own times. "
-                                            "One export only: direct = true in its [[export]].")] = False,
+                                            "One export only: direct = true in its export table of the config file.")] = False,
     duration: Annotated[str | None, typer.Option("--for", help="Stop after this long (e.g. 30s, 5min); default: until Ctrl-C / SIGTERM.")] = None,
     window: Annotated[
         str | None,
