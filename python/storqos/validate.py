@@ -202,16 +202,20 @@ def calibrate_file(path: Path, *, seconds: float = 0.5, passes: int = CALIBRATE_
     50 ms spacings too (:data:`storqos.calibrate.IDLE_SPACINGS_US`, about 7 s more per
     pass): a lone request's path grows with the time the threads slept before it, and
     a trace's lone requests come up to seconds apart. ``direct``: the gateway reads and
-    writes the file with O_DIRECT (the disk's times, not the page cache's)."""
+    writes the file with O_DIRECT (the disk's times, not the page cache's); the
+    profile's ``direct`` says which."""
     from .calibrate import IDLE_SPACINGS_US, calibrate
     from .gateway import gateway_config
     from .specs import policy_spec
 
     cfg = gateway_config(_entries([f"cal={path}:0"], direct), policy_spec("fcfs"), listen="127.0.0.1:0")
     with GatewayProcess(cfg) as gw:
-        return calibrate(gw.uri("cal"), writes=True, seconds=seconds, passes=passes, engine="replay", awake=awake,
-                         idle_spacings_us=IDLE_SPACINGS_US,
-                         progress=(lambda i, n, what: progress(f"calibrating: {what} ({i}/{n})")) if progress else None)
+        profile = calibrate(gw.uri("cal"), writes=True, seconds=seconds, passes=passes, engine="replay", awake=awake,
+                            idle_spacings_us=IDLE_SPACINGS_US,
+                            progress=(lambda i, n, what: progress(f"calibrating: {what} ({i}/{n})")) if progress
+                            else None)
+    # An NBD target's profile says nothing of the page cache; this one went past it or not.
+    return profile.model_copy(update={"direct": direct})
 
 
 def validate(
@@ -252,6 +256,10 @@ def validate(
         warn_input(f"the device profile was measured with the CPUs {'awake' if profile.cpus_awake else 'free to sleep'}"
                    f" and the replays keep them {'awake' if held else 'free to sleep'}: the prediction's path at rest "
                    "will not be the live one (calibrate again, or set --awake-cpus alike)")
+    if real and profile is not None and profile.direct != direct:
+        warn_input(f"the device profile was measured {'past' if profile.direct else 'through'} the page cache and "
+                   f"the live files are served {'past' if direct else 'through'} it: the prediction will not be the "
+                   f"live one (calibrate again, or give --live-device {'direct' if profile.direct else 'file'})")
     say = progress or (lambda _msg: None)
     with tempfile.TemporaryDirectory(prefix="storqos-validate-", dir=workdir) as tmp:
         work = Path(tmp)

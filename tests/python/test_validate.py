@@ -203,6 +203,29 @@ def test_a_profile_measured_with_the_cpus_the_other_way_is_warned_of(tmp_path: P
     assert "measured with the CPUs awake" in lines[0] and "free to sleep" in lines[0], lines[0]
 
 
+@pytest.mark.untimed
+@pytest.mark.parametrize(("measured_direct", "device", "said"), [
+    (False, "direct", "measured through the page cache and the live files are served past it"),
+    (True, "file", "measured past the page cache and the live files are served through it")])
+def test_a_profile_of_the_other_cache_mode_is_warned_of(tmp_path: Path, measured_direct: bool, device: str,
+                                                        said: str) -> None:
+    """A profile of a page-cached file given to a direct validation (or the other way
+    round): a warning line before the run."""
+    from storqos.device_profile import dump_profile
+    from test_validate_burst import _profile
+
+    prof = tmp_path / "p.toml"
+    prof.write_text(dump_profile(_profile(None).model_copy(update={"direct": measured_direct})))
+    closed = tmp_path / "closed.toml"
+    closed.write_text(EXPERIMENT.format(trace=bundled("websearch")).replace('[[policy]]\nkind = "wf2q"\nweights = [2, 1, 1]\n', "")
+                      + '\n[[tenant]]\nname = "backup"\nclosed = { outstanding = 4, size = "64k" }\n')
+    r = run_cli("validate", str(closed), "--live-device", device, "--device-profile", str(prof),
+                "--export-size", "1MiB", "--out", str(tmp_path / "o"))
+    lines = [ln for ln in r.err.splitlines() if ln.strip()]
+    assert r.code == 2 and lines[0].startswith("warning:") and said in lines[0], r.err
+    assert f"--live-device {'file' if device == 'direct' else 'direct'}" in lines[0]
+
+
 def test_exports_are_read_through_before_a_replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every byte of every export is read (the page cache then holds it), with the
     kernel told first that the whole file is wanted."""
