@@ -131,6 +131,25 @@ impl Drop for AlignedBuf {
 // SAFETY: the buffer is plain memory owned by one value.
 unsafe impl Send for AlignedBuf {}
 
+/// A scratch file for tests beside the sources (a tmpfs `/tmp` refuses `O_DIRECT`),
+/// removed when dropped, a failing test's too.
+#[cfg(test)]
+pub(crate) struct Scratch(pub std::path::PathBuf);
+
+#[cfg(test)]
+impl Scratch {
+    pub(crate) fn new(name: &str) -> Scratch {
+        Scratch(Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(".{name}-{}", std::process::id())))
+    }
+}
+
+#[cfg(test)]
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,11 +164,11 @@ mod tests {
 
     #[test]
     fn unaligned_reads_and_aligned_writes_round_trip() {
-        // Beside the sources, not in /tmp: a tmpfs refuses O_DIRECT.
-        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(".direct-test-{}", std::process::id()));
+        let scratch = Scratch::new("direct-test");
+        let p = &scratch.0;
         let bytes: Vec<u8> = (0..3 * ALIGN + 100).map(|i| (i % 251) as u8).collect();
-        std::fs::write(&p, &bytes).unwrap();
-        let d = Direct::open(&p, false).unwrap();
+        std::fs::write(p, &bytes).unwrap();
+        let d = Direct::open(p, false).unwrap();
         assert_eq!(d.read(10, 5000).unwrap().unwrap(), bytes[10..5010]);
         // The tail past the last whole block, and a read past the end.
         assert_eq!(d.read(3 * ALIGN as u64, 100).unwrap().unwrap(), bytes[3 * ALIGN..]);
@@ -157,9 +176,8 @@ mod tests {
         assert!(!d.write(1, &[7u8; ALIGN]).unwrap());
         assert!(!d.write(0, &[7u8; 100]).unwrap());
         assert!(d.write(ALIGN as u64, &[7u8; ALIGN]).unwrap());
-        let back = std::fs::read(&p).unwrap();
+        let back = std::fs::read(p).unwrap();
         assert_eq!(back[ALIGN..2 * ALIGN], [7u8; ALIGN]);
         assert_eq!(back[..ALIGN], bytes[..ALIGN]);
-        std::fs::remove_file(&p).unwrap();
     }
 }

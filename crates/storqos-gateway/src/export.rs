@@ -581,8 +581,8 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn a_direct_export_reads_past_the_page_cache_and_mixes_aligned_and_unaligned_writes() {
-        // Beside the sources, not in /tmp: a tmpfs refuses O_DIRECT.
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(".direct-export-{}", std::process::id()));
+        let scratch = crate::direct::Scratch::new("direct-export");
+        let p = scratch.0.clone();
         File::create(&p).unwrap().set_len(4 * 4096).unwrap();
         let e = Export::open(&ExportConfig { direct: true, ..cfg(p.clone()) }, "exports[0]").unwrap();
         assert!(e.is_direct());
@@ -597,8 +597,6 @@ mod tests {
         assert_eq!(e.read_nowait(4096, 4096), None);
         assert_eq!(e.read(4 * 4096 - 2, 4), Err(EIO));
         e.flush().unwrap();
-        drop(e);
-        std::fs::remove_file(&p).unwrap();
     }
 
     #[test]
