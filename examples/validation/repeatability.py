@@ -30,7 +30,7 @@ from pathlib import Path
 import polars as pl
 from storqos.device_profile import DeviceProfile, dump_profile
 from storqos.experiment import load
-from storqos.validate import calibrate_file, validate
+from storqos.validate import calibrate_file, fill_file, validate
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -71,9 +71,7 @@ def main() -> int:
     rows: list[dict[str, object]] = []
     profiles: list[str] = []
     for k in range(args.rounds):
-        img = work / "calibrate.img"
-        with open(img, "wb") as f:
-            f.write(b"\x5a" * (256 << 20))
+        img = fill_file(work / "calibrate.img", 256 << 20)
         say = lambda m, k=k: print(f"[round {k + 1}/{args.rounds}] {m}", file=sys.stderr)  # noqa: E731
         profile = calibrate_file(img, progress=say)
         img.unlink()

@@ -13,7 +13,6 @@ runs its stand-in (the bundled WebSearch excerpt, or a warning) and the page say
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -21,7 +20,7 @@ from pathlib import Path
 import polars as pl
 from storqos.device_profile import DeviceProfile
 from storqos.experiment import load
-from storqos.validate import PERCENTILES, Validation, calibrate_file, validate
+from storqos.validate import PERCENTILES, Validation, calibrate_file, fill_file, validate
 from storqos.validation_report import markdown, write_html
 
 HERE = Path(__file__).resolve().parent
@@ -76,12 +75,7 @@ def main() -> int:
             exp = load(HERE / f"{name}.toml")
             print(f"==> {name} ({mode})", file=sys.stderr)
             if mode != "emulated" and mode not in profiles:
-                img = work / "calibrate.img"
-                with open(img, "wb") as f:
-                    f.write(b"\x5a" * (256 << 20))
-                    f.flush()
-                    os.fsync(f.fileno())
-                    os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+                img = fill_file(work / "calibrate.img", 256 << 20, direct=mode == "direct")
                 profiles[mode] = calibrate_file(img, direct=mode == "direct",
                                                 progress=lambda m: print(m, file=sys.stderr))
                 img.unlink()

@@ -134,37 +134,44 @@ def _requests(exp: Experiment, run: Run) -> pl.DataFrame:
     return df.sort("arrival_ns", maintain_order=True)
 
 
-def _exports(workdir: Path, tenants: int, size: int, fill: bool, direct: bool = False) -> list[str]:
-    """One file per tenant: sparse (emulated device) or written full (real files; the
-    page cache holds them, :func:`_into_page_cache` before each replay). ``direct``:
-    written full, then on the disk and out of the page cache, as a direct export reads
-    them (the first direct reads do not wait for the written pages to go out)."""
+def fill_file(path: Path, size: int, *, direct: bool = False) -> Path:
+    """``path`` written full: ``size`` bytes of a pattern that is not zeros. ``direct``:
+    then on the disk and out of the page cache, as a direct export reads it (its first
+    direct reads do not wait for the written pages to go out)."""
     import os
 
-    paths = []
     chunk = (np.arange(1 << 20, dtype=np.uint32) * 2654435761).tobytes()  # 4 MiB, not zeros
+    with open(path, "wb") as f:
+        for _ in range(size // len(chunk)):
+            f.write(chunk)
+        f.write(chunk[: size % len(chunk)])
+        if direct:
+            f.flush()
+            os.fsync(f.fileno())
+            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    return path
+
+
+def _entry(name: str, path: Path, tenant: int, direct: bool) -> dict[str, Any]:
+    """The gateway's entry of an export, served with O_DIRECT when ``direct``."""
+    return {"name": name, "path": str(path), "tenant": tenant, **({"direct": True} if direct else {})}
+
+
+def _exports(workdir: Path, tenants: int, size: int, fill: bool, direct: bool = False) -> list[dict[str, Any]]:
+    """One export ``tN`` per tenant: its file sparse (emulated device) or written full
+    (real files: :func:`fill_file`; the page cache holds them, :func:`_into_page_cache`
+    before each replay, or with ``direct`` the disk, which the gateway then reads and
+    writes with O_DIRECT)."""
+    entries = []
     for t in range(tenants):
         p = workdir / f"tenant{t}.img"
-        with open(p, "wb") as f:
-            if fill:
-                for _ in range(size // len(chunk)):
-                    f.write(chunk)
-                f.write(chunk[: size % len(chunk)])
-                if direct:
-                    f.flush()
-                    os.fsync(f.fileno())
-                    os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
-            else:
+        if fill:
+            fill_file(p, size, direct=direct)
+        else:
+            with open(p, "wb") as f:
                 f.truncate(size)
-        paths.append(f"t{t}={p}:{t}")
-    return paths
-
-
-def _entries(exports: list[str], direct: bool) -> list[dict[str, Any]]:
-    """``NAME=PATH:TENANT`` exports as the gateway's entries, direct ones with ``direct``."""
-    from .gateway import parse_export
-
-    return [{**parse_export(e, i), **({"direct": True} if direct else {})} for i, e in enumerate(exports)]
+        entries.append(_entry(f"t{t}", p, t, direct))
+    return entries
 
 
 def _into_page_cache(paths: list[Path]) -> None:
@@ -208,7 +215,7 @@ def calibrate_file(path: Path, *, seconds: float = 0.5, passes: int = CALIBRATE_
     from .gateway import gateway_config
     from .specs import policy_spec
 
-    cfg = gateway_config(_entries([f"cal={path}:0"], direct), policy_spec("fcfs"), listen="127.0.0.1:0")
+    cfg = gateway_config([_entry("cal", path, 0, direct)], policy_spec("fcfs"), listen="127.0.0.1:0")
     with GatewayProcess(cfg) as gw:
         profile = calibrate(gw.uri("cal"), writes=True, seconds=seconds, passes=passes, engine="replay", awake=awake,
                             idle_spacings_us=IDLE_SPACINGS_US,
@@ -264,7 +271,7 @@ def validate(
     with tempfile.TemporaryDirectory(prefix="storqos-validate-", dir=workdir) as tmp:
         work = Path(tmp)
         tenants = max(len(r.tenants) for r in exp.runs)
-        files = _entries(_exports(work, tenants, export_bytes, fill=real, direct=direct), direct)
+        files = _exports(work, tenants, export_bytes, fill=real, direct=direct)
         paths = [Path(f["path"]) for f in files]
         if real and profile is None:
             profile = calibrate_file(paths[0], seconds=calibrate_seconds, passes=calibrate_passes, awake=awake,
@@ -518,4 +525,4 @@ def _replay_on_schedule(df: pl.DataFrame, cfg: dict[str, Any], tenants: int, att
 
 
 __all__ = ["ATTEMPTS", "CALIBRATE_PASSES", "DEFAULT_EXPORT_BYTES", "MODES", "PERCENTILES", "RunValidation", "Validation", "burst_delay_ns",
-           "burst_hold", "burst_hold_ns", "calibrate_file", "per_tenant", "validate", "with_path"]
+           "burst_hold", "burst_hold_ns", "calibrate_file", "fill_file", "per_tenant", "validate", "with_path"]
