@@ -3,8 +3,11 @@
 
 The measurement is `storqos calibrate`'s own point "at rest": 4 KiB random reads, one
 every 2 ms, replayed open loop by the replay engine through a FCFS gateway over a
-page-cached file (:func:`storqos.calibrate.replay_point`). It is taken ``--repeats``
-times back to back, against the same gateway and file, nothing changed in between. Per
+page-cached file (:func:`storqos.calibrate.replay_point`); with ``--direct``, a file the
+gateway reads with O_DIRECT (the disk's time, as ``storqos validate --live-device
+direct``), and ``--spacing-us`` another spacing. It is taken ``--repeats`` times, back
+to back or ``--pause`` seconds apart, against the same gateway and file, nothing
+changed in between. Per
 repetition: the p50 and p90 response time and the CPU time the host took from the
 machine meanwhile (steal). At the end: the p50s' range and the *best constant*, the
 smallest worst-case |Δ| any one fixed prediction could have over the repetitions
@@ -12,6 +15,7 @@ smallest worst-case |Δ| any one fixed prediction could have over the repetition
 every repetition of the same measurement.
 
     .venv/bin/python benches/at_rest_repeat.py [--repeats 20] [--seconds 3]
+    .venv/bin/python benches/at_rest_repeat.py --direct --repeats 12 --pause 20
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
+import time
 from pathlib import Path
 
 from storqos.calibrate import SPACED_US, replay_point
@@ -35,21 +40,28 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--repeats", type=int, default=20, help="measurements, back to back")
     ap.add_argument("--seconds", type=float, default=3.0, help="length of each measurement")
+    ap.add_argument("--spacing-us", type=int, default=SPACED_US, help="time between two reads (µs)")
+    ap.add_argument("--pause", type=float, default=0.0, help="seconds between two measurements")
+    ap.add_argument("--direct", action="store_true", help="the gateway reads the file with O_DIRECT")
     args = ap.parse_args()
-    if args.repeats < 2 or args.seconds <= 0:
-        ap.error("--repeats must be at least 2 and --seconds above 0")
+    if args.repeats < 2 or args.seconds <= 0 or args.spacing_us <= 0 or args.pause < 0:
+        ap.error("--repeats must be at least 2, --seconds and --spacing-us above 0, --pause at least 0")
     p50s: list[float] = []
     with tempfile.TemporaryDirectory(prefix="storqos-at-rest-") as tmp:
-        cfg = gateway_config(_exports(Path(tmp), 1, FILE_BYTES, fill=True), policy_spec("fcfs"), listen="127.0.0.1:0")
-        print(f"4 KiB random reads every {SPACED_US} µs for {args.seconds:g} s, FCFS gateway over a "
-              f"{FILE_BYTES >> 20} MiB page-cached file, {args.repeats} times back to back")
+        cfg = gateway_config(_exports(Path(tmp), 1, FILE_BYTES, fill=True, direct=args.direct), policy_spec("fcfs"),
+                             listen="127.0.0.1:0")
+        print(f"4 KiB random reads every {args.spacing_us} µs for {args.seconds:g} s, FCFS gateway over a "
+              f"{FILE_BYTES >> 20} MiB {'direct-I/O' if args.direct else 'page-cached'} file, {args.repeats} times "
+              + (f"{args.pause:g} s apart" if args.pause else "back to back"))
         print("| # | requests | p50 (µs) | p90 (µs) | host's steal (ms) |")
         print("|---:|---:|---:|---:|---:|")
         with GatewayProcess(cfg) as gw:
             for i in range(args.repeats):
+                if i and args.pause:
+                    time.sleep(args.pause)
                 before = steal_ms()
                 point = replay_point(gw.uri("t0"), FILE_BYTES, "read", "random", 4096, 1, args.seconds, seed=i,
-                                     spaced_us=SPACED_US)
+                                     spaced_us=args.spacing_us)
                 stolen = steal_between(before, steal_ms())
                 pct = dict(point.percentiles_us)
                 p50s.append(pct[50])
