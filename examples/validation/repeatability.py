@@ -41,7 +41,7 @@ P50_TARGET = 0.20
 
 def _at_rest(profile: DeviceProfile) -> str:
     """The path at rest's p50 (µs) at each measured spacing, reads then writes."""
-    return "; ".join(f"{op[0]} " + " / ".join(f"{dict(path).get(0.5, 0):.0f}" for _, path in profile.rest_levels(op))
+    return "; ".join(f"{op[0]} " + " / ".join(f"{p50:.0f}" for _, p50 in profile.rest_p50s_us(op))
                      for op in ("read", "write"))
 
 

@@ -51,8 +51,8 @@ def _profile_line(profile: DeviceProfile) -> str:
     """A profile in a sentence: capacity, servers, paths at rest and in bursts."""
     return (f"capacity {profile.capacity_iops:,.0f} IOPS, parallelism {profile.parallelism}, "
             f"{profile.op_time_us:.1f} µs per op, path at rest p50 "
-            + "; ".join(f"{op}s " + ", ".join(f"{dict(path).get(0.5, 0):.0f} µs after {idle / 1000:.1f} ms idle"
-                                             for idle, path in profile.rest_levels(op)) for op in ("read", "write"))
+            + "; ".join(f"{op}s " + ", ".join(f"{p50:.0f} µs after {idle / 1000:.1f} ms idle"
+                                             for idle, p50 in profile.rest_p50s_us(op)) for op in ("read", "write"))
             + "".join(f", {b.op}s in bursts {b.finish_us:.0f} µs apart" for b in profile.burst or []) + ".")
 
 

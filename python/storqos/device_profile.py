@@ -286,6 +286,11 @@ class DeviceProfile(Table):
                 levels.append((idle, self.path_at_rest_us(op, p)))
         return levels
 
+    def rest_p50s_us(self, op: Op = "read") -> list[tuple[float, float]]:
+        """(idle µs, the path's p50 µs) at each level of :meth:`rest_levels`: the
+        paths at rest in a line of a report."""
+        return [(idle, dict(path).get(0.5, 0.0)) for idle, path in self.rest_levels(op)]
+
     def path_at_rest_ns(self, u: np.ndarray, op: Op = "read", idle_ns: np.ndarray | None = None) -> np.ndarray:
         """:meth:`path_at_rest_us` of ``op`` at quantiles ``u`` ∈ [0, 1] (ns, int64;
         zeros without an ``at_rest`` measurement). With ``idle_ns`` (per request, how

@@ -329,6 +329,8 @@ def test_the_path_at_rest_grows_with_the_time_the_target_was_idle() -> None:
                          queue_depth=[DepthPoint(qd=1, iops=10_000, mean_us=100, p50_us=100, p99_us=100)],
                          at_rest=flat(170), at_rest_idle=[flat(370, 50_000), flat(270, 10_000)])
     assert [idle for idle, _ in prof.rest_levels()] == pytest.approx([1830, 9730, 49630])
+    assert [x for level in prof.rest_p50s_us("write") for x in level] == pytest.approx(
+        [1830, 70, 9730, 170, 49630, 270])
     between_us = math.sqrt(9730 * 49630)  # halfway on a log scale
     idles_us = [1000, 9730, between_us, 1e6]
     arrival, finish, t = [0], [100_000], 100_000
