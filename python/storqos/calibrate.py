@@ -165,11 +165,21 @@ def run_point(tgt: Target, op: str, pattern: str, size: int, qd: int, seconds: f
     return dict(job[op])
 
 
+#: A closed-loop point with fewer requests than this after its ramp is measured again,
+#: for twice as long each time (:data:`POINT_RETRIES` times at most): direct writes of a
+#: file on this project's virtual disk now and then take 0.1-0.2 s, and one such stall
+#: left a 0.5 s point of validate's calibration without a request after its ramp.
+POINT_MIN_REQUESTS = 5
+POINT_RETRIES = 2
+
+
 def replay_point(uri: str, export_bytes: int, op: Op, pattern: Pattern, size: int, qd: int,
                  seconds: float, seed: int, spaced_us: int = 0) -> ServicePoint:
     """One point measured by the replay engine: ``qd`` requests in flight for
     ``seconds`` (the first fifth, at most 0.1 s, is a ramp and not counted), or with
-    ``spaced_us``, one request every that many µs (open loop)."""
+    ``spaced_us``, one request every that many µs (open loop). A closed loop that a
+    stall left with fewer than :data:`POINT_MIN_REQUESTS` requests after its ramp is
+    measured again for twice as long, up to :data:`POINT_RETRIES` times."""
     import polars as pl
 
     from .replay import replay
@@ -177,22 +187,26 @@ def replay_point(uri: str, export_bytes: int, op: Op, pattern: Pattern, size: in
     if size > export_bytes:
         raise InputError(f"{uri}: the export ({export_bytes:,} bytes) is smaller than a {size:,}-byte request",
                          "calibrate")
-    n = int(seconds * 1e6 / spaced_us) + 1 if spaced_us else int(seconds * REPLAY_SUPPLY_PER_S) + qd
-    slots = export_bytes // size
-    if pattern == "random":
-        off = np.random.default_rng(seed).integers(0, slots, n, dtype=np.uint64) * np.uint64(size)
-    else:
-        off = (np.arange(n, dtype=np.uint64) % np.uint64(slots)) * np.uint64(size)
-    trace = pl.DataFrame({"arrival_ns": np.arange(n, dtype=np.int64) * spaced_us * 1000, "tenant": np.zeros(n, dtype=np.uint32),
-                          "offset": off, "size": np.full(n, size, dtype=np.uint32),
-                          "is_read": np.full(n, op == "read")})
-    res = (replay(trace, {0: uri}, warmup=True) if spaced_us else
-           replay(trace, {0: uri}, closed=qd, until_s=seconds, warmup=True))
-    if res.errors:
-        raise InputError(f"{uri}: {sum(res.errors.values()):,} {op}s failed: {res.first_error}", "calibrate")
-    req = res.requests
-    ramp = int(min(0.1, seconds / 5) * 1e9)
-    kept = req.filter(pl.col("arrival_ns") >= ramp)
+    for retry in range(POINT_RETRIES + 1):
+        n = int(seconds * 1e6 / spaced_us) + 1 if spaced_us else int(seconds * REPLAY_SUPPLY_PER_S) + qd
+        slots = export_bytes // size
+        if pattern == "random":
+            off = np.random.default_rng(seed).integers(0, slots, n, dtype=np.uint64) * np.uint64(size)
+        else:
+            off = (np.arange(n, dtype=np.uint64) % np.uint64(slots)) * np.uint64(size)
+        trace = pl.DataFrame({"arrival_ns": np.arange(n, dtype=np.int64) * spaced_us * 1000,
+                              "tenant": np.zeros(n, dtype=np.uint32), "offset": off,
+                              "size": np.full(n, size, dtype=np.uint32), "is_read": np.full(n, op == "read")})
+        res = (replay(trace, {0: uri}, warmup=True) if spaced_us else
+               replay(trace, {0: uri}, closed=qd, until_s=seconds, warmup=True))
+        if res.errors:
+            raise InputError(f"{uri}: {sum(res.errors.values()):,} {op}s failed: {res.first_error}", "calibrate")
+        req = res.requests
+        ramp = int(min(0.1, seconds / 5) * 1e9)
+        kept = req.filter(pl.col("arrival_ns") >= ramp)
+        if spaced_us or kept.height >= POINT_MIN_REQUESTS or retry == POINT_RETRIES:
+            break
+        seconds *= 2
     if not kept.height:
         raise InputError(f"the target completed no {pattern} {op} of {size} B in the time given (raise --time)",
                          "calibrate")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import signal
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -374,3 +375,41 @@ def test_a_calibration_the_host_took_time_from_warns_and_the_profile_says_how_mu
     assert len(msgs) == 1 and msgs[0].startswith("the host took 30,000 ms of CPU time from this machine meanwhile ("), msgs
     assert msgs[0].endswith("calibrate again when it is quieter"), msgs
     assert p.steal_ms == 30_000.0 and p.measured_s is not None and p.measured_s > 0
+
+
+def test_a_closed_loop_point_a_stall_emptied_is_measured_again_for_longer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A closed-loop point whose window a stall took (fewer than POINT_MIN_REQUESTS
+    requests issued after the ramp) is measured again for twice as long, and its numbers
+    are the new window's; a target that completes nothing in any window is still the
+    one-line error. The replay is stood in for, so that the stall is certain."""
+    import types
+
+    import storqos.replay as replay_mod
+    from storqos import calibrate as cal
+    from storqos.errors import InputError
+
+    calls: list[float] = []
+
+    def fake(kept: int) -> Any:
+        def replay(trace: pl.DataFrame, uris: dict[int, str], *, closed: int = 0, until_s: float = 0.0,
+                   warmup: bool = False) -> Any:
+            calls.append(until_s)
+            k = kept if len(calls) > 1 else 1  # the first window: one request after the ramp
+            # k requests of 200 µs each, issued after the 0.1 s ramp, plus one in the ramp.
+            arrival = [0] + [100_000_000 + i * 200_000 for i in range(k)]
+            resp = [300_000_000] + [200_000] * k
+            df = pl.DataFrame({"arrival_ns": arrival, "response_ns": resp}).with_columns(
+                finish_ns=pl.col("arrival_ns") + pl.col("response_ns")).cast(pl.Int64)
+            return types.SimpleNamespace(errors={}, first_error=None, requests=df)
+        return replay
+
+    monkeypatch.setattr(replay_mod, "replay", fake(50))
+    pt = cal.replay_point("nbd://x/e", 1 << 20, "write", "sequential", 4096, 1, 0.5, 0)
+    assert calls == [0.5, 1.0]
+    assert pt.mean_us == pytest.approx(200.0) and pt.iops == pytest.approx(50 / 0.01, rel=0.05)
+
+    calls.clear()
+    monkeypatch.setattr(replay_mod, "replay", fake(0))
+    with pytest.raises(InputError, match="completed no sequential write of 4096 B in the time given"):
+        cal.replay_point("nbd://x/e", 1 << 20, "write", "sequential", 4096, 1, 0.5, 0)
+    assert calls == [0.5, 1.0, 2.0]
