@@ -57,13 +57,11 @@ def test_with_the_cost_model_the_victim_never_waits_for_a_slow_tenants_read(tmp_
             f.write(os.urandom(MiB))
     on, off = _gateway(tmp_path, data, True), _gateway(tmp_path, data, False)
     ports = {True: on.ready()[1], False: off.ready()[1]}
-    alone: list[float] = []
     beside: dict[bool, list[float]] = {True: [], False: []}
     try:
         # Interleaved, three times each: this machine's noise (other processes on 2
         # CPUs) moves one run's p99 by 2-3x; the medians compare.
         for _ in range(3):
-            alone.append(victim_p99_us(_fio(tmp_path, fio_jobs(ports[True], 2, False))["victim"]))
             for cost, port in ports.items():
                 both = _fio(tmp_path, fio_jobs(port, 2, True))
                 assert float(both["noisy"]["read"]["iops"]) > 20, both["noisy"]  # type: ignore[index]
@@ -71,9 +69,9 @@ def test_with_the_cost_model_the_victim_never_waits_for_a_slow_tenants_read(tmp_
     finally:
         codes = [s.finish(signal.SIGTERM) for s in (on, off)]
     assert all(c == 0 for c, _, _ in codes), codes
-    a, b_on, b_off = statistics.median(alone), statistics.median(beside[True]), statistics.median(beside[False])
-    print(f"victim p99 alone {a:.0f} µs; beside the noisy tenant {b_on:.0f} µs with the cost model "
-          f"({b_on / a:.2f}x), {b_off:.0f} µs without (medians of 3)")
+    b_on, b_off = statistics.median(beside[True]), statistics.median(beside[False])
+    print(f"victim p99 beside the noisy tenant {b_on:.0f} µs with the cost model, {b_off:.0f} µs without "
+          "(medians of 3)")
     # Without the cost model the 4 slots hold the noisy tenant's reads, one freed every
     # ~DELAY/4: the victim's p99 is most of a delay (8.2-8.8 ms measured with a busy loop
     # beside the test, 2026-11-28).
@@ -82,7 +80,7 @@ def test_with_the_cost_model_the_victim_never_waits_for_a_slow_tenants_read(tmp_
     # requests go to the free slots: no victim request waits even half a noisy read's
     # delay (66-84 µs in the same runs; before the fix of 2026-11-27 it waited behind several: p99 5.8-6.5 ms with
     # a 2 ms delay). Its ratio to the p99 alone is the benchmark's (issue 15: <= 2x;
-    # 1.78-1.98x on a quiet machine, BENCHMARKS.md) and not asserted here: a busy CPU
+    # 1.78-1.98x on a quiet machine, BENCHMARKS.md) and not measured here: a busy CPU
     # beside the test makes the victim *alone* quicker (40-42 µs with a busy loop on one
     # CPU, its wake-ups gone, against 82-102 µs quiet) and the ratio 3.5-5.4x, while the
     # times beside the noisy tenant are what the cost model decides.
