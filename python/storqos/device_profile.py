@@ -96,6 +96,13 @@ class ServicePoint(Table):
             table.append((q, max(us, table[-1][1]) if table else us))
         return table
 
+    def percentile_us(self, q: float) -> float:
+        """The measured response time at percentile ``q`` (0-100), linear between
+        the measured percentiles (µs)."""
+        import numpy as np
+
+        return float(np.interp(q, [p for p, _ in self.percentiles_us], [us for _, us in self.percentiles_us]))
+
     def table_mean_us(self) -> float:
         """Mean of :meth:`quantile_table_us` under linear interpolation, as the
         simulator's measured service computes it (not fio's ``mean_us``: the table

@@ -17,7 +17,9 @@ and each tenant's IOPS and response-time percentiles are computed the same way f
 both request logs. Closed-loop tenants have no request list to replay and are refused.
 The calibration and the replays keep the CPUs awake, or not, alike (``awake``,
 :mod:`storqos.cpu_latency`); a profile given that was measured the other way is
-warned of.
+warned of. On real files, after each replay the device's time at rest is measured
+again (the calibration's lone reads 2 ms apart, :data:`REST_CHECK_S`), so that the
+report shows how far the device itself moved from its profile while the experiment ran.
 """
 
 from __future__ import annotations
@@ -61,6 +63,12 @@ ATTEMPTS = 3
 #: Passes of the calibration validate makes of a file (each point's median kept): one
 #: pass takes about 25 s on 2 CPUs.
 CALIBRATE_PASSES = 3
+#: Seconds of lone reads (the calibration's point at rest) measured after each replay on
+#: real files. The device's own time at rest moves from minute to minute: on this
+#: project's virtual disk, 12 such measurements 20 s apart spread by a best constant's
+#: ±10-18 % on a quiet host and ±28-37 % on a busier one (BENCHMARKS.md), as much as a
+#: p50 target of 20 %.
+REST_CHECK_S = 1.0
 
 
 @dataclass
@@ -79,6 +87,9 @@ class RunValidation:
     errors: int
     #: replays made (the one kept is the one with the fewest late requests)
     attempts: int = 1
+    #: on real files, the p50 of lone 4 KiB reads 2 ms apart measured right after the
+    #: replay (µs): the device's time at rest then, beside the profile's
+    rest_p50_us: float | None = None
 
 
 @dataclass
@@ -90,6 +101,21 @@ class Validation:
     device: str
     runs: list[RunValidation] = field(default_factory=list)
     profile: DeviceProfile | None = None
+
+    def profile_rest_p50_us(self) -> float | None:
+        """The profile's p50 of the same lone reads as :attr:`RunValidation.rest_p50_us`
+        (µs), when it measured them."""
+        if self.profile is None or self.profile.at_rest is None:
+            return None
+        return self.profile.at_rest.percentile_us(50)
+
+    def rest_drift(self) -> list[tuple[str, float, float]]:
+        """Per run that measured it: (label, the device's p50 at rest after its replay,
+        that / the profile's − 1)."""
+        base = self.profile_rest_p50_us()
+        if not base:
+            return []
+        return [(r.label, r.rest_p50_us, r.rest_p50_us / base - 1) for r in self.runs if r.rest_p50_us is not None]
 
     def table(self) -> pl.DataFrame:
         """All runs' tenants in one table, with the relative errors (measured / predicted − 1)."""
@@ -303,14 +329,30 @@ def validate(
             say(f"{run.label}: replaying {df.height:,} requests live ({i + 1}/{len(exp.runs)})")
             live, made = _replay_on_schedule(df, cfg, len(names), attempts, say, run.label, awake,
                                              paths[: len(names)] if mode == "file" else [])
+            rest_us = _rest_p50_us(paths[0], export_bytes, direct, awake, seed=i) if real else None
             pred, meas = per_tenant(predicted, names), per_tenant(live.requests, names)
             both = pred.join(meas.drop("name", "requests"), on="tenant", suffix="_meas", how="left")
             both = both.rename({c: f"{c}_pred" for c in ("iops", *(f"p{q}_ns" for q in PERCENTILES))})
             result.runs.append(RunValidation(
                 label=run.label, policy=run.policy_name, point=run.point, tenants=both, predicted=predicted,
                 measured=live.requests, schedule=live.schedule(), fell_behind=live.fell_behind(),
-                errors=sum(live.errors.values()), attempts=made))
+                errors=sum(live.errors.values()), attempts=made, rest_p50_us=rest_us))
         return result
+
+
+def _rest_p50_us(path: Path, export_bytes: int, direct: bool, awake: str, seed: int) -> float:
+    """The p50 (µs) of :data:`REST_CHECK_S` of the calibration's lone reads (4 KiB,
+    random, 2 ms apart) through a FCFS gateway serving ``path`` as the replays were."""
+    from .calibrate import SPACED_US, replay_point
+    from .cpu_latency import cpus_awake
+    from .gateway import gateway_config
+    from .specs import policy_spec
+
+    cfg = gateway_config([_entry("rest", path, 0, direct)], policy_spec("fcfs"), listen="127.0.0.1:0")
+    with cpus_awake(awake), GatewayProcess(cfg) as gw:
+        point = replay_point(gw.uri("rest"), export_bytes, "read", "random", 4096, 1, REST_CHECK_S, seed,
+                             spaced_us=SPACED_US)
+    return point.percentile_us(50)
 
 
 def burst_delay_ns(arrival_ns: np.ndarray, own_ns: np.ndarray, is_read: np.ndarray,
@@ -524,5 +566,5 @@ def _replay_on_schedule(df: pl.DataFrame, cfg: dict[str, Any], tenants: int, att
     return best, made
 
 
-__all__ = ["ATTEMPTS", "CALIBRATE_PASSES", "DEFAULT_EXPORT_BYTES", "MODES", "PERCENTILES", "RunValidation", "Validation", "burst_delay_ns",
+__all__ = ["ATTEMPTS", "CALIBRATE_PASSES", "DEFAULT_EXPORT_BYTES", "MODES", "PERCENTILES", "REST_CHECK_S", "RunValidation", "Validation", "burst_delay_ns",
            "burst_hold", "burst_hold_ns", "calibrate_file", "fill_file", "per_tenant", "validate", "with_path"]

@@ -92,6 +92,7 @@ def render(v: Validation) -> tuple[str, int]:
         + (f", {took(r.schedule['steal_ms'])} (steal time)" if r.schedule.get("steal_ms") else "")
         + (f", best of {r.attempts} replays" if r.attempts > 1 else "")
         + (f" — {html.escape(r.fell_behind)}" if r.fell_behind else "") + "</li>" for r in v.runs)
+    rest = f"<p>{html.escape(line)}</p>" if (line := rest_line(v)) else ""
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="storqos-figures" content="{len(figs)}">
@@ -102,7 +103,7 @@ def render(v: Validation) -> tuple[str, int]:
 <h1>storqos validate: {html.escape(v.name)}</h1>
 <p class="meta">live device: {html.escape(v.device)} · Δ = live / predicted − 1</p>
 {html_table(v)}
-<h2>Replays</h2><ul>{sched}</ul>
+<h2>Replays</h2><ul>{sched}</ul>{rest}
 {''.join(figs)}
 </body></html>
 """
@@ -119,6 +120,18 @@ def write_html(v: Validation, path: Path) -> int:
     return n
 
 
+def rest_line(v: Validation) -> str:
+    """One sentence: the device's time at rest after each replay beside its profile's
+    (empty when not measured: the emulated device)."""
+    drift = v.rest_drift()
+    base = v.profile_rest_p50_us()
+    if not drift or base is None:
+        return ""
+    runs = ", ".join(f"{label} {us:,.0f} µs ({d:+.0%})" for label, us, d in drift)
+    return (f"The device at rest (lone 4 KiB reads 2 ms apart, p50) after each replay: {runs}; "
+            f"the profile's {base:,.0f} µs.")
+
+
 def markdown(v: Validation, *, title: bool = True) -> str:
     """The table as markdown."""
     lines = [f"## {v.name} ({v.device})", ""] if title else []
@@ -130,7 +143,9 @@ def markdown(v: Validation, *, title: bool = True) -> str:
     behind = [f"{r.label} ({r.fell_behind}, best of {r.attempts} replays)" for r in v.runs if r.fell_behind]
     if behind:
         lines += ["", "Replays that fell behind the trace's timing: " + "; ".join(behind) + "."]
+    if drift := rest_line(v):
+        lines += ["", drift]
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["cdf_figure", "html_table", "markdown", "render", "write_html"]
+__all__ = ["cdf_figure", "html_table", "markdown", "render", "rest_line", "write_html"]

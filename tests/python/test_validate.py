@@ -84,6 +84,7 @@ def test_emulated_device_live_matches_the_prediction(tmp_path: Path) -> None:
     on_time = [run for run, s in replays.items() if s["fell_behind"] is None]
     assert on_time, replays
     for run, s in replays.items():
+        assert s["rest_p50_us"] is None, "an emulated device has no time at rest to measure again"
         assert 1 <= s["attempts"] <= 3 and (s["attempts"] == 1 or s["fell_behind"] is None or s["attempts"] == 3)
         if s["fell_behind"]:
             assert f"{run}: the replay fell behind" in r.err and run in md.read_text()
@@ -95,6 +96,7 @@ def test_emulated_device_live_matches_the_prediction(tmp_path: Path) -> None:
         assert p99[("wf2q", "disk/0")][f"p99_ns_{side}"] < p99[("fcfs", "disk/0")][f"p99_ns_{side}"]
     page = (out / "report.html").read_text()
     assert '<meta name="storqos-figures" content="2">' in page and "predicted" in page and "measured" in page
+    assert "The device at rest" not in page
     for s in replays.values():  # the time the host took from the machine, where it took any
         assert (f"the host took {s.get('steal_ms') or 0:,.0f} ms of CPU time from this machine (steal time)" in page) == bool(s.get("steal_ms"))
     assert md.read_text().count("| fcfs |") == 3
@@ -154,6 +156,15 @@ def test_file_device_with_its_profile(tmp_path: Path, device: str) -> None:
     assert kept.path_at_rest_us() == [tuple(x) for x in summary["device_profile"]["path_at_rest_us"]]
     profile = {k: summary["device_profile"][k] for k in ("capacity_iops", "parallelism", "op_time_us")}
     rest = dict(summary["device_profile"]["path_at_rest_us"])
+    # After each replay the device's time at rest was measured again (the calibration's
+    # lone reads), beside the profile's own: the same measurement minutes apart.
+    assert kept.at_rest is not None
+    base = summary["device_profile"]["rest_p50_us"]
+    assert base == pytest.approx(kept.at_rest.percentile_us(50))
+    again = {run: s["rest_p50_us"] for run, s in summary["replays"].items()}
+    assert again.keys() == {"fcfs"} and all(0.2 < us / base < 5 for us in again.values()), (again, base)
+    assert ("The device at rest (lone 4 KiB reads 2 ms apart, p50) after each replay: fcfs "
+            f"{again['fcfs']:,.0f} µs") in (out / "report.html").read_text()
     assert ((ratio > 0.4) & (ratio < 2.5)).all(), (
         t.select("name", "p50_ns_pred", "p50_ns_meas", "p99_ns_pred", "p99_ns_meas").to_dicts(), profile,
         {"path_at_rest_p50_us": rest.get(0.5), "replays": summary["replays"]})
@@ -323,3 +334,38 @@ def test_a_replay_the_host_disturbed_is_made_again(monkeypatch: pytest.MonkeyPat
     live, attempts = v._replay_on_schedule(pl.DataFrame(), {}, 1, 3, said.append, "wf2q", "no", [])
     assert attempts == 3 and live.late == 20 and len(said) == 2
     assert "fell behind the trace" in said[0] and "(5.0 % of it)" in said[1], said
+
+
+@pytest.mark.untimed
+def test_the_device_at_rest_after_each_replay_is_reported_beside_the_profiles() -> None:
+    """The report's line on the device's drift: each run's p50 at rest after its replay
+    and its difference from the profile's p50 of the same reads (here 200 µs, read off
+    the profile's percentiles between 40 and 60), as the markdown and the HTML page
+    show it (the live test finds it in the page); nothing for an emulated device."""
+    from storqos.device_profile import DepthPoint, DeviceProfile, ServicePoint
+    from storqos.validate import RunValidation, Validation
+    from storqos.validation_report import rest_line
+
+    def point(pcts: list[tuple[float, float]]) -> ServicePoint:
+        return ServicePoint(op="read", pattern="random", size=4096, iops=1e4, mean_us=100, min_us=50,
+                            percentiles_us=pcts)
+
+    prof = DeviceProfile(version=1, storqos_version="t", target="t", engine="replay", direct=True, created="t",
+                         time_per_point_s=1, capacity_iops=10_000, parallelism=1, op_time_us=100,
+                         bandwidth_bytes_per_s=1e9, service=[point([(50.0, 100.0), (99.0, 150.0)])],
+                         queue_depth=[DepthPoint(qd=1, iops=10_000, mean_us=100, p50_us=100, p99_us=100)],
+                         at_rest=point([(40.0, 150.0), (60.0, 250.0), (99.0, 400.0)]))
+    empty = pl.DataFrame({"tenant": [0], "name": ["a"], "requests": [1]})
+
+    def run(label: str, rest: float | None) -> RunValidation:
+        return RunValidation(label=label, policy=label, point={}, tenants=empty, predicted=pl.DataFrame(),
+                             measured=pl.DataFrame(), schedule={}, fell_behind=None, errors=0, rest_p50_us=rest)
+
+    v = Validation(name="x", mode="direct", device="d", runs=[run("fcfs", 250.0), run("mclock", 180.0)], profile=prof)
+    assert v.profile_rest_p50_us() == pytest.approx(200.0)
+    assert v.rest_drift() == [("fcfs", 250.0, pytest.approx(0.25)), ("mclock", 180.0, pytest.approx(-0.10))]
+    line = ("The device at rest (lone 4 KiB reads 2 ms apart, p50) after each replay: fcfs 250 µs (+25%), "
+            "mclock 180 µs (-10%); the profile's 200 µs.")
+    assert rest_line(v) == line
+    emulated = Validation(name="x", mode="emulated", device="d", runs=[run("fcfs", None)])
+    assert rest_line(emulated) == ""

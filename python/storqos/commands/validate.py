@@ -56,7 +56,9 @@ def validate(
     plots in report.html. A replay that fell behind the trace's timing (over 1 % of
     requests issued more than 1 ms late: the machine was busy) or during which the host
     took more than 1 % of the machine's CPU time (steal time, on a virtual machine) is
-    made again, up to --attempts times, and the table says when none kept up.
+    made again, up to --attempts times, and the table says when none kept up. On real
+    files, the device's time at rest is measured again after each replay and shown
+    beside its profile's: a prediction is no closer than the device is to its profile.
     Closed-loop tenants cannot be replayed (give a trace or a generator).
 
     Example: [bold]storqos validate examples/validation/websearch.toml --out out/validate[/bold]
@@ -71,7 +73,7 @@ def validate(
     from ..paths import check_output_dir, check_output_file, replacing, write_table
     from ..validate import CALIBRATE_PASSES, MODES
     from ..validate import validate as run
-    from ..validation_report import markdown, write_html
+    from ..validation_report import markdown, rest_line, write_html
 
     if live_device not in MODES:
         raise InputError(f"unknown value {live_device!r} ({', '.join(MODES)})", "--live-device")
@@ -104,7 +106,7 @@ def validate(
     summary: dict[str, Any] = {
         "experiment": exp.name, "live_device": res.device, "rows": table.to_dicts(), "report": str(out_dir / "report.html"),
         "replays": {r.label: {**r.schedule, "errors": r.errors, "fell_behind": r.fell_behind,
-                                 "attempts": r.attempts} for r in res.runs},
+                                 "attempts": r.attempts, "rest_p50_us": r.rest_p50_us} for r in res.runs},
     }
     if res.profile is not None:
         summary["device_profile"] = {k: getattr(res.profile, k) for k in
@@ -112,6 +114,7 @@ def validate(
         summary["device_profile"]["path_at_rest_us"] = res.profile.path_at_rest_us()
         summary["device_profile"]["write_path_at_rest_us"] = res.profile.path_at_rest_us("write")
         summary["device_profile"]["burst"] = [b.model_dump(exclude={"response_us"}) for b in res.profile.burst or []]
+        summary["device_profile"]["rest_p50_us"] = res.profile_rest_p50_us()
         # The whole profile, to give `--device-profile` (validate, simulate, serve) next time.
         with replacing(out_dir / "device_profile.toml") as part:
             part.write_text(dump_profile(res.profile))
@@ -134,6 +137,8 @@ def validate(
                   fmt_ms(row["p50_ns_pred"]), fmt_ms(row["p50_ns_meas"]), fmt_ms(row["p99_ns_pred"]),
                   fmt_ms(row["p99_ns_meas"]), _pct(row["p99_err"]))
     out.print(t)
+    if drift := rest_line(res):
+        out.print(drift)
     out.print(f"report ({figures} CDF figures): {out_dir / 'report.html'}; table: {out_dir / 'validation.parquet'}")
 
 
