@@ -57,7 +57,7 @@ from .device_profile import (
     fit,
 )
 from .errors import InputError, warn_input
-from .host_steal import host_busy, steal_between, steal_ms
+from .host_steal import host_busy, steal_between, steal_ms, steal_share
 
 #: Sizes measured by default (bytes).
 DEFAULT_SIZES = (4096, 16384, 65536, 262144, 1048576)
@@ -296,6 +296,21 @@ def median_point(points: Sequence[_Point]) -> _Point:
     return type(points[0]).model_validate(merged)
 
 
+def busy_warning(busy: str) -> str:
+    """The warning for a profile measured while the host took time from the machine
+    (``busy``: :func:`storqos.host_steal.host_busy`'s sentence)."""
+    return (f"{busy}: a profile measured while the host is busy may come out slower than the device; "
+            "calibrate again when it is quieter")
+
+
+def stolen_share(profile: DeviceProfile) -> float:
+    """The share of the machine's CPU time the host took while ``profile`` was measured
+    (0 where it was not counted)."""
+    if not profile.steal_ms or not profile.measured_s:
+        return 0.0
+    return steal_share(profile.steal_ms, profile.measured_s)
+
+
 def calibrate(
     text: str,
     *,
@@ -310,6 +325,7 @@ def calibrate(
     idle_spacings_us: Sequence[int] = (),
     awake: str = "no",
     progress: Callable[[int, int, str], None] | None = None,
+    warn_busy: bool = True,
 ) -> DeviceProfile:
     """Measure ``text`` with ``engine`` (see the module) and return its profile; the
     reads at rest with ``rest_engine`` (default: ``engine``), e.g. fio for the storage
@@ -320,7 +336,10 @@ def calibrate(
     times. With ``passes`` > 1 every point is measured that many times, one whole pass
     after another, and the profile keeps each point's median (:func:`median_point`).
     ``awake`` (auto, yes or no) keeps the CPUs awake while measuring
-    (:func:`storqos.cpu_latency.cpus_awake`); the profile says whether they were."""
+    (:func:`storqos.cpu_latency.cpus_awake`); the profile says whether they were.
+    ``warn_busy``: warn when the host took time from the machine meanwhile
+    (:func:`busy_warning`); a caller that measures again and keeps the least disturbed
+    profile warns of the one it keeps."""
     from . import __version__
     from .replay import export_size
 
@@ -406,9 +425,8 @@ def calibrate(
     measured_s = time.monotonic() - started
     stolen = steal_between(stolen, steal_ms())
     busy = host_busy(stolen, measured_s)
-    if busy:
-        warn_input(f"{busy}: a profile measured while the host is busy may come out slower than the device; "
-                   "calibrate again when it is quieter")
+    if busy and warn_busy:
+        warn_input(busy_warning(busy))
     points = [median_point(pts) for pts in service]
     depth_curve = [median_point(pts) for pts in curve]
     rests = [median_point(pts) for pts in at_rest]
@@ -427,4 +445,4 @@ def calibrate(
 
 
 __all__ = ["BURST_REQUESTS", "DEFAULT_DEPTHS", "DEFAULT_SIZES", "ENGINES", "IDLE_SPACINGS_US", "MAX_PASSES", "Target", "burst_point",
-           "calibrate", "median_point", "replay_point", "run_point", "target"]
+           "busy_warning", "calibrate", "median_point", "replay_point", "run_point", "stolen_share", "target"]

@@ -63,6 +63,13 @@ ATTEMPTS = 3
 #: Passes of the calibration validate makes of a file (each point's median kept): one
 #: pass takes about 25 s on 2 CPUs.
 CALIBRATE_PASSES = 3
+#: Above this share of the machine's CPU time taken by the host while validate
+#: calibrated a file, it calibrates again (:func:`calibrate_file`). One-pass profiles
+#: measured with 0.01-1.8 % taken came out alike (page-cached files: 54-63k IOPS,
+#: 64-105 µs per op; direct: 29-35k IOPS, 171-242 µs); at 10 % and 16 % (a fresh `make
+#: test`, 2026-11-28) a direct one came out at 25k IOPS and 281 µs, a page-cached one
+#: at 45k IOPS and 198 µs per op with k = 9, its predicted p50 three times the live one.
+CALIBRATION_BUSY_SHARE = 0.05
 #: Seconds of lone reads (the calibration's point at rest) measured after each replay on
 #: real files. The device's own time at rest moves from minute to minute: on this
 #: project's virtual disk, 12 such measurements 20 s apart spread by a best constant's
@@ -218,7 +225,8 @@ def _into_page_cache(paths: list[Path]) -> None:
 
 
 def calibrate_file(path: Path, *, seconds: float = 0.5, passes: int = CALIBRATE_PASSES, awake: str = "no",
-                   direct: bool = False, progress: Callable[[str], None] | None = None) -> DeviceProfile:
+                   direct: bool = False, attempts: int = ATTEMPTS,
+                   progress: Callable[[str], None] | None = None) -> DeviceProfile:
     """Profile of a file as the gateway serves it and the replay sees it: a FCFS
     gateway in front of ``path``, measured over NBD by the replay's own engine, the
     client whose times validate compares (service times, parallelism and capacity with
@@ -236,19 +244,37 @@ def calibrate_file(path: Path, *, seconds: float = 0.5, passes: int = CALIBRATE_
     pass): a lone request's path grows with the time the threads slept before it, and
     a trace's lone requests come up to seconds apart. ``direct``: the gateway reads and
     writes the file with O_DIRECT (the disk's times, not the page cache's); the
-    profile's ``direct`` says which."""
-    from .calibrate import IDLE_SPACINGS_US, calibrate
+    profile's ``direct`` says which. A calibration during which the host took more
+    than :data:`CALIBRATION_BUSY_SHARE` of the machine's CPU time is made again, up to
+    ``attempts`` in all, and the least disturbed profile kept (warned of if the host
+    took over 1 % of it)."""
+    from .calibrate import IDLE_SPACINGS_US, busy_warning, calibrate, stolen_share
     from .gateway import gateway_config
+    from .host_steal import host_busy
     from .specs import policy_spec
 
     cfg = gateway_config([_entry("cal", path, 0, direct)], policy_spec("fcfs"), listen="127.0.0.1:0")
+    say = progress or (lambda _msg: None)
+    kept: DeviceProfile | None = None
     with GatewayProcess(cfg) as gw:
-        profile = calibrate(gw.uri("cal"), writes=True, seconds=seconds, passes=passes, engine="replay", awake=awake,
-                            idle_spacings_us=IDLE_SPACINGS_US,
-                            progress=(lambda i, n, what: progress(f"calibrating: {what} ({i}/{n})")) if progress
-                            else None)
+        for attempt in range(1, attempts + 1):
+            profile = calibrate(gw.uri("cal"), writes=True, seconds=seconds, passes=passes, engine="replay",
+                                awake=awake, idle_spacings_us=IDLE_SPACINGS_US, warn_busy=False,
+                                progress=(lambda i, n, what: say(f"calibrating: {what} ({i}/{n})")))
+            if kept is None or stolen_share(profile) < stolen_share(kept):
+                kept = profile
+            share = stolen_share(profile)
+            if share <= CALIBRATION_BUSY_SHARE or attempt == attempts:
+                break
+            say(f"calibrating: the host took {profile.steal_ms:,.0f} ms of CPU time from this machine meanwhile "
+                f"({100 * share:.1f} % of it): a profile measured so comes out slower than the device; calibrating "
+                f"again ({attempt + 1}/{attempts})")
+    assert kept is not None
+    busy = host_busy(kept.steal_ms, kept.measured_s or 0.0)
+    if busy:
+        warn_input(busy_warning(busy))
     # An NBD target's profile says nothing of the page cache; this one went past it or not.
-    return profile.model_copy(update={"direct": direct})
+    return kept.model_copy(update={"direct": direct})
 
 
 def validate(
@@ -301,7 +327,7 @@ def validate(
         paths = [Path(f["path"]) for f in files]
         if real and profile is None:
             profile = calibrate_file(paths[0], seconds=calibrate_seconds, passes=calibrate_passes, awake=awake,
-                                     direct=direct, progress=say)
+                                     direct=direct, attempts=attempts, progress=say)
         result = Validation(name=exp.name, mode=mode, device="", profile=profile)
         for i, run in enumerate(exp.runs):
             names = [t.name for t in run.tenants]
@@ -566,5 +592,5 @@ def _replay_on_schedule(df: pl.DataFrame, cfg: dict[str, Any], tenants: int, att
     return best, made
 
 
-__all__ = ["ATTEMPTS", "CALIBRATE_PASSES", "DEFAULT_EXPORT_BYTES", "MODES", "PERCENTILES", "REST_CHECK_S", "RunValidation", "Validation", "burst_delay_ns",
+__all__ = ["ATTEMPTS", "CALIBRATE_PASSES", "CALIBRATION_BUSY_SHARE", "DEFAULT_EXPORT_BYTES", "MODES", "PERCENTILES", "REST_CHECK_S", "RunValidation", "Validation", "burst_delay_ns",
            "burst_hold", "burst_hold_ns", "calibrate_file", "fill_file", "per_tenant", "validate", "with_path"]

@@ -369,3 +369,80 @@ def test_the_device_at_rest_after_each_replay_is_reported_beside_the_profiles() 
     assert rest_line(v) == line
     emulated = Validation(name="x", mode="emulated", device="d", runs=[run("fcfs", None)])
     assert rest_line(emulated) == ""
+
+
+@pytest.mark.untimed
+def test_a_calibration_the_host_disturbed_is_made_again(monkeypatch: pytest.MonkeyPatch,
+                                                         recwarn: pytest.WarningsRecorder) -> None:
+    """The host took 16 % of the machine's CPU time during the first calibration (as in
+    a fresh `make test` whose page-cached profile then predicted 3x the live p50), 0.5 %
+    during the second: the second is kept, after one line saying why, and nothing is
+    warned. All three over the 5 % that calls for another (12 %, 6 %, 9 %): the least
+    disturbed is kept, and the warning says how much the host took while it was
+    measured. 3 % is not enough to measure again, but is warned of."""
+    import contextlib
+    import os
+
+    from storqos import calibrate as c
+    from storqos import validate as v
+    from storqos.device_profile import DepthPoint, DeviceProfile, ServicePoint
+
+    measured_s = 25.0
+    cpu_ms = measured_s * 1e3 * (os.cpu_count() or 1)
+    point = ServicePoint(op="read", pattern="random", size=4096, iops=1e4, mean_us=100, min_us=50,
+                         percentiles_us=[(50.0, 100.0)])
+    base = DeviceProfile(version=1, storqos_version="t", target="t", engine="replay", direct=False, created="t",
+                         time_per_point_s=1, capacity_iops=10_000, parallelism=1, op_time_us=100,
+                         bandwidth_bytes_per_s=1e9, service=[point],
+                         queue_depth=[DepthPoint(qd=1, iops=10_000, mean_us=100, p50_us=100, p99_us=100)],
+                         measured_s=measured_s)
+
+    class NoGateway(contextlib.AbstractContextManager):  # type: ignore[type-arg]
+        def __init__(self, cfg: object) -> None:
+            pass
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+        def uri(self, name: str) -> str:
+            return f"nbd://127.0.0.1:1/{name}"
+
+    made: list[float] = []
+    shares = iter([0.16, 0.005])
+
+    def measured(*a: object, **k: object) -> DeviceProfile:
+        assert k["warn_busy"] is False, "the kept profile is warned of, not every attempt"
+        share = next(shares)
+        made.append(share)
+        return base.model_copy(update={"steal_ms": share * cpu_ms, "op_time_us": 100 + 1000 * share})
+
+    monkeypatch.setattr(v, "GatewayProcess", NoGateway)
+    monkeypatch.setattr(c, "calibrate", measured)
+    said: list[str] = []
+    kept = v.calibrate_file(Path("cal.img"), passes=1, direct=True, attempts=3, progress=said.append)
+    assert made == [0.16, 0.005] and kept.op_time_us == pytest.approx(105) and kept.direct
+    again = [s for s in said if "calibrating again" in s]
+    assert again == [f"calibrating: the host took {0.16 * cpu_ms:,.0f} ms of CPU time from this machine meanwhile "
+                     "(16.0 % of it): a profile measured so comes out slower than the device; calibrating again "
+                     "(2/3)"], said
+    assert not recwarn.list, [str(w.message) for w in recwarn.list]
+    # Every attempt disturbed: the least disturbed kept, and warned of.
+    made.clear()
+    shares = iter([0.12, 0.06, 0.09])
+    kept = v.calibrate_file(Path("cal.img"), passes=1, attempts=3, progress=said.append)
+    assert made == [0.12, 0.06, 0.09] and kept.op_time_us == pytest.approx(160)
+    warned = [str(w.message) for w in recwarn.list]
+    assert len(warned) == 1 and warned[0].startswith(
+        f"the host took {0.06 * cpu_ms:,.0f} ms of CPU time from this machine meanwhile (6.0 % of it): a profile "
+        "measured while the host is busy may come out slower than the device"), warned
+    recwarn.clear()
+    made.clear()
+    shares = iter([0.03])
+    v.calibrate_file(Path("cal.img"), passes=1, attempts=3)
+    assert made == [0.03] and len(recwarn.list) == 1 and "(3.0 % of it)" in str(recwarn.list[0].message)
+    recwarn.clear()
+    # One attempt asked for: one calibration, however disturbed.
+    made.clear()
+    shares = iter([0.2])
+    v.calibrate_file(Path("cal.img"), passes=1, attempts=1)
+    assert made == [0.2] and len(recwarn.list) == 1

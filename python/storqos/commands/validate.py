@@ -43,7 +43,9 @@ def validate(
         Path | None, typer.Option("--markdown", help="Also write the table as markdown here.")] = None,
     attempts: Annotated[int, typer.Option(help="Replays of a policy at most, until one keeps to the trace's timing "
                                                "and the host leaves the machine alone (a busy machine can hold "
-                                               "the replay back by milliseconds).")] = 3,
+                                               "the replay back by milliseconds); on real files, calibrations "
+                                               "at most, until the host took at most 5 % of the machine's CPU "
+                                               "time while one measured.")] = 3,
     awake_cpus: AwakeOpt = "no",
     json_out: JsonOpt = False,
 ) -> None:
@@ -57,7 +59,10 @@ def validate(
     requests issued more than 1 ms late: the machine was busy) or during which the host
     took more than 1 % of the machine's CPU time (steal time, on a virtual machine) is
     made again, up to --attempts times, and the table says when none kept up. On real
-    files, the device's time at rest is measured again after each replay and shown
+    files without --device-profile, the file is calibrated first (through a gateway that
+    serves it as the replays will find it), again if the host took more than 5 % of the
+    machine's CPU time meanwhile, up to --attempts times. The device's time at rest is
+    measured again after each replay and shown
     beside its profile's: a prediction is no closer than the device is to its profile.
     Closed-loop tenants cannot be replayed (give a trace or a generator).
 
