@@ -11,6 +11,7 @@ import signal
 import threading
 from pathlib import Path
 
+import pytest
 from test_serve import Server, _fio, _image, _qemu_io
 
 MiB = 1 << 20
@@ -21,6 +22,7 @@ def _limit_file_size() -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (8 * MiB, 8 * MiB))
 
 
+@pytest.mark.untimed
 def test_failed_requests_get_nbd_errors_and_the_others_are_served(tmp_path: Path) -> None:
     flaky = _image(tmp_path / "flaky.img", 16 * MiB)
     _image(tmp_path / "steady.img", 4 * MiB)

@@ -10,11 +10,13 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
 from test_serve import Server, _image, _tool
 
 MiB = 1 << 20
 
 
+@pytest.mark.untimed
 def test_holes_are_seen_and_skipped_by_real_clients(tmp_path: Path) -> None:
     src = _image(tmp_path / "sparse.img", 16 * MiB)
     data = os.urandom(MiB)

@@ -66,6 +66,7 @@ def _tier_ops(series: Path) -> dict[str, float]:
     return last
 
 
+@pytest.mark.untimed
 def test_data_read_equals_data_written_on_either_tier_and_survives_a_restart(tmp_path: Path) -> None:
     nbdcopy = _tool("nbdcopy", "libnbd-bin")
     src, back = tmp_path / "src.img", tmp_path / "back.img"

@@ -87,6 +87,7 @@ def _tls_flags(pki: dict[str, Path]) -> list[str]:
     return ["--tls-cert", str(pki["cert"]), "--tls-key", str(pki["key"])]
 
 
+@pytest.mark.untimed
 def test_tls_required_real_clients_and_plain_ones_refused(tmp_path: Path) -> None:
     pki = _pki(tmp_path / "pki")
     a = _image(tmp_path / "a.img", 8 << 20)
@@ -124,6 +125,7 @@ def test_tls_required_real_clients_and_plain_ones_refused(tmp_path: Path) -> Non
     assert "tenant" in out and "0" in out
 
 
+@pytest.mark.untimed
 def test_tls_on_serves_both_and_client_certificates_are_checked(tmp_path: Path) -> None:
     pki = _pki(tmp_path / "pki")
     a = _image(tmp_path / "a.img", 1 << 20)
@@ -149,6 +151,7 @@ def test_tls_on_serves_both_and_client_certificates_are_checked(tmp_path: Path) 
     assert "TLS handshake failed" in err, err
 
 
+@pytest.mark.untimed
 def test_unix_socket_with_real_clients(tmp_path: Path) -> None:
     a = _image(tmp_path / "a.img", 4 << 20)
     sock = tmp_path / "nbd.sock"

@@ -76,6 +76,7 @@ def _qemu_io(port: int, name: str, *cmds: str) -> subprocess.CompletedProcess[st
     return subprocess.run(args, capture_output=True, text=True, timeout=30)
 
 
+@pytest.mark.untimed
 def test_qemu_io_writes_and_reads_through_the_gateway_then_ctrl_c(tmp_path: Path) -> None:
     a, b = _image(tmp_path / "a.img"), _image(tmp_path / "b.img")
     s = Server("--export", f"a={a}:0", "--export", f"b={b}:1", "--policy", "wf2q", "--weights", "2,1",
@@ -112,6 +113,7 @@ def test_qemu_io_writes_and_reads_through_the_gateway_then_ctrl_c(tmp_path: Path
     assert int(rows["1"][3]) >= 1, out  # tenant 1's read
 
 
+@pytest.mark.untimed
 def test_qemu_io_write_zeroes_discard_and_sparse_convert(tmp_path: Path) -> None:
     """NBD_CMD_WRITE_ZEROES (with and without a hole) and NBD_CMD_TRIM from qemu-io, and
     qemu-img convert of a mostly-zero image, which sends the zero ranges as
@@ -147,6 +149,7 @@ def _tool(name: str, package: str) -> str:
     return path
 
 
+@pytest.mark.untimed
 def test_nbdcopy_and_nbdinfo_through_the_gateway(tmp_path: Path) -> None:
     """libnbd's clients (SPEC names nbdcopy): nbdinfo sees the export as advertised,
     nbdcopy copies 4 MiB of random data in and back out unchanged."""
