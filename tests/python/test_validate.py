@@ -5,6 +5,7 @@ validation table is docs/results/validation.md (`make reproduce`)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -39,6 +40,19 @@ kind = "fcfs"
 kind = "wf2q"
 weights = [2, 1, 1]
 """
+
+
+class NoGateway(contextlib.AbstractContextManager):  # type: ignore[type-arg]
+    """A gateway process stand-in for tests that stub the measurements behind it."""
+
+    def __init__(self, cfg: object) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def uri(self, name: str) -> str:
+        return f"nbd://127.0.0.1:1/{name}"
 
 
 def _experiment(tmp_path: Path, text: str = EXPERIMENT) -> Path:
@@ -283,7 +297,6 @@ def test_a_replay_the_host_disturbed_is_made_again(monkeypatch: pytest.MonkeyPat
     for the kernel's count; 1 % is the bound), 0.5 % during the second: the second is
     kept, after one line saying why the first was made again. Three disturbed replays:
     the one on schedule with the fewest late requests is kept."""
-    import contextlib
     import os
 
     import numpy as np
@@ -298,16 +311,6 @@ def test_a_replay_the_host_disturbed_is_made_again(monkeypatch: pytest.MonkeyPat
         return ReplayResult(requests=pl.DataFrame(), issue_error_ns=err, errors={}, first_error=None, span_s=2.0,
                             scheduled_span_s=2.0, export_bytes={0: 1 << 20}, mode="open",
                             steal_ms=steal_share * cpu_ms)
-
-    class NoGateway(contextlib.AbstractContextManager):  # type: ignore[type-arg]
-        def __init__(self, cfg: object) -> None:
-            pass
-
-        def __exit__(self, *exc: object) -> None:
-            return None
-
-        def uri(self, name: str) -> str:
-            return f"nbd://127.0.0.1:1/{name}"
 
     monkeypatch.setattr(v, "GatewayProcess", NoGateway)
     said: list[str] = []
@@ -380,7 +383,6 @@ def test_a_calibration_the_host_disturbed_is_made_again(monkeypatch: pytest.Monk
     warned. All three over the 5 % that calls for another (12 %, 6 %, 9 %): the least
     disturbed is kept, and the warning says how much the host took while it was
     measured. 3 % is not enough to measure again, but is warned of."""
-    import contextlib
     import os
 
     from storqos import calibrate as c
@@ -396,16 +398,6 @@ def test_a_calibration_the_host_disturbed_is_made_again(monkeypatch: pytest.Monk
                          bandwidth_bytes_per_s=1e9, service=[point],
                          queue_depth=[DepthPoint(qd=1, iops=10_000, mean_us=100, p50_us=100, p99_us=100)],
                          measured_s=measured_s)
-
-    class NoGateway(contextlib.AbstractContextManager):  # type: ignore[type-arg]
-        def __init__(self, cfg: object) -> None:
-            pass
-
-        def __exit__(self, *exc: object) -> None:
-            return None
-
-        def uri(self, name: str) -> str:
-            return f"nbd://127.0.0.1:1/{name}"
 
     made: list[float] = []
     shares = iter([0.16, 0.005])
