@@ -148,7 +148,9 @@ def main() -> int:
         "from its profile after each replay.",
         "- **Trains after rest stall on the disk.** After a few ms of quiet, the first replies of a train of "
         "requests come together 700-990 µs after its first request (a lone read: 450-550 µs), and the requests "
-        "behind it wait about as long; the model lets them through at the disk's pace. FIU's swapper and "
+        "behind it wait about as long (through a gateway of depth 1 the first takes a lone read's time and the "
+        "others queue behind it one at a time: the first waits for the requests in the disk beside it); the "
+        "model lets them through at the disk's pace. FIU's swapper and "
         "kjournald come in such trains and are predicted too quick on direct files (docs/validation.md, "
         "\"On direct-I/O files\").",
         "- **Page-cached files are faster than the software in front of them.** There a request's device time "
