@@ -64,11 +64,12 @@ ATTEMPTS = 3
 #: pass takes about 25 s on 2 CPUs.
 CALIBRATE_PASSES = 3
 #: Above this share of the machine's CPU time taken by the host while validate
-#: calibrated a file, it calibrates again (:func:`calibrate_file`). One-pass profiles
-#: measured with 0.01-1.8 % taken came out alike (page-cached files: 54-63k IOPS,
-#: 64-105 µs per op; direct: 29-35k IOPS, 171-242 µs); at 10 % and 16 % (a fresh `make
-#: test`, 2026-11-28) a direct one came out at 25k IOPS and 281 µs, a page-cached one
-#: at 45k IOPS and 198 µs per op with k = 9, its predicted p50 three times the live one.
+#: calibrated a file, it calibrates again (:func:`calibrate_file`). Twelve profiles
+#: measured on this project's machine with 0.01-1.8 % taken (one to three passes) came
+#: out alike (page-cached files: 54-63k IOPS, 64-105 µs per op; direct: 29-35k IOPS,
+#: 171-242 µs); two one-pass ones at 10 % and 16 % (a fresh `make test`, 2026-11-28)
+#: did not: a direct one at 25k IOPS and 281 µs, a page-cached one at 45k IOPS and
+#: 198 µs per op with k = 9, its predicted p50 three times the live one.
 CALIBRATION_BUSY_SHARE = 0.05
 #: Seconds of lone reads (the calibration's point at rest) measured after each replay on
 #: real files. The device's own time at rest moves from minute to minute: on this
