@@ -28,7 +28,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import polars as pl
@@ -256,21 +256,22 @@ def calibrate_file(path: Path, *, seconds: float = 0.5, passes: int = CALIBRATE_
 
     cfg = gateway_config([_entry("cal", path, 0, direct)], policy_spec("fcfs"), listen="127.0.0.1:0")
     say = progress or (lambda _msg: None)
-    kept: DeviceProfile | None = None
+
+    def disturbed(p: DeviceProfile) -> str | None:
+        share = stolen_share(p)
+        if share <= CALIBRATION_BUSY_SHARE:
+            return None
+        return (f"the host took {p.steal_ms:,.0f} ms of CPU time from this machine meanwhile "
+                f"({100 * share:.1f} % of it): a profile measured so comes out slower than the device")
+
     with GatewayProcess(cfg) as gw:
-        for attempt in range(1, attempts + 1):
-            profile = calibrate(gw.uri("cal"), writes=True, seconds=seconds, passes=passes, engine="replay",
-                                awake=awake, idle_spacings_us=IDLE_SPACINGS_US, warn_busy=False,
-                                progress=(lambda i, n, what: say(f"calibrating: {what} ({i}/{n})")))
-            if kept is None or stolen_share(profile) < stolen_share(kept):
-                kept = profile
-            share = stolen_share(profile)
-            if share <= CALIBRATION_BUSY_SHARE or attempt == attempts:
-                break
-            say(f"calibrating: the host took {profile.steal_ms:,.0f} ms of CPU time from this machine meanwhile "
-                f"({100 * share:.1f} % of it): a profile measured so comes out slower than the device; calibrating "
-                f"again ({attempt + 1}/{attempts})")
-    assert kept is not None
+        kept, _ = _least_disturbed(
+            attempts,
+            lambda: calibrate(gw.uri("cal"), writes=True, seconds=seconds, passes=passes, engine="replay",
+                              awake=awake, idle_spacings_us=IDLE_SPACINGS_US, warn_busy=False,
+                              progress=(lambda i, n, what: say(f"calibrating: {what} ({i}/{n})"))),
+            disturbed, stolen_share,
+            lambda why, n: say(f"calibrating: {why}; calibrating again ({n}/{attempts})"))
     busy = host_busy(kept.steal_ms, kept.measured_s or 0.0)
     if busy:
         warn_input(busy_warning(busy))
@@ -574,23 +575,35 @@ def _replay_on_schedule(df: pl.DataFrame, cfg: dict[str, Any], tenants: int, att
     machine alone) or ``attempts`` were made; the least disturbed replay (on schedule
     first, then left alone by the host, then the fewest late requests) and how many were
     made. The files ``warm`` are read into the page cache before each replay."""
-    best: ReplayResult | None = None
-    best_key: tuple[bool, bool, int] | None = None
-    for made in range(1, attempts + 1):
+    def once() -> ReplayResult:
         _into_page_cache(warm)
         with GatewayProcess(cfg) as gw:
-            live = replay(df, {t: gw.uri(f"t{t}") for t in range(tenants)}, connections=CONNECTIONS, warmup=True,
+            return replay(df, {t: gw.uri(f"t{t}") for t in range(tenants)}, connections=CONNECTIONS, warmup=True,
                           awake=awake)
-        why = live.disturbed()
-        key = (live.fell_behind() is not None, why is not None, live.late)
-        if best_key is None or key < best_key:
-            best, best_key = live, key
+
+    return _least_disturbed(attempts, once, ReplayResult.disturbed,
+                            lambda r: (r.fell_behind() is not None, r.disturbed() is not None, r.late),
+                            lambda why, n: say(f"{label}: {why}; replaying again ({n}/{attempts})"))
+
+
+_M = TypeVar("_M")
+
+
+def _least_disturbed(attempts: int, measure: Callable[[], _M], disturbed: Callable[[_M], str | None],
+                     rank: Callable[[_M], Any], again: Callable[[str, int], None]) -> tuple[_M, int]:
+    """``measure()`` until a measurement is undisturbed (``disturbed`` says why one
+    was, None when it was not) or ``attempts`` were made; the measurement of the least
+    ``rank`` (the first of equals) and how many were made. ``again(why, n)`` is told
+    before measurement ``n`` is made, from the 2nd on."""
+    made: list[_M] = []
+    for n in range(1, attempts + 1):
+        made.append(measure())
+        why = disturbed(made[-1])
         if why is None:
             break
-        if made < attempts:
-            say(f"{label}: {why}; replaying again ({made + 1}/{attempts})")
-    assert best is not None
-    return best, made
+        if n < attempts:
+            again(why, n + 1)
+    return min(made, key=rank), len(made)
 
 
 __all__ = ["ATTEMPTS", "CALIBRATE_PASSES", "CALIBRATION_BUSY_SHARE", "DEFAULT_EXPORT_BYTES", "MODES", "PERCENTILES", "REST_CHECK_S", "RunValidation", "Validation", "burst_delay_ns",
