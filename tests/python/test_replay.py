@@ -66,6 +66,34 @@ def test_the_log_has_the_simulators_columns_and_the_schedule_is_kept(gateway: in
 
 
 @pytest.mark.untimed
+def test_the_loop_yields_its_cpu_while_it_spins(gateway: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Waiting out the last SPIN_NS before an issue, the loop hands its CPU to whatever
+    else is runnable there at every turn (the storage's threads, on a small machine);
+    waiting longer, it sleeps in select and does not spin. Requests 100 µs apart keep it
+    spinning from one to the next; 50 ms apart, it spins only before each one."""
+    import storqos.replay as rp
+
+    calls: list[int] = []
+    monkeypatch.setattr(rp, "yield_cpu", lambda: calls.append(1))
+    n = 200
+    close = pl.DataFrame({"arrival_ns": np.arange(n, dtype=np.int64) * 100_000, "is_read": np.ones(n, dtype=bool),
+                          "offset": (np.arange(n) * 4096).astype(np.uint64), "size": np.full(n, 4096, np.uint32),
+                          "tenant": np.zeros(n, np.uint32)})
+    res = replay(close, {0: f"nbd://127.0.0.1:{gateway}/a"})
+    assert res.requests.height == n and not res.errors
+    # At least one turn per request (100 µs < SPIN_NS: it spins all the way), and many:
+    # a turn (select with no wait, then the yield) takes microseconds, not 100.
+    assert len(calls) >= 2 * n, len(calls)
+    spaced = close.head(5).with_columns(pl.col("arrival_ns") * 500)  # 50 ms apart
+    calls.clear()
+    replay(spaced, {0: f"nbd://127.0.0.1:{gateway}/a"})
+    # It spins for SPIN_NS (300 µs) before each of the five, not through the 50 ms
+    # between: a turn makes two system calls (at least 0.5 µs), so at most 2 turns a µs
+    # of spin, where 50 ms of spinning would make tens of thousands.
+    assert 5 <= len(calls) < 5 * 2 * rp.SPIN_NS // 1_000, len(calls)
+
+
+@pytest.mark.untimed
 @may_hold
 def test_the_cpus_are_kept_awake_while_the_requests_go(gateway: int) -> None:
     """With --awake-cpus yes the kernel's CPU latency request reads 0 µs at every
