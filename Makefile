@@ -199,6 +199,7 @@ bench: build nbd-client
 	$(VPY) benches/replay_path.py --rounds 2
 	$(VPY) benches/at_rest_repeat.py --repeats 20
 	$(VPY) benches/at_rest_repeat.py --direct --repeats 12 --pause 20
+	$(VPY) benches/direct_trains.py
 	$(CARGO) run --release -q -p storqos-core --example mclock_rate
 
 # Regenerate every examples/ experiment and docs/results/*.md with numbers and plots.

@@ -146,13 +146,13 @@ def main() -> int:
         "from one minute to the next on this machine's virtual disk (`benches/at_rest_repeat.py --direct`, "
         "BENCHMARKS.md), as much as the 20 % target; the *device at rest Δ* column gives how far the device was "
         "from its profile after each replay.",
-        "- **Trains after rest stall on the disk.** After a few ms of quiet, the first replies of a train of "
-        "requests come together 700-990 µs after its first request (a lone read: 450-550 µs), and the requests "
-        "behind it wait about as long (through a gateway of depth 1 the first takes a lone read's time and the "
-        "others queue behind it one at a time: the first waits for the requests in the disk beside it); the "
-        "model lets them through at the disk's pace. FIU's swapper and "
-        "kjournald come in such trains and are predicted too quick on direct files (docs/validation.md, "
-        "\"On direct-I/O files\").",
+        "- **Trains and the replay's own spin.** The replay spins through the last 300 µs before an issue, so "
+        "through a train of requests closer together than that it spins all along. Until it yielded its CPU at "
+        "every turn (2026-11-28), a thread that the disk's completion woke on the replay's CPU waited for the "
+        "loop's time slice: the first replies of a train of reads 80 µs apart came 1.7-2.0 ms after its first "
+        "request, 0.7 ms since (`benches/direct_trains.py`, BENCHMARKS.md). FIU's swapper and kjournald come in "
+        "such trains, and on direct files they had come out 40-130 % slower than predicted "
+        "(docs/validation.md, \"On direct-I/O files\").",
         "- **Page-cached files are faster than the software in front of them.** There a request's device time "
         "is a few µs to tens of µs, and what a client sees is mostly software: the "
         "replay (Python and libnbd), loopback TCP, the gateway's parsing, its I/O threads and the reply. Back to "

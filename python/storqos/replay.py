@@ -8,8 +8,9 @@ flight, the next one issued when one completes (the trace gives only the request
 Each tenant has its own NBD connection (libnbd handle), to its own export when a tenant
 map says so: the gateway tells tenants apart by export. All connections are driven from
 one thread: between issues the loop waits in ``select`` on the sockets and spins the last
-:data:`SPIN_NS` before an issue time, which keeps the issue-time error to tens of
-microseconds. Asked to (``awake``), it keeps the CPUs out of their sleep states while it
+:data:`SPIN_NS` before an issue time, yielding its CPU at every turn, which keeps the
+issue-time error to tens of microseconds without keeping the storage's threads from a
+CPU. Asked to (``awake``), it keeps the CPUs out of their sleep states while it
 runs (:mod:`storqos.cpu_latency`): a sleeping CPU takes tens of µs or more to wake, which
 the issue times and the response times otherwise carry. Offsets wrap into the export;
 requests above 32 MiB (NBD's usual maximum) are split into pieces, each its own request.
