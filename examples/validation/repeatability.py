@@ -1,9 +1,11 @@
 """How far apart two validations of the same cell land: `storqos validate --live-device
-file` repeated, each time with a fresh calibration and fresh live replays, on the three
-validation experiments (FCFS by default). Writes docs/results/validation_repeatability.md,
-and each round's profile and request logs (predicted and live) to out/validate/.
+file` (or `direct`) repeated, each time with a fresh calibration and fresh live replays,
+on the three validation experiments (FCFS by default). Writes
+docs/results/validation_repeatability.md (``--live-device direct``:
+validation_repeatability_direct.md), and each round's profile and request logs
+(predicted and live) to out/validate/.
 
-    python examples/validation/repeatability.py [--rounds 3] [--policy fcfs]
+    python examples/validation/repeatability.py [--rounds 3] [--policy fcfs] [--live-device direct]
 
 Each round does what one validation does: calibrate a 256 MiB file through a FCFS
 gateway (the profile), simulate each experiment with that profile and replay it live
@@ -15,6 +17,10 @@ predicted and the live p50 of every round, and two spreads:
   on both sides (then the best one, the middle of the range, misses by more);
 - *best constant*: the smallest worst-case |Δ| any one fixed prediction could have over
   the rounds (the middle of the live range: (max − min) / (max + min)).
+
+Beside them, the device at rest Δ of each round: the profile's lone 4 KiB reads 2 ms
+apart, measured again after the replay, against the profile's (how far the device had
+moved from its profile while the cell ran).
 
 Needs the shared traces ($STORQOS_SHARED, else ../shared).
 """
@@ -49,13 +55,24 @@ def _ms(ns: float) -> str:
     return f"{ns / 1e6:.3g}"
 
 
+def _pcts(xs: list[float]) -> str:
+    """Signed percentages, "–" where not measured."""
+    return ", ".join("–" if x != x else f"{100 * x:+.0f} %" for x in xs)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3, help="validations per cell (default %(default)s)")
     ap.add_argument("--policy", default="fcfs", help="the experiments' policy to run (default %(default)s)")
     ap.add_argument("--out", type=Path, default=REPO / "out" / "validate")
-    ap.add_argument("--markdown", type=Path, default=REPO / "docs" / "results" / "validation_repeatability.md")
+    ap.add_argument("--live-device", choices=("file", "direct"), default="file",
+                    help="file: read through the page cache; direct: with O_DIRECT (default %(default)s)")
+    ap.add_argument("--markdown", type=Path, default=None,
+                    help="default: docs/results/validation_repeatability.md, _direct.md with --live-device direct")
     args = ap.parse_args()
+    direct = args.live_device == "direct"
+    if args.markdown is None:
+        args.markdown = REPO / "docs" / "results" / f"validation_repeatability{'_direct' if direct else ''}.md"
     if not 2 <= args.rounds <= 10:
         ap.error(f"--rounds must be 2..10, got {args.rounds}")
     work = args.out / "work"
@@ -71,49 +88,55 @@ def main() -> int:
     rows: list[dict[str, object]] = []
     profiles: list[str] = []
     for k in range(args.rounds):
-        img = fill_file(work / "calibrate.img", 256 << 20)
+        img = fill_file(work / "calibrate.img", 256 << 20, direct=direct)
         say = lambda m, k=k: print(f"[round {k + 1}/{args.rounds}] {m}", file=sys.stderr)  # noqa: E731
-        profile = calibrate_file(img, progress=say)
+        profile = calibrate_file(img, direct=direct, progress=say)
         img.unlink()
         profiles.append(f"| {k + 1} | {time.strftime('%H:%M', time.gmtime())} | {profile.capacity_iops:,.0f} | "
                         f"{profile.parallelism} | {_at_rest(profile)} | "
                         + " / ".join(f"{b.finish_us:.0f}" for b in profile.burst or []) + " |")
-        (args.out / f"repeat-{k + 1}.profile.toml").write_text(dump_profile(profile))
+        (args.out / f"repeat-{k + 1}-{args.live_device}.profile.toml").write_text(dump_profile(profile))
         for exp in exps:
-            v = validate(exp, mode="file", profile=profile, workdir=work, progress=say)
+            v = validate(exp, mode=args.live_device, profile=profile, workdir=work, progress=say)
             for run in v.runs:  # the logs, to predict them again offline with another profile
-                stem = f"repeat-{k + 1}-{exp.name}-{run.label}"
+                stem = f"repeat-{k + 1}-{args.live_device}-{exp.name}-{run.label}"
                 run.measured.write_parquet(args.out / f"{stem}.live.parquet")
                 run.predicted.write_parquet(args.out / f"{stem}.predicted.parquet")
+            drift = {label: d for label, _, d in v.rest_drift()}
             for r in v.table().iter_rows(named=True):
                 rows.append({"round": k + 1, "experiment": exp.name, "tenant": r["name"],
-                             "pred": r["p50_ns_pred"], "live": r["p50_ns_meas"]})
+                             "pred": r["p50_ns_pred"], "live": r["p50_ns_meas"],
+                             "rest": drift.get(r["run"], float("nan"))})
     df = pl.DataFrame(rows)
     cells = df.group_by("experiment", "tenant", maintain_order=True).agg(
-        pl.col("pred"), pl.col("live"),
+        pl.col("pred"), pl.col("live"), pl.col("rest"),
         ((pl.col("live") / pl.col("live").median() - 1).abs().max()).alias("about_median"),
         ((pl.col("live").max() - pl.col("live").min()) / (pl.col("live").max() + pl.col("live").min()))
         .alias("best_constant"),
         ((pl.col("live") / pl.col("pred") - 1).abs().max()).alias("worst"),
     )
     lines = [
-        "# Validation on files, repeated: how far apart two runs of the same cell land", "",
+        f"# Validation on {'direct-I/O ' if direct else ''}files, repeated: how far apart two runs of the same "
+        "cell land", "",
         f"Regenerate: `python examples/validation/repeatability.py --rounds {args.rounds} --policy "
-        f"{args.policy}` ({time.time() - t0:.0f} s here, {time.strftime('%Y-%m-%d', time.gmtime())}, 2 cores). "
-        "Each round is one `storqos validate --live-device file` of every experiment: a fresh calibration, "
+        f"{args.policy}{' --live-device direct' if direct else ''}` ({time.time() - t0:.0f} s here, "
+        f"{time.strftime('%Y-%m-%d', time.gmtime())}, 2 cores). "
+        f"Each round is one `storqos validate --live-device {args.live_device}` of every experiment: a fresh "
+        "calibration, "
         "then each experiment simulated with that profile and replayed live through a gateway configured "
         "from it. p50s in ms; Δ = live / predicted − 1.", "",
         "Profiles (capacity IOPS, parallelism k, path at rest p50 µs by the spacing it was measured at, "
         "time between replies in bursts µs; reads then writes):", "",
         "| round | UTC | IOPS | k | at rest | bursts |", "|---:|---|---:|---:|---|---|", *profiles, "",
-        "| experiment | tenant | predicted p50 per round | live p50 per round | Δ per round | live about its "
-        "median | best constant |",
-        "|---|---|---|---|---|---:|---:|",
+        "| experiment | tenant | predicted p50 per round | live p50 per round | Δ per round | device at rest Δ "
+        "| live about its median | best constant |",
+        "|---|---|---|---|---|---|---:|---:|",
     ]
     for c in cells.iter_rows(named=True):
         deltas = ", ".join(f"{100 * (live / pred - 1):+.0f} %" for pred, live in zip(c["pred"], c["live"], strict=True))
         lines.append(f"| {c['experiment']} | {c['tenant']} | {', '.join(map(_ms, c['pred']))} | "
-                     f"{', '.join(map(_ms, c['live']))} | {deltas} | {100 * c['about_median']:.0f} % | "
+                     f"{', '.join(map(_ms, c['live']))} | {deltas} | {_pcts(c['rest'])} | "
+                     f"{100 * c['about_median']:.0f} % | "
                      f"{100 * c['best_constant']:.0f} % |")
     n = cells.height
     within = int((cells["worst"] <= P50_TARGET).sum())
