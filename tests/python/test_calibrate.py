@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 import pytest
 from conftest import Run, assert_one_line_error, run_cli, until_calm
-from storqos.device_profile import DepthPoint, DeviceProfile, ServicePoint, load_profile
+from storqos.device_profile import BurstPoint, DepthPoint, DeviceProfile, ServicePoint, load_profile
 from storqos.host_steal import STAT
 from storqos.sim import ClosedClient, simulate
 from test_serve import Server, _image
@@ -104,6 +104,37 @@ def test_the_slowdown_follows_the_depth_curve_and_never_speeds_a_request_up() ->
     assert quicker.slowdown() == [1.0, 1.0, 1.0, 1.0]
     assert "slowdown" not in quicker.sim_device()
     assert _curve_profile(6, curve).sim_device()["slowdown"] == pytest.approx([1.0, 1.5, 1.5, 1.5, 1.875, 2.25])
+
+
+def test_bursts_answered_faster_than_the_depth_curve_cap_the_slowdown() -> None:
+    """A closed loop holds the client's turn-around; a queue in the gateway does not.
+    Six servers of 100 µs reads (60,000/s) whose bursts' replies came 20 µs apart
+    (50,000/s) may slow by 60,000 × 20 µs = 1.2 at most, whatever the curve says; four
+    servers (40,000/s) whose bursts' replies came 10 µs apart (cap 0.4) keep the plain
+    servers."""
+    curve = [(1, 100.0), (2, 150.0), (4, 150.0), (8, 300.0)]
+    prof = _curve_profile(6, curve)
+
+    def burst(finish_us: float) -> list[BurstPoint]:
+        return [BurstPoint(op="read", requests=32, bursts=10, period_us=20_000, issue_us=10.0,
+                           finish_us=finish_us, response_us=[100.0, 120.0])]
+
+    capped = prof.model_copy(update={"burst": burst(20.0)})
+    assert capped.burst_cap() == pytest.approx(1.2)
+    assert capped.slowdown() == pytest.approx([1.0, 1.2, 1.2, 1.2, 1.2, 1.2])
+    # The model then answers a queue of reads at 60,000 / 1.2 = 50,000 per second, the
+    # bursts' rate.
+    n = 3000
+    df = pl.DataFrame({"arrival_ns": np.zeros(n, np.int64), "is_read": np.ones(n, bool),
+                       "offset": (np.arange(n) * 8192).astype(np.uint64), "size": np.full(n, 4096, np.uint32),
+                       "tenant": np.zeros(n, np.uint32)})
+    res = simulate(df, "fcfs", capped.sim_device())
+    assert n / (res.end_ns / 1e9) == pytest.approx(50_000, rel=0.02)
+    slow = _curve_profile(4, [(1, 100.0), (4, 200.0)]).model_copy(update={"burst": burst(10.0)})
+    assert slow.burst_cap() == 1.0 and slow.slowdown() == [1.0, 1.0, 1.0, 1.0]
+    # Without bursts the curve alone decides.
+    assert prof.burst_cap() == float("inf")
+    assert prof.slowdown() == pytest.approx([1.0, 1.5, 1.5, 1.5, 1.875, 2.25])
 
 
 def test_the_simulated_device_gives_back_the_measured_depth_curve() -> None:
