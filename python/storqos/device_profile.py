@@ -238,8 +238,9 @@ class DeviceProfile(Table):
         so at each depth it holds the client's turn-around too; a queue in the gateway
         does not wait for it. On direct files (2026-11-28, one profile, the same
         gateway of depth 8): 19,900 reads/s in the closed loop at depth 8, replies 30-32
-        µs apart (31,000-33,000/s) in its bursts; the curve's factors made MSR hm_0's
-        bursts of reads 1.5-1.8× slower in the simulator than live."""
+        µs apart (31,000-33,000/s) in its bursts, and 28,870 reads/s through the same 8
+        slots with 32 in flight (the gateway's queue never empty); the curve's factors
+        made MSR hm_0's bursts of reads 1.5-1.8× slower in the simulator than live."""
         import numpy as np
 
         pts = sorted(self.queue_depth, key=lambda p: p.qd)
