@@ -69,17 +69,21 @@ def main() -> int:
     t0 = time.time()
     work = args.out / "work"
     work.mkdir(parents=True, exist_ok=True)
-    profiles: dict[str, DeviceProfile] = {}
+    #: Each (device, experiment) calibrated just before its replays, as `storqos validate
+    #: --live-device` does: the disk moves under its profile from minute to minute (on
+    #: the page of 2026-11-28 17:34, whose three experiments shared one profile, the last
+    #: of them found its device at rest +50..+57 % off it).
+    profiles: dict[tuple[str, str], DeviceProfile] = {}
     for mode in [m for m in MODES if m in (args.mode or MODES)]:
         for name in names:
             exp = load(HERE / f"{name}.toml")
             print(f"==> {name} ({mode})", file=sys.stderr)
-            if mode != "emulated" and mode not in profiles:
+            if mode != "emulated":
                 img = fill_file(work / "calibrate.img", 256 << 20, direct=mode == "direct")
-                profiles[mode] = calibrate_file(img, direct=mode == "direct",
-                                                progress=lambda m: print(m, file=sys.stderr))
+                profiles[mode, name] = calibrate_file(img, direct=mode == "direct",
+                                                      progress=lambda m: print(m, file=sys.stderr))
                 img.unlink()
-            v = validate(exp, mode=mode, profile=profiles.get(mode), workdir=work,
+            v = validate(exp, mode=mode, profile=profiles.get((mode, name)), workdir=work,
                          progress=lambda m: print(m, file=sys.stderr))
             out = args.out / f"{name}-{mode}"
             out.mkdir(parents=True, exist_ok=True)
@@ -115,10 +119,11 @@ def main() -> int:
         "(`--live-device file`), so the software in front of them is most of what a request costs. On both, "
         "the gateway has the device profile's cost model and depth, the simulator the profile's measured "
         "model plus its path at rest (by the time the target was idle before the request) and, in bursts, "
-        "the live path's time between two replies; the profile is measured first through a FCFS gateway "
-        "over such a file, served the same way, by the replay's own engine, the client measured live "
-        "(`storqos.validate.calibrate_file`).", "",
-        *[f"Profile ({mode}): {_profile_line(p)}" for mode, p in profiles.items()], "",
+        "the live path's time between two replies; each experiment's profile is measured just before its "
+        "replays (as `storqos validate --live-device` does) through a FCFS gateway over such a file, served the "
+        "same way, by the replay's own engine, the client measured live (`storqos.validate.calibrate_file`).",
+        "",
+        *[f"- Profile ({mode}, {name}): {_profile_line(p)}" for (mode, name), p in profiles.items()], "",
         "Targets: emulated, IOPS within 3 % and p99 within 10 % of the prediction; real files, p50 within 20 %. "
         "Δ = live / predicted − 1. *Device at rest Δ*: on files, the device's p50 at rest (the profile's lone "
         "4 KiB reads 2 ms apart, measured again after each replay) beside the profile's: how far the device "
