@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import polars as pl
+from storqos.calibrate import train_trace
 from storqos.gateway import gateway_config
 from storqos.gateway_process import GatewayProcess
 from storqos.replay import replay
@@ -30,19 +30,6 @@ from storqos.specs import policy_spec
 from storqos.validate import _exports
 
 FILE_BYTES = 256 << 20
-BLOCK = 4096
-
-
-def trains(rng: np.random.Generator, requests: int, count: int, spacing_us: float, period_ms: float) -> pl.DataFrame:
-    """``count`` trains of ``requests`` random 4 KiB reads ``spacing_us`` apart, one
-    train every ``period_ms``."""
-    train = np.repeat(np.arange(count, dtype=np.int64), requests)
-    pos = np.tile(np.arange(requests, dtype=np.int64), count)
-    arrival = train * round(period_ms * 1e6) + pos * round(spacing_us * 1e3)
-    n = arrival.size
-    return pl.DataFrame({"arrival_ns": arrival, "tenant": np.zeros(n, dtype=np.uint32),
-                         "offset": (rng.integers(0, FILE_BYTES // BLOCK, n) * BLOCK).astype(np.uint64),
-                         "size": np.full(n, BLOCK, dtype=np.uint32), "is_read": np.ones(n, dtype=bool)})
 
 
 def main() -> None:
@@ -62,7 +49,6 @@ def main() -> None:
         ap.error("--spacings must be >= 0, --requests >= 2, --trains, --depth and --rounds >= 1")
     if max(spacings) * args.requests >= args.period_ms * 1e3:
         ap.error("--period-ms must be longer than a train (spacing x requests)")
-    rng = np.random.default_rng(5)
     print(f"trains of {args.requests} random 4 KiB reads, one every {args.period_ms:g} ms, {args.trains} per point, "
           f"FCFS gateway of depth {args.depth} over a {FILE_BYTES >> 20} MiB direct-I/O file")
     print("| round | spacing (µs) | first reply p50 (µs) | all p50 (µs) | replies/s after the first | last reply (µs) |")
@@ -72,9 +58,10 @@ def main() -> None:
                              listen="127.0.0.1:0", depth=args.depth)
         with GatewayProcess(cfg) as gw:
             for r in range(args.rounds):
-                for sp in spacings if r % 2 == 0 else spacings[::-1]:
-                    res = replay(trains(rng, args.requests, args.trains, sp, args.period_ms), {0: gw.uri("t0")},
-                                 warmup=True)
+                for i, sp in enumerate(spacings if r % 2 == 0 else spacings[::-1]):
+                    trace = train_trace(args.requests, args.trains, FILE_BYTES, spacing_us=sp,
+                                        period_us=args.period_ms * 1e3, seed=5 + r * len(spacings) + i)
+                    res = replay(trace, {0: gw.uri("t0")}, warmup=True)
                     log = res.requests.sort("arrival_ns")
                     a = log["arrival_ns"].to_numpy().astype(np.int64).reshape(-1, args.requests)
                     f = log["finish_ns"].to_numpy().astype(np.int64).reshape(-1, args.requests)

@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -58,6 +58,9 @@ from .device_profile import (
 )
 from .errors import InputError, warn_input
 from .host_steal import host_busy, steal_between, steal_ms, steal_share
+
+if TYPE_CHECKING:
+    import polars as pl
 
 #: Sizes measured by default (bytes).
 DEFAULT_SIZES = (4096, 16384, 65536, 262144, 1048576)
@@ -220,6 +223,22 @@ def replay_point(uri: str, export_bytes: int, op: Op, pattern: Pattern, size: in
                         mean_us=float(lat_us.mean()), min_us=max(float(lat_us.min()), 1e-3), percentiles_us=fixed)
 
 
+def train_trace(requests: int, trains: int, export_bytes: int, *, spacing_us: float = 0.0,
+                period_us: float = BURST_PERIOD_US, is_read: bool = True, seed: int = 0) -> pl.DataFrame:
+    """The replay's input for ``trains`` trains of ``requests`` random 4 KiB requests
+    (reads, or writes if not ``is_read``) ``spacing_us`` apart (0: a burst, all due at
+    once), one train every ``period_us``, at 4 KiB-aligned offsets within
+    ``export_bytes`` drawn from ``seed``."""
+    import polars as pl
+
+    n = requests * trains
+    arrival = (np.repeat(np.arange(trains, dtype=np.int64) * round(period_us * 1000), requests)
+               + np.tile(np.arange(requests, dtype=np.int64), trains) * round(spacing_us * 1000))
+    off = np.random.default_rng(seed).integers(0, export_bytes // 4096, n, dtype=np.uint64) * np.uint64(4096)
+    return pl.DataFrame({"arrival_ns": arrival, "tenant": np.zeros(n, dtype=np.uint32), "offset": off,
+                         "size": np.full(n, 4096, dtype=np.uint32), "is_read": np.full(n, is_read)})
+
+
 def burst_point(uri: str, export_bytes: int, op: Op, requests: int = BURST_REQUESTS, bursts: int = BURSTS,
                 seed: int = 0, period_us: float = BURST_PERIOD_US) -> BurstPoint:
     """Bursts of ``requests`` 4 KiB random ``op``s due at the same time, one burst every
@@ -227,18 +246,13 @@ def burst_point(uri: str, export_bytes: int, op: Op, requests: int = BURST_REQUE
     time between issues (first to last over ``requests`` − 1) and between completions
     (the same over the sorted completion times), and each position's response time;
     medians over the bursts, the first two left out."""
-    import polars as pl
-
     from .replay import replay
 
     if 4096 > export_bytes:
         raise InputError(f"{uri}: the export ({export_bytes:,} bytes) is smaller than a 4,096-byte request",
                          "calibrate")
     n = requests * bursts
-    arrival = np.repeat(np.arange(bursts, dtype=np.int64) * round(period_us * 1000), requests)
-    off = np.random.default_rng(seed).integers(0, export_bytes // 4096, n, dtype=np.uint64) * np.uint64(4096)
-    trace = pl.DataFrame({"arrival_ns": arrival, "tenant": np.zeros(n, dtype=np.uint32), "offset": off,
-                          "size": np.full(n, 4096, dtype=np.uint32), "is_read": np.full(n, op == "read")})
+    trace = train_trace(requests, bursts, export_bytes, period_us=period_us, is_read=op == "read", seed=seed)
     res = replay(trace, {0: uri}, warmup=True)
     if res.errors:
         raise InputError(f"{uri}: {sum(res.errors.values()):,} {op}s failed: {res.first_error}", "calibrate")
@@ -445,4 +459,5 @@ def calibrate(
 
 
 __all__ = ["BURST_REQUESTS", "DEFAULT_DEPTHS", "DEFAULT_SIZES", "ENGINES", "IDLE_SPACINGS_US", "MAX_PASSES", "Target", "burst_point",
-           "busy_warning", "calibrate", "median_point", "replay_point", "run_point", "stolen_share", "target"]
+           "busy_warning", "calibrate", "median_point", "replay_point", "run_point", "stolen_share", "target",
+           "train_trace"]

@@ -444,3 +444,18 @@ def test_a_closed_loop_point_a_stall_emptied_is_measured_again_for_longer(monkey
     with pytest.raises(InputError, match="completed no sequential write of 4096 B in the time given"):
         cal.replay_point("nbd://x/e", 1 << 20, "write", "sequential", 4096, 1, 0.5, 0)
     assert calls == [0.5, 1.0, 2.0]
+
+
+@pytest.mark.untimed
+def test_trains_of_requests_come_spaced_within_a_train_and_periodic_between_trains() -> None:
+    """The calibration's bursts and the trains benchmark's input: request j of train i is
+    due at i x period + j x spacing, at a 4 KiB-aligned offset inside the export."""
+    from storqos.calibrate import train_trace
+
+    t = train_trace(4, 3, 1 << 20, spacing_us=80.0, period_us=10_000.0, is_read=False, seed=7)
+    assert t["arrival_ns"].to_list() == [i * 10_000_000 + j * 80_000 for i in range(3) for j in range(4)]
+    off = t["offset"].to_numpy()
+    assert (off % 4096 == 0).all() and (off + 4096 <= 1 << 20).all()
+    assert t["size"].to_list() == [4096] * 12 and not t["is_read"].any() and (t["tenant"] == 0).all()
+    burst = train_trace(32, 2, 1 << 30)  # a burst: all of a train due at once
+    assert burst["arrival_ns"].unique().sort().to_list() == [0, 10_000_000] and burst["is_read"].all()
