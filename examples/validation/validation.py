@@ -20,7 +20,7 @@ from pathlib import Path
 import polars as pl
 from storqos.device_profile import DeviceProfile
 from storqos.experiment import load
-from storqos.validate import PERCENTILES, Validation, calibrate_file, fill_file, validate
+from storqos.validate import PERCENTILES, Validation, validate
 from storqos.validation_report import markdown, write_html
 
 HERE = Path(__file__).resolve().parent
@@ -69,22 +69,19 @@ def main() -> int:
     t0 = time.time()
     work = args.out / "work"
     work.mkdir(parents=True, exist_ok=True)
-    #: Each (device, experiment) calibrated just before its replays, as `storqos validate
-    #: --live-device` does: the disk moves under its profile from minute to minute (on
-    #: the page of 2026-11-28 17:34, whose three experiments shared one profile, the last
-    #: of them found its device at rest +50..+57 % off it).
+    #: The profile of each (device, experiment): validate, given none, calibrates the
+    #: experiment's files just before its replays, as `storqos validate --live-device`
+    #: does. The disk moves under its profile from minute to minute (on the page of
+    #: 2026-11-28 17:34, whose three experiments shared one profile, the last of them
+    #: found its device at rest +50..+57 % off it).
     profiles: dict[tuple[str, str], DeviceProfile] = {}
     for mode in [m for m in MODES if m in (args.mode or MODES)]:
         for name in names:
             exp = load(HERE / f"{name}.toml")
             print(f"==> {name} ({mode})", file=sys.stderr)
-            if mode != "emulated":
-                img = fill_file(work / "calibrate.img", 256 << 20, direct=mode == "direct")
-                profiles[mode, name] = calibrate_file(img, direct=mode == "direct",
-                                                      progress=lambda m: print(m, file=sys.stderr))
-                img.unlink()
-            v = validate(exp, mode=mode, profile=profiles.get((mode, name)), workdir=work,
-                         progress=lambda m: print(m, file=sys.stderr))
+            v = validate(exp, mode=mode, workdir=work, progress=lambda m: print(m, file=sys.stderr))
+            if v.profile is not None:
+                profiles[mode, name] = v.profile
             out = args.out / f"{name}-{mode}"
             out.mkdir(parents=True, exist_ok=True)
             write_html(v, out / "report.html")
