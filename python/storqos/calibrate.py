@@ -4,8 +4,9 @@ The target is an NBD URI, a regular file or a block device. Each point is one sh
 run: every class of request (read / write, random / sequential, each size) at queue
 depth 1, then 4 KiB random reads at each queue depth, then 4 KiB random reads at rest
 (one every :data:`SPACED_US` µs, so that every thread sleeps between them), and writes
-at rest too when writes are measured, then, if asked, the same at longer spacings
-(``idle_spacings_us``: waking threads that slept longer costs more), and with the
+at rest too when writes are measured, then, if asked, the same at other spacings
+(``idle_spacings_us``: waking threads that slept longer costs more, and a request
+soon after the last reply finds them awake), and with the
 replay engine, bursts from rest
 (:data:`BURST_REQUESTS` requests due at once, reads and, with writes, writes). Two engines
 measure (the reads at rest may take the other one: ``rest_engine``):
@@ -77,10 +78,18 @@ REPLAY_SUPPLY_PER_S = 100_000
 SPACED_US = AT_REST_SPACING_US
 #: Reads at rest measured at least (the point lasts at least this many spacings).
 AT_REST_SAMPLES = 500
-#: Longer spacings (µs) :func:`storqos.validate.calibrate_file` measures requests at
-#: rest at too: one 4 KiB read every 10 and 50 ms took p50 125-189 and 191-250 µs
-#: through a gateway on this machine, where one every 2 ms took 69-97.
-IDLE_SPACINGS_US = (10_000, 50_000)
+#: Other spacings (µs) :func:`storqos.validate.calibrate_file` measures requests at
+#: rest at too. Longer: one 4 KiB read every 10 and 50 ms took p50 125-189 and 191-250
+#: µs through a gateway on this machine, where one every 2 ms took 69-97. Shorter: a
+#: request that follows the last reply closely finds the threads still awake (a
+#: page-cached file: p50 37-44 µs one every 100-200 µs, as back to back, 66-104 every
+#: 400 µs, 103-176 every 2 ms; O_DIRECT: 118-123 every 300 µs, 106 back to back,
+#: 155-168 every 500 µs, 277-311 every 2 ms; 2026-11-29), and the requests of bursty
+#: traces mostly come so.
+IDLE_SPACINGS_US = (250, 500, 1_000, 10_000, 50_000)
+#: Shortest spacing measured at rest (µs): the replay issues a request within tens of
+#: µs of its time.
+MIN_SPACING_US = 100
 #: Requests measured at least at each of those spacings (fewer than at 2 ms: at 50 ms
 #: these take 3 s per op).
 IDLE_SAMPLES = 60
@@ -344,7 +353,8 @@ def calibrate(
     """Measure ``text`` with ``engine`` (see the module) and return its profile; the
     reads at rest with ``rest_engine`` (default: ``engine``), e.g. fio for the storage
     and the replay for what its client pays at rest; with ``idle_spacings_us``
-    (each above :data:`SPACED_US`), the requests at rest at those spacings too.
+    (each :data:`MIN_SPACING_US` µs to 10 s, other than :data:`SPACED_US`), the
+    requests at rest at those spacings too.
     Writes are measured only with ``writes`` (they overwrite the target's data);
     without, the profile has reads only and the simulator serves writes with read
     times. With ``passes`` > 1 every point is measured that many times, one whole pass
@@ -369,9 +379,9 @@ def calibrate(
         raise InputError(f"queue depths must be in 1..1024, got {list(depths)}", "--queue-depths")
     if not 1 <= passes <= MAX_PASSES:
         raise InputError(f"must be 1..{MAX_PASSES}, got {passes}", "--passes")
-    if any(sp <= SPACED_US or sp > 10_000_000 for sp in idle_spacings_us):
-        raise InputError(f"spacings must be longer than {SPACED_US / 1000:g} ms and at most 10 s, got "
-                         + ", ".join(f"{sp / 1000:g} ms" for sp in idle_spacings_us),
+    if any(sp < MIN_SPACING_US or sp == SPACED_US or sp > 10_000_000 for sp in idle_spacings_us):
+        raise InputError(f"spacings must be {MIN_SPACING_US} µs to 10 s, other than the {SPACED_US / 1000:g} ms "
+                         "measured always, got " + ", ".join(f"{sp / 1000:g} ms" for sp in idle_spacings_us),
                          "--idle-spacings")
     check_mode(awake)
     ops: tuple[Op, ...] = ("read", "write") if writes else ("read",)
@@ -458,6 +468,6 @@ def calibrate(
     )
 
 
-__all__ = ["BURST_REQUESTS", "DEFAULT_DEPTHS", "DEFAULT_SIZES", "ENGINES", "IDLE_SPACINGS_US", "MAX_PASSES", "Target", "burst_point",
+__all__ = ["BURST_REQUESTS", "DEFAULT_DEPTHS", "DEFAULT_SIZES", "ENGINES", "IDLE_SPACINGS_US", "MAX_PASSES", "MIN_SPACING_US", "Target", "burst_point",
            "busy_warning", "calibrate", "median_point", "replay_point", "run_point", "stolen_share", "target",
            "train_trace"]

@@ -24,9 +24,13 @@ against the queue depth (the parallelism curve). From them:
   (the simulator's device model holds only the part that occupies the device). With
   writes measured, 4 KiB random writes at rest give writes their own path. The longer
   the threads slept, the more waking them costs (one 4 KiB read every 2, 10 and 50 ms
-  through a gateway on this 2-vCPU machine: p50 69-97, 125-189 and 191-250 µs): with
-  requests measured at longer spacings too (:class:`RestPoint`), a request's path goes
-  by the time the target was idle before it, between the spacings on a log scale;
+  through a gateway on this 2-vCPU machine: p50 69-97, 125-189 and 191-250 µs), and
+  the sooner a request follows the last reply, the less it pays (a page-cached file:
+  p50 37-44 µs one every 100-200 µs, as back to back, 66-104 every 400 µs, 103-176
+  every 2 ms; O_DIRECT: 118-123 every 300 µs, 106 back to back, 155-168 every 500,
+  277-311 every 2 ms; 2026-11-29): with requests measured at other spacings too
+  (:class:`RestPoint`), a request's path goes by the time the target was idle before
+  it, between the spacings on a log scale;
 - the **path in a burst** (profiles measured by the replay engine): bursts of 4 KiB
   random requests due at the same time, issued from rest by the replay engine, reads
   and (with writes) writes apart. The replay issues one request at a time (the time
@@ -180,9 +184,11 @@ class DeviceProfile(Table):
     #: also wake a thread that a read served from the page cache does not: the
     #: gateway's I/O thread); without it writes take the reads' path
     at_rest_write: ServicePoint | None = None
-    #: The same at longer spacings, per op (a request at rest pays more the longer
-    #: the threads slept before it); absent from profiles made before they were
-    #: measured, and by default: every request at rest then pays the 2 ms path
+    #: The same at other spacings, per op: longer ones (a request at rest pays more
+    #: the longer the threads slept before it) and shorter ones (one that comes soon
+    #: after the last reply finds them still awake, and pays less); absent from
+    #: profiles made before they were measured, and by default: every request at rest
+    #: then pays the 2 ms path
     at_rest_idle: list[RestPoint] | None = None
     #: Bursts from rest, per op (replay engine; absent from profiles made before they
     #: were measured, and from fio's: then no request waits in the path)
@@ -298,21 +304,25 @@ class DeviceProfile(Table):
 
     def rest_levels(self, op: Op = "read") -> list[tuple[float, list[tuple[float, float]]]]:
         """The paths at rest of ``op`` by the time the target was idle before the
-        request (µs: a point's spacing less its mean response), rising: the 2 ms
-        point's, then :attr:`at_rest_idle`'s of ``op`` (the reads' where ``op`` has
-        none). Empty without an ``at_rest`` measurement."""
+        request (µs: a point's spacing less its mean response), the idle times rising:
+        the 2 ms point's and :attr:`at_rest_idle`'s of ``op`` (the reads' where ``op``
+        has none), shorter spacings and longer ones, but those whose requests took as
+        long as their spacing (no idle gap). Empty without an ``at_rest``
+        measurement."""
         first = self.path_at_rest_us(op)
         if not first:
             return []
         base = self._rest_point(op)
         assert base is not None
-        levels = [(max(AT_REST_SPACING_US - base.mean_us, 1.0), first)]
         spaced = [p for p in self.at_rest_idle or [] if p.op == op] or [
             p for p in self.at_rest_idle or [] if p.op == "read"]
-        for p in sorted(spaced, key=lambda p: p.spacing_us):
-            idle = p.spacing_us - p.mean_us
-            if idle > levels[-1][0]:
-                levels.append((idle, self.path_at_rest_us(op, p)))
+        points: list[tuple[float, ServicePoint | None]] = [(max(AT_REST_SPACING_US - base.mean_us, 1.0), None)]
+        # A spacing shorter than its requests' mean time left no idle gap: not at rest.
+        points += [(p.spacing_us - p.mean_us, p) for p in spaced if p.spacing_us > p.mean_us]
+        levels: list[tuple[float, list[tuple[float, float]]]] = []
+        for idle, p in sorted(points, key=lambda x: (x[0], x[1] is not None)):
+            if not levels or idle > levels[-1][0]:
+                levels.append((idle, first if p is None else self.path_at_rest_us(op, p)))
         return levels
 
     def rest_p50s_us(self, op: Op = "read") -> list[tuple[float, float]]:

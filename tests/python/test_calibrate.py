@@ -187,8 +187,8 @@ def test_a_profile_of_another_version_or_a_bad_target_is_one_line(profile_2k: Pa
     assert_one_line_error(run_cli("calibrate", str(small), "--engine", "replay"), "NBD URIs only")
     assert_one_line_error(run_cli("calibrate", "nbd://127.0.0.1:1/x", "--engine", "dd"), "unknown engine 'dd'")
     assert_one_line_error(run_cli("calibrate", "nbd://127.0.0.1:1/x", "--passes", "0"), "--passes", "1..9, got 0")
-    assert_one_line_error(run_cli("calibrate", "nbd://127.0.0.1:1/x", "--idle-spacings", "10ms,1ms"),
-                          "--idle-spacings", "longer than 2 ms and at most 10 s, got 10 ms, 1 ms")
+    assert_one_line_error(run_cli("calibrate", "nbd://127.0.0.1:1/x", "--idle-spacings", "10ms,50us"),
+                          "--idle-spacings", "100 µs to 10 s, other than the 2 ms measured always, got 10 ms, 0.05 ms")
     assert_one_line_error(run_cli("calibrate", "nbd://127.0.0.1:1/x", "--idle-spacings", "later"),
                           "--idle-spacings", "malformed duration 'later'")
     assert_one_line_error(run_cli("calibrate", "nbd://127.0.0.1:1/x", "--engine", "replay"),
@@ -342,7 +342,9 @@ def test_the_path_at_rest_grows_with_the_time_the_target_was_idle() -> None:
     of the time the target was idle before it (arrival less the last completion before
     it), between two measured spacings on a log scale, held at the ends; the first
     request of a trace takes the longest. A profile of reads only gives writes the
-    reads' spacings."""
+    reads' spacings. A shorter spacing measured gives the requests that follow the last
+    reply closely their own, smaller path; one whose requests took as long as their
+    spacing (no idle gap) gives none."""
     import math
 
     from storqos.device_profile import DepthPoint, DeviceProfile, RestPoint, ServicePoint
@@ -382,12 +384,26 @@ def test_the_path_at_rest_grows_with_the_time_the_target_was_idle() -> None:
     from storqos.calibrate import calibrate
     from storqos.errors import InputError
 
-    for bad in ([2000], [10_000, 500]):
-        with pytest.raises(InputError, match="spacings must be longer than 2 ms and at most 10 s, got "):
+    for bad in ([2000], [10_000, 50], [20_000_000]):
+        with pytest.raises(InputError, match="spacings must be 100 µs to 10 s, other than the 2 ms measured always, "):
             calibrate("nbd://127.0.0.1:1/x", idle_spacings_us=bad)
-    # Without the longer spacings, every request at rest pays the 2 ms path.
+    # Without the other spacings, every request at rest pays the 2 ms path.
     old = prof.model_copy(update={"at_rest_idle": None})
     assert [ns / 1e3 for ns in with_path(req, old)["response_ns"].to_list()] == pytest.approx([170] * n)
+    # Reads every 300 µs took 110 (path 10, idle 190 µs); every 150 µs, 160: no gap, no
+    # level. A read 190 µs after the last reply pays 10, one 1 ms after it pays the
+    # path between 190 µs (10) and 1,830 µs (70) on a log scale; those 50 and 150 µs
+    # after it are held at the shortest level (10).
+    short = prof.model_copy(update={"at_rest_idle": [*(prof.at_rest_idle or []), flat(110, 300), flat(160, 150)]})
+    assert [x for level in short.rest_p50s_us() for x in level] == pytest.approx(
+        [190, 10, 1830, 70, 9730, 170, 49630, 270])
+    at_1ms = 10 + 60 * math.log(1000 / 190) / math.log(1830 / 190)
+    got = [ns / 1e3 for ns in with_path(req, short)["response_ns"].to_list()]
+    assert got == pytest.approx([370, 100 + at_1ms, 270, 320, 370], abs=0.01)
+    soon = req.with_columns(pl.Series("arrival_ns", [0, 150_000, 400_000, 650_000, 900_000], dtype=pl.UInt64),
+                            pl.Series("finish_ns", [100_000, 250_000, 500_000, 750_000, 1_000_000], dtype=pl.UInt64))
+    assert [ns / 1e3 for ns in with_path(soon, short)["response_ns"].to_list()] == pytest.approx(
+        [370, 110, 110, 110, 110], abs=0.01)
 
 
 @pytest.mark.untimed

@@ -46,9 +46,11 @@ def calibrate(
                                              "storqos replay's client, whose own time per request is then part "
                                              "of the profile, as in storqos validate).")] = "fio",
     idle_spacings: Annotated[str, typer.Option(help="Also measure the 4 KiB requests at rest spaced by each of these "
-                                                   "(e.g. 10ms,50ms): the longer the client and the server slept, "
-                                                   "the more a lone request pays to wake them, and storqos validate "
-                                                   "then gives each lone request the time of its idle gap.")] = "",
+                                                   "(e.g. 250us,500us,1ms,10ms,50ms; 100us to 10s): the longer the "
+                                                   "client and the server slept, the more a lone request pays to wake "
+                                                   "them, and one soon after the last reply finds them awake; "
+                                                   "storqos validate then gives each lone request the time of its "
+                                                   "idle gap.")] = "",
     awake_cpus: AwakeOpt = "no",
     json_out: JsonOpt = False,
 ) -> None:
@@ -57,7 +59,7 @@ def calibrate(
     Each request class (read, and write with --writes; random and sequential; each
     size) is measured at queue depth 1, then 4 KiB random reads at each queue depth,
     then 4 KiB random reads one every 2 ms (a request at rest, which wakes up
-    the client and the server), and with --idle-spacings at longer spacings too; with
+    the client and the server), and with --idle-spacings at other spacings too; with
     --engine replay, bursts of 32 requests due at
     once (the time per issue and per completion: validate's path in a burst).
     The profile holds the measurements and what is fitted to them: the capacity (best
