@@ -240,10 +240,11 @@ def calibrate_file(path: Path, *, seconds: float = 0.5, passes: int = CALIBRATE_
     point's median kept (:func:`storqos.calibrate.median_point`): one pass disturbed
     for a few seconds made profiles of 11 servers where the others made 7, and doubled
     the predicted p50 of MSR hm_0's writes and FIU's tenants. ``awake`` as
-    :func:`storqos.calibrate.calibrate`'s. The requests at rest are measured at 10 and
-    50 ms spacings too (:data:`storqos.calibrate.IDLE_SPACINGS_US`, about 7 s more per
-    pass): a lone request's path grows with the time the threads slept before it, and
-    a trace's lone requests come up to seconds apart. ``direct``: the gateway reads and
+    :func:`storqos.calibrate.calibrate`'s. The requests at rest are measured at
+    0.25, 0.5, 1, 10 and 50 ms spacings too (:data:`storqos.calibrate.IDLE_SPACINGS_US`,
+    about 10 s more per pass): a lone request's path grows with the time the threads
+    slept before it, a trace's lone requests come up to seconds apart, and those of a
+    bursty trace mostly soon after the last reply. ``direct``: the gateway reads and
     writes the file with O_DIRECT (the disk's times, not the page cache's); the
     profile's ``direct`` says which. A calibration during which the host took more
     than :data:`CALIBRATION_BUSY_SHARE` of the machine's CPU time is made again, up to
@@ -531,13 +532,21 @@ def with_path(requests: pl.DataFrame, profile: DeviceProfile) -> pl.DataFrame:
     reads at rest. Reads and writes are ranked apart, each op with its own path (the
     writes' when the profile measured writes at rest).
 
-    With the profile's bursts measured, a reply also comes no sooner than the path's
-    time between two completions after the reply before it (:func:`burst_delay_ns`):
-    the simulated device's k servers may answer a burst k at a time, the live path
-    answers one at a time, and a request waits for the slower of the two. And no sooner
-    than its own time put off by the requests issued while it is in flight
-    (:func:`burst_hold_ns`, with the profile's :func:`burst_hold`): it comes at the later
-    of the two."""
+    With the profile's bursts measured, the times count from when the replay issues
+    each request, as the replay's own log does: one request at a time, one issue
+    (the profile's time per issue) after the one before it while it is still issuing
+    (:func:`_issue_times`), and the log's ``arrival_ns`` becomes that time. A request
+    issued late has spent that time waiting in the replay instead of in the device's
+    queue: its simulated wait counts only for what is left of it once issued (in a
+    burst of 101 reads of MSR hm_0 on a direct file, the replay issued the last one
+    1.9 ms after its trace time and the gateway answered it 1.8 ms later; simulated,
+    the same read waited 3.1 ms from its trace time, 2026-11-29). A reply also comes
+    no sooner than the path's time between two completions after the reply before it
+    (:func:`burst_delay_ns`): the simulated device's k servers may answer a burst k at
+    a time, the live path answers one at a time, and a request waits for the slower of
+    the two. And no sooner than its own time put off by the requests issued while it is
+    in flight (:func:`burst_hold_ns`, with the profile's :func:`burst_hold`): it comes
+    at the later of the two."""
     if not requests.height:
         return requests
     req = requests.sort("arrival_ns", maintain_order=True)
@@ -559,12 +568,24 @@ def with_path(requests: pl.DataFrame, profile: DeviceProfile) -> pl.DataFrame:
             rank[np.argsort(resp_all[mask], kind="stable")] = (np.arange(n) + 0.5) / n
             extra[mask] = profile.path_at_rest_ns(rank, op, idle[mask])
     costs = profile.burst_costs_ns()
-    if costs is not None:
-        own = resp_all.astype(np.int64) + extra
-        extra += np.maximum(burst_delay_ns(arrival, own, reads, costs),
-                            burst_hold_ns(arrival, own, reads, costs, burst_hold(profile)))
-    add = pl.Series(extra).cast(pl.UInt64)
-    return req.with_columns(pl.col("response_ns") + add, pl.col("finish_ns") + add)
+    if costs is None:
+        add = pl.Series(extra).cast(pl.UInt64)
+        return req.with_columns(pl.col("response_ns") + add, pl.col("finish_ns") + add)
+    issued, _ = _issue_times(arrival, reads, costs)
+    issued_ns = np.round(issued).astype(np.int64)
+    # The wait the replay's own lag stands in for: at most the simulated queue wait.
+    wait = req["wait_ns"].to_numpy().astype(np.int64) if "wait_ns" in req.columns else np.zeros_like(arrival)
+    waited = np.minimum(issued_ns - arrival, wait)
+    own = resp_all.astype(np.int64) + extra - waited
+    response = own + np.maximum(burst_delay_ns(arrival, own, reads, costs),
+                                burst_hold_ns(arrival, own, reads, costs, burst_hold(profile)))
+    out = req.with_columns(pl.Series("arrival_ns", issued_ns).cast(pl.UInt64),
+                           pl.Series("response_ns", response).cast(pl.UInt64),
+                           pl.Series("finish_ns", issued_ns + response).cast(pl.UInt64))
+    if "wait_ns" in req.columns and "dispatch_ns" in req.columns:  # dispatched once issued, after what is left
+        out = out.with_columns(pl.Series("wait_ns", wait - waited).cast(pl.UInt64),
+                               pl.Series("dispatch_ns", issued_ns + wait - waited).cast(pl.UInt64))
+    return out
 
 
 def _replay_on_schedule(df: pl.DataFrame, cfg: dict[str, Any], tenants: int, attempts: int,

@@ -1,7 +1,8 @@
 """The path in a burst (issue 16, file mode): the replay issues one request at a time
 and the path behind it answers one at a time, both timed by `storqos calibrate` on
 bursts from rest; validate makes a request wait for the requests before it in that
-queue where the simulated device's k servers let it through sooner. Constructed inputs,
+queue where the simulated device's k servers let it through sooner, and counts its
+time from its issue, as the replay does. Constructed inputs,
 expected answers worked out by hand."""
 
 from __future__ import annotations
@@ -85,15 +86,39 @@ def test_validate_delays_replies_the_path_cannot_give_yet() -> None:
     """Three reads due at once, simulated responses 100, 150 and 160 µs; 10 µs per
     issue and 30 between completions: issued at 0, 10, 20, the replies at 100,
     max(160, 130) = 160 and max(180, 190) = 190 µs, so the third answers 170 µs after
-    its issue, 10 more than simulated (the second is late enough on its own). Without
-    burst measurements (an older profile) nothing is added."""
+    its issue, 10 more than simulated (the second is late enough on its own). The log
+    counts from the issues, as the replay's does. Without burst measurements (an older
+    profile) nothing is added."""
     req = pl.DataFrame({"arrival_ns": [0, 0, 0], "finish_ns": [100, 150, 160], "response_ns": [100, 150, 160],
                         "is_read": [True, True, True]}).with_columns(
         pl.col("arrival_ns", "finish_ns", "response_ns").cast(pl.UInt64) * US)
     got = with_path(req, _profile([_point("read", 10, 30)]))
     assert got["response_ns"].to_list() == [100 * US, 150 * US, 170 * US]
-    assert got["finish_ns"].to_list() == [100 * US, 150 * US, 170 * US]
+    assert got["arrival_ns"].to_list() == [0, 10 * US, 20 * US]
+    assert got["finish_ns"].to_list() == [100 * US, 160 * US, 190 * US]
     assert with_path(req, _profile(None))["response_ns"].to_list() == req["response_ns"].to_list()
+
+
+def test_a_request_issued_late_waited_in_the_replay_not_in_the_device_queue() -> None:
+    """Three reads due at once on one server of 100 µs: simulated, they wait 0, 100 and
+    200 µs and answer 100, 200 and 300 µs after their trace time. The replay issues
+    them 10 µs apart (0, 10, 20): the third has waited 20 µs of its 200 in the replay,
+    so the device answers it at 300 µs as simulated, 280 µs after its issue. A replay
+    slower than the device (150 µs per issue: 0, 150, 300) waits out their whole queue:
+    each read answers 100 µs after its issue, at 100, 250 and 400 µs."""
+    req = pl.DataFrame({"arrival_ns": [0, 0, 0], "dispatch_ns": [0, 100, 200], "finish_ns": [100, 200, 300],
+                        "response_ns": [100, 200, 300], "wait_ns": [0, 100, 200],
+                        "is_read": [True, True, True]}).with_columns(
+        pl.col("arrival_ns", "dispatch_ns", "finish_ns", "response_ns", "wait_ns").cast(pl.UInt64) * US)
+    got = with_path(req, _profile([_point("read", 10, 5)]))
+    assert got["response_ns"].to_list() == [100 * US, 190 * US, 280 * US]
+    assert got["finish_ns"].to_list() == [100 * US, 200 * US, 300 * US]
+    assert got["wait_ns"].to_list() == [0, 90 * US, 180 * US]
+    assert got["dispatch_ns"].to_list() == [0, 100 * US, 200 * US]
+    slow = with_path(req, _profile([_point("read", 150, 5)]))
+    assert slow["response_ns"].to_list() == [100 * US] * 3
+    assert slow["finish_ns"].to_list() == [100 * US, 250 * US, 400 * US]
+    assert slow["wait_ns"].to_list() == [0, 0, 0]
 
 
 def test_burst_costs_and_old_profiles() -> None:
