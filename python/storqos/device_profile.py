@@ -306,9 +306,9 @@ class DeviceProfile(Table):
         """The paths at rest of ``op`` by the time the target was idle before the
         request (µs: a point's spacing less its mean response), the idle times rising:
         the 2 ms point's and :attr:`at_rest_idle`'s of ``op`` (the reads' where ``op``
-        has none), shorter spacings and longer ones, but those whose requests took as
-        long as their spacing (no idle gap). Empty without an ``at_rest``
-        measurement."""
+        has none), shorter spacings and longer ones, but those that more than a tenth
+        of their requests outlasted (their p90 at or over the spacing: the requests
+        queued). Empty without an ``at_rest`` measurement."""
         first = self.path_at_rest_us(op)
         if not first:
             return []
@@ -317,8 +317,9 @@ class DeviceProfile(Table):
         spaced = [p for p in self.at_rest_idle or [] if p.op == op] or [
             p for p in self.at_rest_idle or [] if p.op == "read"]
         points: list[tuple[float, ServicePoint | None]] = [(max(AT_REST_SPACING_US - base.mean_us, 1.0), None)]
-        # A spacing shorter than its requests' mean time left no idle gap: not at rest.
-        points += [(p.spacing_us - p.mean_us, p) for p in spaced if p.spacing_us > p.mean_us]
+        # A spacing that more than a tenth of its requests outlasted (its p90) left them
+        # queueing, not at rest (O_DIRECT reads 250 µs apart on a slow minute: mean 250).
+        points += [(p.spacing_us - p.mean_us, p) for p in spaced if p.spacing_us > p.percentile_us(90.0)]
         levels: list[tuple[float, list[tuple[float, float]]]] = []
         for idle, p in sorted(points, key=lambda x: (x[0], x[1] is not None)):
             if not levels or idle > levels[-1][0]:

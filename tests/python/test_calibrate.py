@@ -390,11 +390,14 @@ def test_the_path_at_rest_grows_with_the_time_the_target_was_idle() -> None:
     # Without the other spacings, every request at rest pays the 2 ms path.
     old = prof.model_copy(update={"at_rest_idle": None})
     assert [ns / 1e3 for ns in with_path(req, old)["response_ns"].to_list()] == pytest.approx([170] * n)
-    # Reads every 300 µs took 110 (path 10, idle 190 µs); every 150 µs, 160: no gap, no
-    # level. A read 190 µs after the last reply pays 10, one 1 ms after it pays the
+    # Reads every 300 µs took 110 (path 10, idle 190 µs); every 150 µs, 160: they
+    # queued, no level; every 250 µs, 120 at the mean but 260 at the p90: no level either. A read 190 µs after the last reply pays 10, one 1 ms after it pays the
     # path between 190 µs (10) and 1,830 µs (70) on a log scale; those 50 and 150 µs
     # after it are held at the shortest level (10).
-    short = prof.model_copy(update={"at_rest_idle": [*(prof.at_rest_idle or []), flat(110, 300), flat(160, 150)]})
+    skewed = RestPoint(op="read", pattern="random", size=4096, iops=8_000, mean_us=120, min_us=60,
+                       percentiles_us=[(50.0, 90.0), (90.0, 260.0), (99.0, 400.0)], spacing_us=250)
+    short = prof.model_copy(update={"at_rest_idle": [*(prof.at_rest_idle or []), flat(110, 300), flat(160, 150),
+                                                     skewed]})
     assert [x for level in short.rest_p50s_us() for x in level] == pytest.approx(
         [190, 10, 1830, 70, 9730, 170, 49630, 270])
     at_1ms = 10 + 60 * math.log(1000 / 190) / math.log(1830 / 190)
