@@ -311,6 +311,8 @@ def validate(
         raise InputError(f"must be in 1..20, got {attempts}", "--attempts")
     if not 1 <= calibrate_passes <= MAX_PASSES:
         raise InputError(f"must be in 1..{MAX_PASSES}, got {calibrate_passes}", "--calibration-passes")
+    if not 0.05 <= calibrate_seconds <= 60:
+        raise InputError(f"must be 0.05 to 60 s, got {calibrate_seconds:g}", "--calibration-time")
     if export_bytes < (1 << 20):
         raise InputError(f"exports must be at least 1 MiB, got {export_bytes:,} bytes", "--export-size")
     held = can_keep_awake(awake)

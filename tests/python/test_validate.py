@@ -132,10 +132,10 @@ def test_file_device_with_its_profile(tmp_path: Path, device: str) -> None:
     out = tmp_path / "out"
     exp = _experiment(tmp_path, EXPERIMENT.replace('duration = "4s"', 'duration = "3s"')
                       .replace('[[policy]]\nkind = "wf2q"\nweights = [2, 1, 1]\n', ""))
-    # One pass of calibration (validate's default is 3) keeps the test 50 s shorter; the
-    # bound below was set with one-pass profiles.
-    r = run_cli("validate", str(exp), "--live-device", device, "--calibration-passes", "1", "--export-size", "64MiB",
-                "--out", str(out))
+    # One pass of calibration (validate's default is 3) of 0.25 s per point (its default
+    # is 0.5) keeps the test 60 s shorter; the bound below was set with one-pass profiles.
+    r = run_cli("validate", str(exp), "--live-device", device, "--calibration-passes", "1", "--calibration-time",
+                "0.25", "--export-size", "64MiB", "--out", str(out))
     assert r.code == 0, r.err
     t = pl.read_parquet(out / "validation.parquet")
     assert t.height == 3 and (t["iops_err"].abs() < 0.03).all(), t
@@ -191,6 +191,9 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
     assert_one_line_error(run_cli("validate", str(exp), "--live-device", "disk"), "emulated, file, direct")
     assert_one_line_error(run_cli("validate", str(exp), "--live-device", "file", "--calibration-passes", "0"),
                           "--calibration-passes", "1..9, got 0")
+    for bad in ("0", "nan", "100"):
+        assert_one_line_error(run_cli("validate", str(exp), "--live-device", "file", "--calibration-time", bad),
+                              "--calibration-time", f"0.05 to 60 s, got {bad}")
     closed = tmp_path / "closed.toml"
     closed.write_text(EXPERIMENT.format(trace=bundled("websearch")).replace('[[policy]]\nkind = "wf2q"\nweights = [2, 1, 1]\n', "")
                       + '\n[[tenant]]\nname = "backup"\nclosed = { outstanding = 4, size = "64k" }\n')

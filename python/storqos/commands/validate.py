@@ -36,8 +36,12 @@ def validate(
                                                            "file, served the same way).")] = None,
     calibration_passes: Annotated[
         int | None, typer.Option(help="On real files without --device-profile: passes of the calibration "
-                                      "made first, 3 unless given (each point's median kept; about 25 s "
+                                      "made first, 3 unless given (each point's median kept; about 30 s "
                                       "each on 2 CPUs).", show_default=False)] = None,
+    calibration_time: Annotated[
+        float, typer.Option(help="On real files without --device-profile: seconds per point of that "
+                                 "calibration (about 20 points per pass scale with it; the requests at rest "
+                                 "take as long as their spacings need).")] = 0.5,
     export_size: Annotated[str, typer.Option(help="Size of each tenant's export; offsets wrap into it.")] = "256MiB",
     markdown_file: Annotated[
         Path | None, typer.Option("--markdown", help="Also write the table as markdown here.")] = None,
@@ -100,7 +104,8 @@ def validate(
             out.print(f"[dim]{msg}[/dim]")
 
     res = run(exp, mode=live_device, profile=profile, export_bytes=size, attempts=attempts, awake=awake_cpus,
-              calibrate_passes=CALIBRATE_PASSES if calibration_passes is None else calibration_passes, progress=say)
+              calibrate_passes=CALIBRATE_PASSES if calibration_passes is None else calibration_passes,
+              calibrate_seconds=calibration_time, progress=say)
     table = res.table()
     out_dir.mkdir(parents=True, exist_ok=True)
     write_table(table, out_dir / "validation.parquet")
