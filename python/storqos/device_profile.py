@@ -316,14 +316,14 @@ class DeviceProfile(Table):
         assert base is not None
         spaced = [p for p in self.at_rest_idle or [] if p.op == op] or [
             p for p in self.at_rest_idle or [] if p.op == "read"]
-        points: list[tuple[float, ServicePoint | None]] = [(max(AT_REST_SPACING_US - base.mean_us, 1.0), None)]
         # A spacing that more than a tenth of its requests outlasted (its p90) left them
         # queueing, not at rest (O_DIRECT reads 250 µs apart on a slow minute: mean 250).
-        points += [(p.spacing_us - p.mean_us, p) for p in spaced if p.spacing_us > p.percentile_us(90.0)]
+        found = [(max(AT_REST_SPACING_US - base.mean_us, 1.0), first)] + [
+            (p.spacing_us - p.mean_us, self.path_at_rest_us(op, p)) for p in spaced if p.spacing_us > p.percentile_us(90.0)]
         levels: list[tuple[float, list[tuple[float, float]]]] = []
-        for idle, p in sorted(points, key=lambda x: (x[0], x[1] is not None)):
+        for idle, path in sorted(found, key=lambda x: x[0]):  # stable: the 2 ms point first on a tie
             if not levels or idle > levels[-1][0]:
-                levels.append((idle, first if p is None else self.path_at_rest_us(op, p)))
+                levels.append((idle, path))
         return levels
 
     def rest_p50s_us(self, op: Op = "read") -> list[tuple[float, float]]:

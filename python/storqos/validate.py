@@ -61,8 +61,11 @@ MODES = ("emulated", "file", "direct")
 #: live p99 from +6 % to +100 % of the prediction).
 ATTEMPTS = 3
 #: Passes of the calibration validate makes of a file (each point's median kept): one
-#: pass takes about 25 s on 2 CPUs.
+#: pass takes about 30 s on 2 CPUs.
 CALIBRATE_PASSES = 3
+#: Seconds per point of that calibration (the requests at rest take as long as their
+#: spacings need).
+CALIBRATE_SECONDS = 0.5
 #: Above this share of the machine's CPU time taken by the host while validate
 #: calibrated a file, it calibrates again (:func:`calibrate_file`). Twelve profiles
 #: measured on this project's machine with 0.01-1.8 % taken (one to three passes) came
@@ -225,7 +228,7 @@ def _into_page_cache(paths: list[Path]) -> None:
                 pass
 
 
-def calibrate_file(path: Path, *, seconds: float = 0.5, passes: int = CALIBRATE_PASSES, awake: str = "no",
+def calibrate_file(path: Path, *, seconds: float = CALIBRATE_SECONDS, passes: int = CALIBRATE_PASSES, awake: str = "no",
                    direct: bool = False, attempts: int = ATTEMPTS,
                    progress: Callable[[str], None] | None = None) -> DeviceProfile:
     """Profile of a file as the gateway serves it and the replay sees it: a FCFS
@@ -287,7 +290,7 @@ def validate(
     profile: DeviceProfile | None = None,
     export_bytes: int = DEFAULT_EXPORT_BYTES,
     workdir: Path | None = None,
-    calibrate_seconds: float = 0.5,
+    calibrate_seconds: float = CALIBRATE_SECONDS,
     calibrate_passes: int = CALIBRATE_PASSES,
     attempts: int = ATTEMPTS,
     awake: str = "no",
@@ -629,5 +632,5 @@ def _least_disturbed(attempts: int, measure: Callable[[], _M], disturbed: Callab
     return min(made, key=rank), len(made)
 
 
-__all__ = ["ATTEMPTS", "CALIBRATE_PASSES", "CALIBRATION_BUSY_SHARE", "DEFAULT_EXPORT_BYTES", "MODES", "PERCENTILES", "REST_CHECK_S", "RunValidation", "Validation", "burst_delay_ns",
+__all__ = ["ATTEMPTS", "CALIBRATE_PASSES", "CALIBRATE_SECONDS", "CALIBRATION_BUSY_SHARE", "DEFAULT_EXPORT_BYTES", "MODES", "PERCENTILES", "REST_CHECK_S", "RunValidation", "Validation", "burst_delay_ns",
            "burst_hold", "burst_hold_ns", "calibrate_file", "fill_file", "per_tenant", "validate", "with_path"]

@@ -343,8 +343,8 @@ def test_the_path_at_rest_grows_with_the_time_the_target_was_idle() -> None:
     it), between two measured spacings on a log scale, held at the ends; the first
     request of a trace takes the longest. A profile of reads only gives writes the
     reads' spacings. A shorter spacing measured gives the requests that follow the last
-    reply closely their own, smaller path; one whose requests took as long as their
-    spacing (no idle gap) gives none."""
+    reply closely their own, smaller path; one that more than a tenth of its requests
+    outlasted (they queued) gives none."""
     import math
 
     from storqos.device_profile import DepthPoint, DeviceProfile, RestPoint, ServicePoint
@@ -391,7 +391,8 @@ def test_the_path_at_rest_grows_with_the_time_the_target_was_idle() -> None:
     old = prof.model_copy(update={"at_rest_idle": None})
     assert [ns / 1e3 for ns in with_path(req, old)["response_ns"].to_list()] == pytest.approx([170] * n)
     # Reads every 300 µs took 110 (path 10, idle 190 µs); every 150 µs, 160: they
-    # queued, no level; every 250 µs, 120 at the mean but 260 at the p90: no level either. A read 190 µs after the last reply pays 10, one 1 ms after it pays the
+    # queued, no level; every 250 µs, 120 at the mean but 260 at the p90: no level
+    # either. A read 190 µs after the last reply pays 10, one 1 ms after it pays the
     # path between 190 µs (10) and 1,830 µs (70) on a log scale; those 50 and 150 µs
     # after it are held at the shortest level (10).
     skewed = RestPoint(op="read", pattern="random", size=4096, iops=8_000, mean_us=120, min_us=60,

@@ -39,9 +39,10 @@ def validate(
                                       "made first, 3 unless given (each point's median kept; about 30 s "
                                       "each on 2 CPUs).", show_default=False)] = None,
     calibration_time: Annotated[
-        float, typer.Option(help="On real files without --device-profile: seconds per point of that "
-                                 "calibration (about 20 points per pass scale with it; the requests at rest "
-                                 "take as long as their spacings need).")] = 0.5,
+        float | None, typer.Option(help="On real files without --device-profile: seconds per point of that "
+                                        "calibration, 0.5 unless given (about 20 points per pass scale with it; "
+                                        "the requests at rest take as long as their spacings need).",
+                                   show_default=False)] = None,
     export_size: Annotated[str, typer.Option(help="Size of each tenant's export; offsets wrap into it.")] = "256MiB",
     markdown_file: Annotated[
         Path | None, typer.Option("--markdown", help="Also write the table as markdown here.")] = None,
@@ -80,7 +81,7 @@ def validate(
     from ..device_profile import dump_profile, load_profile
     from ..experiment import load
     from ..paths import check_output_dir, check_output_file, replacing, write_table
-    from ..validate import CALIBRATE_PASSES, MODES
+    from ..validate import CALIBRATE_PASSES, CALIBRATE_SECONDS, MODES
     from ..validate import validate as run
     from ..validation_report import markdown, rest_line, write_html
 
@@ -105,7 +106,7 @@ def validate(
 
     res = run(exp, mode=live_device, profile=profile, export_bytes=size, attempts=attempts, awake=awake_cpus,
               calibrate_passes=CALIBRATE_PASSES if calibration_passes is None else calibration_passes,
-              calibrate_seconds=calibration_time, progress=say)
+              calibrate_seconds=CALIBRATE_SECONDS if calibration_time is None else calibration_time, progress=say)
     table = res.table()
     out_dir.mkdir(parents=True, exist_ok=True)
     write_table(table, out_dir / "validation.parquet")
