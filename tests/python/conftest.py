@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
+from cli_forkserver import ForkServer
 from hypothesis import settings
 from storqos.host_steal import CpuTimes, cpu_times
 from storqos.shared import shared_dir
@@ -79,18 +81,30 @@ class Run:
     err: str
 
 
+_FORK_SERVER = ForkServer()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _cli_fork_server() -> Iterator[None]:
+    """The fork server of :func:`run_cli`, stopped when the session ends."""
+    yield
+    _FORK_SERVER.close()
+
+
 def run_cli(*args: str, cwd: Path | None = None, columns: int = 200) -> Run:
-    """Run ``storqos ARGS`` in a subprocess (as a user would), without a TTY, in a
-    terminal ``columns`` wide."""
-    p = subprocess.run(
-        [sys.executable, "-m", "storqos.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd or REPO,
-        env={**os.environ, "COLUMNS": str(columns), "NO_COLOR": "1"},
-        timeout=600,
-    )
-    return Run(p.returncode, p.stdout, p.stderr)
+    """Run ``storqos ARGS`` in a process of its own (as a user would), without a TTY, in
+    a terminal ``columns`` wide. The process is forked from a Python that has imported
+    the third-party modules the CLI uses (:mod:`cli_forkserver`: 0.6-0.9 s less per run);
+    STORQOS_TEST_CLI=subprocess runs ``python -m storqos.cli`` from scratch instead."""
+    env = {**os.environ, "COLUMNS": str(columns), "NO_COLOR": "1"}
+    if os.environ.get("STORQOS_TEST_CLI") == "subprocess":
+        p = subprocess.run([sys.executable, "-m", "storqos.cli", *args], capture_output=True, text=True,
+                           cwd=cwd or REPO, env=env, timeout=600)
+        return Run(p.returncode, p.stdout, p.stderr)
+    with tempfile.TemporaryDirectory(prefix="storqos-cli-") as d:
+        out, err = Path(d) / "out", Path(d) / "err"
+        code = _FORK_SERVER.run(list(args), cwd or REPO, env, out, err, timeout=600)
+        return Run(code, out.read_text(encoding="utf-8"), err.read_text(encoding="utf-8"))
 
 
 T = TypeVar("T")
