@@ -11,12 +11,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, assert_one_line_error, run_cli
+from conftest import REPO, assert_one_line_error, run_cli, until_calm
 from storqos.warming.live import DayReplay, live, read_gateway, schedule, simulated
 
 EXAMPLE = REPO / "examples" / "gateway" / "warming.toml"
 #: The twin's p90 of policy b at least this many times policy a's: a promised "a below b".
 STRICT = 2.0
+#: At most this fraction of a live day's requests issued late (> 1 ms after their time).
+LATE = 0.01
 
 
 def _folder(tmp_path: Path) -> Path:
@@ -40,7 +42,10 @@ def test_live_p90_order_matches_the_twin_on_the_same_schedule(tmp_path: Path) ->
     assert first_stop["prediction"] < first_stop["feedback"] and first_stop["oracle"] < first_stop["feedback"]
     assert on["user-only"].sum() == 0 < on["prediction"].sum() < on["feedback"].sum()
     sim = simulated(gw, sched)
-    got = live(gw, sched, desc)
+    # A replay the machine held up issues requests late and bunched, and their waits
+    # land in the users' p90 (6.6 % of prediction's requests late gave it 1.42 ms, where
+    # on time it reads 0.23-0.28 ms): such a day is replayed again.
+    got = until_calm(lambda: live(gw, sched, desc), lambda r: max(d.late_fraction for d in r.values()) <= LATE)
     for p in sched.streams:  # every request of the same streams was served, live and simulated
         for k in ("user_requests", "scrub_requests", "warm_requests"):
             assert getattr(got[p], k) == getattr(sim[p], k), (p, k)
