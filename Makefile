@@ -49,15 +49,15 @@ NEED_CARGO := command -v $(CARGO) >/dev/null || { echo "error: cargo (Rust) is r
 demo: build
 	$(VENV)/bin/storqos demo --out out/demo
 
-# Two cores, three steps: the Rust tests' build and clippy (its own target dir, so
-# cargo's lock does not serialise them) run while uv and apt-get install what is
-# missing; then maturin builds the extension (only storqos-py is left to compile) while
-# ruff and mypy run; then the tests, the Python ones last and alone (the live ones
-# measure time). On a fresh clone this takes 30 s less than one step after another.
+# Two cores, three steps: one cargo build of the Rust tests and of the extension's
+# library, and clippy (its own target dir, so cargo's lock does not serialise them), run
+# while uv and apt-get install what is missing, then ruff and mypy; then maturin, which
+# finds the extension built and only installs it, while the Rust tests run; then the
+# Python tests, last and alone (the live ones measure time).
 test:
-	@$(MAKE) --no-print-directory -j3 --output-sync=target lint-rust rust-tests test-setup
-	@$(MAKE) --no-print-directory -j2 --output-sync=target build lint-python
-	@$(MAKE) --no-print-directory test-rust python-tests
+	@$(MAKE) --no-print-directory -j3 --output-sync=target lint-rust rust-tests test-setup lint-python
+	@$(MAKE) --no-print-directory -j2 --output-sync=target build test-rust
+	@$(MAKE) --no-print-directory python-tests
 
 # rustfmt and clippy (warnings are errors), ruff over the Python, mypy over the package and the
 # benchmarks.
@@ -77,13 +77,17 @@ lint-python: $(TDEPS)
 	$(VENV)/bin/ruff check python tests benches scripts examples
 	$(VPY) -m mypy python/storqos benches
 
-# The Rust tests' binaries, built and not run: the same ones nextest and cargo test run.
-# Not the examples (benchmarks `make bench` runs; clippy checks that they compile): they
-# would cost 10 more CPU-seconds in a fresh build.
-RUST_TEST_TARGETS := --workspace --exclude storqos-py --lib --bins --tests
+# One cargo run builds the Rust tests' binaries without running them (the ones nextest
+# and cargo test run: every target with `test = true`, which storqos-py's library is
+# not) and the extension's library as maturin builds it (the feature pyproject.toml
+# gives maturin, pyo3/extension-module, is storqos-py's own already): cargo schedules
+# PyO3's chain of crates beside the rest, and maturin finds nothing left to compile.
+# Not the examples (benchmarks `make bench` runs; clippy checks that they compile):
+# they would cost 10 more CPU-seconds in a fresh build.
+RUST_TEST_TARGETS := --workspace --tests
 rust-tests: | $(VPY)
 	@$(NEED_CARGO)
-	$(CARGO) test --release $(RUST_TEST_TARGETS) --no-run
+	$(CARGO) build --release $(RUST_TEST_TARGETS) --lib
 
 # Either runner builds what is missing first.
 test-rust: test-setup
