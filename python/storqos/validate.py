@@ -390,7 +390,7 @@ def _rest_p50_us(path: Path, export_bytes: int, direct: bool, awake: str, seed: 
 
 
 def burst_delay_ns(arrival_ns: np.ndarray, own_ns: np.ndarray, is_read: np.ndarray,
-                   costs: dict[Op, tuple[float, float]]) -> np.ndarray:
+                   costs: dict[Op, tuple[float, float]], *, issued: Issued | None = None) -> np.ndarray:
     """How much later than its own response time (``own_ns``, from its issue) each
     request's reply comes, because the live path answers one request at a time (ns):
     the replay issues a request at its time or, in a burst, one issue after the previous
@@ -399,25 +399,29 @@ def burst_delay_ns(arrival_ns: np.ndarray, own_ns: np.ndarray, is_read: np.ndarr
     reply before it (the time between two completions in a burst). Both per-op times are
     what :func:`storqos.calibrate.burst_point` measures on bursts from rest; on such a
     burst this gives back what it measured: the first reply at its own time, each next
-    one a completion time later. ``arrival_ns`` in time order."""
+    one a completion time later. ``arrival_ns`` in time order; ``issued``, when given,
+    is what :func:`_issue_times` makes of them."""
     n = len(arrival_ns)
     delay = np.zeros(n, dtype=np.int64)
     if not n:
         return delay
-    issued, _ = _issue_times(arrival_ns, is_read, costs)
+    at, _ = issued if issued is not None else _issue_times(arrival_ns, is_read, costs)
     serve_ns = np.where(is_read, costs["read"][1], costs["write"][1])
     own = np.asarray(own_ns, dtype=np.float64)
     last_reply = -np.inf
     for i in range(n):
-        alone = issued[i] + own[i]
+        alone = at[i] + own[i]
         reply = max(alone, last_reply + serve_ns[i])
         delay[i] = round(reply - alone)
         last_reply = reply
     return delay
 
 
-def _issue_times(arrival_ns: np.ndarray, is_read: np.ndarray,
-                 costs: dict[Op, tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
+#: When the replay issues each request and what issuing it takes, ns (:func:`_issue_times`).
+Issued = tuple[np.ndarray, np.ndarray]
+
+
+def _issue_times(arrival_ns: np.ndarray, is_read: np.ndarray, costs: dict[Op, tuple[float, float]]) -> Issued:
     """When the replay issues each request (ns), and what issuing it takes: at its
     time, or one issue (``costs[op][0]``) after the previous one while it is still
     issuing. ``arrival_ns`` in time order."""
@@ -432,7 +436,8 @@ def _issue_times(arrival_ns: np.ndarray, is_read: np.ndarray,
 
 
 def burst_hold_ns(arrival_ns: np.ndarray, own_ns: np.ndarray, is_read: np.ndarray,
-                  costs: dict[Op, tuple[float, float]], hold: dict[Op, float]) -> np.ndarray:
+                  costs: dict[Op, tuple[float, float]], hold: dict[Op, float], *,
+                  issued: Issued | None = None) -> np.ndarray:
     """How much later than its own response time (``own_ns``, from its issue) each
     request's reply comes because the requests issued after it, while it is in flight,
     hold the CPUs (ns): the replay issuing them (``costs[op][0]`` ns each, one after
@@ -445,24 +450,25 @@ def burst_hold_ns(arrival_ns: np.ndarray, own_ns: np.ndarray, is_read: np.ndarra
     its spread at rest), so that on such a burst the first request is answered at the
     time measured at its position. The wait does not push the replies after it
     (:func:`burst_delay_ns` spaces those): measured, the later requests' replies come
-    no later for it. ``arrival_ns`` in time order."""
+    no later for it. ``arrival_ns`` in time order; ``issued`` as for
+    :func:`burst_delay_ns`."""
     n = len(arrival_ns)
     delay = np.zeros(n, dtype=np.int64)
     if not n:
         return delay
     is_read = np.asarray(is_read, dtype=bool)
-    issued, issue_ns = _issue_times(arrival_ns, is_read, costs)
+    at, issue_ns = issued if issued is not None else _issue_times(arrival_ns, is_read, costs)
     share = np.where(is_read, hold.get("read", 0.0), hold.get("write", 0.0))
     own = np.asarray(own_ns, dtype=np.float64)
     for i in range(n):
         if share[i] <= 0:
             continue
-        reply = issued[i] + own[i]
+        reply = at[i] + own[i]
         j = i + 1
-        while j < n and issued[j] < reply:
+        while j < n and at[j] < reply:
             reply += share[i] * issue_ns[j]
             j += 1
-        delay[i] = round(reply - issued[i] - own[i])
+        delay[i] = round(reply - at[i] - own[i])
     return delay
 
 
@@ -576,14 +582,14 @@ def with_path(requests: pl.DataFrame, profile: DeviceProfile) -> pl.DataFrame:
     if costs is None:
         add = pl.Series(extra).cast(pl.UInt64)
         return req.with_columns(pl.col("response_ns") + add, pl.col("finish_ns") + add)
-    issued, _ = _issue_times(arrival, reads, costs)
-    issued_ns = np.round(issued).astype(np.int64)
+    issued = _issue_times(arrival, reads, costs)
+    issued_ns = np.round(issued[0]).astype(np.int64)
     # The wait the replay's own lag stands in for: at most the simulated queue wait.
     wait = req["wait_ns"].to_numpy().astype(np.int64) if "wait_ns" in req.columns else np.zeros_like(arrival)
     waited = np.minimum(issued_ns - arrival, wait)
     own = resp_all.astype(np.int64) + extra - waited
-    response = own + np.maximum(burst_delay_ns(arrival, own, reads, costs),
-                                burst_hold_ns(arrival, own, reads, costs, burst_hold(profile)))
+    response = own + np.maximum(burst_delay_ns(arrival, own, reads, costs, issued=issued),
+                                burst_hold_ns(arrival, own, reads, costs, burst_hold(profile), issued=issued))
     out = req.with_columns(pl.Series("arrival_ns", issued_ns).cast(pl.UInt64),
                            pl.Series("response_ns", response).cast(pl.UInt64),
                            pl.Series("finish_ns", issued_ns + response).cast(pl.UInt64))
