@@ -94,7 +94,7 @@ def _cli_fork_server() -> Iterator[None]:
 def run_cli(*args: str, cwd: Path | None = None, columns: int = 200) -> Run:
     """Run ``storqos ARGS`` in a process of its own (as a user would), without a TTY, in
     a terminal ``columns`` wide. The process is forked from a Python that has imported
-    the third-party modules the CLI uses (:mod:`cli_forkserver`: 0.6-0.9 s less per run);
+    the third-party modules the CLI uses (:mod:`cli_forkserver`: 0.3 s a run, not 0.9);
     STORQOS_TEST_CLI=subprocess runs ``python -m storqos.cli`` from scratch instead."""
     env = {**os.environ, "COLUMNS": str(columns), "NO_COLOR": "1"}
     if os.environ.get("STORQOS_TEST_CLI") == "subprocess":
