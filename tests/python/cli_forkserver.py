@@ -49,6 +49,7 @@ def _child(req: dict[str, Any]) -> None:
     import traceback
 
     os.chdir(req["cwd"])
+    sys.path[0] = os.getcwd()  # as `python -m` has it (the server's own is this file's folder)
     os.environ.clear()
     os.environ.update(req["env"])
     null = os.open(os.devnull, os.O_RDONLY)
