@@ -113,6 +113,15 @@ def serve() -> None:
         replies.flush()
 
 
+def _answer(proc: subprocess.Popen[str], key: str) -> Any:
+    """The server's next answer, its ``key``."""
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line:
+        raise RuntimeError("the CLI fork server died")
+    return json.loads(line)[key]
+
+
 class ForkServer:
     """The test process's handle on one server (started on first use)."""
 
@@ -130,23 +139,17 @@ class ForkServer:
         """Run ``storqos ARGV`` in a forked child; its exit status (-N for signal N)."""
         with self._lock:
             proc = self._server()
-            assert proc.stdin is not None and proc.stdout is not None
+            assert proc.stdin is not None
             proc.stdin.write(json.dumps({"argv": argv, "cwd": str(cwd), "env": env, "out": str(out),
                                          "err": str(err)}) + "\n")
             proc.stdin.flush()
-            line = proc.stdout.readline()
-            if not line:
-                raise RuntimeError("the CLI fork server died")
-            pid = json.loads(line)["pid"]
+            pid = int(_answer(proc, "pid"))
             timer = threading.Timer(timeout, lambda: os.kill(pid, signal.SIGKILL))
             timer.start()
             try:
-                line = proc.stdout.readline()
+                return int(_answer(proc, "status"))
             finally:
                 timer.cancel()
-            if not line:
-                raise RuntimeError("the CLI fork server died")
-            return int(json.loads(line)["status"])
 
     def close(self) -> None:
         """Stop the server (its running child, if any, finishes first)."""
