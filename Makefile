@@ -132,16 +132,17 @@ $(NBDPY): $(DEPS) | system-deps
 # renders the HTML report in the report test (headless); qemu-io (qemu-utils), nbdcopy
 # and nbdinfo (libnbd-bin) and fio (its nbd engine) are the real NBD clients of the
 # `storqos serve` tests; prometheus scrapes the gateway's metrics in its test; openssl
-# makes the TLS tests' certificates. What is missing comes in one apt-get run, without
-# the recommended extras: on a fresh machine 50 packages, where chromium's recommends
-# (udev, printing, Mesa) made it 162.
-SYSTEM_DEPS := chromium:chromium qemu-io:qemu-utils nbdcopy:libnbd-bin nbdinfo:libnbd-bin fio:fio \
+# makes the TLS tests' certificates. Each entry is COMMAND[,COMMAND...]:PACKAGE, the
+# package missing when none of its commands is there. What is missing comes in one
+# apt-get run, without the recommended extras: on a fresh machine 50 packages, where
+# chromium's recommends (udev, printing, Mesa) made it 162.
+SYSTEM_DEPS := chromium,chromium-browser:chromium qemu-io:qemu-utils nbdcopy:libnbd-bin nbdinfo:libnbd-bin fio:fio \
 	openssl:openssl prometheus:prometheus
 system-deps:
 	@missing=""; for dep in $(SYSTEM_DEPS); do \
-	  have=$${dep%%:*}; pkg=$${dep#*:}; \
-	  command -v $$have >/dev/null 2>&1 || { test $$have = chromium && command -v chromium-browser >/dev/null 2>&1; } \
-	    || case " $$missing " in *" $$pkg "*) ;; *) missing="$$missing $$pkg" ;; esac; \
+	  pkg=$${dep#*:}; found=""; \
+	  for cmd in $$(echo "$${dep%%:*}" | tr , " "); do command -v $$cmd >/dev/null 2>&1 && found=1; done; \
+	  [ -n "$$found" ] || case " $$missing " in *" $$pkg "*) ;; *) missing="$$missing $$pkg" ;; esac; \
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing with apt-get, for the tests:$$missing"; \
