@@ -116,36 +116,39 @@ test-setup: $(DEPS) $(TDEPS) system-deps nbd-client
 # calibrate's checks), come from Debian's python3-libnbd, built for Debian's CPython
 # 3.11; they are linked into .venv, whose Python is a 3.11 too.
 NBDPY := $(VENV)/.libnbd-linked
+NBD_MODULE := /usr/lib/python3/dist-packages/nbd.py
 nbd-client: $(NBDPY)
 $(NBDPY): $(DEPS) | system-deps
-	@test -f /usr/lib/python3/dist-packages/nbd.py || { \
-	  echo "installing python3-libnbd with apt-get (libnbd's Python bindings: the NBD client of storqos replay)"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-libnbd; }
+	@test -f $(NBD_MODULE) || { echo "error: $(NBD_MODULE) missing after make system-deps (python3-libnbd)" >&2; exit 1; }
 	@$(VPY) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "libnbd bindings need CPython 3.11 in .venv")'
 	@mkdir -p $(VENV)/libnbd
-	@ln -sf /usr/lib/python3/dist-packages/nbd.py /usr/lib/python3/dist-packages/libnbdmod.cpython-311-*.so $(VENV)/libnbd/
+	@ln -sf $(NBD_MODULE) /usr/lib/python3/dist-packages/libnbdmod.cpython-311-*.so $(VENV)/libnbd/
 	@echo "$(abspath $(VENV))/libnbd" > "$$($(VPY) -c 'import site; print(site.getsitepackages()[0])')/libnbd.pth"
 	@$(VPY) -c 'import nbd'
 	@touch $@
 
-# System packages (Debian), for the tests only: what pip/cargo cannot provide. Chromium
-# renders the HTML report in the report test (headless); qemu-io (qemu-utils), nbdcopy
-# and nbdinfo (libnbd-bin) and fio (its nbd engine) are the real NBD clients of the
-# `storqos serve` tests; prometheus scrapes the gateway's metrics in its test; openssl
-# makes the TLS tests' certificates. Each entry is COMMAND[,COMMAND...]:PACKAGE, the
-# package missing when none of its commands is there. What is missing comes in one
-# apt-get run, without the recommended extras: on a fresh machine 50 packages, where
-# chromium's recommends (udev, printing, Mesa) made it 162.
-SYSTEM_DEPS := chromium,chromium-browser:chromium qemu-io:qemu-utils nbdcopy:libnbd-bin nbdinfo:libnbd-bin fio:fio \
-	openssl:openssl prometheus:prometheus
+# System packages (Debian): what pip/cargo cannot provide. python3-libnbd is the NBD
+# client of `storqos replay`, validate and calibrate (linked into .venv above); the rest
+# are for the tests only. Chromium renders the HTML report in the report test
+# (headless); qemu-io (qemu-utils), nbdcopy and nbdinfo (libnbd-bin) and fio (its nbd
+# engine) are the real NBD clients of the `storqos serve` tests; prometheus scrapes the
+# gateway's metrics in its test; openssl makes the TLS tests' certificates. Each entry
+# is WHAT[,WHAT...]:PACKAGE, each WHAT a command or an absolute path, the package
+# missing when none of them is there. What is missing comes in one apt-get run, without
+# the recommended extras: on a fresh machine about 50 packages, where chromium's recommends
+# (udev, printing, Mesa) made it 162.
+SYSTEM_DEPS := $(NBD_MODULE):python3-libnbd chromium,chromium-browser:chromium qemu-io:qemu-utils \
+	nbdcopy:libnbd-bin nbdinfo:libnbd-bin fio:fio openssl:openssl prometheus:prometheus
 system-deps:
 	@missing=""; for dep in $(SYSTEM_DEPS); do \
 	  pkg=$${dep#*:}; found=""; \
-	  for cmd in $$(echo "$${dep%%:*}" | tr , " "); do command -v $$cmd >/dev/null 2>&1 && found=1; done; \
+	  for what in $$(echo "$${dep%%:*}" | tr , " "); do \
+	    case $$what in /*) [ -e $$what ] ;; *) command -v $$what >/dev/null 2>&1 ;; esac && found=1; \
+	  done; \
 	  [ -n "$$found" ] || case " $$missing " in *" $$pkg "*) ;; *) missing="$$missing $$pkg" ;; esac; \
 	done; \
 	if [ -n "$$missing" ]; then \
-	  echo "installing with apt-get, for the tests:$$missing"; \
+	  echo "installing with apt-get:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
