@@ -10,6 +10,7 @@ import mmap
 import os
 import shutil
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,47 @@ def test_the_config_key_and_its_errors(tmp_path: Path) -> None:
     line = next(i for i, ln in enumerate(text.splitlines(), 1) if ln.startswith("direct"))
     assert_one_line_error(run_cli("serve", "--config", str(gw), "--check"), f"{gw}:{line}: ",
                           "direct: a tiered export goes through the page cache")
+
+
+def _io_urings(pid: int) -> int:
+    """io_uring instances process ``pid`` holds open (its descriptors' links name them)."""
+    n = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            n += os.readlink(fd) == "anon_inode:[io_uring]"
+        except OSError:  # closed meanwhile
+            pass
+    return n
+
+
+@pytest.mark.skipif(shutil.which("nbdcopy") is None, reason="nbdcopy (libnbd-bin; `make test` installs it)")
+@pytest.mark.parametrize("reads", ["io_uring", "threads"])
+def test_many_reads_in_flight_return_the_files_bytes(tmp_path: Path, reads: str) -> None:
+    """Direct reads go through io_uring from the scheduler loop by default, through the
+    I/O threads with STORQOS_DIRECT_READS=threads; with 64 reads in flight through 8
+    slots every byte comes back from the disk either way."""
+    img = _cold_file(tmp_path / "d.img", 16 * MIB)
+    s = Server("--export", f"d={img}:0", "--direct", "--depth", "8", "--listen", "127.0.0.1:0", "--for", "60s",
+               env={"STORQOS_DIRECT_READS": reads})
+    try:
+        _, port = s.ready()
+        assert _io_urings(s.p.pid) == (1 if reads == "io_uring" else 0)
+        out = tmp_path / "out.img"
+        r = subprocess.run(["nbdcopy", "--connections=1", "--requests=64", "--request-size=4096",
+                            f"nbd://127.0.0.1:{port}/d", str(out)], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+    finally:
+        code, _, err = s.finish(signal.SIGTERM)
+    assert code == 0, err
+    assert _resident_pages(img, 0, 16 * MIB) == 0  # the disk answered (before the check below reads it)
+    assert out.read_bytes() == img.read_bytes()
+
+
+def test_a_wrong_direct_reads_setting_is_refused(tmp_path: Path) -> None:
+    img = _cold_file(tmp_path / "d.img", MIB)
+    s = Server("--export", f"d={img}:0", "--direct", "--listen", "127.0.0.1:0", "--for", "5s",
+               env={"STORQOS_DIRECT_READS": "uring"})
+    code, out, err = s.finish()
+    assert code == 2, (code, out, err)
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and 'STORQOS_DIRECT_READS="uring": give threads or io_uring' in lines[0], err

@@ -44,6 +44,13 @@ impl Direct {
         }
     }
 
+    /// The file descriptor, for reads submitted through io_uring ([`crate::uring`]).
+    #[cfg(target_os = "linux")]
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.file.as_raw_fd()
+    }
+
     /// `len` bytes at `offset`, read directly: the aligned blocks around them, then the
     /// part asked for. `Ok(None)` if the file ends before `offset + len`.
     pub fn read(&self, offset: u64, len: u32) -> io::Result<Option<Vec<u8>>> {
@@ -87,7 +94,7 @@ impl Direct {
 }
 
 /// The aligned range around `offset .. offset + len`: its start and length.
-fn aligned_span(offset: u64, len: u64) -> (u64, usize) {
+pub(crate) fn aligned_span(offset: u64, len: u64) -> (u64, usize) {
     let a = ALIGN as u64;
     let lo = offset / a * a;
     let hi = (offset + len).div_ceil(a) * a;
@@ -100,13 +107,13 @@ fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
 }
 
 /// A zeroed heap buffer aligned to [`ALIGN`], freed on drop.
-struct AlignedBuf {
+pub(crate) struct AlignedBuf {
     ptr: std::ptr::NonNull<u8>,
     layout: std::alloc::Layout,
 }
 
 impl AlignedBuf {
-    fn new(len: usize) -> io::Result<AlignedBuf> {
+    pub(crate) fn new(len: usize) -> io::Result<AlignedBuf> {
         let layout = std::alloc::Layout::from_size_align(len.max(ALIGN), ALIGN)
             .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
         // SAFETY: the layout's size is at least ALIGN, never zero.
@@ -115,7 +122,7 @@ impl AlignedBuf {
         Ok(AlignedBuf { ptr, layout })
     }
 
-    fn as_mut(&mut self) -> &mut [u8] {
+    pub(crate) fn as_mut(&mut self) -> &mut [u8] {
         // SAFETY: `layout.size()` bytes allocated (and zeroed) by `new`, owned by self.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.layout.size()) }
     }

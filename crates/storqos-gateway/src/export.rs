@@ -161,6 +161,14 @@ impl Export {
         self.direct.is_some()
     }
 
+    /// The `O_DIRECT` descriptor a read may be submitted to without an I/O thread
+    /// ([`crate::uring`]): a direct export's, unless faults are injected into it (their
+    /// delays sleep on an I/O thread).
+    #[cfg(target_os = "linux")]
+    pub fn direct_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.direct.as_ref().filter(|_| self.faults.is_empty()).map(|d| d.raw_fd())
+    }
+
     /// Whether `offset .. offset + len` lies inside the export.
     pub fn contains(&self, offset: u64, len: u32) -> bool {
         offset.checked_add(u64::from(len)).is_some_and(|end| end <= self.size)
@@ -545,7 +553,7 @@ fn describe(e: &io::Error) -> String {
 
 /// Map a backend I/O error to an NBD error value (spec "Error values": EDQUOT and
 /// EFBIG become ENOSPC; everything else here is EIO).
-fn errno(e: &io::Error) -> u32 {
+pub(crate) fn errno(e: &io::Error) -> u32 {
     match e.raw_os_error() {
         Some(28) | Some(122) | Some(27) => ENOSPC,
         _ => EIO,

@@ -59,6 +59,8 @@ pub mod stats;
 pub mod tier;
 pub mod tls;
 pub mod transport;
+#[cfg(target_os = "linux")]
+pub mod uring;
 pub mod waker;
 
 pub use config::{Config, Error, ExportConfig, Result};

@@ -8,10 +8,12 @@
 //! 2. while fewer than `depth` I/Os are outstanding it calls `dispatch(now, &DeviceState
 //!    {outstanding, free_slots: depth − outstanding})`; the policy's pick is the next
 //!    I/O to start. A read of at most [`INLINE_READ_MAX`] that the page cache holds is
-//!    done right here ([`Export::read_nowait`], which never blocks); every other I/O
-//!    goes to one of the `depth` dedicated I/O threads ([`crate::pool`]), which runs
-//!    the blocking positional read / write (and the `fdatasync` of a FUA write) and
-//!    sends [`Msg::Done`] back;
+//!    done right here ([`Export::read_nowait`], which never blocks); a read of a
+//!    direct export is submitted to io_uring from here ([`crate::uring`]), its
+//!    completion reaped when the ring's eventfd wakes the loop; every other I/O goes
+//!    to one of the `depth` dedicated I/O threads ([`crate::pool`]), which runs the
+//!    blocking positional read / write (and the `fdatasync` of a FUA write) and sends
+//!    [`Msg::Done`] back;
 //! 3. when the backend I/O is done, it calls `complete(&Completion {req, dispatch,
 //!    finish}, now)`, records the response time and hands the reply (cookie, error,
 //!    data) to the connection's writer task;
@@ -275,6 +277,27 @@ struct InFlight {
     plan: Option<(Arc<Export>, Arc<Plan>)>,
 }
 
+/// The ring's eventfd registered with the runtime ([`SchedLoop::ring_ready`]).
+#[cfg(target_os = "linux")]
+type RingReady = Option<tokio::io::unix::AsyncFd<std::os::fd::RawFd>>;
+#[cfg(not(target_os = "linux"))]
+type RingReady = Option<()>;
+
+/// Resolves when the ring has completions to reap (its readiness cleared); never
+/// without a ring.
+async fn ring_completed(ready: &RingReady) {
+    #[cfg(target_os = "linux")]
+    if let Some(fd) = ready {
+        if let Ok(mut guard) = fd.readable().await {
+            guard.clear_ready();
+            return;
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = ready;
+    std::future::pending::<()>().await
+}
+
 /// The loop's state; [`SchedLoop::run`] consumes it.
 pub struct SchedLoop {
     sched: AnyScheduler,
@@ -300,6 +323,10 @@ pub struct SchedLoop {
     pool: Pool,
     /// Indices of the idle I/O threads.
     idle: Vec<usize>,
+    /// Reads of direct exports, submitted from this loop ([`crate::uring`]); `None`
+    /// where the kernel refuses io_uring (the I/O threads do them).
+    #[cfg(target_os = "linux")]
+    ring: Option<crate::uring::Ring>,
     /// The backend's cost model (`None` with an emulated capacity: its slots decide).
     cost: Option<CostModel>,
     /// Cost (ns of backend time) of the I/Os in flight.
@@ -358,6 +385,9 @@ pub struct Backend {
     pub cost: Option<CostModel>,
     /// The emulated devices of the tiered exports' tiers.
     pub tiers: TiersConfig,
+    /// Every I/O on the I/O threads: no direct reads through io_uring
+    /// ([`crate::uring`]), which is used by default where the kernel offers it.
+    pub threads_only: bool,
 }
 
 impl SchedLoop {
@@ -371,8 +401,8 @@ impl SchedLoop {
         stats: Arc<Mutex<Recorder>>,
         done_tx: UnboundedSender<Msg>,
     ) -> std::io::Result<Self> {
-        let Backend { depth, iops, cost, tiers } = backend;
-        let (depth, iops, cost) = (*depth, *iops, *cost);
+        let Backend { depth, iops, cost, tiers, threads_only } = backend;
+        let (depth, iops, cost, threads_only) = (*depth, *iops, *cost, *threads_only);
         let depth = depth.max(1);
         let waker = Waker::new(done_tx.clone(), || Msg::Wake)?;
         let pool = Pool::new(depth, done_tx)?;
@@ -392,6 +422,8 @@ impl SchedLoop {
             windows: stats.lock().is_ok_and(|s| s.window_end().is_some()),
             stats,
             idle: (0..pool.len()).rev().collect(),
+            #[cfg(target_os = "linux")]
+            ring: if threads_only { None } else { crate::uring::Ring::new(depth).ok() },
             pool,
             cost: if iops.is_none() { cost } else { None },
             inflight_cost: 0,
@@ -403,6 +435,7 @@ impl SchedLoop {
     /// completed. Requests still queued in the policy are answered `ESHUTDOWN`.
     pub async fn run(mut self, mut rx: UnboundedReceiver<Msg>) {
         let mut stopping = false;
+        let ring_ready = self.ring_ready();
         loop {
             let mut now = self.clock.now();
             self.roll_windows(now);
@@ -453,6 +486,7 @@ impl SchedLoop {
                     }
                 }
                 _ = sleep, if wake.is_some() => {}
+                _ = ring_completed(&ring_ready), if ring_ready.is_some() => self.reap_ring(),
             }
             if stopping {
                 // Nothing more will be dispatched: answer what the policy still holds.
@@ -515,6 +549,43 @@ impl SchedLoop {
                 self.pending = Some((*sched, done));
                 self.swap_when_idle();
                 false
+            }
+        }
+    }
+
+    /// What [`ring_completed`] waits on: the ring's eventfd in the runtime's reactor
+    /// (without one, or if it cannot be registered, no ring: the I/O threads read).
+    fn ring_ready(&mut self) -> RingReady {
+        #[cfg(target_os = "linux")]
+        {
+            use tokio::io::{unix::AsyncFd, Interest};
+            // SAFETY: the eventfd is the ring's, open until the ring is dropped: `self`
+            // outlives the loop's `AsyncFd`, and the ring is only ever dropped with it
+            // (or just below, with no `AsyncFd`).
+            let ready = self
+                .ring
+                .as_ref()
+                .and_then(|r| unsafe { AsyncFd::register_with_interest(r.event_fd(), Interest::READABLE) }.ok());
+            if ready.is_none() {
+                self.ring = None;
+            }
+            ready
+        }
+        #[cfg(not(target_os = "linux"))]
+        None
+    }
+
+    /// Finish the ring's reads that completed.
+    fn reap_ring(&mut self) {
+        #[cfg(target_os = "linux")]
+        if let Some(ring) = self.ring.as_mut() {
+            let done = ring.reap();
+            let now = self.clock.now();
+            for (id, worker, result) in done {
+                if worker < self.pool.len() {
+                    self.idle.push(worker);
+                }
+                self.backend_done(id, result, now);
             }
         }
     }
@@ -630,6 +701,13 @@ impl SchedLoop {
         }
         // `dispatch` runs only while a thread is idle.
         let worker = self.idle.pop().unwrap_or(0);
+        // A read of a direct export: submitted from here, its slot's thread left idle.
+        #[cfg(target_os = "linux")]
+        if let (Io::Read(n), None, Some(ring)) = (&io, &plan, self.ring.as_mut()) {
+            if export.direct_fd().is_some() && ring.read(id, worker, &export, offset, *n).is_ok() {
+                return;
+            }
+        }
         if self.pool.submit(worker, Task { id, export, offset, io, plan }).is_err() {
             // The thread is gone (cannot happen: I/O does not panic): fail the request.
             self.backend_done(id, Err(EIO), now);

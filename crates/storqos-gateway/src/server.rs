@@ -501,11 +501,16 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
     let finished: Finished = Arc::new((Mutex::new(None), Condvar::new()));
     let fin = finished.clone();
     let duration = config.duration_s.map(Duration::from_secs_f64);
+    #[cfg(target_os = "linux")]
+    let threads_only = crate::uring::threads_only_from_env().map_err(Error::Config)?;
+    #[cfg(not(target_os = "linux"))]
+    let threads_only = true;
     let backend = crate::sched::Backend {
         depth: config.depth,
         iops: config.iops,
         cost: config.cost.model(),
         tiers: config.tiers.clone(),
+        threads_only,
     };
     let signals = {
         let _in_runtime = runtime.enter();
