@@ -4,11 +4,11 @@
 O_DIRECT (past the page cache, so the disk answers every read), read four ways by fio:
 
 - **disk**: the file itself (fio's libaio engine, ``direct=1``): the disk's own time;
-- **storqos**: through `storqos serve --direct` (FCFS, 8 slots) on loopback, fio's nbd
-  engine (libnbd) as the client: reads submitted through io_uring by the scheduler
-  loop's thread (the default where the kernel offers it);
-- **storqos, threads**: the same with ``STORQOS_DIRECT_READS=threads``: each read handed
-  to one of the gateway's I/O threads (as before io_uring, and as writes still are);
+- **storqos, io_uring**: through `storqos serve --direct` (FCFS, 8 slots) on loopback,
+  fio's nbd engine (libnbd) as the client, with ``STORQOS_DIRECT_READS=io_uring``: reads
+  submitted through io_uring by the scheduler loop's thread;
+- **storqos, threads**: the same with the default, ``STORQOS_DIRECT_READS=threads``:
+  each read handed to one of the gateway's I/O threads (as writes always are);
 - **qemu-nbd**: through ``qemu-nbd --cache=none --aio=native`` (QEMU's NBD server, no
   QoS, the disk read with Linux AIO from its event loop), the same client.
 
@@ -42,7 +42,7 @@ from pathlib import Path
 from gateway import free_port, wait_listening  # benches/gateway.py: the same helpers
 
 IMAGE_BYTES = 256 << 20
-SERVERS = ("storqos", "storqos, threads", "qemu-nbd")
+SERVERS = ("storqos, io_uring", "storqos, threads", "qemu-nbd")
 TARGETS = ("disk", *SERVERS)
 #: pattern -> (reads in flight, fio's thinktime in µs between a read's completion and the next)
 PATTERNS = {"back to back": (1, 0), "2 ms apart": (1, 2000), "16 in flight": (16, 0)}
@@ -74,7 +74,7 @@ def servers(image: Path, ports: dict[str, int]) -> list[subprocess.Popen[bytes]]
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     procs = [
-        storqos(ports["storqos"], "io_uring"),
+        storqos(ports["storqos, io_uring"], "io_uring"),
         storqos(ports["storqos, threads"], "threads"),
         subprocess.Popen(["qemu-nbd", "-f", "raw", "--cache=none", "--aio=native", "-x", "d", "-b", "127.0.0.1",
                           "-p", str(ports["qemu-nbd"]), "-t", str(image)],

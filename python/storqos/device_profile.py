@@ -230,8 +230,8 @@ class DeviceProfile(Table):
         """Per number of requests in service n = 1 … k, the factor by which each one's
         time grows: the measured 4 KiB random reads' mean response time at depth n over
         their time at depth 1 (linear between the measured depths), never below 1.
-        A disk behind the gateway (its I/O threads then) answered 200 µs at depth 1, 280 µs
-        at depths 2 and 4 and 390 µs at depth 8 (direct I/O, 2026-11-28): k servers of the
+        A disk behind the gateway's I/O threads answers 200 µs at depth 1, 280 µs at
+        depths 2 and 4 and 390 µs at depth 8 (direct I/O, 2026-11-28): k servers of the
         depth-1 time would serve a train of requests almost twice as fast as it does.
         Not below 1: the k servers of :meth:`scale` already serve the best throughput
         measured at any depth (a page-cached file, quicker at depth 4 than at depth 1

@@ -130,8 +130,8 @@ def _io_urings(pid: int) -> int:
 @pytest.mark.skipif(shutil.which("nbdcopy") is None, reason="nbdcopy (libnbd-bin; `make test` installs it)")
 @pytest.mark.parametrize("reads", ["io_uring", "threads"])
 def test_many_reads_in_flight_return_the_files_bytes(tmp_path: Path, reads: str) -> None:
-    """Direct reads go through io_uring from the scheduler loop by default, through the
-    I/O threads with STORQOS_DIRECT_READS=threads; with 64 reads in flight through 8
+    """Direct reads go through the I/O threads by default, through io_uring from the
+    scheduler loop with STORQOS_DIRECT_READS=io_uring; with 64 reads in flight through 8
     slots every byte comes back from the disk either way."""
     img = _cold_file(tmp_path / "d.img", 16 * MIB)
     s = Server("--export", f"d={img}:0", "--direct", "--depth", "8", "--listen", "127.0.0.1:0", "--for", "60s",

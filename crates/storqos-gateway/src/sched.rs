@@ -8,12 +8,12 @@
 //! 2. while fewer than `depth` I/Os are outstanding it calls `dispatch(now, &DeviceState
 //!    {outstanding, free_slots: depth − outstanding})`; the policy's pick is the next
 //!    I/O to start. A read of at most [`INLINE_READ_MAX`] that the page cache holds is
-//!    done right here ([`Export::read_nowait`], which never blocks); a read of a
-//!    direct export is submitted to io_uring from here ([`crate::uring`]), its
-//!    completion reaped when the ring's eventfd wakes the loop; every other I/O goes
-//!    to one of the `depth` dedicated I/O threads ([`crate::pool`]), which runs the
-//!    blocking positional read / write (and the `fdatasync` of a FUA write) and sends
-//!    [`Msg::Done`] back;
+//!    done right here ([`Export::read_nowait`], which never blocks); with
+//!    [`Backend::ring_reads`], a read of a direct export is submitted to io_uring from
+//!    here ([`crate::uring`]), its completion reaped when the ring's eventfd wakes the
+//!    loop; every other I/O goes to one of the `depth` dedicated I/O threads
+//!    ([`crate::pool`]), which runs the blocking positional read / write (and the
+//!    `fdatasync` of a FUA write) and sends [`Msg::Done`] back;
 //! 3. when the backend I/O is done, it calls `complete(&Completion {req, dispatch,
 //!    finish}, now)`, records the response time and hands the reply (cookie, error,
 //!    data) to the connection's writer task;
@@ -323,8 +323,9 @@ pub struct SchedLoop {
     pool: Pool,
     /// Indices of the idle I/O threads.
     idle: Vec<usize>,
-    /// Reads of direct exports, submitted from this loop ([`crate::uring`]); `None`
-    /// where the kernel refuses io_uring (the I/O threads do them).
+    /// Reads of direct exports, submitted from this loop ([`crate::uring`]) when
+    /// [`Backend::ring_reads`] asks for it and the kernel allows; `None`: the I/O
+    /// threads do them.
     #[cfg(target_os = "linux")]
     ring: Option<crate::uring::Ring>,
     /// The backend's cost model (`None` with an emulated capacity: its slots decide).
@@ -385,9 +386,9 @@ pub struct Backend {
     pub cost: Option<CostModel>,
     /// The emulated devices of the tiered exports' tiers.
     pub tiers: TiersConfig,
-    /// Every I/O on the I/O threads: no direct reads through io_uring
-    /// ([`crate::uring`]), which is used by default where the kernel offers it.
-    pub threads_only: bool,
+    /// Submit direct exports' reads through io_uring from the loop ([`crate::uring`])
+    /// where the kernel offers it; `false` (the default): on the I/O threads.
+    pub ring_reads: bool,
 }
 
 impl SchedLoop {
@@ -401,8 +402,8 @@ impl SchedLoop {
         stats: Arc<Mutex<Recorder>>,
         done_tx: UnboundedSender<Msg>,
     ) -> std::io::Result<Self> {
-        let Backend { depth, iops, cost, tiers, threads_only } = backend;
-        let (depth, iops, cost, threads_only) = (*depth, *iops, *cost, *threads_only);
+        let Backend { depth, iops, cost, tiers, ring_reads } = backend;
+        let (depth, iops, cost, ring_reads) = (*depth, *iops, *cost, *ring_reads);
         let depth = depth.max(1);
         let waker = Waker::new(done_tx.clone(), || Msg::Wake)?;
         let pool = Pool::new(depth, done_tx)?;
@@ -423,7 +424,7 @@ impl SchedLoop {
             stats,
             idle: (0..pool.len()).rev().collect(),
             #[cfg(target_os = "linux")]
-            ring: if threads_only { None } else { crate::uring::Ring::new(depth).ok() },
+            ring: if ring_reads { crate::uring::Ring::new(depth).ok() } else { None },
             pool,
             cost: if iops.is_none() { cost } else { None },
             inflight_cost: 0,

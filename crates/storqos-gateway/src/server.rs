@@ -502,15 +502,15 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
     let fin = finished.clone();
     let duration = config.duration_s.map(Duration::from_secs_f64);
     #[cfg(target_os = "linux")]
-    let threads_only = crate::uring::threads_only_from_env().map_err(Error::Config)?;
+    let ring_reads = crate::uring::ring_reads_from_env().map_err(Error::Config)?;
     #[cfg(not(target_os = "linux"))]
-    let threads_only = true;
+    let ring_reads = false;
     let backend = crate::sched::Backend {
         depth: config.depth,
         iops: config.iops,
         cost: config.cost.model(),
         tiers: config.tiers.clone(),
-        threads_only,
+        ring_reads,
     };
     let signals = {
         let _in_runtime = runtime.enter();
