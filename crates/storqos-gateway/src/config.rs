@@ -95,6 +95,25 @@ pub struct ExportConfig {
     pub direct: bool,
 }
 
+#[cfg(test)]
+impl ExportConfig {
+    /// A plain export `name` of `path` for tenant `tenant`, every option off (tests).
+    pub(crate) fn plain(name: &str, path: PathBuf, tenant: u32) -> ExportConfig {
+        ExportConfig {
+            name: name.into(),
+            path,
+            tenant,
+            class: None,
+            read_only: false,
+            allow: Vec::new(),
+            faults: Vec::new(),
+            tier: None,
+            shares: None,
+            direct: false,
+        }
+    }
+}
+
 impl ExportConfig {
     /// Check the entry's own fields (`field` names it in errors: `"exports[0]"`); the
     /// file is checked when it is opened ([`crate::export::Export::open`]).

@@ -572,18 +572,7 @@ mod tests {
     }
 
     fn cfg(path: PathBuf) -> ExportConfig {
-        ExportConfig {
-            name: "e".into(),
-            path,
-            tenant: 2,
-            class: None,
-            read_only: false,
-            allow: Vec::new(),
-            faults: Vec::new(),
-            tier: None,
-            shares: None,
-            direct: false,
-        }
+        ExportConfig::plain("e", path, 2)
     }
 
     #[cfg(target_os = "linux")]

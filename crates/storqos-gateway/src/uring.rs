@@ -217,18 +217,7 @@ mod tests {
     use crate::direct::Scratch;
 
     fn export(path: &std::path::Path) -> Arc<Export> {
-        let cfg = ExportConfig {
-            name: "d".into(),
-            path: path.into(),
-            tenant: 0,
-            class: None,
-            read_only: false,
-            allow: Vec::new(),
-            faults: Vec::new(),
-            tier: None,
-            shares: None,
-            direct: true,
-        };
+        let cfg = ExportConfig { direct: true, ..ExportConfig::plain("d", path.into(), 0) };
         Arc::new(Export::open(&cfg, "exports[0]").unwrap())
     }
 
