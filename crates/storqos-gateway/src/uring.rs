@@ -149,8 +149,20 @@ impl Ring {
         // buffer is owned by `pending` (kept until its completion is reaped, and a dropped
         // ring waits for every completion), the descriptor by the export it holds.
         unsafe { self.ring.submission().push(&sqe) }.map_err(|_| io::Error::from(io::ErrorKind::WouldBlock))?;
-        self.ring.submit()?;
+        // Queued from here on: its buffer is kept even if the kernel does not take it now.
+        self.flush();
         Ok(())
+    }
+
+    /// Hand the queued reads to the kernel. One it does not take now (interrupted, out
+    /// of memory for the moment) stays queued, its buffer kept, for the next call.
+    fn flush(&mut self) {
+        for _ in 0..3 {
+            match self.ring.submit() {
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)) => {}
+                _ => return,
+            }
+        }
     }
 
     /// Clear the eventfd, then take every completion there is: the reads that ended
@@ -160,6 +172,9 @@ impl Ring {
         let mut count = [0u8; 8];
         // SAFETY: reads 8 bytes into `count`; the eventfd is non-blocking.
         while unsafe { libc::read(self.event.as_raw_fd(), count.as_mut_ptr().cast(), 8) } == 8 {}
+        if !self.ring.submission().is_empty() {
+            self.flush();
+        }
         let done: Vec<(u64, i32)> = self.ring.completion().map(|c| (c.user_data(), c.result())).collect();
         let mut out = Vec::with_capacity(done.len());
         for (id, res) in done {
@@ -193,7 +208,8 @@ impl Ring {
     /// Block until every read in flight has completed (their results are dropped).
     pub fn wait_all(&mut self) {
         while !self.pending.is_empty() {
-            if self.ring.submit_and_wait(1).is_err() {
+            let waited = self.ring.submit_and_wait(1);
+            if waited.is_err_and(|e| e.raw_os_error() != Some(libc::EINTR)) {
                 // The kernel will not wait for them: do not free buffers it may still
                 // write into.
                 std::mem::forget(std::mem::take(&mut self.pending));
