@@ -54,17 +54,12 @@ impl Direct {
     /// `len` bytes at `offset`, read directly: the aligned blocks around them, then the
     /// part asked for. `Ok(None)` if the file ends before `offset + len`.
     pub fn read(&self, offset: u64, len: u32) -> io::Result<Option<Vec<u8>>> {
-        let (lo, span) = aligned_span(offset, u64::from(len));
-        let want = (offset - lo) as usize + len as usize;
-        let mut buf = AlignedBuf::new(span)?;
-        let mut got = 0usize;
-        while got < want {
-            match read_at(&self.file, &mut buf.as_mut()[got..], lo + got as u64) {
-                Ok(0) => return Ok(None),
+        let mut read = AlignedRead::new(offset, len)?;
+        while !read.is_done() {
+            let (at, rest) = read.rest();
+            match read_at(&self.file, rest, at) {
                 Ok(n) => {
-                    got += n;
-                    // A short read that ends off a block boundary ends at the file's end.
-                    if got < want && !got.is_multiple_of(ALIGN) {
+                    if !read.advance(n) {
                         return Ok(None);
                     }
                 }
@@ -72,8 +67,7 @@ impl Direct {
                 Err(e) => return Err(e),
             }
         }
-        let start = (offset - lo) as usize;
-        Ok(Some(buf.as_mut()[start..start + len as usize].to_vec()))
+        Ok(Some(read.into_data()))
     }
 
     /// Write `data` at `offset` directly if both are aligned ([`ALIGN`]): `Ok(true)`
@@ -93,8 +87,55 @@ impl Direct {
     }
 }
 
+/// A read of any range done as direct reads of the aligned blocks around it, one or
+/// more (a read may come back short): where the next one goes, what each brought, and
+/// the part asked for at the end. [`Direct::read`] and the io_uring reads
+/// ([`crate::uring`]) both go through it.
+pub(crate) struct AlignedRead {
+    buf: AlignedBuf,
+    /// The aligned start of `buf` in the file.
+    lo: u64,
+    /// Bytes of `buf` read so far.
+    got: usize,
+    /// Where the bytes asked for start in `buf`, and how many.
+    start: usize,
+    len: usize,
+}
+
+impl AlignedRead {
+    /// A read of `len` bytes at `offset`, nothing read yet.
+    pub(crate) fn new(offset: u64, len: u32) -> io::Result<AlignedRead> {
+        let (lo, span) = aligned_span(offset, u64::from(len));
+        Ok(AlignedRead { buf: AlignedBuf::new(span)?, lo, got: 0, start: (offset - lo) as usize, len: len as usize })
+    }
+
+    /// Whether every byte asked for has been read.
+    pub(crate) fn is_done(&self) -> bool {
+        self.got >= self.start + self.len
+    }
+
+    /// Where the next read goes: its file offset and the rest of the buffer.
+    pub(crate) fn rest(&mut self) -> (u64, &mut [u8]) {
+        let at = self.lo + self.got as u64;
+        (at, &mut self.buf.as_mut()[self.got..])
+    }
+
+    /// Count `n` bytes read into [`AlignedRead::rest`]; `false` if the file ended
+    /// before the bytes asked for (nothing read, or a short read that ends off a block
+    /// boundary, which only the file's end gives).
+    pub(crate) fn advance(&mut self, n: usize) -> bool {
+        self.got += n;
+        n > 0 && (self.is_done() || self.got.is_multiple_of(ALIGN))
+    }
+
+    /// The bytes asked for (once [`AlignedRead::is_done`]).
+    pub(crate) fn into_data(mut self) -> Vec<u8> {
+        self.buf.as_mut()[self.start..self.start + self.len].to_vec()
+    }
+}
+
 /// The aligned range around `offset .. offset + len`: its start and length.
-pub(crate) fn aligned_span(offset: u64, len: u64) -> (u64, usize) {
+fn aligned_span(offset: u64, len: u64) -> (u64, usize) {
     let a = ALIGN as u64;
     let lo = offset / a * a;
     let hi = (offset + len).div_ceil(a) * a;
@@ -107,13 +148,13 @@ fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
 }
 
 /// A zeroed heap buffer aligned to [`ALIGN`], freed on drop.
-pub(crate) struct AlignedBuf {
+struct AlignedBuf {
     ptr: std::ptr::NonNull<u8>,
     layout: std::alloc::Layout,
 }
 
 impl AlignedBuf {
-    pub(crate) fn new(len: usize) -> io::Result<AlignedBuf> {
+    fn new(len: usize) -> io::Result<AlignedBuf> {
         let layout = std::alloc::Layout::from_size_align(len.max(ALIGN), ALIGN)
             .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
         // SAFETY: the layout's size is at least ALIGN, never zero.
@@ -122,7 +163,7 @@ impl AlignedBuf {
         Ok(AlignedBuf { ptr, layout })
     }
 
-    pub(crate) fn as_mut(&mut self) -> &mut [u8] {
+    fn as_mut(&mut self) -> &mut [u8] {
         // SAFETY: `layout.size()` bytes allocated (and zeroed) by `new`, owned by self.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.layout.size()) }
     }

@@ -534,10 +534,7 @@ impl SchedLoop {
                 false
             }
             Msg::Done { id, worker, result } => {
-                if worker < self.pool.len() {
-                    self.idle.push(worker);
-                }
-                self.backend_done(id, result, self.clock.now());
+                self.slot_done(id, worker, result, self.clock.now());
                 false
             }
             Msg::Stop => true,
@@ -583,12 +580,18 @@ impl SchedLoop {
             let done = ring.reap();
             let now = self.clock.now();
             for (id, worker, result) in done {
-                if worker < self.pool.len() {
-                    self.idle.push(worker);
-                }
-                self.backend_done(id, result, now);
+                self.slot_done(id, worker, result, now);
             }
         }
+    }
+
+    /// Request `id` ended on backend slot `worker` (an I/O thread's, or a ring read's),
+    /// which is free again.
+    fn slot_done(&mut self, id: u64, worker: usize, result: Result<Vec<u8>, u32>, now: Nanos) {
+        if worker < self.pool.len() {
+            self.idle.push(worker);
+        }
+        self.backend_done(id, result, now);
     }
 
     /// Request `id`'s backend I/O ended: finish it now or at its emulated finish.
@@ -702,10 +705,11 @@ impl SchedLoop {
         }
         // `dispatch` runs only while a thread is idle.
         let worker = self.idle.pop().unwrap_or(0);
-        // A read of a direct export: submitted from here, its slot's thread left idle.
+        // A read of a direct export (the ring refuses others): submitted from here, its
+        // slot's thread left idle.
         #[cfg(target_os = "linux")]
         if let (Io::Read(n), None, Some(ring)) = (&io, &plan, self.ring.as_mut()) {
-            if export.direct_fd().is_some() && ring.read(id, worker, &export, offset, *n).is_ok() {
+            if ring.read(id, worker, &export, offset, *n).is_ok() {
                 return;
             }
         }

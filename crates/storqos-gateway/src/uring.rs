@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use io_uring::{opcode, types, IoUring};
 
-use crate::direct::{aligned_span, AlignedBuf, ALIGN};
+use crate::direct::AlignedRead;
 use crate::export::{errno, Export};
 use crate::protocol::EIO;
 
@@ -38,17 +38,7 @@ struct Pending {
     worker: usize,
     /// Keeps the export, and so its file descriptor, open until the read ends.
     export: Arc<Export>,
-    fd: RawFd,
-    buf: AlignedBuf,
-    /// The aligned start of `buf` in the file.
-    lo: u64,
-    /// Bytes of `buf` read so far.
-    got: usize,
-    /// Bytes of `buf` the request needs (from `lo`).
-    want: usize,
-    /// Where the request's bytes start in `buf`, and how many.
-    start: usize,
-    len: usize,
+    read: AlignedRead,
 }
 
 /// An io_uring instance for direct reads, with the eventfd its completions signal.
@@ -115,20 +105,10 @@ impl Ring {
     /// [`Export::direct_fd`]) for request `id` on backend slot `worker`. `Err` if it could
     /// not be submitted (the caller then gives it to an I/O thread).
     pub fn read(&mut self, id: u64, worker: usize, export: &Arc<Export>, offset: u64, len: u32) -> io::Result<()> {
-        let fd = export.direct_fd().ok_or_else(|| io::Error::from(io::ErrorKind::Unsupported))?;
-        let (lo, span) = aligned_span(offset, u64::from(len));
-        let start = (offset - lo) as usize;
-        let p = Pending {
-            worker,
-            export: export.clone(),
-            fd,
-            buf: AlignedBuf::new(span)?,
-            lo,
-            got: 0,
-            want: start + len as usize,
-            start,
-            len: len as usize,
-        };
+        if export.direct_fd().is_none() {
+            return Err(io::Error::from(io::ErrorKind::Unsupported));
+        }
+        let p = Pending { worker, export: export.clone(), read: AlignedRead::new(offset, len)? };
         self.pending.insert(id, p);
         if let Err(e) = self.push(id) {
             self.pending.remove(&id);
@@ -140,11 +120,10 @@ impl Ring {
     /// Submit the rest of pending read `id`.
     fn push(&mut self, id: u64) -> io::Result<()> {
         let p = self.pending.get_mut(&id).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
-        let rest = &mut p.buf.as_mut()[p.got..];
-        let sqe = opcode::Read::new(types::Fd(p.fd), rest.as_mut_ptr(), rest.len() as u32)
-            .offset(p.lo + p.got as u64)
-            .build()
-            .user_data(id);
+        let fd = p.export.direct_fd().ok_or_else(|| io::Error::from(io::ErrorKind::Unsupported))?;
+        let (at, rest) = p.read.rest();
+        let sqe =
+            opcode::Read::new(types::Fd(fd), rest.as_mut_ptr(), rest.len() as u32).offset(at).build().user_data(id);
         // SAFETY: the buffer and the descriptor stay valid until the read completes: the
         // buffer is owned by `pending` (kept until its completion is reaped, and a dropped
         // ring waits for every completion), the descriptor by the export it holds.
@@ -183,23 +162,19 @@ impl Ring {
                 if self.push(id).is_ok() {
                     continue;
                 }
-            } else if res > 0 {
-                p.got += res as usize;
-                // A short read that ends off a block boundary ends at the file's end.
-                if p.got < p.want && p.got.is_multiple_of(ALIGN) && self.push(id).is_ok() {
-                    continue;
-                }
+            } else if res >= 0 && p.read.advance(res as usize) && !p.read.is_done() && self.push(id).is_ok() {
+                // Short, on a block boundary: the rest goes in another read.
+                continue;
             }
-            let Some(mut p) = self.pending.remove(&id) else { continue };
+            let Some(p) = self.pending.remove(&id) else { continue };
             let result = if res < 0 {
                 Err(errno(&io::Error::from_raw_os_error(-res)))
-            } else if p.got < p.want {
+            } else if !p.read.is_done() {
                 // Past the end of the file (truncated under the gateway).
                 Err(EIO)
             } else {
-                Ok(p.buf.as_mut()[p.start..p.start + p.len].to_vec())
+                Ok(p.read.into_data())
             };
-            drop(p.export);
             out.push((id, p.worker, result));
         }
         out
@@ -230,7 +205,7 @@ impl Drop for Ring {
 mod tests {
     use super::*;
     use crate::config::ExportConfig;
-    use crate::direct::Scratch;
+    use crate::direct::{Scratch, ALIGN};
 
     fn export(path: &std::path::Path) -> Arc<Export> {
         let cfg = ExportConfig { direct: true, ..ExportConfig::plain("d", path.into(), 0) };
