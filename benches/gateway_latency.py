@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 
 from gateway import free_port, wait_listening  # benches/gateway.py: the same helpers
+from gateway_ops import qemu_nbd, storqos  # benches/gateway_ops.py: the servers, started the same way
 
 IMAGE_BYTES = 256 << 20
 SERVERS = ("storqos, io_uring", "storqos, threads", "qemu-nbd")
@@ -66,19 +67,14 @@ def fio_reads(target: str, image: Path, port: int, seconds: int, depth: int, thi
 
 
 def servers(image: Path, ports: dict[str, int]) -> list[subprocess.Popen[bytes]]:
-    def storqos(port: int, reads: str) -> subprocess.Popen[bytes]:
-        # `python -m storqos.cli` rather than the venv's `storqos` script, so a
-        # PYTHONPATH pointing at another source tree is honoured.
-        return subprocess.Popen([sys.executable, "-m", "storqos.cli", "serve", "--export", f"d={image}", "--direct",
-                                 "--listen", f"127.0.0.1:{port}"], env={**os.environ, "STORQOS_DIRECT_READS": reads},
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    def direct(port: int, reads: str) -> subprocess.Popen[bytes]:
+        return storqos(["--export", f"d={image}", "--direct", "--listen", f"127.0.0.1:{port}"],
+                       env={"STORQOS_DIRECT_READS": reads})
 
     procs = [
-        storqos(ports["storqos, io_uring"], "io_uring"),
-        storqos(ports["storqos, threads"], "threads"),
-        subprocess.Popen(["qemu-nbd", "-f", "raw", "--cache=none", "--aio=native", "-x", "d", "-b", "127.0.0.1",
-                          "-p", str(ports["qemu-nbd"]), "-t", str(image)],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+        direct(ports["storqos, io_uring"], "io_uring"),
+        direct(ports["storqos, threads"], "threads"),
+        qemu_nbd(image, ports["qemu-nbd"], options=("--cache=none", "--aio=native")),
     ]
     for name, proc in zip(SERVERS, procs, strict=True):
         wait_listening(ports[name], proc)

@@ -63,13 +63,15 @@ def fio(jobs: str, tmp: Path) -> dict[str, float]:
             "ios": float(ios)}
 
 
-def storqos(args: list[str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "storqos.cli", "serve", *args],
+def storqos(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """`storqos serve ARGS` (with `env` added to this environment)."""
+    return subprocess.Popen([sys.executable, "-m", "storqos.cli", "serve", *args], env={**os.environ, **(env or {})},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def qemu_nbd(image: Path, port: int, connections: int = 1) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(["qemu-nbd", "-f", "raw", "-x", "d", "-b", "127.0.0.1", "-p", str(port), "-t",
+def qemu_nbd(image: Path, port: int, connections: int = 1, options: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
+    """qemu-nbd serving `image` as export `d` on 127.0.0.1:`port` (with `options`)."""
+    return subprocess.Popen(["qemu-nbd", "-f", "raw", *options, "-x", "d", "-b", "127.0.0.1", "-p", str(port), "-t",
                              "-e", str(connections + 1), str(image)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
