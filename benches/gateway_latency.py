@@ -5,9 +5,9 @@ O_DIRECT (past the page cache, so the disk answers every read), read four ways b
 
 - **disk**: the file itself (fio's libaio engine, ``direct=1``): the disk's own time;
 - **storqos, io_uring**: through `storqos serve --direct` (FCFS, 8 slots) on loopback,
-  fio's nbd engine (libnbd) as the client, with ``STORQOS_DIRECT_READS=io_uring``: reads
+  fio's nbd engine (libnbd) as the client, with ``--direct-reads io_uring``: reads
   submitted through io_uring by the scheduler loop's thread;
-- **storqos, threads**: the same with the default, ``STORQOS_DIRECT_READS=threads``:
+- **storqos, threads**: the same with the default, ``--direct-reads threads``:
   each read handed to one of the gateway's I/O threads (as writes always are);
 - **qemu-nbd**: through ``qemu-nbd --cache=none --aio=native`` (QEMU's NBD server, no
   QoS, the disk read with Linux AIO from its event loop), the same client.
@@ -68,8 +68,7 @@ def fio_reads(target: str, image: Path, port: int, seconds: int, depth: int, thi
 
 def servers(image: Path, ports: dict[str, int]) -> list[subprocess.Popen[bytes]]:
     def direct(port: int, reads: str) -> subprocess.Popen[bytes]:
-        return storqos(["--export", f"d={image}", "--direct", "--listen", f"127.0.0.1:{port}"],
-                       env={"STORQOS_DIRECT_READS": reads})
+        return storqos(["--export", f"d={image}", "--direct", "--direct-reads", reads, "--listen", f"127.0.0.1:{port}"])
 
     procs = [
         direct(ports["storqos, io_uring"], "io_uring"),

@@ -63,9 +63,9 @@ def fio(jobs: str, tmp: Path) -> dict[str, float]:
             "ios": float(ios)}
 
 
-def storqos(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    """`storqos serve ARGS` (with `env` added to this environment)."""
-    return subprocess.Popen([sys.executable, "-m", "storqos.cli", "serve", *args], env={**os.environ, **(env or {})},
+def storqos(args: list[str]) -> subprocess.Popen[bytes]:
+    """`storqos serve ARGS`."""
+    return subprocess.Popen([sys.executable, "-m", "storqos.cli", "serve", *args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

@@ -28,6 +28,9 @@ from .specs import check_tenant_lists
 DEFAULT_LISTEN = "127.0.0.1:10809"
 #: Default backend depth on a real device (I/Os outstanding at once).
 DEFAULT_DEPTH = 8
+#: How the gateway can read direct exports' files: on its I/O threads (the default),
+#: or submitted through io_uring by its scheduler loop.
+DIRECT_READS = ("threads", "io_uring")
 
 _EXPORT = re.compile(r"(?P<name>[^=]+)=(?P<rest>.+)")
 
@@ -76,6 +79,7 @@ def gateway_config(
     tls: dict[str, Any] | None = None,
     cost: dict[str, Any] | None = None,
     tiers: dict[str, Any] | None = None,
+    direct_reads: str | None = None,
 ) -> dict[str, Any]:
     """The gateway's JSON configuration. ``exports`` are ``NAME=PATH[:TENANT]`` strings
     (tenant defaults to the position in the list) or ready dicts; ``window_s`` asks for
@@ -88,7 +92,8 @@ def gateway_config(
     gateway's ``tls`` object (``mode`` off / on / require, ``cert``, ``key``,
     ``client_ca``); ``cost`` the backend's cost model (``enabled``, ``op_time_s``,
     ``bytes_per_s``); ``tiers`` the tiered exports' emulated devices (``fast``, ``slow``:
-    ``iops``, ``depth``)."""
+    ``iops``, ``depth``); ``direct_reads`` how direct exports' files are read (one of
+    :data:`DIRECT_READS`; None: the gateway's default, the I/O threads)."""
     if not exports:
         raise InputError("give at least one export, e.g. --export web=/srv/web.img", "--export")
     ex = [e if isinstance(e, dict) else parse_export(e, default_tenant=i) for i, e in enumerate(exports)]
@@ -113,6 +118,8 @@ def gateway_config(
         cfg["cost"] = cost
     if tiers is not None:
         cfg["tiers"] = tiers
+    if direct_reads is not None:
+        cfg["direct_reads"] = direct_reads
     return cfg
 
 

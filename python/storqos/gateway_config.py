@@ -8,6 +8,7 @@ A complete file (paths are relative to the file)::
     depth = 1                    # I/Os outstanding on the backend (default 8, 1 with iops)
     iops = "2k"                  # emulate a device of this capacity
     window = "1s"                # keep a per-window series and the policy's gauges
+    direct_reads = "threads"     # direct exports' reads: threads (default) | io_uring
 
     [policy]                     # any `storqos simulate --policy` kind and its parameters
     kind = "wf2q"                # per-tenant lists default to the [[tenant]] keys below
@@ -70,7 +71,7 @@ A tiered export (the export's ``path`` is its slow tier's file; docs/gateway.md,
 Flags of ``storqos serve`` override the file: ``--export`` replaces its exports,
 ``--policy`` its kind (and the file's parameters of another kind), a policy flag the
 parameter of that name, ``--listen``/``--depth``/``--iops``/``--for``/``--window``/
-``--tls``/``--tls-cert``/``--tls-key``/``--tls-client-ca`` theirs.
+``--tls``/``--tls-cert``/``--tls-key``/``--tls-client-ca``/``--direct-reads`` theirs.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ from . import _core
 from .device_profile import DeviceProfile
 from .errors import ConfigError, InputError
 from .experiment_schema import Policy, Qos
-from .gateway import DEFAULT_DEPTH, DEFAULT_LISTEN, check_export_file
+from .gateway import DEFAULT_DEPTH, DEFAULT_LISTEN, DIRECT_READS, check_export_file
 from .toml_schema import PositiveDurationNs, Rate, Table, entry_where, line_of, one_or_many, read_toml, unit
 from .toml_schema import validate as toml_validate
 from .units import parse_bandwidth, parse_duration, parse_rate, parse_size
@@ -251,13 +252,15 @@ class LimitsTable(Table):
 TLS_MODES = ("off", "on", "require")
 
 
-def _tls_mode(v: Any) -> str:
-    if v not in TLS_MODES:
-        raise InputError(f"expected one of {', '.join(TLS_MODES)}, got {v!r}")
+def one_of(choices: tuple[str, ...], v: Any, where: str | None = None) -> str:
+    """``v`` if it is one of ``choices``; else an error that lists them."""
+    if v not in choices:
+        raise InputError(f"expected one of {', '.join(choices)}, got {v!r}", where)
     return str(v)
 
 
-TlsMode = Annotated[str, BeforeValidator(_tls_mode)]
+TlsMode = Annotated[str, BeforeValidator(lambda v: one_of(TLS_MODES, v))]
+DirectReadsMode = Annotated[str, BeforeValidator(lambda v: one_of(DIRECT_READS, v))]
 
 
 class TlsTable(Table):
@@ -303,6 +306,7 @@ class GatewayFile(Table):
     cost: CostTable | None = None
     tls: TlsTable | None = None
     tiers: TiersTable | None = None
+    direct_reads: DirectReadsMode | None = None
     tenant: Annotated[list[TenantTable], Field(default_factory=list)]
     export: Annotated[list[ExportTable], Field(default_factory=list)]
 
@@ -441,8 +445,8 @@ def tls_settings(settings: GatewaySettings | None, mode: str | None = None, cert
         "key": key or (_relative(settings, t.key) if t and settings else None),
         "client_ca": client_ca or (_relative(settings, t.client_ca) if t and settings else None),
     }
-    if mode is not None and mode not in TLS_MODES:
-        raise InputError(f"expected one of {', '.join(TLS_MODES)}, got {mode!r}", "--tls")
+    if mode is not None:
+        one_of(TLS_MODES, mode, "--tls")
     if merged_tls["mode"] is None:
         merged_tls["mode"] = "require" if merged_tls["cert"] or merged_tls["key"] else "off"
     if merged_tls["mode"] == "off" and not any(merged_tls[k] for k in ("cert", "key", "client_ca")):
@@ -755,7 +759,8 @@ def _assemble(settings: GatewaySettings | None, spec: dict[str, Any], ex: list[s
                           control=control or _control_path(settings),
                           tenant_names={i: t.name for i, t in enumerate(tenants)},
                           tls=tls_settings(settings, **(tls or {})), cost=cost,
-                          tiers=file.tiers.to_json() if file is not None and file.tiers is not None else None)
+                          tiers=file.tiers.to_json() if file is not None and file.tiers is not None else None,
+                          direct_reads=file.direct_reads if file is not None else None)
 
 
 __all__ = ["GatewayFile", "GatewaySettings", "Tenant", "load", "merged"]

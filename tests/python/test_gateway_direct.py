@@ -128,16 +128,17 @@ def _io_urings(pid: int) -> int:
 
 
 @pytest.mark.skipif(shutil.which("nbdcopy") is None, reason="nbdcopy (libnbd-bin; `make test` installs it)")
-@pytest.mark.parametrize("reads", ["io_uring", "threads"])
-def test_many_reads_in_flight_return_the_files_bytes(tmp_path: Path, reads: str) -> None:
+@pytest.mark.parametrize("reads", ["io_uring", None])
+def test_many_reads_in_flight_return_the_files_bytes(tmp_path: Path, reads: str | None) -> None:
     """Direct reads go through the I/O threads by default, through io_uring from the
-    scheduler loop with STORQOS_DIRECT_READS=io_uring; with 64 reads in flight through 8
-    slots every byte comes back from the disk either way."""
+    scheduler loop with --direct-reads io_uring; with 64 reads in flight through 8 slots
+    every byte comes back from the disk either way."""
     img = _cold_file(tmp_path / "d.img", 16 * MIB)
     s = Server("--export", f"d={img}:0", "--direct", "--depth", "8", "--listen", "127.0.0.1:0", "--for", "60s",
-               env={"STORQOS_DIRECT_READS": reads})
+               *(["--direct-reads", reads] if reads else []))
     try:
-        _, port = s.ready()
+        line, port = s.ready()
+        assert ("direct reads through io_uring" in line) == (reads == "io_uring"), line
         assert _io_urings(s.p.pid) == (1 if reads == "io_uring" else 0)
         out = tmp_path / "out.img"
         r = subprocess.run(["nbdcopy", "--connections=1", "--requests=64", "--request-size=4096",
@@ -150,11 +151,24 @@ def test_many_reads_in_flight_return_the_files_bytes(tmp_path: Path, reads: str)
     assert out.read_bytes() == img.read_bytes()
 
 
+def test_the_config_file_and_the_flag_choose_how_direct_files_are_read(tmp_path: Path) -> None:
+    img = _cold_file(tmp_path / "d.img", MIB)
+    cfg = tmp_path / "gw.toml"
+    cfg.write_text(f'direct_reads = "io_uring"\n[[export]]\nname = "d"\npath = "{img}"\ndirect = true\n')
+    r = run_cli("serve", "--config", str(cfg), "--check")
+    assert r.code == 0 and "direct reads through io_uring" in r.out, (r.code, r.out, r.err)
+    r = run_cli("serve", "--config", str(cfg), "--check", "--direct-reads", "threads")
+    assert r.code == 0 and "io_uring" not in r.out, (r.code, r.out, r.err)
+
+
 def test_a_wrong_direct_reads_setting_is_refused(tmp_path: Path) -> None:
     img = _cold_file(tmp_path / "d.img", MIB)
-    s = Server("--export", f"d={img}:0", "--direct", "--listen", "127.0.0.1:0", "--for", "5s",
-               env={"STORQOS_DIRECT_READS": "uring"})
-    code, out, err = s.finish()
-    assert code == 2, (code, out, err)
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and 'STORQOS_DIRECT_READS="uring": give threads or io_uring' in lines[0], err
+    assert_one_line_error(run_cli("serve", "--export", f"d={img}:0", "--direct", "--direct-reads", "uring", "--check"),
+                          "--direct-reads", "expected one of threads, io_uring, got 'uring'")
+    cfg = tmp_path / "gw.toml"
+    cfg.write_text(f'direct_reads = "aio"\n[[export]]\nname = "d"\npath = "{img}"\ndirect = true\n')
+    assert_one_line_error(run_cli("serve", "--config", str(cfg), "--check"),
+                          f"{cfg}:1", "direct_reads", "expected one of threads, io_uring, got 'aio'")
+    # qemu-nbd refuses --aio=native without --cache=none in the same way.
+    assert_one_line_error(run_cli("serve", "--export", f"d={img}:0", "--direct-reads", "io_uring", "--check"),
+                          "direct_reads: io_uring reads the files of direct exports, and no export is direct")

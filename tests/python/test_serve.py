@@ -28,12 +28,11 @@ ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
 class Server:
     """``storqos serve ARGS`` in a subprocess, its stdout read line by line."""
 
-    def __init__(self, *args: str, columns: int = 200, preexec_fn: Callable[[], None] | None = None,
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(self, *args: str, columns: int = 200, preexec_fn: Callable[[], None] | None = None) -> None:
         self.p = subprocess.Popen(
             [sys.executable, "-m", "storqos.cli", "serve", *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-            env={**ENV, "COLUMNS": str(columns), **(env or {})}, preexec_fn=preexec_fn,
+            env={**ENV, "COLUMNS": str(columns)}, preexec_fn=preexec_fn,
         )
         self.lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()

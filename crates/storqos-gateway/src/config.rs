@@ -257,6 +257,29 @@ impl CostConfig {
     }
 }
 
+/// How the gateway reads direct exports' files ([`ExportConfig::direct`]).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum DirectReads {
+    /// On the I/O threads, as writes and flushes (the default).
+    #[default]
+    Threads,
+    /// Submitted through io_uring by the scheduler loop itself ([`crate::uring`]), as
+    /// `qemu-nbd --aio=native` does with Linux AIO; the I/O threads where the kernel
+    /// refuses io_uring.
+    IoUring,
+}
+
+impl DirectReads {
+    /// Its name in the configuration: `threads` or `io_uring`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DirectReads::Threads => "threads",
+            DirectReads::IoUring => "io_uring",
+        }
+    }
+}
+
 /// The gateway's configuration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
@@ -297,6 +320,8 @@ pub struct Config {
     /// Seed 003's admission control at connect time, with an `fclb` policy
     /// ([`crate::admission`]); `None`: every tenant is served.
     pub admission: Option<crate::admission::AdmissionConfig>,
+    /// How direct exports' files are read.
+    pub direct_reads: DirectReads,
 }
 
 /// Default listen address (the IANA NBD port on loopback).
@@ -343,6 +368,8 @@ struct RawConfig {
     tiers: Option<serde_json::Value>,
     #[serde(default)]
     admission: Option<serde_json::Value>,
+    #[serde(default)]
+    direct_reads: Option<serde_json::Value>,
 }
 
 fn one_line(e: &serde_json::Error) -> String {
@@ -405,6 +432,11 @@ impl Config {
                 Some(v) => {
                     Some(serde_json::from_value(v).map_err(|e| Error::Config(format!("admission: {}", one_line(&e))))?)
                 }
+            },
+            direct_reads: match raw.direct_reads {
+                None => DirectReads::default(),
+                Some(v) => serde_json::from_value(v.clone())
+                    .map_err(|_| Error::Config(format!("direct_reads: give \"threads\" or \"io_uring\", got {v}")))?,
             },
         };
         cfg.validate()?;
@@ -502,6 +534,9 @@ impl Config {
                 }
             }
         }
+        if self.direct_reads == DirectReads::IoUring && !self.exports.iter().any(|e| e.direct) {
+            return bad("direct_reads: io_uring reads the files of direct exports, and no export is direct");
+        }
         self.policy.validate().map_err(|e| Error::Config(format!("policy: {e}")))?;
         Ok(())
     }
@@ -564,6 +599,12 @@ mod tests {
         let d = Config::from_json(r#"{"exports":[{"name":"a","path":"/x","tenant":0}]}"#).unwrap();
         assert_eq!((d.listen.as_str(), d.depth, d.iops, d.duration_s), (DEFAULT_LISTEN, DEFAULT_DEPTH, None, None));
         assert_eq!(d.policy, SchedulerSpec::Fcfs);
+        assert_eq!(d.direct_reads, DirectReads::Threads);
+        let r = Config::from_json(
+            r#"{"exports":[{"name":"a","path":"/x","tenant":0,"direct":true}],"direct_reads":"io_uring"}"#,
+        )
+        .unwrap();
+        assert_eq!((r.direct_reads, r.direct_reads.name()), (DirectReads::IoUring, "io_uring"));
     }
 
     #[test]
@@ -586,6 +627,12 @@ mod tests {
                 "exports[1].name: \"a\" is already the name of exports[0]",
             ),
             (format!(r#"{{{ex},"depth":0}}"#), "depth: must be between 1"),
+            (format!(r#"{{{ex},"direct_reads":"aio"}}"#), r#"direct_reads: give "threads" or "io_uring", got "aio""#),
+            (format!(r#"{{{ex},"direct_reads":1}}"#), r#"direct_reads: give "threads" or "io_uring", got 1"#),
+            (
+                format!(r#"{{{ex},"direct_reads":"io_uring"}}"#),
+                "direct_reads: io_uring reads the files of direct exports, and no export is direct",
+            ),
             // A tenant id is an index into per-tenant state: a huge one is an error, not an abort.
             (
                 r#"{"exports":[{"name":"a","path":"/x","tenant":4294967295}]}"#.to_string(),

@@ -328,6 +328,8 @@ pub struct SchedLoop {
     /// threads do them.
     #[cfg(target_os = "linux")]
     ring: Option<crate::uring::Ring>,
+    /// Why the kernel refused the ring [`Backend::ring_reads`] asked for.
+    ring_refused: Option<String>,
     /// The backend's cost model (`None` with an emulated capacity: its slots decide).
     cost: Option<CostModel>,
     /// Cost (ns of backend time) of the I/Os in flight.
@@ -407,6 +409,14 @@ impl SchedLoop {
         let depth = depth.max(1);
         let waker = Waker::new(done_tx.clone(), || Msg::Wake)?;
         let pool = Pool::new(depth, done_tx)?;
+        #[cfg(target_os = "linux")]
+        let (ring, ring_refused) = match ring_reads.then(|| crate::uring::Ring::new(depth)) {
+            None => (None, None),
+            Some(Ok(r)) => (Some(r), None),
+            Some(Err(e)) => (None, Some(e.to_string())),
+        };
+        #[cfg(not(target_os = "linux"))]
+        let ring_refused = ring_reads.then(|| "io_uring is Linux's".to_string());
         Ok(SchedLoop {
             waker,
             sched,
@@ -424,12 +434,19 @@ impl SchedLoop {
             stats,
             idle: (0..pool.len()).rev().collect(),
             #[cfg(target_os = "linux")]
-            ring: if ring_reads { crate::uring::Ring::new(depth).ok() } else { None },
+            ring,
+            ring_refused,
             pool,
             cost: if iops.is_none() { cost } else { None },
             inflight_cost: 0,
             held: std::collections::VecDeque::new(),
         })
+    }
+
+    /// Why the kernel refused the io_uring instance [`Backend::ring_reads`] asked for
+    /// (the I/O threads then read); `None` if it was not asked for or is there.
+    pub fn ring_refused(&self) -> Option<&str> {
+        self.ring_refused.as_deref()
     }
 
     /// Run until [`Msg::Stop`] (or every sender is gone) and the outstanding I/Os have

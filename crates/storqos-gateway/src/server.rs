@@ -95,6 +95,9 @@ pub struct ReadyInfo {
     pub iops: Option<f64>,
     /// Where Prometheus metrics are served (the bound address), if anywhere.
     pub metrics: Option<String>,
+    /// How direct exports' files are read: `threads` or `io_uring` (what the gateway
+    /// does, which is `threads` where the kernel refused the io_uring asked for).
+    pub direct_reads: String,
     /// The exports.
     pub exports: Vec<ExportInfo>,
 }
@@ -234,6 +237,7 @@ impl Handle {
             ("cost", running.cost != new.cost),
             ("tiers", running.tiers != new.tiers),
             ("tls", running.tls != new.tls),
+            ("direct_reads", running.direct_reads != new.direct_reads),
         ];
         let changed: Vec<&str> = fixed.iter().filter(|(_, c)| *c).map(|(k, _)| *k).collect();
         if !changed.is_empty() {
@@ -402,6 +406,7 @@ fn ready_info(config: &Config, listen: String, policy: String, exports: &[Arc<Ex
         depth: config.depth,
         iops: config.iops,
         metrics: config.metrics.clone(),
+        direct_reads: config.direct_reads.name().to_string(),
         exports: exports
             .iter()
             .map(|e| ExportInfo {
@@ -501,10 +506,7 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
     let finished: Finished = Arc::new((Mutex::new(None), Condvar::new()));
     let fin = finished.clone();
     let duration = config.duration_s.map(Duration::from_secs_f64);
-    #[cfg(target_os = "linux")]
-    let ring_reads = crate::uring::ring_reads_from_env().map_err(Error::Config)?;
-    #[cfg(not(target_os = "linux"))]
-    let ring_reads = false;
+    let ring_reads = config.direct_reads == crate::config::DirectReads::IoUring;
     let backend = crate::sched::Backend {
         depth: config.depth,
         iops: config.iops,
@@ -518,6 +520,10 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
     };
     let sched_loop = SchedLoop::new(sched, clock, &backend, stats.clone(), sched_tx.clone())
         .map_err(|e| Error::Io(format!("cannot start the I/O threads: {e}")))?;
+    if let Some(why) = sched_loop.ring_refused() {
+        (shared.log)(&format!("direct reads: the kernel refused io_uring ({why}); the I/O threads read instead"));
+        info.direct_reads = crate::config::DirectReads::Threads.name().to_string();
+    }
     let control_listener = match &config.control {
         Some(path) => {
             let _in_runtime = runtime.enter();

@@ -1,5 +1,6 @@
 //! Reads of direct-I/O exports through io_uring, from the scheduler loop's own thread
-//! (with `STORQOS_DIRECT_READS=io_uring`; the I/O threads by default).
+//! (with `direct_reads = io_uring`, [`crate::config::DirectReads`]; the I/O threads by
+//! default).
 //!
 //! An I/O thread ([`crate::pool`]) costs a read two hand-offs between threads: the loop
 //! wakes the thread, and the thread wakes the loop when the disk has answered. On an
@@ -19,7 +20,7 @@
 //! A read still takes one of the `depth` slots (its I/O thread stays idle meanwhile), so
 //! the backend's depth is unchanged. Where the kernel refuses io_uring or its read
 //! (before Linux 5.6, or `kernel.io_uring_disabled`, or a seccomp filter), [`Ring::new`]
-//! fails and the I/O threads serve every read as before.
+//! fails, the gateway says so in its log, and the I/O threads serve every read as before.
 
 use std::collections::HashMap;
 use std::io;
@@ -50,22 +51,6 @@ pub struct Ring {
 
 /// A finished read: request id, backend slot, data or NBD error value.
 pub type Finished = (u64, usize, Result<Vec<u8>, u32>);
-
-/// Environment variable that sends direct reads through io_uring when set to
-/// `io_uring`; unset or `threads` (the default): the I/O threads.
-pub const DIRECT_READS_ENV: &str = "STORQOS_DIRECT_READS";
-
-/// Whether [`DIRECT_READS_ENV`] asks for direct reads through io_uring; `Err` (the
-/// message) if it has a value other than `threads` or `io_uring`.
-pub fn ring_reads_from_env() -> Result<bool, String> {
-    match std::env::var(DIRECT_READS_ENV) {
-        Err(std::env::VarError::NotPresent) => Ok(false),
-        Ok(v) if v == "threads" => Ok(false),
-        Ok(v) if v == "io_uring" => Ok(true),
-        Ok(v) => Err(format!("{DIRECT_READS_ENV}={v:?}: give threads or io_uring")),
-        Err(_) => Err(format!("{DIRECT_READS_ENV} is not valid UTF-8: give threads or io_uring")),
-    }
-}
 
 impl Ring {
     /// A ring for `depth` reads in flight, its completions signalled on a new

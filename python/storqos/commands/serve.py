@@ -12,7 +12,7 @@ from rich.table import Table
 from .. import policy_options as po
 from ..console import emit_json, out
 from ..errors import InputError
-from ..gateway import DEFAULT_LISTEN, serve, uri
+from ..gateway import DEFAULT_LISTEN, DIRECT_READS, serve, uri
 from ..gateway import check as check_gateway
 from ..paths import check_table_file
 from ..units import fmt_duration, fmt_rate, fmt_size, parse_positive_duration, parse_rate
@@ -39,7 +39,12 @@ def _ready_line(info: dict[str, Any]) -> str:
     metrics = f"; metrics at http://{info['metrics']}/metrics" if info.get("metrics") else ""
     tls = {"on": ", TLS offered", "require": ", TLS required"}.get(info.get("tls", "off"), "")
     return (f"serving {n} export{'s' if n != 1 else ''} on {_where(info)} "
-            f"(policy {info['policy']}, depth {info['depth']}{cap}{tls}){metrics}; Ctrl-C to stop")
+            f"(policy {info['policy']}, depth {info['depth']}{cap}{tls}{_ring(info)}){metrics}; Ctrl-C to stop")
+
+
+def _ring(info: dict[str, Any]) -> str:
+    """``, direct reads through io_uring`` when the gateway reads so."""
+    return ", direct reads through io_uring" if info.get("direct_reads") == "io_uring" else ""
 
 
 def _where(info: dict[str, Any]) -> str:
@@ -124,6 +129,11 @@ def serve_cmd(
         bool, typer.Option("--direct", help="Read and write every export's file with O_DIRECT, past this host's page "
                                             "cache (as qemu-nbd --cache=none): clients then see the disk's own times. "
                                             "One export only: direct = true in its export table of the config file.")] = False,
+    direct_reads: Annotated[
+        str | None, typer.Option("--direct-reads", help="How direct exports' files are read: threads (the default: "
+                                                        "the gateway's I/O threads) or io_uring (submitted by its "
+                                                        "scheduler without waking a thread, as qemu-nbd --aio=native; "
+                                                        "Linux 5.6 or later). Needs a direct export.")] = None,
     duration: Annotated[str | None, typer.Option("--for", help="Stop after this long (e.g. 30s, 5min); default: until Ctrl-C / SIGTERM.")] = None,
     window: Annotated[
         str | None,
@@ -150,7 +160,7 @@ def serve_cmd(
     then: [bold]qemu-io -f raw nbd://127.0.0.1:10809/a -c 'write -P 0xab 0 64k' -c 'read -P 0xab 0 64k'[/bold]
     """
     from ..gateway_config import load as load_gateway_config
-    from ..gateway_config import merged
+    from ..gateway_config import merged, one_of
 
     cap = parse_rate(iops, "--iops") if iops is not None else None
     dur = None if duration is None else parse_positive_duration(duration, "--for") / 1e9
@@ -169,12 +179,14 @@ def serve_cmd(
         from ..device_profile import load_profile
 
         flags["device_profile"] = load_profile(device_profile)
-    cfg = _direct_if(merged(settings, **flags), direct)
+    if direct_reads is not None:
+        one_of(DIRECT_READS, direct_reads, "--direct-reads")
+    cfg = _direct_if(merged(settings, **flags), direct, direct_reads)
 
     def reload() -> dict[str, Any]:
         # SIGHUP: the file again, with the same flags over it.
         assert config is not None
-        return _direct_if(merged(load_gateway_config(config), **flags), direct)
+        return _direct_if(merged(load_gateway_config(config), **flags), direct, direct_reads)
 
     window_s = cfg["window_s"]
     if out_file is not None and window_s is None:
@@ -184,7 +196,7 @@ def serve_cmd(
         what = f"{config}: ok" if config is not None else "ok"
         out.print(f"{what}, would serve {len(info['exports'])} export(s) on {_where(info)} "
                   f"(policy {info['policy']}, depth {info['depth']}"
-                  f"{', emulated ' + fmt_rate(info['iops']) if info.get('iops') else ''})",
+                  f"{', emulated ' + fmt_rate(info['iops']) if info.get('iops') else ''}{_ring(info)})",
                   markup=False, highlight=False, soft_wrap=True)
         for e in info["exports"]:
             out.print(f"  {e['name']}: tenant {e['tenant']}, {fmt_size(e['size_bytes'])}{_access(e)}, {e['path']}",
@@ -256,10 +268,13 @@ def serve_cmd(
         out.print(f"[yellow]{stats['protocol_errors']} connection(s) closed for protocol errors (see the log above)[/yellow]")
 
 
-def _direct_if(cfg: dict[str, Any], direct: bool) -> dict[str, Any]:
-    """``cfg`` with every export direct (``--direct``), else as it is."""
+def _direct_if(cfg: dict[str, Any], direct: bool, reads: str | None) -> dict[str, Any]:
+    """``cfg`` with every export direct (``--direct``) and its direct reads as
+    ``--direct-reads`` asks (None: as the file says), else as it is."""
     if direct:
         cfg["exports"] = [{**e, "direct": True} for e in cfg["exports"]]
+    if reads is not None:
+        cfg["direct_reads"] = reads
     return cfg
 
 
