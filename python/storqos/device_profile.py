@@ -158,6 +158,10 @@ class DeviceProfile(Table):
     target: str
     engine: str
     direct: bool
+    #: How the gateway measured read the direct file (``storqos serve --direct-reads``:
+    #: threads or io_uring), for a profile `storqos validate` made of its own gateway;
+    #: absent otherwise (and from profiles made before it was recorded)
+    direct_reads: Literal["threads", "io_uring"] | None = None
     created: str
     time_per_point_s: float = Field(gt=0)
     #: Whole passes measured, each point's median kept (profiles made before passes

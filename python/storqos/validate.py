@@ -229,7 +229,7 @@ def _into_page_cache(paths: list[Path]) -> None:
 
 
 def calibrate_file(path: Path, *, seconds: float = CALIBRATE_SECONDS, passes: int = CALIBRATE_PASSES, awake: str = "no",
-                   direct: bool = False, attempts: int = ATTEMPTS,
+                   direct: bool = False, direct_reads: str = "threads", attempts: int = ATTEMPTS,
                    progress: Callable[[str], None] | None = None) -> DeviceProfile:
     """Profile of a file as the gateway serves it and the replay sees it: a FCFS
     gateway in front of ``path``, measured over NBD by the replay's own engine, the
@@ -248,17 +248,19 @@ def calibrate_file(path: Path, *, seconds: float = CALIBRATE_SECONDS, passes: in
     about 10 s more per pass): a lone request's path grows with the time the threads
     slept before it, a trace's lone requests come up to seconds apart, and those of a
     bursty trace mostly soon after the last reply. ``direct``: the gateway reads and
-    writes the file with O_DIRECT (the disk's times, not the page cache's); the
-    profile's ``direct`` says which. A calibration during which the host took more
-    than :data:`CALIBRATION_BUSY_SHARE` of the machine's CPU time is made again, up to
-    ``attempts`` in all, and the least disturbed profile kept (warned of if the host
-    took over 1 % of it)."""
+    writes the file with O_DIRECT (the disk's times, not the page cache's), reading it
+    as ``direct_reads`` says (``threads`` or ``io_uring``, the gateway's setting); the
+    profile's ``direct`` and ``direct_reads`` say which. A calibration during which the
+    host took more than :data:`CALIBRATION_BUSY_SHARE` of the machine's CPU time is made
+    again, up to ``attempts`` in all, and the least disturbed profile kept (warned of if
+    the host took over 1 % of it)."""
     from .calibrate import IDLE_SPACINGS_US, busy_warning, calibrate, stolen_share
     from .gateway import gateway_config
     from .host_steal import host_busy
     from .specs import policy_spec
 
-    cfg = gateway_config([_entry("cal", path, 0, direct)], policy_spec("fcfs"), listen="127.0.0.1:0")
+    cfg = gateway_config([_entry("cal", path, 0, direct)], policy_spec("fcfs"), listen="127.0.0.1:0",
+                         direct_reads=_reads(direct, direct_reads))
     say = progress or (lambda _msg: None)
 
     def disturbed(p: DeviceProfile) -> str | None:
@@ -280,7 +282,12 @@ def calibrate_file(path: Path, *, seconds: float = CALIBRATE_SECONDS, passes: in
     if busy:
         warn_input(busy_warning(busy))
     # An NBD target's profile says nothing of the page cache; this one went past it or not.
-    return kept.model_copy(update={"direct": direct})
+    return kept.model_copy(update={"direct": direct, "direct_reads": _reads(direct, direct_reads)})
+
+
+def _reads(direct: bool, direct_reads: str) -> str | None:
+    """The gateway's ``direct_reads`` for files served directly or not (None: none are)."""
+    return direct_reads if direct else None
 
 
 def validate(
@@ -294,6 +301,7 @@ def validate(
     calibrate_passes: int = CALIBRATE_PASSES,
     attempts: int = ATTEMPTS,
     awake: str = "no",
+    direct_reads: str = "threads",
     progress: Callable[[str], None] | None = None,
 ) -> Validation:
     """Run every run of ``exp`` simulated and live (see the module's description). A run
@@ -302,14 +310,18 @@ def validate(
     replayed again, up to ``attempts`` replays in all; the least disturbed is kept
     (:func:`_replay_on_schedule`), and still says so when it fell behind. ``awake``
     (auto, yes or no) keeps the CPUs awake during the calibration and the replays
-    (:func:`storqos.cpu_latency.cpus_awake`)."""
-    from .gateway import gateway_config
-    from .gateway_config import LimitsTable
+    (:func:`storqos.cpu_latency.cpus_awake`). ``direct_reads`` (``threads`` or
+    ``io_uring``): how the gateways read direct files (``storqos serve --direct-reads``)."""
+    from .gateway import DIRECT_READS, gateway_config
+    from .gateway_config import LimitsTable, one_of
     from .sim import simulate
 
     if mode not in MODES:
         raise InputError(f"unknown live device {mode!r} ({', '.join(MODES)})", "--live-device")
     real, direct = mode != "emulated", mode == "direct"
+    one_of(DIRECT_READS, direct_reads, "--direct-reads")
+    if direct_reads != "threads" and not direct:
+        raise InputError(f"{direct_reads} reads direct files: give --live-device direct too", "--direct-reads")
     if not 1 <= attempts <= 20:
         raise InputError(f"must be in 1..20, got {attempts}", "--attempts")
     if not 1 <= calibrate_passes <= MAX_PASSES:
@@ -327,6 +339,10 @@ def validate(
         warn_input(f"the device profile was measured {'past' if profile.direct else 'through'} the page cache and "
                    f"the live files are served {'past' if direct else 'through'} it: the prediction will not be the "
                    f"live one (calibrate again, or give --live-device {'direct' if profile.direct else 'file'})")
+    if direct and profile is not None and profile.direct_reads not in (None, direct_reads):
+        warn_input(f"the device profile was measured through a gateway reading with {profile.direct_reads} and the "
+                   f"live one reads with {direct_reads}: the prediction will not be the live one (calibrate again, "
+                   f"or give --direct-reads {profile.direct_reads})")
     say = progress or (lambda _msg: None)
     with tempfile.TemporaryDirectory(prefix="storqos-validate-", dir=workdir) as tmp:
         work = Path(tmp)
@@ -335,7 +351,7 @@ def validate(
         paths = [Path(f["path"]) for f in files]
         if real and profile is None:
             profile = calibrate_file(paths[0], seconds=calibrate_seconds, passes=calibrate_passes, awake=awake,
-                                     direct=direct, attempts=attempts, progress=say)
+                                     direct=direct, direct_reads=direct_reads, attempts=attempts, progress=say)
         result = Validation(name=exp.name, mode=mode, device="", profile=profile)
         for i, run in enumerate(exp.runs):
             names = [t.name for t in run.tenants]
@@ -352,6 +368,8 @@ def validate(
                 assert profile is not None
                 device, iops, depth, cost = profile.sim_device(), None, profile.parallelism, profile.cost()
                 result.device = f"{'direct-I/O ' if direct else ''}files, profile of {profile.target} ({profile.capacity_iops:,.0f} IOPS, k = {depth})"
+                if direct_reads != "threads":
+                    result.device += f", read through {direct_reads}"
             if held:
                 result.device += ", CPUs kept awake"
             say(f"{run.label}: simulating {df.height:,} requests ({i + 1}/{len(exp.runs)})")
@@ -359,11 +377,12 @@ def validate(
             assert sim.requests is not None
             predicted = sim.requests if profile is None or not real else with_path(sim.requests, profile)
             cfg = gateway_config(files[: len(names)], run.policy, listen="127.0.0.1:0", depth=depth, iops=iops,
-                                 cost=cost, limits=LimitsTable(max_inflight=INFLIGHT_BYTES).to_json())
+                                 cost=cost, limits=LimitsTable(max_inflight=INFLIGHT_BYTES).to_json(),
+                                 direct_reads=_reads(direct, direct_reads))
             say(f"{run.label}: replaying {df.height:,} requests live ({i + 1}/{len(exp.runs)})")
             live, made = _replay_on_schedule(df, cfg, len(names), attempts, say, run.label, awake,
                                              paths[: len(names)] if mode == "file" else [])
-            rest_us = _rest_p50_us(paths[0], export_bytes, direct, awake, seed=i) if real else None
+            rest_us = _rest_p50_us(paths[0], export_bytes, direct, direct_reads, awake, seed=i) if real else None
             pred, meas = per_tenant(predicted, names), per_tenant(live.requests, names)
             both = pred.join(meas.drop("name", "requests"), on="tenant", suffix="_meas", how="left")
             both = both.rename({c: f"{c}_pred" for c in ("iops", *(f"p{q}_ns" for q in PERCENTILES))})
@@ -374,7 +393,7 @@ def validate(
         return result
 
 
-def _rest_p50_us(path: Path, export_bytes: int, direct: bool, awake: str, seed: int) -> float:
+def _rest_p50_us(path: Path, export_bytes: int, direct: bool, direct_reads: str, awake: str, seed: int) -> float:
     """The p50 (µs) of :data:`REST_CHECK_S` of the calibration's lone reads (4 KiB,
     random, 2 ms apart) through a FCFS gateway serving ``path`` as the replays were."""
     from .calibrate import SPACED_US, replay_point
@@ -382,7 +401,8 @@ def _rest_p50_us(path: Path, export_bytes: int, direct: bool, awake: str, seed: 
     from .gateway import gateway_config
     from .specs import policy_spec
 
-    cfg = gateway_config([_entry("rest", path, 0, direct)], policy_spec("fcfs"), listen="127.0.0.1:0")
+    cfg = gateway_config([_entry("rest", path, 0, direct)], policy_spec("fcfs"), listen="127.0.0.1:0",
+                         direct_reads=_reads(direct, direct_reads))
     with cpus_awake(awake), GatewayProcess(cfg) as gw:
         point = replay_point(gw.uri("rest"), export_bytes, "read", "random", 4096, 1, REST_CHECK_S, seed,
                              spaced_us=SPACED_US)

@@ -123,23 +123,25 @@ def test_emulated_device_live_matches_the_prediction(tmp_path: Path) -> None:
         assert "js-plotly-plot" in fig[: fig.index(">") + 1] and fig.count('class="trace scatter') >= 6
 
 
-@pytest.mark.parametrize("device", ["file", "direct"])
-def test_file_device_with_its_profile(tmp_path: Path, device: str) -> None:
-    """Real files behind the gateway, read through the page cache or with O_DIRECT,
-    modelled by a profile measured on the spot (through a gateway serving its file the
-    same way): every request replayed at the predicted rate, the median near the
-    predicted one."""
+@pytest.mark.parametrize(("device", "reads"), [("file", None), ("direct", None), ("direct", "io_uring")])
+def test_file_device_with_its_profile(tmp_path: Path, device: str, reads: str | None) -> None:
+    """Real files behind the gateway, read through the page cache or with O_DIRECT (on
+    the gateway's I/O threads or through io_uring), modelled by a profile measured on
+    the spot (through a gateway serving its file the same way): every request replayed
+    at the predicted rate, the median near the predicted one."""
     out = tmp_path / "out"
     exp = _experiment(tmp_path, EXPERIMENT.replace('duration = "4s"', 'duration = "3s"')
                       .replace('[[policy]]\nkind = "wf2q"\nweights = [2, 1, 1]\n', ""))
     # One pass of calibration (validate's default is 3) of 0.25 s per point (its default
     # is 0.5) keeps the test 60 s shorter; the bound below was set with one-pass profiles.
     r = run_cli("validate", str(exp), "--live-device", device, "--calibration-passes", "1", "--calibration-time",
-                "0.25", "--export-size", "64MiB", "--out", str(out))
+                "0.25", "--export-size", "64MiB", "--out", str(out), *(["--direct-reads", reads] if reads else []))
     assert r.code == 0, r.err
     t = pl.read_parquet(out / "validation.parquet")
     assert t.height == 3 and (t["iops_err"].abs() < 0.03).all(), t
-    assert ("direct-I/O files" in json.loads((out / "summary.json").read_text())["live_device"]) == (device == "direct")
+    live_device = json.loads((out / "summary.json").read_text())["live_device"]
+    assert ("direct-I/O files" in live_device) == (device == "direct")
+    assert ("read through io_uring" in live_device) == (reads == "io_uring"), live_device
     # The prediction adds the path at rest (reads spaced 2 ms apart) to the simulated
     # device's times, all measured by the replay's own engine. Measured p50 errors:
     # -13 % to +19 % over twelve tenants in four runs on a quiet machine with fio's
@@ -164,6 +166,7 @@ def test_file_device_with_its_profile(tmp_path: Path, device: str) -> None:
     assert (kept.parallelism, kept.capacity_iops) == (summary["device_profile"]["parallelism"],
                                                       summary["device_profile"]["capacity_iops"])
     assert kept.at_rest is not None and kept.burst, "the measurements the prediction used are in it"
+    assert kept.direct_reads == (None if device == "file" else reads or "threads")
     # The requests at rest at the other spacings too, reads and writes.
     assert sorted((p.op, p.spacing_us) for p in kept.at_rest_idle or []) == [
         (op, sp) for op in ("read", "write") for sp in (250, 500, 1_000, 10_000, 50_000)]
@@ -189,6 +192,10 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
     exp = _experiment(tmp_path)
     assert_one_line_error(run_cli("validate", str(exp), "--device-profile", str(exp)), "--live-device file or direct")
     assert_one_line_error(run_cli("validate", str(exp), "--live-device", "disk"), "emulated, file, direct")
+    assert_one_line_error(run_cli("validate", str(exp), "--live-device", "direct", "--direct-reads", "aio"),
+                          "--direct-reads", "expected one of threads, io_uring, got 'aio'")
+    assert_one_line_error(run_cli("validate", str(exp), "--live-device", "file", "--direct-reads", "io_uring"),
+                          "--direct-reads", "io_uring reads direct files: give --live-device direct too")
     assert_one_line_error(run_cli("validate", str(exp), "--live-device", "file", "--calibration-passes", "0"),
                           "--calibration-passes", "1..9, got 0")
     for bad in ("0", "nan", "100"):
@@ -252,6 +259,26 @@ def test_a_profile_of_the_other_cache_mode_is_warned_of(tmp_path: Path, measured
     lines = [ln for ln in r.err.splitlines() if ln.strip()]
     assert r.code == 2 and lines[0].startswith("warning:") and said in lines[0], r.err
     assert f"--live-device {'file' if device == 'direct' else 'direct'}" in lines[0]
+
+
+@pytest.mark.untimed
+def test_a_profile_of_the_other_direct_reads_is_warned_of(tmp_path: Path) -> None:
+    """A profile measured through a gateway reading with io_uring, given to a validation
+    whose gateway reads on its threads: a warning line before the run."""
+    from storqos.device_profile import dump_profile
+    from test_validate_burst import _profile
+
+    prof = tmp_path / "p.toml"
+    prof.write_text(dump_profile(_profile(None).model_copy(update={"direct": True, "direct_reads": "io_uring"})))
+    closed = tmp_path / "closed.toml"
+    closed.write_text(EXPERIMENT.format(trace=bundled("websearch")).replace('[[policy]]\nkind = "wf2q"\nweights = [2, 1, 1]\n', "")
+                      + '\n[[tenant]]\nname = "backup"\nclosed = { outstanding = 4, size = "64k" }\n')
+    r = run_cli("validate", str(closed), "--live-device", "direct", "--device-profile", str(prof),
+                "--export-size", "1MiB", "--out", str(tmp_path / "o"))
+    lines = [ln for ln in r.err.splitlines() if ln.strip()]
+    assert r.code == 2 and lines[0].startswith("warning:"), r.err
+    assert "reading with io_uring and the live one reads with threads" in lines[0], lines[0]
+    assert "--direct-reads io_uring" in lines[0], lines[0]
 
 
 def test_exports_are_read_through_before_a_replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

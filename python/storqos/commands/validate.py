@@ -51,6 +51,10 @@ def validate(
                                                "the replay back by milliseconds); on real files, calibrations "
                                                "at most, until the host took at most 5 % of the machine's CPU "
                                                "time while one measured.")] = 3,
+    direct_reads: Annotated[
+        str, typer.Option("--direct-reads", help="With --live-device direct: how the gateway reads the files, "
+                                                 "threads (its I/O threads) or io_uring (as `storqos serve "
+                                                 "--direct-reads`); the calibration and the replays alike.")] = "threads",
     awake_cpus: AwakeOpt = "no",
     json_out: JsonOpt = False,
 ) -> None:
@@ -105,6 +109,7 @@ def validate(
             out.print(f"[dim]{msg}[/dim]")
 
     res = run(exp, mode=live_device, profile=profile, export_bytes=size, attempts=attempts, awake=awake_cpus,
+              direct_reads=direct_reads,
               calibrate_passes=CALIBRATE_PASSES if calibration_passes is None else calibration_passes,
               calibrate_seconds=CALIBRATE_SECONDS if calibration_time is None else calibration_time, progress=say)
     table = res.table()
