@@ -158,7 +158,7 @@ class DeviceProfile(Table):
     target: str
     engine: str
     direct: bool
-    #: How the gateway measured read the direct file (``storqos serve --direct-reads``:
+    #: How the measured gateway read the direct file (``storqos serve --direct-reads``:
     #: threads or io_uring), for a profile `storqos validate` made of its own gateway;
     #: absent otherwise (and from profiles made before it was recorded)
     direct_reads: Literal["threads", "io_uring"] | None = None
