@@ -11,9 +11,10 @@
 //! messages, as `qemu-nbd --aio=native` does with Linux AIO. Measured
 //! (`benches/gateway_latency.py`, BENCHMARKS.md): a lone 4 KiB read 2 ms after the last
 //! came back sooner than through the I/O threads, and 16 in flight came 18 % faster.
-//! Not the default yet: `storqos validate`'s model, calibrated through a gateway that
-//! reads this way, predicted MSR hm_0's bursts of reads 30-37 % faster than they came
-//! (docs/gateway.md, "Direct exports").
+//! Not the default: whether `storqos validate`'s model follows a gateway that reads
+//! this way as well as one that reads through the I/O threads is not settled (two
+//! paired validations of MSR hm_0 said opposite things; docs/gateway.md, "Direct
+//! exports").
 //!
 //! Only reads of direct exports without injected faults come here (the faults' delays
 //! sleep on an I/O thread); writes, flushes and everything else stay on the I/O threads.
