@@ -2,10 +2,11 @@
 file` (or `direct`) repeated, each time with a fresh calibration and fresh live replays,
 on the three validation experiments (FCFS by default). Writes
 docs/results/validation_repeatability.md (``--live-device direct``:
-validation_repeatability_direct.md), and each round's profile and request logs
+validation_repeatability_direct.md; with ``--direct-reads io_uring`` too:
+validation_repeatability_direct_io_uring.md), and each round's profile and request logs
 (predicted and live) to out/validate/.
 
-    python examples/validation/repeatability.py [--rounds 3] [--policy fcfs] [--live-device direct]
+    python examples/validation/repeatability.py [--rounds 3] [--policy fcfs] [--live-device direct] [--direct-reads io_uring]
 
 Each round does what one validation does: calibrate a 256 MiB file through a FCFS
 gateway (the profile), simulate each experiment with that profile and replay it live
@@ -67,12 +68,20 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=REPO / "out" / "validate")
     ap.add_argument("--live-device", choices=("file", "direct"), default="file",
                     help="file: read through the page cache; direct: with O_DIRECT (default %(default)s)")
+    ap.add_argument("--direct-reads", choices=("threads", "io_uring"), default="threads",
+                    help="with --live-device direct: how the gateways read the files (default %(default)s)")
     ap.add_argument("--markdown", type=Path, default=None,
-                    help="default: docs/results/validation_repeatability.md, _direct.md with --live-device direct")
+                    help="default: docs/results/validation_repeatability.md, _direct.md with --live-device direct, "
+                         "_direct_io_uring.md with --direct-reads io_uring too")
     args = ap.parse_args()
     direct = args.live_device == "direct"
+    ring = args.direct_reads == "io_uring"
+    if ring and not direct:
+        ap.error("--direct-reads io_uring reads direct files: give --live-device direct too")
+    tag = args.live_device + ("-io_uring" if ring else "")
     if args.markdown is None:
-        args.markdown = REPO / "docs" / "results" / f"validation_repeatability{'_direct' if direct else ''}.md"
+        suffix = ("_direct" if direct else "") + ("_io_uring" if ring else "")
+        args.markdown = REPO / "docs" / "results" / f"validation_repeatability{suffix}.md"
     if not 2 <= args.rounds <= 10:
         ap.error(f"--rounds must be 2..10, got {args.rounds}")
     work = args.out / "work"
@@ -90,16 +99,17 @@ def main() -> int:
     for k in range(args.rounds):
         img = fill_file(work / "calibrate.img", 256 << 20, direct=direct)
         say = lambda m, k=k: print(f"[round {k + 1}/{args.rounds}] {m}", file=sys.stderr)  # noqa: E731
-        profile = calibrate_file(img, direct=direct, progress=say)
+        profile = calibrate_file(img, direct=direct, direct_reads=args.direct_reads, progress=say)
         img.unlink()
         profiles.append(f"| {k + 1} | {time.strftime('%H:%M', time.gmtime())} | {profile.capacity_iops:,.0f} | "
                         f"{profile.parallelism} | {_at_rest(profile)} | "
                         + " / ".join(f"{b.finish_us:.0f}" for b in profile.burst or []) + " |")
-        (args.out / f"repeat-{k + 1}-{args.live_device}.profile.toml").write_text(dump_profile(profile))
+        (args.out / f"repeat-{k + 1}-{tag}.profile.toml").write_text(dump_profile(profile))
         for exp in exps:
-            v = validate(exp, mode=args.live_device, profile=profile, workdir=work, progress=say)
+            v = validate(exp, mode=args.live_device, profile=profile, workdir=work, direct_reads=args.direct_reads,
+                         progress=say)
             for run in v.runs:  # the logs, to predict them again offline with another profile
-                stem = f"repeat-{k + 1}-{args.live_device}-{exp.name}-{run.label}"
+                stem = f"repeat-{k + 1}-{tag}-{exp.name}-{run.label}"
                 run.measured.write_parquet(args.out / f"{stem}.live.parquet")
                 run.predicted.write_parquet(args.out / f"{stem}.predicted.parquet")
             drift = {label: d for label, _, d in v.rest_drift()}
@@ -116,12 +126,13 @@ def main() -> int:
         ((pl.col("live") / pl.col("pred") - 1).abs().max()).alias("worst"),
     )
     lines = [
-        f"# Validation on {'direct-I/O ' if direct else ''}files, repeated: how far apart two runs of the same "
-        "cell land", "",
+        f"# Validation on {'direct-I/O ' if direct else ''}files{', read through io_uring' if ring else ''}, "
+        "repeated: how far apart two runs of the same cell land", "",
         f"Regenerate: `python examples/validation/repeatability.py --rounds {args.rounds} --policy "
-        f"{args.policy}{' --live-device direct' if direct else ''}` ({time.time() - t0:.0f} s here, "
-        f"{time.strftime('%Y-%m-%d', time.gmtime())}, 2 cores). "
-        f"Each round is one `storqos validate --live-device {args.live_device}` of every experiment: a fresh "
+        f"{args.policy}{' --live-device direct' if direct else ''}{' --direct-reads io_uring' if ring else ''}` "
+        f"({time.time() - t0:.0f} s here, {time.strftime('%Y-%m-%d', time.gmtime())}, 2 cores). "
+        f"Each round is one `storqos validate --live-device {args.live_device}"
+        f"{' --direct-reads io_uring' if ring else ''}` of every experiment: a fresh "
         "calibration, "
         "then each experiment simulated with that profile and replayed live through a gateway configured "
         "from it. p50s in ms; Δ = live / predicted − 1.", "",
