@@ -277,11 +277,22 @@ struct InFlight {
     plan: Option<(Arc<Export>, Arc<Plan>)>,
 }
 
-/// The ring's eventfd registered with the runtime ([`SchedLoop::ring_ready`]).
+/// The ring's eventfd registered with the runtime ([`watch_ring`]).
 #[cfg(target_os = "linux")]
 type RingReady = Option<tokio::io::unix::AsyncFd<std::os::fd::RawFd>>;
 #[cfg(not(target_os = "linux"))]
 type RingReady = Option<()>;
+
+/// The ring's eventfd registered with the current runtime's reactor, for
+/// [`ring_completed`].
+#[cfg(target_os = "linux")]
+fn watch_ring(ring: &crate::uring::Ring) -> std::io::Result<tokio::io::unix::AsyncFd<std::os::fd::RawFd>> {
+    use tokio::io::{unix::AsyncFd, Interest};
+    // SAFETY: the eventfd is the ring's, open until the ring is dropped, and the
+    // `AsyncFd` is dropped first: a field of the loop declared before the ring, or a
+    // local of `SchedLoop::run`, which owns the ring.
+    unsafe { AsyncFd::register_with_interest(ring.event_fd(), Interest::READABLE) }.map_err(|e| e.into_parts().1)
+}
 
 /// Resolves when the ring has completions to reap (its readiness cleared); never
 /// without a ring.
@@ -323,12 +334,15 @@ pub struct SchedLoop {
     pool: Pool,
     /// Indices of the idle I/O threads.
     idle: Vec<usize>,
+    /// The ring's eventfd in the runtime's reactor, until [`SchedLoop::run`] takes it
+    /// (declared before `ring`: dropped before the ring closes the eventfd).
+    ring_ready: RingReady,
     /// Reads of direct exports, submitted from this loop ([`crate::uring`]) when
     /// [`Backend::ring_reads`] asks for it and the kernel allows; `None`: the I/O
     /// threads do them.
     #[cfg(target_os = "linux")]
     ring: Option<crate::uring::Ring>,
-    /// Why the kernel refused the ring [`Backend::ring_reads`] asked for.
+    /// Why there is no ring though [`Backend::ring_reads`] asked for one.
     ring_refused: Option<String>,
     /// The backend's cost model (`None` with an emulated capacity: its slots decide).
     cost: Option<CostModel>,
@@ -396,7 +410,8 @@ pub struct Backend {
 impl SchedLoop {
     /// A loop over `sched` in front of `backend` (its slots, emulated capacities and
     /// cost model). Starts the `depth` I/O threads ([`crate::pool`]), which report on
-    /// `done_tx`; it must send to the receiver later passed to [`SchedLoop::run`].
+    /// `done_tx`; it must send to the receiver later passed to [`SchedLoop::run`]. Called
+    /// inside the runtime that runs the loop (its reactor watches the ring's eventfd).
     pub fn new(
         sched: AnyScheduler,
         clock: Clock,
@@ -410,13 +425,16 @@ impl SchedLoop {
         let waker = Waker::new(done_tx.clone(), || Msg::Wake)?;
         let pool = Pool::new(depth, done_tx)?;
         #[cfg(target_os = "linux")]
-        let (ring, ring_refused) = match ring_reads.then(|| crate::uring::Ring::new(depth)) {
-            None => (None, None),
-            Some(Ok(r)) => (Some(r), None),
-            Some(Err(e)) => (None, Some(e.to_string())),
+        let (ring, ring_ready, ring_refused) = match ring_reads.then(|| crate::uring::Ring::new(depth)) {
+            None => (None, None, None),
+            Some(Err(e)) => (None, None, Some(e.to_string())),
+            Some(Ok(r)) => match watch_ring(&r) {
+                Ok(ready) => (Some(r), Some(ready), None),
+                Err(e) => (None, None, Some(format!("cannot watch its eventfd: {e}"))),
+            },
         };
         #[cfg(not(target_os = "linux"))]
-        let ring_refused = ring_reads.then(|| "io_uring is Linux's".to_string());
+        let (ring_ready, ring_refused) = (None, ring_reads.then(|| "io_uring is Linux's".to_string()));
         Ok(SchedLoop {
             waker,
             sched,
@@ -433,6 +451,7 @@ impl SchedLoop {
             windows: stats.lock().is_ok_and(|s| s.window_end().is_some()),
             stats,
             idle: (0..pool.len()).rev().collect(),
+            ring_ready,
             #[cfg(target_os = "linux")]
             ring,
             ring_refused,
@@ -443,8 +462,9 @@ impl SchedLoop {
         })
     }
 
-    /// Why the kernel refused the io_uring instance [`Backend::ring_reads`] asked for
-    /// (the I/O threads then read); `None` if it was not asked for or is there.
+    /// Why there is no io_uring instance though [`Backend::ring_reads`] asked for one
+    /// (the kernel refused it; the I/O threads then read); `None` if it was not asked
+    /// for or is there.
     pub fn ring_refused(&self) -> Option<&str> {
         self.ring_refused.as_deref()
     }
@@ -453,7 +473,7 @@ impl SchedLoop {
     /// completed. Requests still queued in the policy are answered `ESHUTDOWN`.
     pub async fn run(mut self, mut rx: UnboundedReceiver<Msg>) {
         let mut stopping = false;
-        let ring_ready = self.ring_ready();
+        let ring_ready = self.ring_ready.take();
         loop {
             let mut now = self.clock.now();
             self.roll_windows(now);
@@ -566,28 +586,6 @@ impl SchedLoop {
                 false
             }
         }
-    }
-
-    /// What [`ring_completed`] waits on: the ring's eventfd in the runtime's reactor
-    /// (without one, or if it cannot be registered, no ring: the I/O threads read).
-    fn ring_ready(&mut self) -> RingReady {
-        #[cfg(target_os = "linux")]
-        {
-            use tokio::io::{unix::AsyncFd, Interest};
-            // SAFETY: the eventfd is the ring's, open until the ring is dropped: `self`
-            // outlives the loop's `AsyncFd`, and the ring is only ever dropped with it
-            // (or just below, with no `AsyncFd`).
-            let ready = self
-                .ring
-                .as_ref()
-                .and_then(|r| unsafe { AsyncFd::register_with_interest(r.event_fd(), Interest::READABLE) }.ok());
-            if ready.is_none() {
-                self.ring = None;
-            }
-            ready
-        }
-        #[cfg(not(target_os = "linux"))]
-        None
     }
 
     /// Finish the ring's reads that completed.

@@ -518,10 +518,13 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
         let _in_runtime = runtime.enter();
         Signals::register(&options)?
     };
-    let sched_loop = SchedLoop::new(sched, clock, &backend, stats.clone(), sched_tx.clone())
-        .map_err(|e| Error::Io(format!("cannot start the I/O threads: {e}")))?;
+    let sched_loop = {
+        let _in_runtime = runtime.enter();
+        SchedLoop::new(sched, clock, &backend, stats.clone(), sched_tx.clone())
+            .map_err(|e| Error::Io(format!("cannot start the I/O threads: {e}")))?
+    };
     if let Some(why) = sched_loop.ring_refused() {
-        (shared.log)(&format!("direct reads: the kernel refused io_uring ({why}); the I/O threads read instead"));
+        (shared.log)(&format!("direct reads: no io_uring ({why}); the I/O threads read instead"));
         info.direct_reads = crate::config::DirectReads::Threads.name().to_string();
     }
     let control_listener = match &config.control {
