@@ -50,14 +50,32 @@ from .errors import InputError
 T = TypeVar("T")
 R = TypeVar("R")
 
-#: Dask settings of the ``local:N`` clusters: no sampling profiler in the workers (every
-#: 10 ms it takes the GIL to walk the running thread's stack, for a dashboard these
-#: clusters do not have) and the event loops' health tick every 500 ms instead of 20
-#: (it only warns of a blocked loop). With them a run went 4-14 % faster beside another
-#: on 2 CPUs (8 paired rounds of 8 runs, 2026-11-27; benches/sweep.py, BENCHMARKS.md).
+#: Dask settings of the ``local:N`` clusters, whose workers run one run each at a time
+#: and whose only data is the shared inputs broadcast to all of them:
+#:
+#: - no sampling profiler in the workers (every 10 ms it takes the GIL to walk the
+#:   running thread's stack, for a dashboard these clusters do not have), and the event
+#:   loops' health tick every 500 ms instead of 20 (it only warns of a blocked loop).
+#:   With these two, a run went 4-14 % faster beside another on 2 CPUs (8 paired rounds
+#:   of 8 runs, 2026-11-27; benches/sweep.py, BENCHMARKS.md);
+#: - the memory monitors (a nanny's and its worker's, which spill, pause or restart a
+#:   worker near its memory limit) every second instead of every 100 ms, the system
+#:   monitor (CPU, memory and network figures for the dashboard) every 5 s instead of
+#:   500 ms, and no work stealing (the sweep gives each worker thread one run at a time,
+#:   so no queue is ever there to steal from). An idle 2-worker cluster then takes
+#:   1.9-2.0 % of one core in all its processes instead of 4.7-4.9 % (30 s, 2026-11-29); in a
+#:   sweep that is CPU time taken from the runs;
+#: - no active memory manager: every 2 s it drops all replicas of a key but one where no
+#:   queued task needs it, so the inputs broadcast to every worker were dropped from all
+#:   but one between runs (within 5 s of the broadcast, 2026-11-29), to be fetched again
+#:   by the next run on each other worker.
 LOCAL_CLUSTER_CONFIG: dict[str, Any] = {
     "distributed.worker.profile.enabled": False,
     "distributed.admin.tick.interval": "500ms",
+    "distributed.worker.memory.monitor-interval": "1s",
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.scheduler.work-stealing": False,
+    "distributed.scheduler.active-memory-manager.start": False,
 }
 
 #: What a pool worker received from its initializer: the shared inputs by key.
