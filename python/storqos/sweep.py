@@ -63,8 +63,8 @@ R = TypeVar("R")
 #:   monitor (CPU, memory and network figures for the dashboard) every 5 s instead of
 #:   500 ms, and no work stealing (the sweep gives each worker thread one run at a time,
 #:   so no queue is ever there to steal from). An idle 2-worker cluster then takes
-#:   1.9-2.0 % of one core in all its processes instead of 4.7-4.9 % (30 s, 2026-11-29); in a
-#:   sweep that is CPU time taken from the runs;
+#:   1.9-2.0 % of one core in all its processes instead of 4.7-4.9 % (30 s,
+#:   2026-11-29); in a sweep that is CPU time taken from the runs;
 #: - no active memory manager: every 2 s it drops all replicas of a key but one where no
 #:   queued task needs it, so the inputs broadcast to every worker were dropped from all
 #:   but one between runs (within 5 s of the broadcast, 2026-11-29), to be fetched again
