@@ -514,14 +514,13 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
         tiers: config.tiers.clone(),
         ring_reads,
     };
-    let signals = {
+    // Both register with the runtime's reactor: the signals, and the ring's eventfd.
+    let (signals, sched_loop) = {
         let _in_runtime = runtime.enter();
-        Signals::register(&options)?
-    };
-    let sched_loop = {
-        let _in_runtime = runtime.enter();
-        SchedLoop::new(sched, clock, &backend, stats.clone(), sched_tx.clone())
-            .map_err(|e| Error::Io(format!("cannot start the I/O threads: {e}")))?
+        let signals = Signals::register(&options)?;
+        let sched_loop = SchedLoop::new(sched, clock, &backend, stats.clone(), sched_tx.clone())
+            .map_err(|e| Error::Io(format!("cannot start the I/O threads: {e}")))?;
+        (signals, sched_loop)
     };
     if let Some(why) = sched_loop.ring_refused() {
         (shared.log)(&format!("direct reads: no io_uring ({why}); the I/O threads read instead"));
