@@ -37,6 +37,7 @@ from pathlib import Path
 import polars as pl
 from storqos.device_profile import DeviceProfile, dump_profile
 from storqos.experiment import load
+from storqos.gateway import DIRECT_READS
 from storqos.validate import calibrate_file, fill_file, validate
 
 HERE = Path(__file__).resolve().parent
@@ -68,7 +69,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=REPO / "out" / "validate")
     ap.add_argument("--live-device", choices=("file", "direct"), default="file",
                     help="file: read through the page cache; direct: with O_DIRECT (default %(default)s)")
-    ap.add_argument("--direct-reads", choices=("threads", "io_uring"), default="threads",
+    ap.add_argument("--direct-reads", choices=DIRECT_READS, default="threads",
                     help="with --live-device direct: how the gateways read the files (default %(default)s)")
     ap.add_argument("--markdown", type=Path, default=None,
                     help="default: docs/results/validation_repeatability.md, _direct.md with --live-device direct, "
@@ -79,6 +80,7 @@ def main() -> int:
     if ring and not direct:
         ap.error("--direct-reads io_uring reads direct files: give --live-device direct too")
     tag = args.live_device + ("-io_uring" if ring else "")
+    reads_flag = " --direct-reads io_uring" if ring else ""  # as given to validate, in the page
     if args.markdown is None:
         suffix = ("_direct" if direct else "") + ("_io_uring" if ring else "")
         args.markdown = REPO / "docs" / "results" / f"validation_repeatability{suffix}.md"
@@ -129,10 +131,10 @@ def main() -> int:
         f"# Validation on {'direct-I/O ' if direct else ''}files{', read through io_uring' if ring else ''}, "
         "repeated: how far apart two runs of the same cell land", "",
         f"Regenerate: `python examples/validation/repeatability.py --rounds {args.rounds} --policy "
-        f"{args.policy}{' --live-device direct' if direct else ''}{' --direct-reads io_uring' if ring else ''}` "
+        f"{args.policy}{' --live-device direct' if direct else ''}{reads_flag}` "
         f"({time.time() - t0:.0f} s here, {time.strftime('%Y-%m-%d', time.gmtime())}, 2 cores). "
-        f"Each round is one `storqos validate --live-device {args.live_device}"
-        f"{' --direct-reads io_uring' if ring else ''}` of every experiment: a fresh "
+        f"Each round is one `storqos validate --live-device {args.live_device}{reads_flag}` of every "
+        "experiment: a fresh "
         "calibration, "
         "then each experiment simulated with that profile and replayed live through a gateway configured "
         "from it. p50s in ms; Δ = live / predicted − 1.", "",
