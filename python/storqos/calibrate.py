@@ -8,7 +8,8 @@ at rest too when writes are measured, then, if asked, the same at other spacings
 (``idle_spacings_us``: waking threads that slept longer costs more, and a request
 soon after the last reply finds them awake), and with the
 replay engine, bursts from rest
-(:data:`BURST_REQUESTS` requests due at once, reads and, with writes, writes). Two engines
+(:data:`BURST_REQUESTS` requests due at once, reads and, with writes, writes, random and
+sequential). Two engines
 measure (the reads at rest may take the other one: ``rest_engine``):
 
 - ``fio`` (the default): fio's ``nbd`` engine (through libnbd) for a URI, its
@@ -233,24 +234,30 @@ def replay_point(uri: str, export_bytes: int, op: Op, pattern: Pattern, size: in
 
 
 def train_trace(requests: int, trains: int, export_bytes: int, *, spacing_us: float = 0.0,
-                period_us: float = BURST_PERIOD_US, is_read: bool = True, seed: int = 0) -> pl.DataFrame:
-    """The replay's input for ``trains`` trains of ``requests`` random 4 KiB requests
-    (reads, or writes if not ``is_read``) ``spacing_us`` apart (0: a burst, all due at
-    once), one train every ``period_us``, at 4 KiB-aligned offsets within
-    ``export_bytes`` drawn from ``seed``."""
+                period_us: float = BURST_PERIOD_US, is_read: bool = True, seed: int = 0,
+                pattern: Pattern = "random") -> pl.DataFrame:
+    """The replay's input for ``trains`` trains of ``requests`` 4 KiB requests (reads,
+    or writes if not ``is_read``) ``spacing_us`` apart (0: a burst, all due at once),
+    one train every ``period_us``, at 4 KiB-aligned offsets within ``export_bytes``:
+    drawn from ``seed``, or with ``pattern = "sequential"`` each one continuing the one
+    before it (across trains too, wrapping at the end) from a start drawn from ``seed``."""
     import polars as pl
 
     n = requests * trains
     arrival = (np.repeat(np.arange(trains, dtype=np.int64) * round(period_us * 1000), requests)
                + np.tile(np.arange(requests, dtype=np.int64), trains) * round(spacing_us * 1000))
-    off = np.random.default_rng(seed).integers(0, export_bytes // 4096, n, dtype=np.uint64) * np.uint64(4096)
+    slots = export_bytes // 4096
+    rng = np.random.default_rng(seed)
+    pages = ((rng.integers(0, slots, dtype=np.uint64) + np.arange(n, dtype=np.uint64)) % np.uint64(slots)
+             if pattern == "sequential" else rng.integers(0, slots, n, dtype=np.uint64))
+    off = pages * np.uint64(4096)
     return pl.DataFrame({"arrival_ns": arrival, "tenant": np.zeros(n, dtype=np.uint32), "offset": off,
                          "size": np.full(n, 4096, dtype=np.uint32), "is_read": np.full(n, is_read)})
 
 
 def burst_point(uri: str, export_bytes: int, op: Op, requests: int = BURST_REQUESTS, bursts: int = BURSTS,
-                seed: int = 0, period_us: float = BURST_PERIOD_US) -> BurstPoint:
-    """Bursts of ``requests`` 4 KiB random ``op``s due at the same time, one burst every
+                seed: int = 0, period_us: float = BURST_PERIOD_US, pattern: Pattern = "random") -> BurstPoint:
+    """Bursts of ``requests`` 4 KiB ``pattern`` ``op``s due at the same time, one burst every
     ``period_us``, replayed open loop by the replay engine: per burst, the
     time between issues (first to last over ``requests`` − 1) and between completions
     (the same over the sorted completion times), and each position's response time;
@@ -261,7 +268,8 @@ def burst_point(uri: str, export_bytes: int, op: Op, requests: int = BURST_REQUE
         raise InputError(f"{uri}: the export ({export_bytes:,} bytes) is smaller than a 4,096-byte request",
                          "calibrate")
     n = requests * bursts
-    trace = train_trace(requests, bursts, export_bytes, period_us=period_us, is_read=op == "read", seed=seed)
+    trace = train_trace(requests, bursts, export_bytes, period_us=period_us, is_read=op == "read", seed=seed,
+                        pattern=pattern)
     res = replay(trace, {0: uri}, warmup=True)
     if res.errors:
         raise InputError(f"{uri}: {sum(res.errors.values()):,} {op}s failed: {res.first_error}", "calibrate")
@@ -274,7 +282,7 @@ def burst_point(uri: str, export_bytes: int, op: Op, requests: int = BURST_REQUE
     resp = req["response_ns"].to_numpy().astype(np.float64).reshape(bursts, requests)[skip:] / 1e3
     issue_us = float(np.median((issued[:, -1] - issued[:, 0]) / (requests - 1))) / 1e3
     finish_us = float(np.median((done[:, -1] - done[:, 0]) / (requests - 1))) / 1e3
-    return BurstPoint(op=op, requests=requests, bursts=bursts - skip, period_us=period_us, issue_us=issue_us,
+    return BurstPoint(op=op, pattern=pattern, requests=requests, bursts=bursts - skip, period_us=period_us, issue_us=issue_us,
                       finish_us=finish_us, response_us=[round(float(x), 2) for x in np.median(resp, axis=0)])
 
 
@@ -388,7 +396,7 @@ def calibrate(
     pats: tuple[Pattern, ...] = ("random", "sequential")
     plan = [(op, pat, s) for op in ops for pat in pats for s in sorted(set(sizes))]
     qds = sorted(set(depths))
-    bursts = ops if "replay" in (engine, rest) else ()
+    bursts = [(op, pat) for op in ops for pat in pats] if "replay" in (engine, rest) else []
     idles = [(op, sp) for sp in sorted(set(idle_spacings_us)) for op in ops]
     per_pass = len(plan) + len(qds) + (2 if writes else 1) + len(bursts) + len(idles)
     total = per_pass * passes
@@ -419,7 +427,7 @@ def calibrate(
             step += 1
 
         for k in range(passes):
-            seed = k * (per_pass + 4 + len(idles))  # each pass its own offsets
+            seed = k * (per_pass + 2 + len(bursts) + len(idles))  # each pass its own offsets
             for i, (op, pat, s) in enumerate(plan):
                 say(f"{pat} {op} {s // 1024} KiB")
                 service[i].append(measure(op, pat, s, 1, seed + i))
@@ -436,14 +444,15 @@ def calibrate(
                                           secs=rest_secs))
             for x, (op, sp) in enumerate(idles):
                 say(f"4 KiB random {op} at rest (one every {sp / 1000:g} ms)")
-                at_idle[x].append(measure(op, "random", 4096, 1, seed + per_pass + 4 + x, sp, by=rest,
+                at_idle[x].append(measure(op, "random", 4096, 1, seed + per_pass + 2 + len(bursts) + x, sp, by=rest,
                                           secs=max(seconds, IDLE_SAMPLES * sp / 1e6)))
-            for b, op in enumerate(bursts):
-                say(f"bursts of {BURST_REQUESTS} 4 KiB random {op}s from rest")
+            for b, (op, pattern) in enumerate(bursts):
+                say(f"bursts of {BURST_REQUESTS} 4 KiB {pattern} {op}s from rest")
                 lone = float(np.median([p.mean_us for pts, (o, pat, s) in zip(service, plan, strict=True)
-                                        if o == op and pat == "random" and s == min(sizes) for p in pts]))
+                                        if o == op and pat == pattern and s == min(sizes) for p in pts]))
                 burst[b].append(burst_point(text, export_bytes, op, seed=seed + per_pass + 2 + b,
-                                            period_us=max(BURST_PERIOD_US, 3 * BURST_REQUESTS * lone)))
+                                            period_us=max(BURST_PERIOD_US, 3 * BURST_REQUESTS * lone),
+                                            pattern=pattern))
         if progress:
             progress(total, total, "done")
     measured_s = time.monotonic() - started

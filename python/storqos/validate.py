@@ -375,7 +375,8 @@ def validate(
             say(f"{run.label}: simulating {df.height:,} requests ({i + 1}/{len(exp.runs)})")
             sim = simulate(df, run.policy, device, seed=run.seed, keep_requests=True)
             assert sim.requests is not None
-            predicted = sim.requests if profile is None or not real else with_path(sim.requests, profile)
+            predicted = (sim.requests if profile is None or not real else
+                         with_path(sim.requests, profile, df["offset"].to_numpy()))
             cfg = gateway_config(files[: len(names)], run.policy, listen="127.0.0.1:0", depth=depth, iops=iops,
                                  cost=cost, limits=LimitsTable(max_inflight=INFLIGHT_BYTES).to_json(),
                                  direct_reads=_reads(direct, direct_reads))
@@ -410,7 +411,8 @@ def _rest_p50_us(path: Path, export_bytes: int, direct: bool, direct_reads: str,
 
 
 def burst_delay_ns(arrival_ns: np.ndarray, own_ns: np.ndarray, is_read: np.ndarray,
-                   costs: dict[Op, tuple[float, float]], *, issued: Issued | None = None) -> np.ndarray:
+                   costs: dict[Op, tuple[float, float]], *, issued: Issued | None = None,
+                   serve_ns: np.ndarray | None = None) -> np.ndarray:
     """How much later than its own response time (``own_ns``, from its issue) each
     request's reply comes, because the live path answers one request at a time (ns):
     the replay issues a request at its time or, in a burst, one issue after the previous
@@ -420,13 +422,15 @@ def burst_delay_ns(arrival_ns: np.ndarray, own_ns: np.ndarray, is_read: np.ndarr
     what :func:`storqos.calibrate.burst_point` measures on bursts from rest; on such a
     burst this gives back what it measured: the first reply at its own time, each next
     one a completion time later. ``arrival_ns`` in time order; ``issued``, when given,
-    is what :func:`_issue_times` makes of them."""
+    is what :func:`_issue_times` makes of them; ``serve_ns``, when given, each
+    request's time between completions instead of its op's (:func:`serve_times_ns`)."""
     n = len(arrival_ns)
     delay = np.zeros(n, dtype=np.int64)
     if not n:
         return delay
     at, _ = issued if issued is not None else _issue_times(arrival_ns, is_read, costs)
-    serve_ns = np.where(is_read, costs["read"][1], costs["write"][1])
+    if serve_ns is None:
+        serve_ns = np.where(is_read, costs["read"][1], costs["write"][1])
     own = np.asarray(own_ns, dtype=np.float64)
     last_reply = -np.inf
     for i in range(n):
@@ -435,6 +439,31 @@ def burst_delay_ns(arrival_ns: np.ndarray, own_ns: np.ndarray, is_read: np.ndarr
         delay[i] = round(reply - alone)
         last_reply = reply
     return delay
+
+
+def continues(tenant: np.ndarray, is_read: np.ndarray, offset: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """Which requests continue their tenant's previous request of the same op (start
+    where it ended): the sequential ones, in the order given."""
+    df = pl.DataFrame({"t": tenant, "r": is_read, "o": np.asarray(offset, dtype=np.uint64),
+                       "e": np.asarray(offset, dtype=np.uint64) + np.asarray(size, dtype=np.uint64)})
+    prev_end = df.select(pl.col("e").shift(1).over("t", "r"))["e"]
+    return (prev_end == df["o"]).fill_null(False).to_numpy()
+
+
+def serve_times_ns(is_read: np.ndarray, sequential: np.ndarray, profile: DeviceProfile) -> np.ndarray | None:
+    """Each request's time between completions in the path (ns; :func:`burst_delay_ns`):
+    its op's in the profile's sequential bursts for a request that continues its
+    tenant's previous one of the op (``sequential``), in the random bursts for any
+    other. None without random bursts; the random bursts' for all without sequential
+    ones (profiles made before they were measured)."""
+    costs = profile.burst_costs_ns()
+    if costs is None:
+        return None
+    serve = np.where(is_read, costs["read"][1], costs["write"][1])
+    seq = profile.burst_costs_ns("sequential")
+    if seq is None:
+        return serve
+    return np.where(sequential, np.where(is_read, seq["read"][1], seq["write"][1]), serve)
 
 
 #: When the replay issues each request and what issuing it takes, ns (:func:`_issue_times`).
@@ -511,7 +540,8 @@ def burst_hold(profile: DeviceProfile) -> dict[Op, float]:
     without a time at rest measured; writes take the reads' when only reads were
     measured in bursts."""
     got: dict[Op, float] = {}
-    for b in profile.burst or []:
+    random = [b for b in profile.burst or [] if b.pattern == "random"]
+    for b in random:
         rest = profile.at_rest_write if b.op == "write" and profile.at_rest_write is not None else profile.at_rest
         if rest is None or b.issue_us <= 0:
             continue
@@ -523,7 +553,7 @@ def burst_hold(profile: DeviceProfile) -> dict[Op, float]:
             got[b.op] = 0.0
             continue
         got[b.op] = _head_share(b.op, b.requests, b.issue_us * 1e3, own_us * 1e3, late_ns)
-    if "read" in got and not any(b.op == "write" for b in profile.burst or []):
+    if "read" in got and not any(b.op == "write" for b in random):
         got["write"] = got["read"]
     return got
 
@@ -549,7 +579,7 @@ def _head_share(op: Op, requests: int, issue_ns: float, own_ns: float, late_ns: 
     return hi
 
 
-def with_path(requests: pl.DataFrame, profile: DeviceProfile) -> pl.DataFrame:
+def with_path(requests: pl.DataFrame, profile: DeviceProfile, offsets: np.ndarray | None = None) -> pl.DataFrame:
     """Simulated requests as a client sees them: a request that arrives when nothing is
     in flight (every earlier request finished) finds the client's and the gateway's
     threads asleep and pays the profile's path at rest on top (see
@@ -575,7 +605,10 @@ def with_path(requests: pl.DataFrame, profile: DeviceProfile) -> pl.DataFrame:
     no sooner than the path's time between two completions after the reply before it
     (:func:`burst_delay_ns`): the simulated device's k servers may answer a burst k at
     a time, the live path answers one at a time, and a request waits for the slower of
-    the two. And no sooner than its own time put off by the requests issued while it is
+    the two; with ``offsets`` (each request's offset by its ``id``, the row of the trace
+    simulated) and sequential bursts measured, a request that continues its tenant's
+    previous one of the op is spaced by the sequential bursts' time
+    (:func:`serve_times_ns`). And no sooner than its own time put off by the requests issued while it is
     in flight (:func:`burst_hold_ns`, with the profile's :func:`burst_hold`): it comes
     at the later of the two."""
     if not requests.height:
@@ -608,7 +641,10 @@ def with_path(requests: pl.DataFrame, profile: DeviceProfile) -> pl.DataFrame:
     wait = req["wait_ns"].to_numpy().astype(np.int64) if "wait_ns" in req.columns else np.zeros_like(arrival)
     waited = np.minimum(issued_ns - arrival, wait)
     own = resp_all.astype(np.int64) + extra - waited
-    response = own + np.maximum(burst_delay_ns(arrival, own, reads, costs, issued=issued),
+    sequential = (continues(req["tenant"].to_numpy(), reads, np.asarray(offsets)[req["id"].to_numpy()],
+                            req["size"].to_numpy()) if offsets is not None else np.zeros(len(arrival), dtype=bool))
+    serve = serve_times_ns(reads, sequential, profile)
+    response = own + np.maximum(burst_delay_ns(arrival, own, reads, costs, issued=issued, serve_ns=serve),
                                 burst_hold_ns(arrival, own, reads, costs, burst_hold(profile), issued=issued))
     out = req.with_columns(pl.Series("arrival_ns", issued_ns).cast(pl.UInt64),
                            pl.Series("response_ns", response).cast(pl.UInt64),
@@ -659,4 +695,5 @@ def _least_disturbed(attempts: int, measure: Callable[[], _M], disturbed: Callab
 
 
 __all__ = ["ATTEMPTS", "CALIBRATE_PASSES", "CALIBRATE_SECONDS", "CALIBRATION_BUSY_SHARE", "DEFAULT_EXPORT_BYTES", "MODES", "PERCENTILES", "REST_CHECK_S", "RunValidation", "Validation", "burst_delay_ns",
-           "burst_hold", "burst_hold_ns", "calibrate_file", "fill_file", "per_tenant", "validate", "with_path"]
+           "burst_hold", "burst_hold_ns", "calibrate_file", "continues", "fill_file", "per_tenant", "serve_times_ns", "validate",
+           "with_path"]

@@ -479,3 +479,8 @@ def test_trains_of_requests_come_spaced_within_a_train_and_periodic_between_trai
     assert t["size"].to_list() == [4096] * 12 and not t["is_read"].any() and (t["tenant"] == 0).all()
     burst = train_trace(32, 2, 1 << 30)  # a burst: all of a train due at once
     assert burst["arrival_ns"].unique().sort().to_list() == [0, 10_000_000] and burst["is_read"].all()
+    # Sequential: each request starts where the one before it ended, from one train to
+    # the next too, wrapping at the export's end (256 slots of 4 KiB here).
+    seq = train_trace(100, 3, 1 << 20, pattern="sequential", seed=7)["offset"].to_numpy().astype(np.int64)
+    assert (seq == (seq[0] // 4096 + np.arange(300)) % 256 * 4096).all()
+    assert len(set(train_trace(4, 1, 1 << 30, pattern="sequential", seed=s)["offset"][0] for s in range(5))) == 5

@@ -166,6 +166,9 @@ def test_file_device_with_its_profile(tmp_path: Path, device: str, reads: str | 
     assert (kept.parallelism, kept.capacity_iops) == (summary["device_profile"]["parallelism"],
                                                       summary["device_profile"]["capacity_iops"])
     assert kept.at_rest is not None and kept.burst, "the measurements the prediction used are in it"
+    # Bursts of each op, random and sequential.
+    assert sorted((b.op, b.pattern) for b in kept.burst) == [
+        (op, pat) for op in ("read", "write") for pat in ("random", "sequential")]
     assert kept.direct_reads == (None if device == "file" else reads or "threads")
     # The requests at rest at the other spacings too, reads and writes.
     assert sorted((p.op, p.spacing_us) for p in kept.at_rest_idle or []) == [

@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 from pydantic import ValidationError
 from storqos.device_profile import BurstPoint, DepthPoint, DeviceProfile, Op, ServicePoint, dump_profile, load_profile
-from storqos.validate import burst_delay_ns, burst_hold, burst_hold_ns, with_path
+from storqos.validate import burst_delay_ns, burst_hold, burst_hold_ns, continues, with_path
 
 US = 1_000
 
@@ -77,9 +77,9 @@ def _profile(burst: list[BurstPoint] | None) -> DeviceProfile:
                          burst=burst)
 
 
-def _point(op: str, issue_us: float, finish_us: float) -> BurstPoint:
-    return BurstPoint(op=op, requests=4, bursts=10, period_us=10_000, issue_us=issue_us, finish_us=finish_us,
-                      response_us=[100.0, 110.0, 120.0, 130.0])
+def _point(op: str, issue_us: float, finish_us: float, pattern: str = "random") -> BurstPoint:
+    return BurstPoint(op=op, pattern=pattern, requests=4, bursts=10, period_us=10_000, issue_us=issue_us,
+                      finish_us=finish_us, response_us=[100.0, 110.0, 120.0, 130.0])
 
 
 def test_validate_delays_replies_the_path_cannot_give_yet() -> None:
@@ -124,9 +124,15 @@ def test_a_request_issued_late_waited_in_the_replay_not_in_the_device_queue() ->
 def test_burst_costs_and_old_profiles() -> None:
     only_reads = _profile([_point("read", 8, 15)])
     assert only_reads.burst_costs_ns() == {"read": (8_000, 15_000), "write": (8_000, 15_000)}
+    assert only_reads.burst_costs_ns("sequential") is None
     both = _profile([_point("read", 8, 15), _point("write", 12, 70)])
     assert both.burst_costs_ns() == {"read": (8_000, 15_000), "write": (12_000, 70_000)}
     assert _profile(None).burst_costs_ns() is None
+    # Sequential bursts are kept apart from the random ones, whichever comes first.
+    four = _profile([_point("read", 8, 12, "sequential"), _point("read", 8, 15), _point("write", 12, 22, "sequential"),
+                     _point("write", 12, 70)])
+    assert four.burst_costs_ns() == {"read": (8_000, 15_000), "write": (12_000, 70_000)}
+    assert four.burst_costs_ns("sequential") == {"read": (8_000, 12_000), "write": (12_000, 22_000)}
 
 
 def test_profiles_with_and_without_bursts_load(tmp_path: Path) -> None:
@@ -138,6 +144,12 @@ def test_profiles_with_and_without_bursts_load(tmp_path: Path) -> None:
     assert "burst" not in text  # a profile made before the bursts were measured
     old.write_text(text)
     assert load_profile(old).burst is None
+    # A profile made before sequential bursts were measured: its bursts were random.
+    older = tmp_path / "older.toml"
+    head, *bursts = new.read_text().split("[[burst]]")
+    older.write_text("[[burst]]".join([head, *(b.replace('pattern = "random"\n', "") for b in bursts)]))
+    assert len(bursts) == 2 and "pattern" not in "".join(older.read_text().split("[[burst]]")[1:])
+    assert [b.pattern for b in load_profile(older).burst or []] == ["random", "random"]
     with pytest.raises(ValidationError, match="requests"):
         BurstPoint(op="read", requests=1, bursts=1, period_us=1, issue_us=1, finish_us=1, response_us=[1.0, 1.0])
 
@@ -283,3 +295,45 @@ def test_validate_holds_the_head_of_a_burst_of_writes() -> None:
     assert burst_hold(prof)["write"] == pytest.approx(1.5, rel=1e-4)
     got = with_path(req, prof)
     assert got["response_ns"].to_list() == [124 * US, 112 * US, 104 * US]
+
+
+def test_a_request_continues_its_tenants_previous_one_of_the_same_op() -> None:
+    """Tenant 0 writes 0-4 KiB, 4-8 KiB, then reads 8 KiB (a read: not the writes'
+    sequence), then writes 8-12 KiB; tenant 1 writes 12-16 KiB between them (another
+    tenant's: no sequence to tenant 0's), then 16-24 KiB and 100 KiB."""
+    tenant = np.array([0, 0, 1, 0, 0, 1, 1])
+    reads = np.array([False, False, False, True, False, False, False])
+    offset = np.array([0, 4, 12, 8, 8, 16, 100]) * 1024
+    size = np.array([4, 4, 4, 4, 4, 8, 4]) * 1024
+    assert continues(tenant, reads, offset, size).tolist() == [False, True, False, False, True, True, False]
+
+
+def _train(offsets_kib: list[int]) -> tuple[pl.DataFrame, np.ndarray]:
+    """Four 4 KiB writes of one tenant 38 µs apart (FIU's journal), 50 µs each
+    simulated, at the offsets given; the trace's offsets by request id."""
+    n = len(offsets_kib)
+    req = pl.DataFrame({"id": np.arange(n), "tenant": np.zeros(n, np.uint32),
+                        "arrival_ns": np.arange(n) * 38 * US, "finish_ns": np.arange(n) * 38 * US + 50 * US,
+                        "response_ns": np.full(n, 50 * US), "size": np.full(n, 4096, np.uint32),
+                        "is_read": np.zeros(n, bool)}).with_columns(
+        pl.col("id", "arrival_ns", "finish_ns", "response_ns").cast(pl.UInt64))
+    return req, np.array(offsets_kib, dtype=np.uint64) * 1024
+
+
+def test_sequential_writes_are_spaced_by_the_sequential_bursts() -> None:
+    """The train of test_a_train_of_writes_slower_than_its_spacing_queues through
+    validate: random writes 80 µs apart in bursts reply 0, 42, 84, 126 µs late; the
+    same writes each continuing the one before, with sequential bursts 25 µs apart
+    (below the 38 µs spacing), reply on time. Issued 38 µs apart, each after the replay
+    finished the one before (12 µs per issue)."""
+    prof = _profile([_point("read", 10, 15), _point("write", 12, 80), _point("write", 12, 25, "sequential")])
+    rand, rand_off = _train([0, 400, 80, 1000])
+    late = [0, 42 * US, 84 * US, 126 * US]
+    assert (with_path(rand, prof, rand_off)["response_ns"].to_numpy() - 50 * US).tolist() == late
+    seq, seq_off = _train([0, 4, 8, 12])
+    assert with_path(seq, prof, seq_off)["response_ns"].to_list() == [50 * US] * 4
+    # Without the offsets, or with a profile made before sequential bursts were
+    # measured, every request takes the random bursts' spacing.
+    assert (with_path(seq, prof)["response_ns"].to_numpy() - 50 * US).tolist() == late
+    older = _profile([_point("read", 10, 15), _point("write", 12, 80)])
+    assert (with_path(seq, older, seq_off)["response_ns"].to_numpy() - 50 * US).tolist() == late

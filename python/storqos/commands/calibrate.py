@@ -126,7 +126,7 @@ def calibrate(
             out.print(f"4 KiB random {r.op}s at rest, one every {every:g} ms: p50 "
                       f"{dict(r.percentiles_us).get(50.0, r.mean_us):.0f} µs")
     for b in profile.burst or []:
-        out.print(f"bursts of {b.requests} 4 KiB random {b.op}s from rest: {b.issue_us:.1f} µs per issue, "
+        out.print(f"bursts of {b.requests} 4 KiB {b.pattern} {b.op}s from rest: {b.issue_us:.1f} µs per issue, "
                   f"{b.finish_us:.1f} µs per completion")
     out.print(f"device profile: {out_file}")
 
