@@ -105,7 +105,8 @@ def main() -> int:
         img.unlink()
         profiles.append(f"| {k + 1} | {time.strftime('%H:%M', time.gmtime())} | {profile.capacity_iops:,.0f} | "
                         f"{profile.parallelism} | {_at_rest(profile)} | "
-                        + " / ".join(f"{b.finish_us:.0f}" for b in profile.burst or []) + " |")
+                        + " / ".join(f"{b.finish_us:.0f}{'s' if b.pattern == 'sequential' else ''}"
+                                     for b in profile.burst or []) + " |")
         (args.out / f"repeat-{k + 1}-{tag}.profile.toml").write_text(dump_profile(profile))
         for exp in exps:
             v = validate(exp, mode=args.live_device, profile=profile, workdir=work, direct_reads=args.direct_reads,
@@ -139,7 +140,7 @@ def main() -> int:
         "then each experiment simulated with that profile and replayed live through a gateway configured "
         "from it. p50s in ms; Δ = live / predicted − 1.", "",
         "Profiles (capacity IOPS, parallelism k, path at rest p50 µs by the spacing it was measured at, "
-        "time between replies in bursts µs; reads then writes):", "",
+        "time between replies in bursts µs, s: of sequential requests; reads then writes):", "",
         "| round | UTC | IOPS | k | at rest | bursts |", "|---:|---|---:|---:|---|---|", *profiles, "",
         "| experiment | tenant | predicted p50 per round | live p50 per round | Δ per round | device at rest Δ "
         "| live about its median | best constant |",

@@ -53,7 +53,7 @@ def _profile_line(profile: DeviceProfile) -> str:
             f"{profile.op_time_us:.1f} µs per op, path at rest p50 "
             + "; ".join(f"{op}s " + ", ".join(f"{p50:.0f} µs after {idle / 1000:.1f} ms idle"
                                              for idle, p50 in profile.rest_p50s_us(op)) for op in ("read", "write"))
-            + "".join(f", {b.op}s in bursts {b.finish_us:.0f} µs apart" for b in profile.burst or []) + ".")
+            + "".join(f", {b.pattern} {b.op}s in bursts {b.finish_us:.0f} µs apart" for b in profile.burst or []) + ".")
 
 
 def main() -> int:
