@@ -61,7 +61,8 @@ def calibrate(
     then 4 KiB random reads one every 2 ms (a request at rest, which wakes up
     the client and the server), and with --idle-spacings at other spacings too; with
     --engine replay, bursts of 32 requests due at
-    once (the time per issue and per completion: validate's path in a burst).
+    once, random and sequential (the time per issue and per completion:
+    validate's path in a burst).
     The profile holds the measurements and what is fitted to them: the capacity (best
     4 KiB random-read IOPS), the parallelism, a service-time model for `storqos simulate
     --device-profile` and a cost model for `storqos serve --device-profile`.
