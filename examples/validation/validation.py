@@ -174,7 +174,7 @@ def main() -> int:
         "kjournald writes the journal in trains 38 µs apart) the replay issues one request at a time and the "
         "path behind it answers one at a time, a write 70-115 µs after the one before (it wakes an I/O thread "
         "that waits for a CPU while the replay and the gateway's loop run), a write continuing the one before "
-        "it 21-27 µs (kjournald's, nearly all), where the model's k servers answer "
+        "it 21-28 µs (kjournald's, nearly all), where the model's k servers answer "
         "k at once: the profile measures both times on bursts from rest, random and sequential, and the "
         "prediction gives no reply sooner than the path's time between two replies after the one before it "
         "(the sequential bursts' for a request that continues its tenant's previous one of its op). "

@@ -46,8 +46,8 @@ against the queue depth (the parallelism curve). From them:
   request's time to issue that puts a reply off, read off the burst's first position
   (:func:`storqos.validate.burst_hold_ns`). Bursts of sequential requests (each
   continuing the one before it) are measured too: on a page-cached file a sequential
-  write costs the path far less than a random one (replies 21-27 µs apart in a burst
-  against 75-83 µs, 2026-11-29: neighbouring pages share the cache's work), and a
+  write costs the path far less than a random one (replies 21-28 µs apart in a burst
+  against 73-83 µs, 2026-11-29), and a
   trace's writes are often sequential (FIU mail's journal: 98 %). A request that
   continues its tenant's previous request of its op takes the sequential bursts' time
   between completions, any other the random bursts'.
