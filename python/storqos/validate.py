@@ -423,14 +423,15 @@ def burst_delay_ns(arrival_ns: np.ndarray, own_ns: np.ndarray, is_read: np.ndarr
     burst this gives back what it measured: the first reply at its own time, each next
     one a completion time later. ``arrival_ns`` in time order; ``issued``, when given,
     is what :func:`_issue_times` makes of them; ``serve_ns``, when given, each
-    request's time between completions instead of its op's (:func:`serve_times_ns`)."""
+    request's time between completions instead of its op's in ``costs``
+    (:func:`serve_times_ns`)."""
     n = len(arrival_ns)
     delay = np.zeros(n, dtype=np.int64)
     if not n:
         return delay
     at, _ = issued if issued is not None else _issue_times(arrival_ns, is_read, costs)
     if serve_ns is None:
-        serve_ns = np.where(is_read, costs["read"][1], costs["write"][1])
+        serve_ns = serve_times_ns(is_read, costs)
     own = np.asarray(own_ns, dtype=np.float64)
     last_reply = -np.inf
     for i in range(n):
@@ -450,20 +451,19 @@ def continues(tenant: np.ndarray, is_read: np.ndarray, offset: np.ndarray, size:
     return (prev_end == df["o"]).fill_null(False).to_numpy()
 
 
-def serve_times_ns(is_read: np.ndarray, sequential: np.ndarray, profile: DeviceProfile) -> np.ndarray | None:
+def serve_times_ns(is_read: np.ndarray, costs: dict[Op, tuple[float, float]], sequential: np.ndarray | None = None,
+                   sequential_costs: dict[Op, tuple[float, float]] | None = None) -> np.ndarray:
     """Each request's time between completions in the path (ns; :func:`burst_delay_ns`):
-    its op's in the profile's sequential bursts for a request that continues its
-    tenant's previous one of the op (``sequential``), in the random bursts for any
-    other. None without random bursts; the random bursts' for all without sequential
-    ones (profiles made before they were measured)."""
-    costs = profile.burst_costs_ns()
-    if costs is None:
-        return None
+    its op's in the random bursts (``costs``, :meth:`DeviceProfile.burst_costs_ns`), or
+    in the sequential bursts (``sequential_costs``) for a request that continues its
+    tenant's previous one of the op (``sequential``, :func:`continues`). Without either
+    of the last two (profiles made before sequential bursts were measured), every
+    request takes the random bursts'."""
     serve = np.where(is_read, costs["read"][1], costs["write"][1])
-    seq = profile.burst_costs_ns("sequential")
-    if seq is None:
+    if sequential is None or sequential_costs is None:
         return serve
-    return np.where(sequential, np.where(is_read, seq["read"][1], seq["write"][1]), serve)
+    seq = np.where(is_read, sequential_costs["read"][1], sequential_costs["write"][1])
+    return np.where(sequential, seq, serve)
 
 
 #: When the replay issues each request and what issuing it takes, ns (:func:`_issue_times`).
@@ -540,8 +540,8 @@ def burst_hold(profile: DeviceProfile) -> dict[Op, float]:
     without a time at rest measured; writes take the reads' when only reads were
     measured in bursts."""
     got: dict[Op, float] = {}
-    random = [b for b in profile.burst or [] if b.pattern == "random"]
-    for b in random:
+    random_bursts = [b for b in profile.burst or [] if b.pattern == "random"]
+    for b in random_bursts:
         rest = profile.at_rest_write if b.op == "write" and profile.at_rest_write is not None else profile.at_rest
         if rest is None or b.issue_us <= 0:
             continue
@@ -553,7 +553,7 @@ def burst_hold(profile: DeviceProfile) -> dict[Op, float]:
             got[b.op] = 0.0
             continue
         got[b.op] = _head_share(b.op, b.requests, b.issue_us * 1e3, own_us * 1e3, late_ns)
-    if "read" in got and not any(b.op == "write" for b in random):
+    if "read" in got and not any(b.op == "write" for b in random_bursts):
         got["write"] = got["read"]
     return got
 
@@ -641,9 +641,10 @@ def with_path(requests: pl.DataFrame, profile: DeviceProfile, offsets: np.ndarra
     wait = req["wait_ns"].to_numpy().astype(np.int64) if "wait_ns" in req.columns else np.zeros_like(arrival)
     waited = np.minimum(issued_ns - arrival, wait)
     own = resp_all.astype(np.int64) + extra - waited
+    seq_costs = profile.burst_costs_ns("sequential") if offsets is not None else None
     sequential = (continues(req["tenant"].to_numpy(), reads, np.asarray(offsets)[req["id"].to_numpy()],
-                            req["size"].to_numpy()) if offsets is not None else np.zeros(len(arrival), dtype=bool))
-    serve = serve_times_ns(reads, sequential, profile)
+                            req["size"].to_numpy()) if seq_costs is not None else None)
+    serve = serve_times_ns(reads, costs, sequential, seq_costs)
     response = own + np.maximum(burst_delay_ns(arrival, own, reads, costs, issued=issued, serve_ns=serve),
                                 burst_hold_ns(arrival, own, reads, costs, burst_hold(profile), issued=issued))
     out = req.with_columns(pl.Series("arrival_ns", issued_ns).cast(pl.UInt64),
