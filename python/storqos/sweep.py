@@ -249,7 +249,11 @@ def _map_dask(
             # The nannies pass the settings in force now on to their workers, and the
             # scheduler reads its own at start; a scheduler given by address keeps its
             # workers' own.
-            with dask.config.set(LOCAL_CLUSTER_CONFIG):
+            with dask.config.set(LOCAL_CLUSTER_CONFIG), warnings.catch_warnings():
+                # Its scheduler's HTTP server (health and metrics, on 127.0.0.1) takes
+                # another port when 8787 is taken, in a four-line warning that leaves
+                # the user nothing to do.
+                warnings.filterwarnings("ignore", message=r"Port \d+ is already in use", category=UserWarning)
                 cluster = LocalCluster(
                     n_workers=int(backend.split(":", 1)[1]),
                     threads_per_worker=1,

@@ -66,6 +66,26 @@ def _stop(p: subprocess.Popen[bytes]) -> None:
         p.wait(STOP_TIMEOUT)
 
 
+#: Without it, `--no-dashboard` still leaves each process an HTTP server (health and
+#: metrics) on every interface: the scheduler's on 0.0.0.0:8787, each worker's on
+#: 0.0.0.0 at a random port.
+LOOPBACK_HTTP = ["--dashboard-address", "127.0.0.1:0"]
+
+
+def _listening(procs: list[subprocess.Popen[bytes]]) -> list[tuple[str, int]]:
+    """(address, port) of every TCP socket listening in these processes and their
+    children (the workers the nannies spawned)."""
+    import psutil
+
+    found = []
+    for p in procs:
+        root = psutil.Process(p.pid)
+        for proc in [root, *root.children(recursive=True)]:
+            found += [(c.laddr.ip, c.laddr.port) for c in proc.net_connections(kind="tcp")
+                      if c.status == psutil.CONN_LISTEN]
+    return found
+
+
 def _logs(tmp_path: Path) -> str:
     return "\n".join(f"--- {f.name}\n{f.read_text(errors='replace')[-3000:]}" for f in sorted(tmp_path.glob("*.log")))
 
@@ -77,7 +97,7 @@ def dask_scheduler(tmp_path: Path) -> Iterator[str]:
     try:
         info = tmp_path / "scheduler.json"
         procs.append(_start(["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                             "--scheduler-file", str(info), "--idle-timeout", "600"], tmp_path, "scheduler"))
+                             *LOOPBACK_HTTP, "--scheduler-file", str(info), "--idle-timeout", "600"], tmp_path, "scheduler"))
         deadline = time.monotonic() + START_TIMEOUT
         address = None
         while address is None:
@@ -92,7 +112,7 @@ def dask_scheduler(tmp_path: Path) -> Iterator[str]:
         assert address.startswith("tcp://127.0.0.1:"), address
         for i in range(2):
             procs.append(_start(["distributed.cli.dask_worker", address, "--host", "127.0.0.1", "--nthreads", "1",
-                                 "--nworkers", "1", "--no-dashboard", "--name", f"w{i}", "--death-timeout", "60",
+                                 "--nworkers", "1", "--no-dashboard", *LOOPBACK_HTTP, "--name", f"w{i}", "--death-timeout", "60",
                                  "--local-directory", str(tmp_path / f"worker{i}")], tmp_path, f"worker{i}"))
         from dask.distributed import Client
 
@@ -102,6 +122,8 @@ def dask_scheduler(tmp_path: Path) -> Iterator[str]:
             except TimeoutError:
                 pytest.fail(f"2 dask workers not up after {START_TIMEOUT:.0f} s\n{_logs(tmp_path)}")
             assert len(client.scheduler_info()["workers"]) == 2
+        listening = _listening([p for p, _log in procs])
+        assert listening and all(ip in ("127.0.0.1", "::1") for ip, _port in listening), listening
         yield address
     finally:
         for p, log in reversed(procs):
@@ -178,3 +200,31 @@ def test_unreachable_dask_scheduler_is_one_line_error(tmp_path: Path) -> None:
     assert r.returncode == 2, (r.returncode, r.stderr)
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "cannot reach the Dask scheduler" in lines[0] and "refused" in lines[0], r.stderr
+
+
+def test_a_local_cluster_says_nothing_when_the_dashboard_port_is_taken() -> None:
+    """With 127.0.0.1:8787 taken (here by a listening socket; by another Dask cluster on
+    a user's machine), a ``local:N`` sweep's scheduler puts its HTTP server on another
+    port without printing Dask's four-line warning about it; other warnings still pass."""
+    import socket
+    import warnings
+
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", 8787))
+            s.listen()
+        except OSError:
+            pass  # taken already: the same case
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert map_runs(_warn_and_add, [1, 2], backend="local:1") == [2, 3]
+    messages = [str(w.message) for w in caught]
+    assert not any("already in use" in m for m in messages), messages
+    assert messages.count("a run's own warning") == 2, messages
+
+
+def _warn_and_add(item: int, _shared: object) -> int:
+    import warnings
+
+    warnings.warn("a run's own warning", UserWarning, stacklevel=1)
+    return item + 1
