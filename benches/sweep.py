@@ -29,10 +29,12 @@ summed, as measured inside the workers):
   speed-up over serial is k × efficiency / slow-down: efficiency is the part the sweep
   code controls, slow-down the part the machine does).
 
-Other processes' CPU use during each phase (mean cores busy) is printed too (the machine is shared: a
-parallel back end can only be as fast as the cores left to it), and the share of the CPU time the
-host took from this virtual machine (steal time); before each back end the
-script waits (up to --quiet-wait seconds) for the machine to be quiet.
+Other processes' CPU use during each phase (mean cores busy) is printed too (the machine is
+shared: a parallel back end can only be as fast as the cores left to it). A Dask cluster
+given by a loopback address counts as the sweep's own in its phase and as another process
+in the others. So is the share of the CPU time the host took from this virtual machine
+(steal time). Before each back end the script waits (up to --quiet-wait seconds) for the
+machine to be quiet.
 """
 
 from __future__ import annotations
@@ -97,14 +99,46 @@ def wait_quiet(limit_s: float, max_cores: float = 0.25) -> float:
             return used
 
 
-def timed(exp: Experiment, label: str, backend: str, workers: int | None, k: int) -> Timing:
+def cluster_pids(address: str) -> list[int]:
+    """The process ids of a Dask cluster's scheduler and workers when it runs on this
+    machine (a loopback address; none otherwise): they are not this process's children,
+    yet their CPU time is the back end's, not other processes'."""
+    from urllib.parse import urlsplit
+
+    if urlsplit(address).hostname not in ("127.0.0.1", "localhost", "::1"):
+        return []
+    from dask.distributed import Client
+
+    with Client(address, timeout="10s") as c:
+        return [c.run_on_scheduler(os.getpid), *c.run(os.getpid).values()]
+
+
+def _pids_cpu_s(pids: list[int]) -> float:
+    """CPU-seconds used so far by these processes (and their reaped children)."""
+    import psutil
+
+    total = 0.0
+    for pid in pids:
+        try:
+            t = psutil.Process(pid).cpu_times()
+        except psutil.Error:  # gone
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+def timed(exp: Experiment, label: str, backend: str, workers: int | None, k: int,
+          cluster: list[int] | None = None) -> Timing:
+    """One back end's sweep; ``cluster``: the pids of a Dask cluster given by address
+    that runs on this machine, whose CPU counts as the sweep's own."""
+    pids = cluster or []
     done: dict[int, float] = {}
-    cpu0, own0 = cpu_times(), _own_cpu_s()
+    cpu0, own0 = cpu_times(), _own_cpu_s() + _pids_cpu_s(pids)
     t0 = time.perf_counter()
     res = run_experiment(exp, backend=backend, workers=workers, on_done=lambda i: done.__setitem__(i, time.perf_counter()))
     t1 = time.perf_counter()
     cpu1 = cpu_times()
-    others = max(0.0, (_busy_cpu_s(cpu1) - _busy_cpu_s(cpu0)) - (_own_cpu_s() - own0))
+    others = max(0.0, (_busy_cpu_s(cpu1) - _busy_cpu_s(cpu0)) - (_own_cpu_s() + _pids_cpu_s(pids) - own0))
     if len(done) < len(res.outputs):  # the serial path reports runs too; be safe
         done = {i: t1 for i in range(len(res.outputs))}
     first_start = min(done[o.index] - o.wall_s for o in res.outputs)
@@ -143,6 +177,7 @@ def main() -> None:
         with Client(args.dask, timeout="10s") as c:
             kd = sum(w["nthreads"] for w in c.scheduler_info()["workers"].values())
         plan.append((f"Dask scheduler {args.dask} ({kd} worker threads)", args.dask, None, kd))
+    pids = {args.dask: cluster_pids(args.dask)} if args.dask else {}
     rounds: list[list[Timing]] = []
     for r in range(args.rounds):
         # Each round times every back end; the order turns by one each round, so that
@@ -151,7 +186,7 @@ def main() -> None:
         got = {}
         for label, backend, workers, kk in order:
             wait_quiet(args.quiet_wait)
-            got[label] = timed(exp, label, backend, workers, kk)
+            got[label] = timed(exp, label, backend, workers, kk, pids.get(backend))
         rounds.append([got[label] for label, *_ in plan])
     first = rounds[0][0].result
     identical = all(
