@@ -32,8 +32,8 @@ summed, as measured inside the workers):
 Other processes' CPU use during each phase (mean cores busy) is printed too (the machine is
 shared: a parallel back end can only be as fast as the cores left to it). A Dask cluster
 given by a loopback address counts as the sweep's own in its phase and as another process
-in the others. So is the share of the CPU time the host took from this virtual machine
-(steal time). Before each back end the script waits (up to --quiet-wait seconds) for the
+in the others. The share of the CPU time the host took from this virtual machine (steal
+time) is printed as well. Before each back end the script waits (up to --quiet-wait seconds) for the
 machine to be quiet.
 """
 
