@@ -426,8 +426,11 @@ def calibrate(
                 progress(step, total, what + (f", pass {step // per_pass + 1} of {passes}" if passes > 1 else ""))
             step += 1
 
+        # Seeds within a pass: the classes, the depths, from per_pass the two points at
+        # rest, then the bursts, then (from idle_base) the spacings at rest.
+        idle_base = per_pass + 2 + len(bursts)
         for k in range(passes):
-            seed = k * (per_pass + 2 + len(bursts) + len(idles))  # each pass its own offsets
+            seed = k * (idle_base + len(idles))  # each pass its own offsets
             for i, (op, pat, s) in enumerate(plan):
                 say(f"{pat} {op} {s // 1024} KiB")
                 service[i].append(measure(op, pat, s, 1, seed + i))
@@ -444,7 +447,7 @@ def calibrate(
                                           secs=rest_secs))
             for x, (op, sp) in enumerate(idles):
                 say(f"4 KiB random {op} at rest (one every {sp / 1000:g} ms)")
-                at_idle[x].append(measure(op, "random", 4096, 1, seed + per_pass + 2 + len(bursts) + x, sp, by=rest,
+                at_idle[x].append(measure(op, "random", 4096, 1, seed + idle_base + x, sp, by=rest,
                                           secs=max(seconds, IDLE_SAMPLES * sp / 1e6)))
             for b, (op, pattern) in enumerate(bursts):
                 say(f"bursts of {BURST_REQUESTS} 4 KiB {pattern} {op}s from rest")

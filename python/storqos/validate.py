@@ -445,8 +445,8 @@ def burst_delay_ns(arrival_ns: np.ndarray, own_ns: np.ndarray, is_read: np.ndarr
 def continues(tenant: np.ndarray, is_read: np.ndarray, offset: np.ndarray, size: np.ndarray) -> np.ndarray:
     """Which requests continue their tenant's previous request of the same op (start
     where it ended): the sequential ones, in the order given."""
-    df = pl.DataFrame({"t": tenant, "r": is_read, "o": np.asarray(offset, dtype=np.uint64),
-                       "e": np.asarray(offset, dtype=np.uint64) + np.asarray(size, dtype=np.uint64)})
+    start = np.asarray(offset, dtype=np.uint64)
+    df = pl.DataFrame({"t": tenant, "r": is_read, "o": start, "e": start + np.asarray(size, dtype=np.uint64)})
     prev_end = df.select(pl.col("e").shift(1).over("t", "r"))["e"]
     return (prev_end == df["o"]).fill_null(False).to_numpy()
 
@@ -459,11 +459,15 @@ def serve_times_ns(is_read: np.ndarray, costs: dict[Op, tuple[float, float]], se
     tenant's previous one of the op (``sequential``, :func:`continues`). Without either
     of the last two (profiles made before sequential bursts were measured), every
     request takes the random bursts'."""
-    serve = np.where(is_read, costs["read"][1], costs["write"][1])
+    serve = _per_op(is_read, costs, 1)
     if sequential is None or sequential_costs is None:
         return serve
-    seq = np.where(is_read, sequential_costs["read"][1], sequential_costs["write"][1])
-    return np.where(sequential, seq, serve)
+    return np.where(sequential, _per_op(is_read, sequential_costs, 1), serve)
+
+
+def _per_op(is_read: np.ndarray, costs: dict[Op, tuple[float, float]], which: int) -> np.ndarray:
+    """Each request's ``costs[op][which]`` (0: the time per issue, 1: per completion)."""
+    return np.where(is_read, costs["read"][which], costs["write"][which])
 
 
 #: When the replay issues each request and what issuing it takes, ns (:func:`_issue_times`).
@@ -474,7 +478,7 @@ def _issue_times(arrival_ns: np.ndarray, is_read: np.ndarray, costs: dict[Op, tu
     """When the replay issues each request (ns), and what issuing it takes: at its
     time, or one issue (``costs[op][0]``) after the previous one while it is still
     issuing. ``arrival_ns`` in time order."""
-    issue_ns = np.where(is_read, costs["read"][0], costs["write"][0])
+    issue_ns = _per_op(is_read, costs, 0)
     arrival = np.asarray(arrival_ns, dtype=np.float64)
     issued = np.empty(len(arrival), dtype=np.float64)
     free_at = -np.inf  # the replay can issue again
