@@ -47,6 +47,7 @@ import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from storqos.experiment import Experiment, ExperimentResult, from_dict, run_experiment
 from storqos.host_steal import CpuTimes, cpu_times, steal_between, steal_share
@@ -99,18 +100,16 @@ def wait_quiet(limit_s: float, max_cores: float = 0.25) -> float:
             return used
 
 
-def cluster_pids(address: str) -> list[int]:
-    """The process ids of a Dask cluster's scheduler and workers when it runs on this
-    machine (a loopback address; none otherwise): they are not this process's children,
-    yet their CPU time is the back end's, not other processes'."""
+def cluster_pids(client: Any, address: str) -> list[int]:
+    """The process ids of the scheduler and workers of the Dask cluster ``client`` is
+    connected to at ``address``, when it runs on this machine (a loopback address;
+    none otherwise): they are not this process's children, yet their CPU time is the
+    back end's, not other processes'."""
     from urllib.parse import urlsplit
 
     if urlsplit(address).hostname not in ("127.0.0.1", "localhost", "::1"):
         return []
-    from dask.distributed import Client
-
-    with Client(address, timeout="10s") as c:
-        return [c.run_on_scheduler(os.getpid), *c.run(os.getpid).values()]
+    return [client.run_on_scheduler(os.getpid), *client.run(os.getpid).values()]
 
 
 def _pids_cpu_s(pids: list[int]) -> float:
@@ -171,13 +170,14 @@ def main() -> None:
         plan.append((f"local process pool ({k} workers)", "local", k, k))
     if "dask" in args.backends.split(","):
         plan.append((f"Dask LocalCluster ({k} workers, start-up included)", f"local:{k}", None, k))
+    pids: dict[str, list[int]] = {}
     if args.dask:
         from dask.distributed import Client
 
         with Client(args.dask, timeout="10s") as c:
             kd = sum(w["nthreads"] for w in c.scheduler_info()["workers"].values())
+            pids[args.dask] = cluster_pids(c, args.dask)
         plan.append((f"Dask scheduler {args.dask} ({kd} worker threads)", args.dask, None, kd))
-    pids = {args.dask: cluster_pids(args.dask)} if args.dask else {}
     rounds: list[list[Timing]] = []
     for r in range(args.rounds):
         # Each round times every back end; the order turns by one each round, so that
