@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -22,6 +21,8 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+
+from storqos.console import err
 
 T = TypeVar("T")
 
@@ -46,8 +47,8 @@ def run_with_progress(label: str, work: Callable[[], T]) -> T:
     th.join(SHOW_AFTER_S)
     if th.is_alive():
         with Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-            console=Console(stderr=True), transient=True,
+            SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn(),
+            console=err, transient=True,
         ) as p:
             p.add_task(label, total=None)
             while th.is_alive():
@@ -65,8 +66,8 @@ def progress_bar(label: str, total: int) -> Iterator[Callable[[int, int], None]]
         yield lambda done, total: None
         return
     with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+        TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TimeRemainingColumn(), console=err, transient=True,
     ) as p:
         task = p.add_task(label, total=total)
         yield lambda done, total: p.update(task, completed=done, total=total)

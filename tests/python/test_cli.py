@@ -170,6 +170,22 @@ def test_undetectable_format(tmp_path: Path) -> None:
     assert_one_line_error(run_cli("trace", "info", str(f)), "junk.bin", "--format")
 
 
+def test_the_users_text_is_printed_as_it_is(tmp_path: Path) -> None:
+    """Messages and tables quote the user's own text (a first line, a file's name) as it
+    is: rich once turned ``:x:`` into an emoji (``root:x:0:0`` became ``root❌0:0``) and
+    read ``[red]`` as a style."""
+    f = tmp_path / "passwd"
+    f.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    assert_one_line_error(run_cli("trace", "info", str(f)), "'root:x:0:0:root:/root:/bin/bash'")
+    web = tmp_path / "[red]:x:web.mqsim"
+    web.write_text("".join(f"{i * 1_000_000} 0 {8 * i} 8 1\n" for i in range(40)))
+    other = tmp_path / "b.mqsim"  # two files: two tenants, named after the files
+    other.write_text(web.read_text())
+    r = run_cli("simulate", str(web), str(other), "--capacity", "5k")
+    assert r.code == 0, r.err
+    assert "[red]:x:web" in r.out, r.out
+
+
 @pytest.mark.parametrize("cap", ["0", "-5"])
 def test_capacity_not_positive(tmp_path: Path, cap: str) -> None:
     f = tmp_path / "t.mqsim"

@@ -435,23 +435,51 @@ FIXTURES = {
 }
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-def test_detect_every_format(tmp_path: Path, fmt: str) -> None:
+def _fixture(tmp_path: Path, fmt: str) -> Path:
+    """A small file of format ``fmt`` (five requests; two for disksim)."""
     if fmt in FIXTURES:
-        p = _write(tmp_path, *FIXTURES[fmt])
-    elif fmt == "parquet":
-        p = tmp_path / "x.bin"  # detected by magic bytes, not by the name
+        return _write(tmp_path, *FIXTURES[fmt])
+    p = tmp_path / "x.bin"  # the binary ones are detected by magic bytes, not by the name
+    if fmt == "parquet":
         BASE.write_parquet(p)
     elif fmt == "srt":
-        p = tmp_path / "x.bin"
         write_srt(BASE, p)
     else:
-        p = tmp_path / "x.bin"
         write_vscsi(BASE, p)
+    return p
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_detect_every_format(tmp_path: Path, fmt: str) -> None:
+    p = _fixture(tmp_path, fmt)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InputWarning)  # mqsim's guess is said; tested above
         assert detect_format(p) == fmt
     assert read_trace(p, format=fmt).height == (2 if fmt == "disksim" else 5)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_path_is_the_file_it_names_not_a_pattern(tmp_path: Path, fmt: str) -> None:
+    """A trace named ``t[12]*.EXT`` is read from that file. Read as a glob pattern (polars'
+    default), it matched nothing (no requests) or, worse, the file ``t1.EXT`` beside it,
+    whose requests were then taken for the named file's without a word."""
+    src = _fixture(tmp_path, fmt)
+    named = tmp_path / f"t[12]*{src.suffix}"
+    src.rename(named)
+    decoy = tmp_path / f"t1{src.suffix}"  # what the pattern matches: the same file, less of it
+    (tmp_path / "decoy").mkdir()
+    decoy.write_bytes(_fixture(tmp_path / "decoy", fmt).read_bytes())
+    if fmt == "parquet":
+        BASE.head(1).write_parquet(decoy)
+    elif fmt not in ("srt", "vscsi"):  # one request fewer: the last, or the line that holds it
+        lines = decoy.read_text().splitlines(keepends=True)
+        last = {"blkparse": "20971520 + 8", "fio": "10737418240"}.get(fmt)
+        decoy.write_text("".join(lines[:-1] if last is None else [ln for ln in lines if last not in ln]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InputWarning)
+        assert detect_format(named) == fmt
+        assert read_trace(named, format=fmt).height == (2 if fmt == "disksim" else 5)
+        assert read_trace(named).height == (2 if fmt == "disksim" else 5)
 
 
 def test_unknown_format_lists_known_ones(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from ..console import emit_json, out
 from ..errors import InputError
@@ -51,8 +52,8 @@ def admit_cmd(
     if json_out:
         emit_json(rep.to_dict())
         return
-    verdict = "[green]ADMITTED[/green]" if rep.admitted else "[red]REJECTED[/red]"
-    t = Table(title=f"T = {rep.target_iops:,.1f} IOPS (achieved {rep.achieved_iops:,.1f} IOPS): {verdict}")
+    verdict = ("ADMITTED", "green") if rep.admitted else ("REJECTED", "red")
+    t = Table(title=Text.assemble(f"T = {rep.target_iops:,.1f} IOPS (achieved {rep.achieved_iops:,.1f} IOPS): ", verdict))
     for col in ("workload", "IOPS", "demanded RT (ms)", "RT′ p95 (ms)", "RT″ = 1.2·RT′ (ms)", "reference (ms)", "admitted"):
         t.add_column(col, justify="left" if col == "workload" else "right")
     for r in rep.table.to_dicts():

@@ -12,6 +12,7 @@ import typer
 from rich import box
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from ..console import emit_json, err, out
 from ..errors import InputError
@@ -136,7 +137,7 @@ def advise_cmd(
                       + ", ".join(f"{100 * m:.1f} %" for m in e2e), soft_wrap=False)
         for note in r.notes:
             out.print(f"{DISPLAY.get(r.policy, r.policy)}: {note}")
-    out.print(f"[bold]advice:[/bold] {advice.explanation()}")
+    out.print(Text.assemble(("advice:", "bold"), f" {advice.explanation()}"))
     for name, path in files.items():
         out.print(f"{name}: {path}")
 

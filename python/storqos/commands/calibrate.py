@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from ..console import emit_json, out
 from ..errors import InputError
@@ -103,9 +104,9 @@ def calibrate(
     if json_out:
         emit_json({**profile.model_dump(), "profile_file": str(out_file)})
         return
-    out.print(f"[bold]{target}[/bold]: capacity {fmt_rate(profile.capacity_iops)} (4 KiB random reads), "
+    out.print(Text.assemble((str(target), "bold"), f": capacity {fmt_rate(profile.capacity_iops)} (4 KiB random reads), "
               f"parallelism {profile.parallelism}, {profile.op_time_us:.1f} µs per op, "
-              f"{fmt_size(profile.bandwidth_bytes_per_s)}/s" + ("; measured with the CPUs kept awake" if profile.cpus_awake else ""))
+              f"{fmt_size(profile.bandwidth_bytes_per_s)}/s" + ("; measured with the CPUs kept awake" if profile.cpus_awake else "")))
     t = Table(title="response time at queue depth 1")
     for col in ("op", "size", "IOPS", "mean ms", "p50 ms", "p99 ms"):
         t.add_column(col, justify="left" if col == "op" else "right")

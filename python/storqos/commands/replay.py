@@ -152,7 +152,7 @@ def replay(
     if res.split:
         out.print(f"{res.split:,} extra requests from splitting requests above 32 MiB")
     if res.first_error:
-        out.print(f"[yellow]{summary['errors']:,} requests failed; first: {res.first_error}[/yellow]")
+        out.print(f"{summary['errors']:,} requests failed; first: {res.first_error}", style="yellow")
     if out_file is not None:
         out.print(f"per-request results: {out_file}")
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from .. import policy_options as po
 from ..console import emit_json, out
@@ -241,7 +242,7 @@ def serve_cmd(
             for start in sorted({r["start_s"] for r in rows}):
                 parts = [f"tenant {r['tenant']}: {fmt_rate(r['iops'])}, p50 {fmt_duration(r['p50_us'] * 1e3)}, "
                          f"p99 {fmt_duration(r['p99_us'] * 1e3)}" for r in rows if r["start_s"] == start]
-                out.print(f"[dim]{start:9.3f} s[/dim]  " + "  │  ".join(parts), highlight=False)
+                out.print(Text.assemble((f"{start:9.3f} s", "dim"), "  " + "  │  ".join(parts)), highlight=False)
 
     try:
         stats = serve(cfg, ready, on_window if window_s is not None else None, reload if config is not None else None)
@@ -265,7 +266,7 @@ def serve_cmd(
         out.print(f"per-window series: {n:,} row{'s' if n != 1 else ''} of {fmt_duration(window_s * 1e9)} windows with activity, "
                   f"{g:,} gauge sample{'s' if g != 1 else ''}{where}")
     if stats["protocol_errors"]:
-        out.print(f"[yellow]{stats['protocol_errors']} connection(s) closed for protocol errors (see the log above)[/yellow]")
+        out.print(f"{stats['protocol_errors']} connection(s) closed for protocol errors (see the log above)", style="yellow")
 
 
 def _direct_if(cfg: dict[str, Any], direct: bool, reads: str | None) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from .. import policy_options as po
 from ..console import emit_json, out
@@ -168,8 +169,8 @@ def simulate(
     if json_out:
         emit_json(summary)
         return
-    out.print(f"[bold]{res.policy}[/bold] on [bold]{res.device}[/bold]: {res.arrived:,} requests, "
-              f"{res.end_ns / 1e9:.3f} s simulated in {res.wall_s:.3f} s wall ({fmt_rate(res.sim_rate)} simulated)")
+    out.print(Text.assemble((res.policy, "bold"), " on ", (res.device, "bold"), f": {res.arrived:,} requests, "
+              f"{res.end_ns / 1e9:.3f} s simulated in {res.wall_s:.3f} s wall ({fmt_rate(res.sim_rate)} simulated)"))
     out.print(_summary_table("response time per tenant", res.tenants.to_dicts(), "tenant", names))
     if not res.classes.equals(res.tenants.drop("rejected", strict=False).rename({"tenant": "class"})):
         out.print(_summary_table("response time per class (assigned by the policy)", res.classes.to_dicts(), "class"))
@@ -193,7 +194,7 @@ def simulate(
         per = ", ".join(f"tenant {t}: {n:,}" for t, n in sorted(res.rejected.items()))
         out.print(f"{sum(res.rejected.values()):,} requests rejected at their tenant's limit, to retry ({per})")
     if res.unfinished:
-        out.print(f"[yellow]{res.unfinished:,} requests had not completed when the run ended[/yellow]")
+        out.print(f"{res.unfinished:,} requests had not completed when the run ended", style="yellow")
     if out_file is not None:
         out.print(f"per-request results: {out_file}")
 

@@ -106,7 +106,7 @@ def validate(
     def say(msg: str) -> None:
         lines.append(msg)
         if not json_out:
-            out.print(f"[dim]{msg}[/dim]")
+            out.print(msg, style="dim")
 
     res = run(exp, mode=live_device, profile=profile, export_bytes=size, attempts=attempts, awake=awake_cpus,
               direct_reads=direct_reads,

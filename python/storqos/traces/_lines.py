@@ -393,6 +393,7 @@ def _polars_read(
         n_rows=n_rows,
         raise_if_empty=False,
         missing_columns="insert",
+        glob=False,  # a path is the file it names: "a[1].trace" is not "a1.trace"
     )
 
 
@@ -448,5 +449,6 @@ def read_lines(path: Path) -> pl.DataFrame:
         quote_char=None,
         raise_if_empty=False,
         truncate_ragged_lines=True,
+        glob=False,
     )
     return df.with_row_index("lineno", offset=1)

@@ -424,7 +424,7 @@ def _typed_csv(p: Path, time_unit: str | None, sort: bool, limit: int | None) ->
     if cols.response:
         overrides[cols.response] = number_dtype(cols.response)
     try:
-        df = pl.read_csv(p, infer_schema=False, schema_overrides=overrides, raise_if_empty=False)
+        df = pl.read_csv(p, infer_schema=False, schema_overrides=overrides, raise_if_empty=False, glob=False)
     except pl.exceptions.PolarsError:
         return None
     if df.columns != sample.columns:
@@ -509,7 +509,7 @@ def read_csv(
 def _exact_csv(p: Path, time_unit: str | None, sort: bool, limit: int | None) -> pl.DataFrame:
     """The exact pass: every column read as text, converted and checked row by row."""
     try:
-        df = pl.read_csv(p, infer_schema=False, raise_if_empty=False)
+        df = pl.read_csv(p, infer_schema=False, raise_if_empty=False, glob=False)
     except pl.exceptions.PolarsError as e:
         raise _csv_shape_error(p, e) from None
     cols = resolve_columns(df.columns, f"{p}:1")
