@@ -32,6 +32,24 @@ def _flags_without_type(self: TyperOption, ctx: Any) -> str | None:
 _option_type = TyperOption.display_type_rich
 TyperOption.display_type_rich = _flags_without_type  # type: ignore[method-assign]
 
+
+def _no_empty_values(self: TyperOption, ctx: Any, value: Any) -> Any:
+    """An option given an empty value (``--policy=``, ``--listen ""``: a shell variable
+    that was not set) is an error, not the option left out: several options fall back
+    to their default or the config file's value when empty, which served FCFS on the
+    default address without a word."""
+    source = ctx.get_parameter_source(self.name)  # click's ParameterSource (typer may carry its own click)
+    given = getattr(source, "name", None) in ("COMMANDLINE", "ENVIRONMENT")
+    values = value if isinstance(value, (list, tuple)) else (value,)
+    if given and any(isinstance(v, str) and not v.strip() for v in values):
+        name = max(self.opts, key=len)
+        raise InputError(f"empty value (give one, or leave {name} out)", name)
+    return _process_value(self, ctx, value)
+
+
+_process_value = TyperOption.process_value
+TyperOption.process_value = _no_empty_values  # type: ignore[method-assign,assignment]
+
 app = typer.Typer(
     name="storqos",
     help="QoS toolkit for shared block storage: simulate traces through QoS policies, plan, serve.",

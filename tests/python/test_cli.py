@@ -186,6 +186,22 @@ def test_the_users_text_is_printed_as_it_is(tmp_path: Path) -> None:
     assert "[red]:x:web" in r.out, r.out
 
 
+@pytest.mark.parametrize(("args", "option"), [
+    (["serve", "-e", "a=a.img", "--check", "--policy="], "--policy"),
+    (["serve", "-e", "a=a.img", "--check", "--listen", ""], "--listen"),
+    (["serve", "-e", "a=a.img", "--check", "--metrics", " "], "--metrics"),
+    (["serve", "-e", "a=a.img", "-e", "", "--check"], "--export"),
+    (["simulate", "t.mqsim", "-c", "5k", "-o", ""], "--out"),
+    (["calibrate", "a.img", "--idle-spacings", ""], "--idle-spacings"),
+])
+def test_an_empty_value_is_not_the_option_left_out(tmp_path: Path, args: list[str], option: str) -> None:
+    """``--policy=`` (a shell variable that was not set) once served FCFS on the default
+    address, as if the option had not been given."""
+    (tmp_path / "a.img").write_bytes(bytes(4096))
+    (tmp_path / "t.mqsim").write_text(MQSIM_OK)
+    assert_one_line_error(run_cli(*args, cwd=tmp_path), f"{option}: empty value")
+
+
 @pytest.mark.parametrize("cap", ["0", "-5"])
 def test_capacity_not_positive(tmp_path: Path, cap: str) -> None:
     f = tmp_path / "t.mqsim"
@@ -286,8 +302,8 @@ def test_simulate_sarc_avatar_reports_slo_compliance_and_misses(tmp_path: Path) 
         # Seeds outside u64 used to reach the bindings (OverflowError).
         (["--seed", "-1"], ["--seed", "[0, 2**64)", "-1"]),
         (["--seed", "18446744073709551616"], ["--seed", "18446744073709551616"]),
-        # A blank deadline list used to be an IndexError.
-        (["--policy", "edf", "--deadline", " "], ["--deadline", "at least one deadline"]),
+        # A blank deadline list used to be an IndexError (a blank value is now refused as any is).
+        (["--policy", "edf", "--deadline", " "], ["--deadline", "empty value"]),
         # 2**32 servers used to abort the process (allocation failure in the array model).
         (["--device", "array", "--servers", "4294967296"], ["--servers", "65536", "4294967296"]),
     ],
