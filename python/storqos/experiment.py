@@ -73,7 +73,7 @@ from pydantic import BaseModel
 from .errors import InputError, warn_input
 from .experiment_schema import ExperimentFile, Policy, Qos, TraceReading, validate
 from .specs import check, check_tenant_lists, device_spec, policy_for_tenants
-from .toml_schema import entry_where, one_or_many, read_toml
+from .toml_schema import entry_where, line_of, one_or_many, read_toml
 from .units import parse_duration
 
 #: Seed spacing between tenants' generators (distinct, reproducible streams).
@@ -249,7 +249,7 @@ def from_dict(raw: dict[str, Any], *, base: Path = Path("."), where: str = "expe
         cfg = copy.deepcopy(raw)
         for k, v in point.items():
             _set_path(cfg, k, v, file, where)
-        runs.extend(_point_runs(validate(cfg, where) if point else file, point, base, where, traces, len(runs)))
+        runs.extend(_point_runs(validate(cfg, where) if point else file, point, base, where, traces, len(runs), text))
     name = file.name if file.name is not None else (path.stem if path else "experiment")
     return Experiment(name=name, description=file.description, path=path, runs=runs, traces=traces,
                       grid=grid, policies=[p.label for p in file.policy])
@@ -345,8 +345,15 @@ def _qos(e: Qos) -> dict[str, Any]:
     return {"weight": e.weight, "reservation": e.reservation, "limit": e.limit, "slo_ns": e.slo}
 
 
+def _as_key(e: InputError, where: str) -> InputError:
+    """An error a flag's parser raised (``where`` = ``--capacity``) about a file's key:
+    the key's name in the message, the file's place as ``where``."""
+    key = (e.where or "").lstrip("-").replace("-", "_")
+    return InputError(f"{key + ': ' if key else ''}{e.message}", where)
+
+
 def _point_runs(file: ExperimentFile, point: dict[str, Any], base: Path, where: str,
-                traces: dict[str, pl.DataFrame], first_index: int) -> list[Run]:
+                traces: dict[str, pl.DataFrame], first_index: int, text: str | None = None) -> list[Run]:
     seed, duration_ns, window_ns, percentile = file.seed, file.duration, file.window, file.percentile
     tenants: list[Tenant] = []
     frames: list[pl.DataFrame] = []
@@ -361,7 +368,10 @@ def _point_runs(file: ExperimentFile, point: dict[str, Any], base: Path, where: 
         if t.split is not None:
             from .traces import split_tenants
 
-            df, mapping = split_tenants(df, by=t.split)
+            try:
+                df, mapping = split_tenants(df, by=t.split)
+            except InputError as e:
+                raise _as_key(InputError(e.message, "split"), w) from None
             keys = [str(k) for k in mapping["key"].to_list()]
             ids = list(range(len(keys)))
             if t.keys is not None:
@@ -437,8 +447,7 @@ def _point_runs(file: ExperimentFile, point: dict[str, Any], base: Path, where: 
         except TypeError as e:
             raise InputError(f"generator: {e}", w) from None
         except InputError as e:  # where = the synth parameter's flag name: say the file's key
-            where_key = (e.where or "").lstrip("-").replace("-", "_")
-            raise InputError(f"generator: {where_key + ': ' if where_key else ''}{e.message}", w) from None
+            raise InputError(f"generator: {_as_key(e, w).message}", w) from None
     for c, cw in zip(closed, closed_where, strict=True):
         if "stop" not in c:
             if run_ns is None:
@@ -452,7 +461,12 @@ def _point_runs(file: ExperimentFile, point: dict[str, Any], base: Path, where: 
     else:
         if "kind" not in dev:
             raise InputError("[device] needs a kind (constant, exponential, array, disk, tiered)", where)
-        dspec = device_spec(str(dev.pop("kind")), **dev)
+        try:
+            dspec = device_spec(str(dev.pop("kind")), **dev)
+        except InputError as e:
+            key = {"--device": "kind"}.get(e.where or "", (e.where or "").lstrip("-").replace("-", "_"))
+            line = line_of(text, ["device", key]) if text is not None and not point else None
+            raise _as_key(InputError(e.message, f"[device] {key}"), f"{where}:{line}" if line else where) from None
 
     runs: list[Run] = []
     for pi, p in enumerate(file.policy):

@@ -160,8 +160,24 @@ WRONG_TYPED = [
     (('path = "bundled:websearch"', 'path = "bundled:websearch"\nrate_scale = "10xs"'),
      "[[trace]] 1 (web): rate_scale: must be a number > 0, got '10xs'"),
     (('[device]\nkind = "constant"\ncapacity = "900"', 'device = "0"'), "exp.toml: needs a [device] table"),
-    (('kind = "constant"', 'kind = "array"\nservers = "x"'), "--servers: expected a whole number, got 'x'"),
+    (('kind = "constant"', 'kind = "array"\nservers = "x"'), "exp.toml: [device] servers: expected a whole number, got 'x'"),
+    (('path = "bundled:websearch"', 'path = "bundled:websearch"\nsplit = "host"'),
+     "exp.toml: [[trace]] 1 (web): split: cannot split by 'host': the trace has no 'host' column"),
 ]
+
+
+@pytest.mark.parametrize(("capacity", "message"), [
+    ('"nan"', "exp.toml:10: [device] capacity: malformed rate 'nan'"),
+    ("1e400", "exp.toml:10: [device] capacity: rate inf must be > 0 IOPS"),
+])
+def test_a_device_key_is_named_as_the_file_writes_it(tmp_path: Path, capacity: str, message: str) -> None:
+    """The device's parser speaks of flags (``--capacity``); an error about the file's
+    [device] names its key and line instead."""
+    text = SMALL.split("[grid]")[0].replace('capacity = "900"', f"capacity = {capacity}")
+    assert text.splitlines()[9] == f"capacity = {capacity}"
+    with pytest.raises(InputError) as e:
+        load(write(tmp_path, text))
+    assert str(e.value).startswith(message), str(e.value)
 
 
 @pytest.mark.parametrize(("change", "message"), WRONG_TYPED, ids=[c[0][1][:30] for c in WRONG_TYPED])
