@@ -370,8 +370,8 @@ def _point_runs(file: ExperimentFile, point: dict[str, Any], base: Path, where: 
 
             try:
                 df, mapping = split_tenants(df, by=t.split)
-            except InputError as e:
-                raise _as_key(InputError(e.message, "split"), w) from None
+            except InputError as bad:
+                raise _as_key(InputError(bad.message, "split"), w) from None
             keys = [str(k) for k in mapping["key"].to_list()]
             ids = list(range(len(keys)))
             if t.keys is not None:
@@ -463,10 +463,10 @@ def _point_runs(file: ExperimentFile, point: dict[str, Any], base: Path, where: 
             raise InputError("[device] needs a kind (constant, exponential, array, disk, tiered)", where)
         try:
             dspec = device_spec(str(dev.pop("kind")), **dev)
-        except InputError as e:
-            key = {"--device": "kind"}.get(e.where or "", (e.where or "").lstrip("-").replace("-", "_"))
+        except InputError as bad:
+            key = {"--device": "kind"}.get(bad.where or "", (bad.where or "").lstrip("-").replace("-", "_"))
             line = line_of(text, ["device", key]) if text is not None and not point else None
-            raise _as_key(InputError(e.message, f"[device] {key}"), f"{where}:{line}" if line else where) from None
+            raise _as_key(InputError(bad.message, f"[device] {key}"), f"{where}:{line}" if line else where) from None
 
     runs: list[Run] = []
     for pi, p in enumerate(file.policy):
