@@ -87,12 +87,19 @@ def parse_deadlines(values: str | Sequence[str | float], where: str = "--deadlin
 
 
 def parse_fractions(values: str | Sequence[str | float], where: str = "--fraction") -> list[float]:
-    """``"90,99.9,100"`` (percent, also as numbers) → sorted unique fractions in (0, 1]."""
-    out = set()
-    for v in _list(values):
-        out.add(parse_percent(v, where))
+    """``"90,99.9,100"`` (percent, also as numbers) → sorted unique fractions in (0, 1].
+
+    A list written by a user (a string) whose values are all at most 1, none with ``%``
+    (``"0.9,0.99"``), reads as fractions of one where percent is meant: a warning says
+    what is taken.
+    """
+    given = _list(values)
+    out = {parse_percent(v, where) for v in given}
     if not out:
         raise InputError("at least one fraction is needed, e.g. --fraction 90,99,100", where)
+    if isinstance(values, str) and max(out) <= 0.01 and "%" not in values:
+        shown = ", ".join(f"{100 * f:g} %" for f in sorted(out))
+        warn_input(f"values are percent: planning for {shown} of the requests (for 90 % give 90)", where)
     return sorted(out)
 
 

@@ -221,6 +221,21 @@ def test_cli_plan_table_csv_and_json(cli, tmp_path) -> None:
     assert json.loads(r.out)["total_iops"] > 0
 
 
+def test_cli_plan_says_fractions_of_one_are_read_as_percent(cli) -> None:
+    """``--fraction 0.9,0.99`` plans for 0.9 % and 0.99 % of the requests (the option is
+    in percent), which a user who meant 90 % would not see in the table's numbers: said
+    in one warning line. Percent as meant (``90``, ``1%``) says nothing."""
+    trace = str(storqos.bundled_trace())
+    r = cli("plan", trace, "--deadline", "10ms", "--fraction", "0.9,0.99", "--json")
+    assert r.code == 0, r.err
+    assert [ln for ln in r.err.splitlines() if ln.strip()] == [
+        "warning: --fraction: values are percent: planning for 0.9 %, 0.99 % of the requests (for 90 % give 90)"]
+    assert set(json.loads(r.out)["rows"][0]) == {"deadline_ms", "cmin_iops_0.9%", "cmin_iops_0.99%"}
+    for ok in ("90,99", "1%"):
+        r = cli("plan", trace, "--deadline", "10ms", "--fraction", ok, "--json")
+        assert r.code == 0 and r.err == "", (ok, r.err)
+
+
 def test_cli_plan_errors_are_one_line(cli, tmp_path) -> None:
     trace = str(storqos.bundled_trace())
     for args, want in (
