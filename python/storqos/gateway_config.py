@@ -83,7 +83,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from . import _core
 from .device_profile import DeviceProfile
@@ -115,6 +115,15 @@ def _network(v: Any) -> str:
         ipaddress.ip_network(v, strict=False)
     except ValueError:
         raise InputError(f"{v!r} is not an address or a network such as 10.0.0.0/8") from None
+    return v
+
+
+def _some_clients(v: list[str]) -> list[str]:
+    """An ``allow`` list names at least one client: the gateway reads an empty one as no
+    restriction, the opposite of what ``allow = []`` says."""
+    if not v:
+        raise InputError("an empty list would let every client in: list the addresses or networks allowed, "
+                         "or leave allow out to serve any client")
     return v
 
 
@@ -214,7 +223,7 @@ class ExportTable(Table):
     path: str
     tenant: str | int = 0
     read_only: bool = False
-    allow: list[Annotated[str, BeforeValidator(_network)]] = []
+    allow: Annotated[list[Annotated[str, BeforeValidator(_network)]], AfterValidator(_some_clients)] = []
     fault: Annotated[list[FaultTable], BeforeValidator(one_or_many)] = []
     tier: TierTable | None = None
     #: an earlier tiered export whose file and block map this one serves for its own

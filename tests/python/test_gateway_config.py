@@ -78,6 +78,9 @@ BAD = [
     (('iops = "2k"', 'iops = "5kiops"'), 'iops = "5kiops"', "iops: malformed rate '5kiops'"),
     (('allow = ["127.0.0.1", "::1"]', 'allow = ["300.1.1.1"]'), "allow =",
      "[[export]] 1 (web): allow: 0: '300.1.1.1' is not an address or a network such as 10.0.0.0/8"),
+    # The gateway reads an empty list as no restriction: the opposite of what it says.
+    (('allow = ["127.0.0.1", "::1"]', "allow = []"), "allow =",
+     "[[export]] 1 (web): allow: an empty list would let every client in"),
     (('max_inflight = "256MiB"', 'max_inflight = "1MiB"'), "max_inflight",
      "[limits]: max_inflight: must be at least 32MiB (one request of the largest size), got '1MiB'"),
     (('max_connections = 256', 'max_connection = 256'), "max_connection =", "[limits]: unknown key 'max_connection'"),
