@@ -36,9 +36,10 @@ def test_ctl_stats_set_and_drain(gw: Path, tmp_path: Path) -> None:  # noqa: F81
         assert_one_line_error(run_cli("ctl", "set", "nobody", "--weight", "2", "--socket", str(sock)),
                               f"{sock}: no tenant named \"nobody\" (known: web, batch)")
         assert_one_line_error(run_cli("ctl", "set", "web", "--limit", "1k", "--socket", str(sock)),
-                              f"{sock}: wf2q has no limits")
-        assert_one_line_error(run_cli("ctl", "set", "web", "--weight", "-1", "--socket", str(sock)),
-                              f"{sock}: policy:")
+                              f"{sock}: wf2q takes no limits")
+        for w in ("-1", "0", "inf", "nan", "1e400"):  # checked before it is sent
+            assert_one_line_error(run_cli("ctl", "set", "web", "--weight", w, "--socket", str(sock)),
+                                  "--weight: must be a finite number > 0")
         # The refused changes left the policy as it was.
         assert json.loads(run_cli("ctl", "stats", "--socket", str(sock), "--json").out)["policy"]["weights"] == [3.0, 5.0]
         r = run_cli("ctl", "drain", "--socket", str(sock))
@@ -53,6 +54,39 @@ def test_ctl_stats_set_and_drain(gw: Path, tmp_path: Path) -> None:  # noqa: F81
     assert "storqos serve: wf2q+" in out and "drained" in err, (out, err)
     assert not sock.exists()
     assert_one_line_error(run_cli("ctl", "stats", "--socket", str(sock)), f"{sock}: no such socket")
+
+
+@pytest.mark.untimed
+def test_a_policy_started_without_its_lists_takes_them_live(tmp_path: Path) -> None:
+    """``serve --policy wf2q`` without --weights weighs every tenant 1; ``ctl set`` then
+    gave "wf2q has no weights" and the weights could not be changed live. The list is
+    written out (the others at 1) and the change applies; a tenant no export serves is
+    refused, and so is a list the policy does not take."""
+    sock = tmp_path / "gw.sock"
+    a, b = _image(tmp_path / "a.img"), _image(tmp_path / "b.img")
+    s = Server("-e", f"a={a}:0", "-e", f"b={b}:1", "--policy", "wf2q", "--listen", "127.0.0.1:0",
+               "--control", str(sock))
+    s.ready()
+    try:
+        def policy() -> dict:
+            return json.loads(run_cli("ctl", "stats", "--socket", str(sock), "--json").out)["policy"]
+
+        assert policy() == {"kind": "wf2q"}
+        r = run_cli("ctl", "set", "1", "--weight", "3", "--socket", str(sock))
+        assert r.code == 0 and "tenant 1: weight changed; policy now wf2q+" in r.out, (r.out, r.err)
+        assert policy() == {"kind": "wf2q", "weights": [1.0, 3.0]}
+        assert_one_line_error(run_cli("ctl", "set", "7", "--weight", "2", "--socket", str(sock)),
+                              f"{sock}: tenant 7 is not served (tenants: 0, 1)")
+        assert_one_line_error(run_cli("ctl", "set", "0", "--reservation", "100", "--socket", str(sock)),
+                              f"{sock}: wf2q takes no reservations")
+        r = run_cli("ctl", "policy", "--policy", "mclock", "--socket", str(sock))
+        assert r.code == 0, r.err
+        r = run_cli("ctl", "set", "1", "--reservation", "100", "--limit", "500", "--socket", str(sock))
+        assert r.code == 0, r.err
+        assert policy() == {"kind": "mclock", "reservations": [0.0, 100.0], "limits": [None, 500.0]}
+    finally:
+        s.p.kill()
+        s.p.wait(timeout=10)
 
 
 def test_sighup_reloads_the_config_file_and_a_bad_one_changes_nothing(gw: Path, tmp_path: Path) -> None:  # noqa: F811

@@ -161,19 +161,49 @@ impl Control {
         })
     }
 
+    /// Whether tenant `t` is one the gateway serves: an export's, or named in the
+    /// configuration.
+    fn served(&self, t: u32) -> Result<(), String> {
+        let running = self.running_now()?;
+        if self.names.contains_key(&t) || running.exports.iter().any(|e| e.tenant == t) {
+            return Ok(());
+        }
+        let ids: std::collections::BTreeSet<u32> =
+            running.exports.iter().map(|e| e.tenant).chain(self.names.keys().copied()).collect();
+        let ids: Vec<String> = ids.iter().map(u32::to_string).collect();
+        Err(format!("tenant {t} is not served (tenants: {})", ids.join(", ")))
+    }
+
     async fn set(&self, cmd: &Value) -> Result<Value, String> {
         let tenant = self.tenant(cmd.get("tenant").ok_or("set: give the tenant")?)?;
+        self.served(tenant)?;
         let mut spec = self.policy.lock().map_err(|_| "the policy is unavailable")?.clone();
+        let kind = spec.get("kind").and_then(Value::as_str).unwrap_or("?").to_string();
         let mut changed = Vec::new();
-        for (key, list) in [("weight", "weights"), ("reservation", "reservations"), ("limit", "limits")] {
+        // Each list with the value a tenant beyond it has (core::spec: weight 1, no
+        // reservation, no limit): a policy started without the list, or a tenant added
+        // since, gets the list written out up to the tenant.
+        for (key, list, beyond) in [
+            ("weight", "weights", json!(1.0)),
+            ("reservation", "reservations", json!(0.0)),
+            ("limit", "limits", Value::Null),
+        ] {
             let Some(v) = cmd.get(key) else { continue };
-            let kind = spec.get("kind").and_then(Value::as_str).unwrap_or("?").to_string();
+            let takes_it = |spec: &Value| {
+                let mut probe = spec.clone();
+                probe.as_object_mut().map(|o| o.insert(list.into(), json!([])));
+                serde_json::from_value::<SchedulerSpec>(probe).is_ok()
+            };
+            if spec.get(list).is_none() && takes_it(&spec) {
+                spec.as_object_mut().map(|o| o.insert(list.into(), json!([])));
+            }
             let arr =
-                spec.get_mut(list).and_then(Value::as_array_mut).ok_or_else(|| format!("{kind} has no {list}"))?;
-            let len = arr.len();
-            let slot =
-                arr.get_mut(tenant as usize).ok_or_else(|| format!("{list} has {len} entries: no tenant {tenant}"))?;
-            *slot = v.clone();
+                spec.get_mut(list).and_then(Value::as_array_mut).ok_or_else(|| format!("{kind} takes no {list}"))?;
+            let i = tenant as usize;
+            if arr.len() <= i {
+                arr.resize(i + 1, beyond);
+            }
+            arr[i] = v.clone();
             changed.push(key);
         }
         if let Some(slo) = cmd.get("slo_s") {

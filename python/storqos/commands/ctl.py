@@ -4,6 +4,7 @@ limit or SLO, or the whole policy, live, add or remove an export, and drain it."
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,6 +15,7 @@ from rich.table import Table
 from .. import policy_options as po
 from ..console import emit_json, out
 from ..control_client import command
+from ..errors import InputError
 from ..units import parse_duration, parse_rate
 
 SocketOpt = Annotated[Path, typer.Option("--socket", "-s", help="The gateway's control socket (serve --control PATH).")]
@@ -73,6 +75,8 @@ def set_cmd(
     """
     cmd: dict[str, Any] = {"cmd": "set", "tenant": _tenant(tenant)}
     if weight is not None:
+        if not (math.isfinite(weight) and weight > 0):
+            raise InputError(f"must be a finite number > 0, got {weight:g}", "--weight")
         cmd["weight"] = weight
     if reservation is not None:
         cmd["reservation"] = 0.0 if reservation.strip() == "0" else parse_rate(reservation, "--reservation")
