@@ -141,9 +141,9 @@ def parse_rate(value: str | float | int, where: str = "rate") -> float:
                 raise InputError(f"malformed rate {value!r}: a multiplier or 'iops', not both (5k or 5000iops)", where)
             raise InputError(f"malformed rate {value!r} (expected IOPS, e.g. 500, 1.5k, 2M, 200iops)", where)
         v = float(m.group(1)) * RATE_MULT[m.group(2) or ""]
-    if not math.isfinite(v) or v <= 0:
+    if math.isfinite(v) and v <= 0:
         raise InputError(f"rate {value!r} must be > 0 IOPS", where)
-    if v > MAX_RATE_IOPS:
+    if not math.isfinite(v) or v > MAX_RATE_IOPS:
         raise InputError(f"rate {value!r} is above 10^9 IOPS (one request per ns, storqos' time resolution)", where)
     return v
 

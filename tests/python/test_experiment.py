@@ -168,7 +168,7 @@ WRONG_TYPED = [
 
 @pytest.mark.parametrize(("capacity", "message"), [
     ('"nan"', "exp.toml:10: [device] capacity: malformed rate 'nan'"),
-    ("1e400", "exp.toml:10: [device] capacity: rate inf must be > 0 IOPS"),
+    ("1e400", "exp.toml:10: [device] capacity: rate inf is above 10^9 IOPS"),
 ])
 def test_a_device_key_is_named_as_the_file_writes_it(tmp_path: Path, capacity: str, message: str) -> None:
     """The device's parser speaks of flags (``--capacity``); an error about the file's

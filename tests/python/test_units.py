@@ -83,6 +83,7 @@ def test_seeds_outside_u64(bad: object) -> None:
         ("1.5M IOPS", "a multiplier or 'iops', not both"),
         ("2e9", "above 10^9 IOPS"),
         ("1.1G", "above 10^9 IOPS"),
+        ("1e400", "above 10^9 IOPS"),  # infinite: once "must be > 0"
         ("5 kilo", "malformed rate"),
     ],
 )

@@ -112,6 +112,10 @@ def admit(
         {"name": w.name or f"w{i + 1}", "iops": w.iops_value(), "rt_ns": w.rt_ns(), "bytes": w.size_bytes()}
         for i, w in enumerate(ws)
     ]
+    names = [r["name"] for r in rows]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:  # the report's rows, and the verdict per workload, are by name
+        raise InputError(f"workload name(s) {', '.join(dup)} given twice: give each a distinct name", "--workload")
     total = sum(r["iops"] for r in rows)
     rates = list(curve_rates) if curve_rates is not None else [total * (1 + 0.05 * k) for k in range(11)]
     back = yfq_spec(list(weights) if weights is not None else [r["iops"] for r in rows])
