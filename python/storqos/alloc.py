@@ -177,17 +177,18 @@ def allocate(
         raise InputError("at least one device is needed (e.g. --device hdd=200 --device ssd=1000)")
     if not clients:
         raise InputError("at least one client is needed (e.g. --client p:hit=0.75)")
-    for kind, names in (("device", [d.name for d in devices]), ("client", [c.name for c in clients])):
+    policies = [p.lower() for p in policies]
+    for kind, names in (("device", [d.name for d in devices]), ("client", [c.name for c in clients]),
+                        ("policy", policies)):
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
-            raise InputError(f"{kind} name {dup[0]!r} used twice")
+            raise InputError(f"{kind} name {dup[0]!r} used twice", f"--{kind}")
     for d in devices:
         if not (math.isfinite(d.capacity) and d.capacity > 0):
             raise InputError(f"capacity must be > 0 IOPS, got {d.capacity}", f"device {d.name}")
     for c in clients:
         if not (math.isfinite(c.weight) and c.weight > 0):
             raise InputError(f"weight must be > 0, got {c.weight}", f"client {c.name}")
-    policies = [p.lower() for p in policies]
     for p in policies:
         if p not in POLICIES:
             raise InputError(f"unknown policy {p!r} (known: {', '.join(POLICIES)})", "--policy")

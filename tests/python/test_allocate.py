@@ -111,7 +111,10 @@ def test_three_tiers_and_weights() -> None:
         (["-d", "hdd=200", "-d", "ssd=1000", "-c", "p:hdd=0.5,tape=0.5"], "unknown device 'tape'"),
         (["-d", "hdd=200", "-d", "ssd=1000", "-c", "p:hdd=0.5,ssd=0.6"], "must sum to 1"),
         (["-d", "hdd=200", "-d", "ssd=1000", "-d", "nvme=9k", "-c", "p:hit=0.5"], "needs exactly 2 devices"),
-        (["-d", "hdd=200", "-d", "ssd=1000", "-c", "p:hit=0.5", "-c", "p:hit=0.6"], "client name 'p' used twice"),
+        (["-d", "hdd=200", "-d", "ssd=1000", "-c", "p:hit=0.5", "-c", "p:hit=0.6"], "--client: client name 'p' used twice"),
+        (["-d", "hdd=200", "-d", "hdd=1000", "-c", "p:hit=0.5"], "--device: device name 'hdd' used twice"),
+        # A policy given twice once ended in an internal error (ValueError from polars' item()).
+        (["-d", "hdd=200", "-d", "ssd=1000", "-c", "p:hit=0.5", "-p", "baa", "-p", "BAA"], "--policy: policy name 'baa' used twice"),
         (["-d", "hdd=200", "-d", "ssd=1000", "-c", "p:hit=0.5,weight=0"], "weight must be > 0"),
         (["-d", "hdd=200", "-d", "ssd=1000", "-c", "p:hit=0.5", "-p", "wfq"], "unknown policy 'wfq'"),
     ],
