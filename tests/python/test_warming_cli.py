@@ -52,6 +52,10 @@ def test_warm_json_has_the_comparison(trace16: Path) -> None:
         (["--train-days", "40"], "--train-days"),
         (["--h-high", "0.9"], "--h-high"),
         (["--origin", "yesterday"], "--origin"),
+        # A lower above the upper once named no option, and an infinite threshold passed.
+        (["--h-low", "0.9,0.1"], "--h-low: expected 0 <= LOWER <= UPPER <= 1"),
+        (["--threshold", "inf"], "--threshold: must be a finite number > 0"),
+        (["--threshold", "-1"], "--threshold: must be a finite number > 0"),
     ],
 )
 def test_warm_bad_input_is_one_line(trace16: Path, args: list[str], needle: str) -> None:

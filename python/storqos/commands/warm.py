@@ -8,6 +8,7 @@ prediction / oracle for a fast tier of the given capacity and warm-up rate.
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -31,6 +32,8 @@ def _pair(text: str | None, where: str) -> tuple[float, float] | None:
     if len(vals) != 2:
         raise InputError(f"expected two hit rates LOWER,UPPER, got {text!r}", where)
     vals = [v / 100 if v > 1 else v for v in vals]
+    if not 0 <= vals[0] <= vals[1] <= 1:
+        raise InputError(f"expected 0 <= LOWER <= UPPER <= 1 (or percent), got {text!r}", where)
     return vals[0], vals[1]
 
 
@@ -85,6 +88,8 @@ def warm_cmd(
     rate = parse_bandwidth(warm_rate, "--warm-rate")
     if schedule_rows < 0:
         raise InputError(f"must be >= 0, got {schedule_rows}", "--schedule-rows")
+    if threshold is not None and not (math.isfinite(threshold) and threshold > 0):
+        raise InputError(f"must be a finite number > 0 of requests/min, got {threshold:g}", "--threshold")
     tier = FastTier(cap, rate, parse_duration(fast_time, "--fast-time", "ms") / 1e9,
                     parse_duration(slow_time, "--slow-time", "ms") / 1e9)
     knobs = Knobs(h_low=_pair(h_low, "--h-low") or (0.0, 0.0), h_high=_pair(h_high, "--h-high"), util_limit=util_limit)

@@ -71,6 +71,8 @@ def warm(intensity: Intensity, tier: FastTier, *, train_days: int | None = None,
     """Learn on the first ``train_days`` days, report prediction error and compare the
     policies on the remaining days."""
     n = intensity.days
+    if n < 2:  # said before any other day count: no --train-days fits a shorter trace
+        default_train_days(n)
     k = default_train_days(n) if train_days is None else int(train_days)
     if not 1 <= k < n:
         raise InputError(f"training days must be in 1..{n - 1} for a {n}-day trace, got {k}", "--train-days")
