@@ -464,7 +464,8 @@ def _point_runs(file: ExperimentFile, point: dict[str, Any], base: Path, where: 
         try:
             dspec = device_spec(str(dev.pop("kind")), **dev)
         except InputError as bad:
-            key = {"--device": "kind"}.get(bad.where or "", (bad.where or "").lstrip("-").replace("-", "_"))
+            key = {"--device": "kind", "--device-depth": "depth"}.get(
+                bad.where or "", (bad.where or "").lstrip("-").replace("-", "_"))
             line = line_of(text, ["device", key]) if text is not None and not point else None
             raise _as_key(InputError(bad.message, f"[device] {key}"), f"{where}:{line}" if line else where) from None
 

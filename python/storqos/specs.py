@@ -280,6 +280,18 @@ def policy_spec(
     return spec
 
 
+#: What each device kind reads of :func:`device_spec`'s settings, and their options.
+_DEVICE_TAKES: dict[str, set[str]] = {
+    "constant": {"capacity", "bandwidth"},
+    "exponential": {"capacity"},
+    "array": {"capacity", "servers", "profile", "queue", "depth"},
+    "disk": {"profile", "queue"},
+    "tiered": {"capacity", "hit_ratio", "depth"},
+}
+_DEVICE_FLAGS = {"capacity": "--capacity", "servers": "--servers", "profile": "--profile", "queue": "--queue",
+                 "hit_ratio": "--hit-ratio", "depth": "--device-depth", "bandwidth": "bandwidth"}
+
+
 def device_spec(
     name: str | dict[str, Any],
     *,
@@ -297,6 +309,19 @@ def device_spec(
     kind = name.strip().lower()
     if kind not in DEVICES:
         raise InputError(f"unknown device {name!r} (known: {', '.join(DEVICES)})", "--device")
+    given = {"capacity": capacity, "servers": servers, "profile": profile, "queue": queue, "hit_ratio": hit_ratio,
+             "depth": depth, "bandwidth": bandwidth}
+    takes = _DEVICE_TAKES[kind] - ({"capacity"} if kind == "array" and profile is not None else set())
+    unused = sorted(k for k, v in given.items() if v is not None and k not in takes)
+    if unused:  # a setting the device would ignore: said, not dropped
+        key = unused[0]
+        if kind == "array" and key == "capacity":
+            raise InputError("an array of disk models (a profile) takes no capacity: its disks set its speed",
+                             _DEVICE_FLAGS[key])
+        users = [k for k, t in _DEVICE_TAKES.items() if key in t]
+        verb = "does" if len(users) == 1 else "do"
+        raise InputError(f"device {kind!r} takes no {key.replace('_', ' ')} ({', '.join(users)} {verb})",
+                         _DEVICE_FLAGS[key])
 
     def cap(value: Any) -> float:
         if value is None:

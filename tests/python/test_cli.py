@@ -306,6 +306,11 @@ def test_simulate_sarc_avatar_reports_slo_compliance_and_misses(tmp_path: Path) 
         (["--policy", "edf", "--deadline", " "], ["--deadline", "empty value"]),
         # 2**32 servers used to abort the process (allocation failure in the array model).
         (["--device", "array", "--servers", "4294967296"], ["--servers", "65536", "4294967296"]),
+        # Settings the device does not read were dropped without a word.
+        (["--device", "exponential", "--servers", "2"], ["--servers: device 'exponential' takes no servers (array does)"]),
+        (["--device", "disk"], ["--capacity: device 'disk' takes no capacity"]),
+        (["--device", "constant", "--queue", "sptf"], ["--queue: device 'constant' takes no queue (array, disk do)"]),
+        (["--device", "array", "--profile", "enterprise-10k"], ["--capacity: an array of disk models", "takes no capacity"]),
     ],
 )
 def test_simulate_extreme_flag_values(tmp_path: Path, args: list[str], needles: list[str]) -> None:
