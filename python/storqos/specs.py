@@ -18,7 +18,7 @@ from . import _core
 from .errors import InputError
 from .fclb.spec import fclb_spec, yfq_spec
 from .twolevel.spec import twolevel_spec
-from .units import parse_bandwidth, parse_count, parse_duration, parse_rate, parse_size
+from .units import parse_bandwidth, parse_count, parse_duration, parse_percent, parse_rate, parse_size
 
 #: Policy names and what they are (``storqos simulate --policy``).
 POLICIES: dict[str, str] = {
@@ -218,6 +218,10 @@ def policy_spec(
         if value is not None and param not in POLICY_PARAMS[kind] and param not in _RUN_PARAMS:
             takes = ", ".join(POLICY_PARAMS[kind]) or "no parameters"
             raise InputError(f"{kind} does not take {param} (it takes {takes})", "--" + param.replace("_", "-"))
+    if percentile is not None:
+        parse_percent(percentile, "--percentile")
+        if slo is None:  # alone it changes nothing
+            raise InputError("give --slo too: the percentile is the one the SLOs are judged at", "--percentile")
     spec: dict[str, Any] = {"kind": kind}
     if kind in ("wf2q", "sfq"):
         w = _weights(weights)

@@ -311,6 +311,9 @@ def test_simulate_sarc_avatar_reports_slo_compliance_and_misses(tmp_path: Path) 
         (["--device", "disk"], ["--capacity: device 'disk' takes no capacity"]),
         (["--device", "constant", "--queue", "sptf"], ["--queue: device 'constant' takes no queue (array, disk do)"]),
         (["--device", "array", "--profile", "enterprise-10k"], ["--capacity: an array of disk models", "takes no capacity"]),
+        # The SLOs' percentile was dropped without SLOs, whatever its value.
+        (["--percentile", "50"], ["--percentile: give --slo too"]),
+        (["--percentile", "0"], ["--percentile: percentage '0' must be in (0, 100]"]),
     ],
 )
 def test_simulate_extreme_flag_values(tmp_path: Path, args: list[str], needles: list[str]) -> None:
