@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import stat
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -56,21 +59,62 @@ def check_output_dir(path: Path, where: str) -> None:
     _check_parent(path, where)
 
 
+class Replacement:
+    """Where to write a file that is to replace ``path`` whole: :attr:`part`, a temporary
+    file beside it, moved over it (atomically, on the same file system) by
+    :meth:`commit`; :meth:`abort` drops it and leaves ``path`` as it was.
+
+    A symbolic link is written through (its target replaced, the link kept). A path that
+    is not a regular file (``/dev/null``, ``/dev/stdout``, a named pipe) is written into
+    by :meth:`commit` from a temporary file elsewhere: replacing it would put a regular
+    file in its place (as root, ``/dev/null`` itself).
+    """
+
+    def __init__(self, path: Path) -> None:
+        try:
+            self.special = not stat.S_ISREG(os.stat(path).st_mode)
+        except FileNotFoundError:
+            self.special = False
+        self._tmp: str | None = None
+        if self.special:
+            self.path = path
+            self._tmp = tempfile.mkdtemp(prefix="storqos-")
+            self.part = Path(self._tmp) / path.name
+        else:
+            self.path = Path(os.path.realpath(path)) if path.is_symlink() else path
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.part = self.path.with_name(f".{self.path.name}.{os.getpid()}.part")
+
+    def commit(self) -> None:
+        """Put what was written to :attr:`part` in place."""
+        if self.special:
+            with open(self.part, "rb") as src, open(self.path, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            self.abort()
+        else:
+            os.replace(self.part, self.path)
+
+    def abort(self) -> None:
+        """Drop :attr:`part` (the file at ``path``, if any, stays as it was)."""
+        self.part.unlink(missing_ok=True)
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+
 @contextmanager
 def replacing(path: Path) -> Iterator[Path]:
-    """A temporary path beside ``path`` to write to; moved over ``path`` (atomically, on
-    the same file system) only when the block ends without an error.
+    """:class:`Replacement` as a block: write to the path it yields; ``path`` is
+    replaced only when the block ends without an error.
 
     >>> with replacing(Path(tmp) / "out.csv") as part:  # doctest: +SKIP
     ...     df.write_csv(part)
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_name(f".{path.name}.{os.getpid()}.part")
+    r = Replacement(path)
     try:
-        yield part
-        os.replace(part, path)
+        yield r.part
+        r.commit()
     finally:
-        part.unlink(missing_ok=True)
+        r.abort()
 
 
 #: Table files storqos writes, by suffix.
@@ -100,4 +144,5 @@ def write_table(df: pl.DataFrame, path: Path, where: str = "--out") -> None:
             df.write_parquet(part)
 
 
-__all__ = ["TABLE_SUFFIXES", "check_output_dir", "check_output_file", "check_table_file", "replacing", "write_table"]
+__all__ = ["TABLE_SUFFIXES", "Replacement", "check_output_dir", "check_output_file", "check_table_file", "replacing",
+           "write_table"]

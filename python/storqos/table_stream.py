@@ -1,8 +1,8 @@
 """A table written as it grows: rows arrive in batches (a live gateway's per-window
 series, every 100 ms for as long as it serves) and go to the file in chunks, so the
 series never has to sit in memory. Like :func:`storqos.paths.write_table` the file is
-whole or absent: rows go to a part file beside it, moved into place by :meth:`close`
-(:meth:`abort` removes it).
+whole or absent: rows go to a part file (:class:`storqos.paths.Replacement`), put in
+place by :meth:`close` (:meth:`abort` removes it).
 
 >>> s = TableStream(Path(tmp) / "w.csv", {"t": pl.Int64})  # doctest: +SKIP
 >>> s.add([{"t": 1}]); s.close()  # doctest: +SKIP
@@ -12,14 +12,13 @@ whole or absent: rows go to a part file beside it, moved into place by :meth:`cl
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import IO, Any
 
 import polars as pl
 import pyarrow.parquet as pq
 
-from .paths import check_table_file
+from .paths import Replacement, check_table_file
 
 #: Rows held before a chunk is written.
 CHUNK_ROWS = 65_536
@@ -31,8 +30,8 @@ class TableStream:
     def __init__(self, path: Path, schema: dict[str, Any], where: str = "--out", chunk_rows: int = CHUNK_ROWS) -> None:
         self.suffix = check_table_file(path, where)
         self.path, self.schema, self.chunk_rows = path, schema, chunk_rows
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.part = path.with_name(f".{path.name}.{os.getpid()}.part")
+        self._out = Replacement(path)
+        self.part = self._out.part
         self.pending: list[dict[str, Any]] = []
         self.rows = 0
         self._file: IO[Any] | None = None
@@ -74,7 +73,7 @@ class TableStream:
             if self.suffix == ".json":
                 self._file.write("\n]\n" if self.rows else "[]\n")
             self._file.close()
-        os.replace(self.part, self.path)
+        self._out.commit()
         return self.rows
 
     def abort(self) -> None:
@@ -85,7 +84,7 @@ class TableStream:
                     closer.close()
                 except Exception:  # noqa: BLE001 (best effort on the way out)
                     pass
-        self.part.unlink(missing_ok=True)
+        self._out.abort()
 
 
 __all__ = ["CHUNK_ROWS", "TableStream"]

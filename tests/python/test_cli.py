@@ -382,6 +382,44 @@ def test_outputs_are_replaced_whole_or_not_at_all(tmp_path: Path, monkeypatch: p
     assert list((tmp_path / "sub").iterdir()) == []
 
 
+def test_outputs_write_into_pipes_and_through_links(tmp_path: Path) -> None:
+    """An output that is not a regular file is written into, not replaced: `trace convert
+    t /dev/null --to csv`, run as root, once put a regular file in place of /dev/null
+    (the temporary file beside it renamed over it). Here a named pipe stands for it: it
+    stays a pipe and its reader gets the CSV. A symbolic link is written through: the
+    link stays, its target gets the file."""
+    import os
+    import select
+    import stat
+    import time
+
+    trace = tmp_path / "t.mqsim"
+    trace.write_text(MQSIM_OK)
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader, there before the writer
+    try:
+        r = run_cli("trace", "convert", str(trace), str(fifo))
+        got, deadline = b"", time.monotonic() + 10
+        while time.monotonic() < deadline and select.select([fd], [], [], 0.1)[0]:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            got += chunk
+    finally:
+        os.close(fd)
+    assert r.code == 0, r.err
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode), "the pipe was replaced by a regular file"
+    assert got.decode().startswith("arrival_ns,") and got.decode().count("\n") == 4, got
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe.csv", "t.mqsim"]  # nothing left beside it
+    target, link = tmp_path / "real.csv", tmp_path / "link.csv"
+    link.symlink_to(target.name)
+    for _ in range(2):  # the target made, then replaced
+        r = run_cli("trace", "convert", str(trace), str(link))
+        assert r.code == 0, r.err
+        assert link.is_symlink() and target.read_text() == got.decode()
+
+
 def test_simulate_several_traces_one_tenant_each(tmp_path: Path) -> None:
     """Two files are two tenants (ids in the order given, named after the files), replayed
     together from time 0; with --split-by each file's tenants follow the previous file's."""
