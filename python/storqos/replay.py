@@ -288,7 +288,7 @@ def replay(
     called now and then."""
     nbd = _nbd()
     if not (speed > 0 and np.isfinite(speed)):
-        raise InputError(f"must be a number > 0, got {speed}", "--speed")
+        raise InputError(f"must be a finite number > 0, got {speed}", "--speed")
     if max_outstanding < 1:
         raise InputError(f"must be >= 1, got {max_outstanding}", "--max-outstanding")
     if closed is not None and closed < 1:

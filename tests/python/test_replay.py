@@ -160,6 +160,21 @@ def test_bad_uris_exports_and_traces_are_one_line(gateway: int, tmp_path: Path) 
     assert not out.exists() and not list(tmp_path.glob(".x.parquet*"))  # nothing partial left
 
 
+@pytest.mark.untimed
+def test_a_tenant_goes_to_one_export() -> None:
+    """``--tenant-map 0=b --tenant-map 0=a`` once sent tenant 0 to the last one given
+    without a word; a tenant mapped twice, by id or by name, is refused."""
+    from storqos.commands.replay import tenant_uris
+    from storqos.errors import InputError
+
+    uri = "nbd://127.0.0.1:10809/a"
+    got = tenant_uris(uri, ["1=b", "web=nbds://h:1/c"], [0, 1], {0: "web", 1: "batch"})
+    assert got == {0: "nbds://h:1/c", 1: "nbd://127.0.0.1:10809/b"}
+    for mapping in (["0=b", "0=a"], ["0=b", "web=c"]):
+        with pytest.raises(InputError, match=r"--tenant-map: '[^']+': tenant 0 is mapped already \('0=b'\)"):
+            tenant_uris(uri, mapping, [0, 1], {0: "web", 1: "batch"})
+
+
 def test_offsets_wrap_into_the_export_and_large_requests_split() -> None:
     off = np.array([0, 10 * MiB, 17 * MiB, 31 * MiB + 512], dtype=np.uint64)
     size = np.array([4096, 4096, 4096, 2 * MiB], dtype=np.uint64)

@@ -25,6 +25,7 @@ def tenant_uris(uri: str, mapping: list[str], tenants: list[int], names: dict[in
                          "URI")
     by_name = {v: k for k, v in (names or {}).items()}
     uris = dict.fromkeys(tenants, uri)
+    mapped: dict[int, str] = {}
     for item in mapping:
         key, sep, export = item.partition("=")
         if not sep or not key or not export:
@@ -40,6 +41,9 @@ def tenant_uris(uri: str, mapping: list[str], tenants: list[int], names: dict[in
         if t not in uris:
             raise InputError(f"{item!r}: the trace has no tenant {t} (tenants: {', '.join(map(str, tenants))})",
                              "--tenant-map")
+        if t in mapped:  # which of the two was meant cannot be told
+            raise InputError(f"{item!r}: tenant {t} is mapped already ({mapped[t]!r})", "--tenant-map")
+        mapped[t] = item
         uris[t] = export if "://" in export else urlunsplit(parts._replace(path="/" + export))
     return uris
 
