@@ -258,6 +258,9 @@ def test_cli_run_checks_out_before_running(tmp_path: Path, cli) -> None:
     assert_one_line_error(cli("run", str(path), "--out", str(blocker)), "--out", "exists and is not a directory")
     assert_one_line_error(cli("run", str(path), "--out", str(tmp_path / "o"), "--markdown", f"{blocker}/r.md"),
                           "--markdown", "is not a directory")
+    # --workers sizes the local pool, which a Dask run does not use: it was ignored.
+    assert_one_line_error(cli("run", str(path), "--out", str(tmp_path / "o"), "--dask", "local:2", "--workers", "2"),
+                          "--workers: give --workers (a local process pool) or --dask (a Dask cluster), not both")
     assert not (tmp_path / "o").exists()
 
 

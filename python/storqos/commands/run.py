@@ -57,6 +57,8 @@ def run_cmd(
 
     if workers is not None and workers < 1:
         raise InputError(f"must be >= 1, got {workers}", "--workers")
+    if workers is not None and dask:  # the Dask cluster has its own workers: this one would do nothing
+        raise InputError("give --workers (a local process pool) or --dask (a Dask cluster), not both", "--workers")
     check_output_dir(out_dir, "--out")
     if markdown is not None:
         check_output_file(markdown, "--markdown")
