@@ -381,6 +381,9 @@ def calibrate(
     if "replay" in (engine, rest) and "://" not in text:
         raise InputError(f"the replay engine measures NBD URIs only, not {text!r} (use --engine fio)", "--engine")
     tgt = target(text, direct)
+    if not direct and tgt.is_nbd:
+        raise InputError(f"{text} is served over NBD: there is no page cache of this host to go through "
+                         "(--buffered is for files and block devices)", "--buffered")
     if not sizes or any(s <= 0 or s % 512 for s in sizes):
         raise InputError(f"sizes must be positive multiples of 512 bytes, got {list(sizes)}", "--sizes")
     if not depths or any(d < 1 or d > 1024 for d in depths):

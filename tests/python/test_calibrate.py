@@ -193,6 +193,12 @@ def test_a_profile_of_another_version_or_a_bad_target_is_one_line(profile_2k: Pa
                           "--idle-spacings", "malformed duration 'later'")
     assert_one_line_error(run_cli("calibrate", "nbd://127.0.0.1:1/x", "--engine", "replay"),
                           "cannot open nbd://127.0.0.1:1/x")
+    # Once taken: an endless point (inf, nan) and a page cache an NBD target has not got.
+    for t in ("inf", "nan"):
+        assert_one_line_error(run_cli("calibrate", "nbd://127.0.0.1:1/x", "--time", t),
+                              "--time: must be > 0 and at most 3600 seconds")
+    assert_one_line_error(run_cli("calibrate", "nbd://127.0.0.1:1/x", "--buffered"),
+                          "--buffered: nbd://127.0.0.1:1/x is served over NBD")
 
 
 def test_the_replay_engine_measures_the_same_2k_device(tmp_path: Path) -> None:

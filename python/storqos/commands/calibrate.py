@@ -27,6 +27,10 @@ def _list(text: str, parse: type[int] | None, where: str) -> list[int]:
         raise InputError(f"malformed list {text!r} (expected whole numbers, e.g. 1,4,16)", where) from None
 
 
+#: Longest measurement point (--time), in seconds.
+MAX_POINT_S = 3600.0
+
+
 def calibrate(
     target: Annotated[str, typer.Argument(help="What to measure: nbd://HOST:PORT/EXPORT, a file (≥ 64 MiB) or a "
                                                "block device.", show_default=False)],
@@ -86,8 +90,8 @@ def calibrate(
     from ..paths import check_output_file, replacing
     from ..progress import progress_bar
 
-    if not time > 0:
-        raise InputError(f"must be > 0, got {time}", "--time")
+    if not 0 < time <= MAX_POINT_S:  # nan and inf too: a point measured for ever
+        raise InputError(f"must be > 0 and at most {MAX_POINT_S:g} seconds, got {time:g}", "--time")
     check_output_file(out_file, "--out")
     can_keep_awake(awake_cpus)  # a typo, or `yes` where it cannot, fails before anything starts
     size_list = _list(sizes, None, "--sizes")
