@@ -204,6 +204,13 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
     for bad in ("0", "nan", "100"):
         assert_one_line_error(run_cli("validate", str(exp), "--live-device", "file", "--calibration-time", bad),
                               "--calibration-time", f"0.05 to 60 s, got {bad}")
+    # Calibration settings where nothing is calibrated were ignored (the emulated device
+    # ran a whole validation with them).
+    assert_one_line_error(run_cli("validate", str(exp), "--calibration-time", "1", "--out", str(tmp_path / "o")),
+                          "--calibration-time: only real files are calibrated")
+    assert_one_line_error(run_cli("validate", str(exp), "--live-device", "file", "--device-profile", str(exp),
+                                  "--calibration-passes", "2", "--out", str(tmp_path / "o")),
+                          "--calibration-passes: with --device-profile nothing is calibrated")
     closed = tmp_path / "closed.toml"
     closed.write_text(EXPERIMENT.format(trace=bundled("websearch")).replace('[[policy]]\nkind = "wf2q"\nweights = [2, 1, 1]\n', "")
                       + '\n[[tenant]]\nname = "backup"\nclosed = { outstanding = 4, size = "64k" }\n')

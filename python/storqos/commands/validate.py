@@ -94,6 +94,11 @@ def validate(
     if device_profile is not None and live_device == "emulated":
         raise InputError("a device profile models real files: give --live-device file or direct too",
                          "--device-profile")
+    for value, flag in ((calibration_time, "--calibration-time"), (calibration_passes, "--calibration-passes")):
+        if value is not None and live_device == "emulated":
+            raise InputError("only real files are calibrated: give --live-device file or direct too", flag)
+        if value is not None and device_profile is not None:
+            raise InputError("with --device-profile nothing is calibrated: give one or the other", flag)
     check_output_dir(out_dir, "--out")
     if markdown_file is not None:
         check_output_file(markdown_file, "--markdown")
