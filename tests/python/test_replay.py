@@ -175,6 +175,16 @@ def test_a_tenant_goes_to_one_export() -> None:
             tenant_uris(uri, mapping, [0, 1], {0: "web", 1: "batch"})
 
 
+@pytest.mark.untimed
+def test_a_closed_loop_takes_no_speed() -> None:
+    """``--closed 4 --speed 2`` ran the closed loop, --speed ignored: refused before any
+    connection is made."""
+    import storqos
+
+    assert_one_line_error(run_cli("replay", str(storqos.bundled_trace()), "nbd://127.0.0.1:1/a", "--closed", "4",
+                                  "--speed", "2"), "--speed: a closed loop ignores the trace's times")
+
+
 def test_offsets_wrap_into_the_export_and_large_requests_split() -> None:
     off = np.array([0, 10 * MiB, 17 * MiB, 31 * MiB + 512], dtype=np.uint64)
     size = np.array([4096, 4096, 4096, 2 * MiB], dtype=np.uint64)

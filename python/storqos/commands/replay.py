@@ -60,7 +60,8 @@ def replay(
                                                 "has its own connection.")] = None,
     split_by: Annotated[
         str | None, typer.Option(help="Make tenants from a trace field: device, host, process or op.")] = None,
-    speed: Annotated[float, typer.Option(help="Time scale: 2 replays the trace twice as fast.")] = 1.0,
+    speed: Annotated[float | None, typer.Option(help="Time scale: 2 replays the trace twice as fast (default 1).",
+                                                show_default=False)] = None,
     max_outstanding: Annotated[
         int, typer.Option(help="Most requests in flight at once (all tenants); past it, issues wait.")] = 16384,
     closed: Annotated[
@@ -107,6 +108,9 @@ def replay(
         raise InputError(f"unknown value {offsets!r} (wrap or error)", "--offsets")
     if max_requests is not None and max_requests < 1:
         raise InputError(f"must be >= 1, got {max_requests}", "--max-requests")
+    if speed is not None and closed is not None:  # a closed loop does not keep to the trace's times
+        raise InputError("a closed loop ignores the trace's times: give --speed or --closed, not both", "--speed")
+    speed = 1.0 if speed is None else speed
     if out_file is not None:
         check_table_file(out_file, "--out")
     df, names = load_tenants([trace], format, time_unit, sort, split_by)
