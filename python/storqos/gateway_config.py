@@ -456,15 +456,23 @@ def tls_settings(settings: GatewaySettings | None, mode: str | None = None, cert
     }
     if mode is not None:
         one_of(TLS_MODES, mode, "--tls")
-    if merged_tls["mode"] is None:
-        merged_tls["mode"] = "require" if merged_tls["cert"] or merged_tls["key"] else "off"
-    if merged_tls["mode"] == "off" and not any(merged_tls[k] for k in ("cert", "key", "client_ca")):
+    why = ""
+    if merged_tls["mode"] is None:  # a certificate of either side given: TLS meant
+        given = [k for k in ("cert", "key", "client_ca") if merged_tls[k]]
+        merged_tls["mode"] = "require" if given else "off"
+        why = f" (a {given[0].replace('_', ' ')} was given)" if given else ""
+    if merged_tls["mode"] == "off":
+        flag = next((k for k, v in (("cert", cert), ("key", key), ("client_ca", client_ca)) if v), None)
+        if flag is not None:  # a certificate given on the command line that TLS off would not use
+            name = "--tls-" + flag.replace("_", "-")
+            raise InputError(f"TLS is off: the {flag.replace('_', ' ')} would not be used (give --tls on or "
+                             "require, or leave it out)", name)
         return None
     if merged_tls["mode"] != "off":
         for k in ("cert", "key"):
             if not merged_tls[k]:
                 where = f"{settings.path}: [tls]: {k}" if t is not None and settings else f"--tls-{k}"
-                raise InputError(f"TLS is {merged_tls['mode']}: give the server's {k} (a PEM file)", where)
+                raise InputError(f"TLS is {merged_tls['mode']}{why}: give the server's {k} (a PEM file)", where)
     return merged_tls
 
 

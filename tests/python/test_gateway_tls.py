@@ -205,6 +205,10 @@ def test_bad_tls_settings_are_one_line_errors(tmp_path: Path) -> None:
         (("--tls", "require",), ("--tls-cert", "give the server's cert")),
         (("--tls", "maybe",), ("--tls", "expected one of off, on, require")),
         ((*_tls_flags(pki), "--tls-client-ca", str(junk)), ("tls.client_ca", "no certificate")),
+        # Certificates that TLS off would not use were dropped: a client CA alone left
+        # every client in, unchecked, in the clear.
+        (("--tls-client-ca", str(pki["ca"])), ("--tls-cert", "TLS is require (a client ca was given)")),
+        (("--tls", "off", *_tls_flags(pki)), ("--tls-cert", "TLS is off: the cert would not be used")),
     ]
     for extra, needles in cases:
         assert_one_line_error(run_cli(*base, *extra), *needles)
