@@ -482,6 +482,22 @@ def test_a_path_is_the_file_it_names_not_a_pattern(tmp_path: Path, fmt: str) -> 
         assert read_trace(named).height == (2 if fmt == "disksim" else 5)
 
 
+@pytest.mark.parametrize("header", ["arrival_ns,arrival_ns,is_read,offset,size", "arrival_ns,is_read,offset,Size,size"])
+def test_a_column_given_twice_is_named(tmp_path: Path, header: str) -> None:
+    """Two columns of one name (or the same name in two cases) were read as one of them,
+    which one unsaid (polars renames the second ``arrival_ns_duplicated_0``)."""
+    n = header.count(",") + 1
+    p = _write(tmp_path, "t.csv", f"{header}\n" + ",".join(["0", "0", "true", "0", "4096"][:n]) + "\n")
+    twice = "arrival_ns" if header.startswith("arrival_ns,arrival_ns") else "size"
+    for fmt in (None, "csv"):
+        with pytest.raises(InputError, match=f"t.csv:1: column '{twice}' given twice: keep one"):
+            read_trace(p, format=fmt)
+    q = tmp_path / "t.parquet"
+    BASE.with_columns(pl.col("size").alias("SIZE")).write_parquet(q)
+    with pytest.raises(InputError, match="column 'size' given twice"):
+        read_trace(q)
+
+
 def test_unknown_format_lists_known_ones(tmp_path: Path) -> None:
     p = _write(tmp_path, "t.trace", DISKSIM_TEXT)
     with pytest.raises(InputError) as e:

@@ -74,11 +74,13 @@ def detect_format(path: str | Path) -> str:
     if fmt:
         return fmt
     if "," in first and len(data) > 1:
+        names = [c.strip().lower() for c in first.split(",")]
         try:
             resolve_columns(first.split(","), str(p))
             return "csv"
         except InputError:
-            pass
+            if len(set(names)) < len(names):  # a header with a column twice: the CSV reader says which
+                return "csv"
     raise _unknown(p, f"first line not recognised: {first[:80]!r}")
 
 

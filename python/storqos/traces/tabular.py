@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import csv as _csv
 import io
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,11 +89,19 @@ def _pick(lower: dict[str, str], names: tuple[str, ...], what: str, where: str) 
     return found[0] if found else None
 
 
+#: polars' name for the second of two columns named alike (``size`` → ``size_duplicated_0``).
+_DUPLICATED = re.compile(r"(.+)_duplicated_\d+")
+
+
 def resolve_columns(columns: list[str], where: str) -> _Columns:
     """Map the table's column names onto canonical fields (see the module docstring)."""
     lower: dict[str, str] = {}
     for c in columns:
-        lower.setdefault(c.strip().lower(), c)
+        m = _DUPLICATED.fullmatch(c)
+        key = (m.group(1) if m and m.group(1) in columns else c).strip().lower()
+        if key in lower:  # which of the two holds the values cannot be told
+            raise InputError(f"column {key!r} given twice: keep one", where)
+        lower[key] = c
     suffixed = tuple(f"{b}_{u}" for b in _TIME_BASES for u in _UNIT_SUFFIXES)
     time = _pick(lower, suffixed + _TIME_PLAIN, "time", where)
     if time is None:
