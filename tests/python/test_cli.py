@@ -88,6 +88,9 @@ def test_demo_writes_plot_and_table(tmp_path: Path) -> None:
     assert rows[("wf2q+", hi)]["web_p99_ns"] < rows[("fcfs", hi)]["web_p99_ns"] / 2
     # More capacity never hurts FCFS.
     assert rows[("fcfs", caps[0])]["web_p99_ns"] >= rows[("fcfs", caps[-1])]["web_p99_ns"]
+    # One capacity given twice (500 and 0.5k) made every row twice.
+    assert_one_line_error(run_cli("demo", "--out", str(tmp_path), "--capacity", "500,0.5k"),
+                          "--capacity: capacity 500 IOPS given twice")
 
 
 def test_demo_on_a_users_trace_sizes_capacity_from_its_burstiness(tmp_path: Path) -> None:

@@ -39,6 +39,9 @@ def demo(
     caps = [parse_rate(c, "--capacity") for c in capacity.split(",") if c.strip()] if capacity is not None else None
     if capacity is not None and not caps:
         raise InputError(f"give at least one capacity, e.g. 600,800,1.2k, got {capacity!r}", "--capacity")
+    if caps is not None and len(set(caps)) < len(caps):  # the same rows twice over
+        twice = sorted({c for c in caps if caps.count(c) > 1})
+        raise InputError(f"capacity {', '.join(f'{c:g}' for c in twice)} IOPS given twice", "--capacity")
     result = run_with_progress("running the demo", lambda: run_demo(out_dir, trace, caps))
     if json_out:
         emit_json(result)
