@@ -79,6 +79,11 @@ def test_a_policy_started_without_its_lists_takes_them_live(tmp_path: Path) -> N
                               f"{sock}: tenant 7 is not served (tenants: 0, 1)")
         assert_one_line_error(run_cli("ctl", "set", "0", "--reservation", "100", "--socket", str(sock)),
                               f"{sock}: wf2q takes no reservations")
+        # A whole policy's lists have one entry per tenant, as serve's (3 weights for 2
+        # tenants were taken).
+        assert_one_line_error(run_cli("ctl", "policy", "--policy", "wf2q", "--weights", "1,2,3", "--socket", str(sock)),
+                              "--weights: 3 value(s) for 2 tenant(s)")
+        assert policy() == {"kind": "wf2q", "weights": [1.0, 3.0]}
         r = run_cli("ctl", "policy", "--policy", "mclock", "--socket", str(sock))
         assert r.code == 0, r.err
         r = run_cli("ctl", "set", "1", "--reservation", "100", "--limit", "500", "--socket", str(sock))

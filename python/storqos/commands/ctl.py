@@ -105,10 +105,16 @@ def policy_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Replace the running gateway's whole policy (the same options as storqos simulate)."""
-    from ..specs import policy_spec
+    from ..specs import check_tenant_lists, policy_spec
 
     spec = policy_spec(policy, weights=weights, reservations=reservations, limits=limits, at_limit=at_limit,
                        total_capacity=iops)
+    # One entry per tenant the gateway serves, as `serve` checks its own (a list of another
+    # length was taken, padded or cut without a word).
+    st = command(socket, {"cmd": "stats"})
+    ids = [int(t["tenant"]) for t in st.get("tenants") or []] + [int(k) for k in st.get("names") or {}]
+    if ids:
+        check_tenant_lists(spec, max(ids) + 1)
     _answer(command(socket, {"cmd": "policy", "spec": spec}), json_out, lambda r: f"policy now {r['policy']}")
 
 
