@@ -366,6 +366,9 @@ def test_bad_input_from_the_shell(tmp_path: Path) -> None:
     f = tmp_path / "small.toml"
     f.write_text(SMALL)
     assert_one_line_error(run_cli("advise", str(f), "--policy", "wf2q,nope"), "--policy", "unknown policy 'nope'")
+    # --workers sizes the local pool, which a Dask search does not use: it was ignored.
+    assert_one_line_error(run_cli("advise", str(f), "--dask", "local:1", "--workers", "2"),
+                          "--workers: give --workers (local processes) or --dask (a Dask cluster), not both")
 
 
 def test_worked_example_file_reads() -> None:

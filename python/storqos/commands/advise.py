@@ -67,6 +67,8 @@ def advise_cmd(
 
     if workers is not None and workers < 1:
         raise InputError(f"must be >= 1, got {workers}", "--workers")
+    if workers is not None and dask:  # the Dask cluster has its own workers: this one would do nothing
+        raise InputError("give --workers (local processes) or --dask (a Dask cluster), not both", "--workers")
     if out_dir is not None:
         check_output_dir(out_dir, "--out")
     kinds = parse_policies(policy)
