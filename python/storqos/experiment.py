@@ -531,8 +531,8 @@ def _policy(p: Policy, tenants: list[Tenant], percentile: float, where: str) -> 
         raise InputError("needs a kind (one of storqos.specs.POLICIES)", where)
     try:
         return policy_for_tenants(p.kind, p.params, tenants, percentile)
-    except InputError as e:
-        raise InputError(e.message if e.where is None else f"{e.where}: {e.message}", where) from None
+    except InputError as e:  # where = the flag the parser names: say the file's key
+        raise _as_key(e, where) from None
 
 
 # ----------------------------------------------------------------------------- running

@@ -125,6 +125,9 @@ def _at_line(message: str, text: str, changed: str) -> str:
         (('kind = "wf2q"', 'kind = "lottery"'), "[[policy]] 2 (fair): unknown policy 'lottery'"),
         (('kind = "wf2q"', 'kind = "wf2q"\nweights = [1, 2]'), "exp.toml: [[policy]] 2 (fair): weights: 2 value(s) for 3 tenant(s)"),
         (('name = "fair"', 'name = "mclock"'), "[[policy]] name(s) mclock given twice"),
+        # The file's key, not the flag the parser speaks of ("--weights: ...").
+        (('kind = "wf2q"', 'kind = "wf2q"\nweights = [1, -2, 1]'), "exp.toml: [[policy]] 2 (fair): weights: weights must"),
+        (('kind = "wf2q"', 'kind = "wf2q"\nreservations = [1, 2, 3]'), "[[policy]] 2 (fair): reservations: wf2q does not take"),
         (('path = "bundled:websearch"', 'path = "missing.trace"'), "trace file 'missing.trace' not found"),
         (('weight = 2', 'weight = -2'), "[[trace]] 1 (web): weight: must be a number > 0, got -2"),
         (('slo = "10ms"', 'slo = "soon"'), "slo: malformed duration"),
