@@ -394,6 +394,13 @@ def load(path: str | Path) -> GatewaySettings:
                                  + ": direct")
             entry["direct"] = True
         if x.fault:
+            size = p.stat().st_size
+            for j, f in enumerate(x.fault):
+                if f.offset >= size:  # a range past the export's end: no request ever matches it
+                    raise InputError(f"fault: {j}: offset: {f.offset:,} bytes is past the end of the export "
+                                     f"({size:,} bytes): the rule would never apply",
+                                     entry_where(f"{path}:{line_of(text, ['export', i, 'fault', j, 'offset'])}",
+                                                 "export", i, x.name))
             entry["faults"] = [f.to_json() for f in x.fault]
         if x.tier is not None:
             fast = Path(x.tier.fast).expanduser()

@@ -94,6 +94,9 @@ BAD = [
      "[[export]] 2 (batch): fault: 0: delay: malformed duration 'soon'"),
     (('tenant = "batch"\n', 'tenant = "batch"\n[[export.fault]]\nop = "read"\ndelay = "2min"\n'), 'delay = "2min"',
      "[[export]] 2 (batch): fault: 0: delay: must be at most 1 min (a slow disk, not a hung one), got '2min'"),
+    # A rule past the end of the 16 MiB export never applied, unsaid.
+    (('tenant = "batch"\n', 'tenant = "batch"\n[[export.fault]]\nop = "read"\nerror = "eio"\noffset = "16MiB"\n'),
+     'offset = "16MiB"', "[[export]] 2 (batch): fault: 0: offset: 16,777,216 bytes is past the end of the export"),
 ]
 
 
