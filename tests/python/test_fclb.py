@@ -122,6 +122,9 @@ def test_admit_cli(cli):
     assert r.code == 2 and "malformed rate" in r.err and len(r.err.strip().splitlines()) == 1
     r = cli("admit", "--workload", "w1:40:35ms", "--weights", "2,1")
     assert r.code == 2 and "one weight > 0 per workload" in r.err
+    # The disk model sets its own speed: a capacity given with it was dropped.
+    r = cli("admit", "--workload", "w1:40:35ms", "--device", "disk", "--capacity", "100")
+    assert r.code == 2 and "--capacity: device 'disk' takes no capacity" in r.err, r.err
     # Two rows named alike: which one the verdict is about could not be told.
     r = cli("admit", "--workload", "w1:40:35ms", "--workload", "w1:20:38ms")
     assert r.code == 2 and "--workload: workload name(s) w1 given twice" in r.err, r.err

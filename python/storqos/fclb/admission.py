@@ -86,7 +86,7 @@ def _device(device: str | dict[str, Any], profile: str | None, capacity: str | f
     if isinstance(device, dict):
         return device
     if device == "disk":
-        return device_spec("disk", profile=profile or "desktop-7200", queue="fifo")
+        return device_spec("disk", profile=profile or "desktop-7200", queue="fifo", capacity=capacity)
     return device_spec(device, capacity=capacity, profile=profile)
 
 
