@@ -44,8 +44,10 @@ def parse_export(text: str, default_tenant: int = 0, where: str = "--export") ->
     head, sep, tail = path.rpartition(":")
     if sep and tail.strip().isdigit():
         path, tenant = head, int(tail)
-    elif sep and not Path(path).exists() and tail.strip().lstrip("-").isdigit():
-        raise InputError(f"tenant must be an integer >= 0, got {tail!r} in {text!r}", where)
+    elif sep and not Path(path).exists() and (tail.strip().lstrip("-").isdigit() or Path(head).is_file()):
+        # PATH:TENANT with a tenant that is not an id (a name, -1): the file before it exists
+        raise InputError(f"tenant must be an id, an integer >= 0, got {tail!r} in {text!r}"
+                         " (tenant names are for config files' [[tenant]] tables)", where)
     p = Path(path)
     check_export_file(p, name, where)
     if tenant >= _core.MAX_TENANTS:

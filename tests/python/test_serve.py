@@ -384,6 +384,8 @@ BAD_INPUT = [
     (["-e", "a={a}", "--window", "1e12d"], ["--window", "too long"]),
     # A tenant id is an index: 4294967295 used to abort the gateway on the first request.
     (["-e", "a={a}:4294967295"], ["--export", "tenant must be below 65536, got 4294967295"]),
+    # A tenant name after the path was read as part of the path ("no such file a.img:web").
+    (["-e", "a={a}:web"], ["--export", "tenant must be an id, an integer >= 0, got 'web'"]),
     # An unwritable --out used to fail only after the session (its series lost).
     (["-e", "a={a}", "--window", "1s", "--out", "{a}/s.parquet"], ["--out", "is not a directory"]),
     ([], ["give at least one export, e.g. --export web=/srv/web.img, or a --config file"]),
