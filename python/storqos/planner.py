@@ -20,6 +20,7 @@ Power Efficiency of Storage Systems").
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -215,18 +216,26 @@ def recombine(
 ) -> RecombineResult:
     """Serve ``trace`` with each recombiner at Cmin(fraction, deadline) + ΔC (default
     ΔC = Cmin/5) and return per-class summaries and CDFs (Fig. 4.4)."""
-    from .sim import simulate
+    from .sim import CAPACITY_NAME, miser_slack, simulate
 
     d = parse_deadlines([deadline])[0]
     f = parse_fractions([fraction])[0]
     c = cmin(trace, 100 * f, f"{d}ns")
     dc = c * DEFAULT_DELTA_C_FRACTION if delta_c is None else parse_rate(delta_c, "--delta-c")
+    if "miser" in policies and miser_slack(c, c + dc, d) is not None:  # the lever here is ΔC, not a capacity
+        warn_input(f"ΔC {dc:g} IOPS: ΔC·δ = {math.floor(dc * d / 1e6) / 1e3:g} < 1 request within the deadline "
+                   f"δ = {d / 1e6:g} ms, so Miser cannot guarantee the primary class's deadline; give --delta-c ≥ "
+                   f"{math.ceil(1e9 / d - 1e-6):g}", "--delta-c")
     rows: list[dict[str, Any]] = []
     cdfs: list[pl.DataFrame] = []
     qs = np.linspace(0, 1, cdf_points + 1)[1:]
+    quiet = CAPACITY_NAME.set(None)
+    try:
+        results = {name: simulate(trace, *recombiner_specs(name, c, dc, d), keep_requests=True) for name in policies}
+    finally:
+        CAPACITY_NAME.reset(quiet)
     for name in policies:
-        pol, dev = recombiner_specs(name, c, dc, d)
-        res = simulate(trace, pol, dev, keep_requests=True)
+        res = results[name]
         req = res.requests
         assert req is not None
         resp = req["response_ns"].to_numpy()

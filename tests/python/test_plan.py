@@ -301,3 +301,31 @@ def test_power_says_its_own_pools_lack_miser_slack(cli) -> None:
     lines = [ln for ln in r.err.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("warning: --power: the decomposed provisioning's 3 pools"), r.err
     assert "--capacity" not in r.err and "pools adding up to 695 IOPS would" in lines[0]
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--rtd", "90%@20ms,100%@500ms", "--power"], "--power: give one of --consolidate"),
+    (["--power", "--recombine"], "--recombine: give one of --consolidate"),
+    (["--pool-iops", "300"], "--pool-iops: used with --power only: give --power too"),
+    (["--delta-c", "50"], "--delta-c: used with --recombine only: give --recombine too"),
+    (["--method", "bisect", "--power"], "--method: used for the capacity table only, not with --power"),
+])
+def test_cli_plan_takes_one_mode_and_its_own_options(args: list[str], needle: str) -> None:
+    """`plan` computes one result: with two modes the first was computed and the other
+    dropped, and a mode's options (--pool-iops, --delta-c, --method) without it were ignored."""
+    from conftest import assert_one_line_error, run_cli
+
+    assert_one_line_error(run_cli("plan", str(storqos.bundled_trace()), *args), needle)
+
+
+def test_recombine_says_the_delta_c_that_miser_needs(cli) -> None:
+    """At δ = 5 ms Miser needs ΔC·δ ≥ 1, so ΔC ≥ 200 IOPS whatever Cmin: the warning names
+    --delta-c and that bound (it named a --capacity plan does not have, and a capacity)."""
+    trace = str(storqos.bundled_trace())
+    r = cli("plan", trace, "--recombine", "--fraction", "90", "--deadline", "5ms", "--delta-c", "50", "--json")
+    assert r.code == 0, r.err
+    assert [ln for ln in r.err.splitlines() if ln.strip()] == [
+        "warning: --delta-c: ΔC 50 IOPS: ΔC·δ = 0.25 < 1 request within the deadline δ = 5 ms, so Miser cannot "
+        "guarantee the primary class's deadline; give --delta-c ≥ 200"]
+    r = cli("plan", trace, "--recombine", "--fraction", "90", "--deadline", "5ms", "--delta-c", "200", "--json")
+    assert r.code == 0 and r.err == "", r.err

@@ -94,7 +94,13 @@ def _print_df(title: str, df: pl.DataFrame, caption: str | None = None) -> None:
     out.print(t)
 
 
+def _given(ctx: typer.Context, name: str) -> bool:
+    """Whether option ``name`` was given (not left at its default)."""
+    return getattr(ctx.get_parameter_source(name), "name", None) in ("COMMANDLINE", "ENVIRONMENT")
+
+
 def plan_cmd(
+    ctx: typer.Context,
     trace: Annotated[Path, typer.Argument(help="Trace file (any supported format).", show_default=False)],
     deadline: Annotated[str, typer.Option("--deadline", "-D", help="Response-time bounds δ (bare numbers are ms).")] = "5ms,10ms,20ms,50ms",
     fraction: Annotated[str, typer.Option("--fraction", "-F", help="Fractions of requests to meet δ, in percent.")] = "90,95,99,99.5,99.9,100",
@@ -130,6 +136,19 @@ def plan_cmd(
 
     if method not in ("fast", "bisect"):
         raise InputError(f"unknown method {method!r} (fast or bisect)", "--method")
+    # One result per run: the first mode given was computed and the others dropped, and a
+    # mode's own options without it were ignored.
+    modes = {"--consolidate": bool(consolidate), "--shift": bool(shift) and not consolidate, "--rtd": rtd is not None,
+             "--power": power, "--recombine": recombine}
+    chosen = [m for m, on in modes.items() if on]
+    if len(chosen) > 1:
+        raise InputError(f"give one of --consolidate (with --shift if wanted), --shift, --rtd, --power or "
+                         f"--recombine, not {' and '.join(chosen)}", chosen[1])
+    for opt, name, mode in (("--pool-iops", "pool_iops", "--power"), ("--disks-per-pool", "disks_per_pool", "--power"),
+                            ("--delta-c", "delta_c", "--recombine"), ("--method", "method", None)):
+        if _given(ctx, name) and (chosen[:1] != [mode] if mode else bool(chosen)):
+            raise InputError(f"used with {mode} only: give {mode} too" if mode else
+                             f"used for the capacity table only, not with {chosen[0]}", opt)
     if out_file is not None:
         check_table_file(out_file, "--out")
     df = read_trace(trace, format=format, time_unit=time_unit, sort=sort)
