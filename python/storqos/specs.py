@@ -11,6 +11,7 @@ gateway).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -91,8 +92,8 @@ def _weights(weights: Sequence[float] | str | None) -> list[float] | None:
         except ValueError:
             raise InputError(f"malformed weights {weights!r} (expected e.g. 2,1)", "--weights") from None
     out = [float(w) for w in weights]
-    if not out or any(not w > 0 for w in out):
-        raise InputError(f"weights must all be > 0, got {weights!r}", "--weights")
+    if not out or any(not (w > 0 and math.isfinite(w)) for w in out):
+        raise InputError(f"weights must all be finite and > 0, got {weights!r}", "--weights")
     return out
 
 
@@ -134,12 +135,12 @@ def mclock_spec(
     """
     spec: dict[str, Any] = {"kind": "mclock"}
     if reservations is not None:
-        spec["reservations"] = _iops_list(reservations, "reservations", allow_none=False)
+        spec["reservations"] = _iops_list(reservations, "--reservations", allow_none=False)
     w = _weights(weights)
     if w is not None:
         spec["weights"] = w
     if limits is not None:
-        spec["limits"] = _iops_list(limits, "limits", allow_none=True)
+        spec["limits"] = _iops_list(limits, "--limits", allow_none=True)
     if cost is not None and str(cost).lower() != "iops":
         spec["cost"] = {"size": parse_size(cost, "cost")}
     if limit_break:

@@ -314,6 +314,9 @@ def test_simulate_sarc_avatar_reports_slo_compliance_and_misses(tmp_path: Path) 
         (["--device", "disk"], ["--capacity: device 'disk' takes no capacity"]),
         (["--device", "constant", "--queue", "sptf"], ["--queue: device 'constant' takes no queue (array, disk do)"]),
         (["--device", "array", "--profile", "enterprise-10k"], ["--capacity: an array of disk models", "takes no capacity"]),
+        # An infinite weight reached the core as JSON's Infinity ("expected value at line 1").
+        (["--policy", "wf2q", "--weights", "1e400"], ["--weights: weights must all be finite and > 0"]),
+        (["--policy", "mclock", "--limits", "nan"], ["--limits: malformed rate 'nan'"]),
         # The SLOs' percentile was dropped without SLOs, whatever its value.
         (["--percentile", "50"], ["--percentile: give --slo too"]),
         (["--percentile", "0"], ["--percentile: percentage '0' must be in (0, 100]"]),
