@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _core
+from .core_json import core_json
 from .errors import InputError
 from .specs import check_tenant_lists
 
@@ -140,7 +141,7 @@ def uri(info: dict[str, Any], export: str | None = None) -> str:
 def check(config: dict[str, Any]) -> dict[str, Any]:
     """Check ``config`` as :func:`serve` would before listening (fields, export files,
     policy); return what it would serve (``listen`` as given). Bad: :class:`InputError`."""
-    return _core.check_gateway(json.dumps(config))
+    return _core.check_gateway(core_json(config, "gateway"))
 
 
 def serve(
@@ -166,7 +167,7 @@ def serve(
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGINT, lambda _signum, _frame: stop.set())
     try:
-        return _core.serve(json.dumps(config), on_ready, on_window, reload, stop.is_set)
+        return _core.serve(core_json(config, "gateway"), on_ready, on_window, reload, stop.is_set)
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)

@@ -77,7 +77,6 @@ parameter of that name, ``--listen``/``--depth``/``--iops``/``--for``/``--window
 from __future__ import annotations
 
 import ipaddress
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,6 +85,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from . import _core
+from .core_json import core_json
 from .device_profile import DeviceProfile
 from .errors import ConfigError, InputError
 from .experiment_schema import Policy, Qos
@@ -520,7 +520,7 @@ def baa_policy(params: dict[str, Any], tiers: TiersTable | None, where: str) -> 
         if not isinstance(hits, list) or not all(isinstance(h, int | float) and 0 <= h <= 1 for h in hits):
             raise InputError(f"hit_ratios: expected a list of fractions in [0, 1], got {hits!r}", where)
         spec["hit_ratios"] = [float(h) for h in hits]
-    _core.check_policy(json.dumps(spec))
+    _core.check_policy(core_json(spec, "policy"))
     return spec
 
 
@@ -611,7 +611,7 @@ def fclb_policy(params: dict[str, Any], tenants: list[Tenant], capacity: float |
     if "plant_gain_ms_per_iops" not in spec and capacity is not None and device_profile is None:
         spec["plant_gain_ms_per_iops"] = knee_gain_ms_per_iops(period, capacity)
     try:
-        _core.check_policy(json.dumps(spec))
+        _core.check_policy(core_json(spec, "policy"))
     except ConfigError as e:
         raise InputError(str(e).removeprefix("invalid configuration: "), where) from None
     admission = params.get("admission", True)

@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from . import _core
+from .core_json import core_json
 from .errors import InputError, warn_input
 from .specs import check, check_tenant_lists, device_spec, policy_spec
 from .units import check_seed, parse_count, parse_duration, parse_size
@@ -250,8 +251,8 @@ def simulate(
     arrival, tenant, size, offset, is_read, target = cols
     out = _core.simulate(
         arrival, tenant, size, offset, is_read, target,
-        json.dumps(pspec),
-        json.dumps(dspec),
+        core_json(pspec, "policy"),
+        core_json(dspec, "device"),
         closed_json=json.dumps(closed_specs),
         generators_json=json.dumps(generators or []),
         seed=seed,

@@ -10,12 +10,12 @@ gateway).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 from . import _core
+from .core_json import core_json
 from .errors import InputError
 from .fclb.spec import fclb_spec, yfq_spec
 from .twolevel.spec import twolevel_spec
@@ -416,7 +416,7 @@ def check_tenant_lists(policy: dict[str, Any], tenants: int, *, flags: bool = Tr
 
 def check(policy: dict[str, Any], device: dict[str, Any]) -> tuple[str, str]:
     """Validate both specs in the core; return their display names."""
-    return _core.check_policy(json.dumps(policy)), _core.check_device(json.dumps(device))
+    return _core.check_policy(core_json(policy, "policy")), _core.check_device(core_json(device, "device"))
 
 
 #: Policies whose per-tenant weights default to the tenants' ``weight``.

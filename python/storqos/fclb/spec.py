@@ -10,14 +10,14 @@ and bucket; ``check_gain`` states the controller's stability bound.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .. import _core
+from ..core_json import core_json
 from ..errors import ConfigError, InputError
-from ..units import parse_duration, parse_rate, parse_size
+from ..units import parse_count, parse_duration, parse_rate, parse_size
 
 #: Controller modes of the ``fclb`` policy.
 MODES: tuple[str, ...] = ("feedback", "fixed", "off")
@@ -29,9 +29,7 @@ def yfq_spec(weights: Sequence[float] | None = None, batch: int | None = None) -
     if weights is not None:
         spec["weights"] = [float(w) for w in weights]
     if batch is not None:
-        if int(batch) < 1:
-            raise InputError(f"batch must be >= 1, got {batch}", "--batch")
-        spec["batch"] = int(batch)
+        spec["batch"] = parse_count(batch, "--batch", minimum=1, maximum=2**32 - 1)
     return spec
 
 
@@ -156,7 +154,7 @@ def fclb_spec(
             raise InputError(f"unknown mode {mode!r} (known: {', '.join(MODES)})", "--mode")
         spec["mode"] = mode
     spec["then"] = backend or yfq_spec()
-    _core.check_policy(json.dumps(spec))
+    _core.check_policy(core_json(spec, "policy"))
     return spec
 
 
