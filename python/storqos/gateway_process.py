@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from .core_json import core_json
 from .errors import InputError
 
 
@@ -26,7 +27,7 @@ class GatewayProcess:
     def __init__(self, config: dict[str, Any], timeout_s: float = 60.0) -> None:
         self._dir = tempfile.TemporaryDirectory(prefix="storqos-gateway-")
         path = Path(self._dir.name) / "config.json"
-        path.write_text(json.dumps(config))
+        path.write_text(core_json(config, "gateway"))
         self.proc = subprocess.Popen([sys.executable, "-m", "storqos.gateway_process", str(path)],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         box: dict[str, str] = {}

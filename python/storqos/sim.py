@@ -8,7 +8,6 @@ columns in and DataFrames out. Every column name carries its unit.
 from __future__ import annotations
 
 import inspect
-import json
 import math
 import time
 from contextvars import ContextVar
@@ -253,8 +252,8 @@ def simulate(
         arrival, tenant, size, offset, is_read, target,
         core_json(pspec, "policy"),
         core_json(dspec, "device"),
-        closed_json=json.dumps(closed_specs),
-        generators_json=json.dumps(generators or []),
+        closed_json=core_json(closed_specs, "closed"),
+        generators_json=core_json(generators or [], "generator"),
         seed=seed,
         window_ns=window_ns,
         keep_requests=keep_requests,

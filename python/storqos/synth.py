@@ -7,12 +7,12 @@ trace DataFrame in the canonical schema when ``materialize=True`` (default).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import polars as pl
 
 from . import _core
+from .core_json import core_json
 from .errors import InputError
 from .units import parse_count, parse_duration, parse_rate, parse_size
 
@@ -43,7 +43,7 @@ def _bounds(count: int | None, duration: str | float | None) -> dict[str, int]:
 
 def to_frame(specs: list[dict[str, Any]]) -> pl.DataFrame:
     """Materialise generator specs (merged by time) into a canonical trace DataFrame."""
-    cols = _core.generate(json.dumps(specs))
+    cols = _core.generate(core_json(specs, "generator"))
     df = pl.DataFrame(cols)
     return df.select(
         pl.col("arrival_ns").cast(pl.Int64),
