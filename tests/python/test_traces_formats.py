@@ -289,6 +289,13 @@ def test_csv_time_unit_and_suffix(tmp_path: Path) -> None:
     q = _write(tmp_path, "u.csv", "time,op,offset,size\n0,r,0,512\n3,w,512,512\n")
     assert read_trace(q, time_unit="us")["arrival_ns"].to_list() == [0, 3_000]
     assert read_trace(q)["arrival_ns"].to_list() == [0, 3_000_000_000]
+    # --time-unit overrides a suffix (as documented), but no longer without a word.
+    with pytest.warns(InputWarning, match=r"--time-unit: us overrides the unit of the column 'time_ms' \(ms\)"):
+        assert read_trace(p, time_unit="us")["arrival_ns"].to_list() == [0, 2_500]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InputWarning)  # the same unit, or none on the column: nothing said
+        assert read_trace(p, time_unit="ms")["arrival_ns"].to_list() == [0, 2_500_000]
+        read_trace(q, time_unit="us")
 
 
 def test_parquet_with_datetime_and_aliases(tmp_path: Path) -> None:

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import polars as pl
 
-from storqos.errors import InputError
+from storqos.errors import InputError, warn_input
 from storqos.traces._pipeline import check_limit, finish, no_requests, source_file
 from storqos.traces.schema import MAX_INT64, MAX_SIZE, SECTOR_BYTES, TIME_UNITS, conform, normalize_unit
 
@@ -91,6 +91,18 @@ def _pick(lower: dict[str, str], names: tuple[str, ...], what: str, where: str) 
 
 #: polars' name for the second of two columns named alike (``size`` → ``size_duplicated_0``).
 _DUPLICATED = re.compile(r"(.+)_duplicated_\d+")
+
+
+def _unit(time_unit: str | None, cols: _Columns) -> str:
+    """The time column's unit: ``time_unit`` if given (it overrides the column name's
+    suffix, with a warning when the two differ), else the suffix's, else seconds."""
+    if not time_unit:
+        return cols.time_unit or "s"
+    unit = normalize_unit(time_unit)
+    if cols.time_unit and normalize_unit(cols.time_unit) != unit:
+        warn_input(f"{time_unit} overrides the unit of the column {cols.time!r} ({cols.time_unit}): "
+                   "its values are read as " + unit, "--time-unit")
+    return unit
 
 
 def resolve_columns(columns: list[str], where: str) -> _Columns:
@@ -234,7 +246,7 @@ def _convert(
 
         return msg
 
-    unit = normalize_unit(time_unit) if time_unit else (cols.time_unit or "s")
+    unit = _unit(time_unit, cols)
     if df.schema[cols.time].is_temporal():
         unit = "ns"
     t = _as_number(df[cols.time])
@@ -445,7 +457,7 @@ def _typed_csv(p: Path, time_unit: str | None, sort: bool, limit: int | None) ->
     if df.height == 0 or any(df.select(required).null_count().row(0)):
         return None
 
-    unit = normalize_unit(time_unit) if time_unit else (cols.time_unit or "s")
+    unit = _unit(time_unit, cols)
     factor = TIME_UNITS[unit]
     col = pl.col
     t = col(cols.time)
