@@ -11,10 +11,12 @@ by the code that reads it, and its errors name the key the same way.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from .errors import InputError
 from .slo import DEFAULT_PERCENTILE
 from .toml_schema import (
     DurationNs,
@@ -187,6 +189,11 @@ class Policy(BaseModel):
         return dict(self.model_extra or {})
 
 
+#: Most grid points an experiment file may have (each is a run per policy, expanded and
+#: checked before any runs).
+MAX_GRID_POINTS = 100_000
+
+
 class ExperimentFile(Table):
     """The whole file (see the module docs of storqos.experiment for an example)."""
 
@@ -211,6 +218,24 @@ class ExperimentFile(Table):
         if dup:
             raise ValueError(f"[[policy]] name(s) {', '.join(dup)} given twice: give each a distinct name")
         return self
+
+
+def check_grid(grid: dict[str, list[Any]], where: str) -> None:
+    """A [grid] names each value of a key once (the same runs twice over were counted as
+    one grid point) and has at most :data:`MAX_GRID_POINTS` points."""
+    points = 1
+    for key, values in grid.items():
+        seen: set[str] = set()
+        for v in values:
+            shown = json.dumps(v, sort_keys=True, default=str)
+            if shown in seen:
+                raise InputError(f"[grid] {key!r}: {shown} given twice", where)
+            seen.add(shown)
+        points *= len(values)
+    if points > MAX_GRID_POINTS:
+        sizes = " × ".join(str(len(v)) for v in grid.values())
+        raise InputError(f"[grid] has {points:,} points ({sizes}); at most {MAX_GRID_POINTS:,}: "
+                         "split the sweep into several files", where)
 
 
 def validate(raw: dict[str, Any], where: str, text: str | None = None) -> ExperimentFile:

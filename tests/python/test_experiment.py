@@ -118,6 +118,12 @@ def _at_line(message: str, text: str, changed: str) -> str:
         (('"device.capacity" = ["800", "1.2k"]', '"device.capacity" = []'), "[grid] 'device.capacity': expected a non-empty list, got []"),
         (('"device.capacity"', '"tenant.nobody.weight"'), "no [[tenant]] named 'nobody'"),
         (('"device.capacity"', '"colour"'), "[grid] key 'colour' names nothing"),
+        # The same value twice ran every run of it twice, counted as one grid point.
+        (('["800", "1.2k"]', '["800", "1.2k", "800"]'), "exp.toml: [grid] 'device.capacity': \"800\" given twice"),
+        # 4 million points took minutes to expand before the first run.
+        (('"device.capacity" = ["800", "1.2k"]', '"device.capacity" = [' + ", ".join(f'"{i + 1}"' for i in range(2000))
+          + ']\nseed = [' + ", ".join(str(i) for i in range(2000)) + ']'),
+         "exp.toml: [grid] has 4,000,000 points (2000 × 2000); at most 100,000"),
         (('kind = "onoff"', 'kind = "zipf"'), "[[tenant]] 1 (batch): generator: unknown kind 'zipf'"),
         (("rate_on = ", "rateon = "), "generator: unknown key 'rateon'"),
         (("outstanding = 4", "outstanding = 4, depth = 2"), "[[tenant]] 2 (backup): closed: unknown key 'depth'"),
