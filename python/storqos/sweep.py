@@ -165,6 +165,17 @@ def parse_backend(value: str | None) -> str:
     raise InputError(f"expected tcp://HOST:PORT or local:N, got {value!r}", "--dask")
 
 
+def backend_from_flags(dask: str | None, workers: int | None, pool: str) -> str:
+    """The back end a command's ``--dask`` and ``--workers`` name (``local`` without
+    ``--dask``), both checked: ``--workers`` >= 1, and not beside ``--dask``, whose
+    cluster has workers of its own (``pool`` says what --workers sizes)."""
+    if workers is not None and workers < 1:
+        raise InputError(f"must be >= 1, got {workers}", "--workers")
+    if workers is not None and dask:  # the Dask cluster has its own workers: this one would do nothing
+        raise InputError(f"give --workers ({pool}) or --dask (a Dask cluster), not both", "--workers")
+    return parse_backend(dask) if dask else "local"
+
+
 def map_runs(
     fn: Callable[[T, Any], R],
     items: Sequence[T],
@@ -300,4 +311,4 @@ def _map_dask(
             cluster.close()
 
 
-__all__ = ["LOCAL_CLUSTER_CONFIG", "LongestFirst", "map_runs", "parse_backend"]
+__all__ = ["LOCAL_CLUSTER_CONFIG", "LongestFirst", "backend_from_flags", "map_runs", "parse_backend"]

@@ -15,7 +15,6 @@ from rich.table import Table
 from rich.text import Text
 
 from ..console import emit_json, err, out
-from ..errors import InputError
 
 
 def _ms(ns: float | None) -> str:
@@ -63,16 +62,13 @@ def advise_cmd(
     """
     from ..advise import DISPLAY, PROOF_FACTOR, ROBUST_LOAD, TOLERANCE, advise, load_problem, parse_policies, write_outputs
     from ..paths import check_output_dir
-    from ..sweep import parse_backend
+    from ..sweep import backend_from_flags
 
-    if workers is not None and workers < 1:
-        raise InputError(f"must be >= 1, got {workers}", "--workers")
-    if workers is not None and dask:  # the Dask cluster has its own workers: this one would do nothing
-        raise InputError("give --workers (local processes) or --dask (a Dask cluster), not both", "--workers")
+    backend = backend_from_flags(dask, workers, "local processes")
+    backend = "serial" if backend == "local" and workers == 1 else backend
     if out_dir is not None:
         check_output_dir(out_dir, "--out")
     kinds = parse_policies(policy)
-    backend = parse_backend(dask) if dask else ("serial" if workers == 1 else "local")
     problem = load_problem(file, max_capacity=max_capacity)
     show = sys.stderr.isatty() and not json_out
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

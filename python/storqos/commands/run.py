@@ -12,7 +12,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ..console import emit_json, err, out
-from ..errors import InputError
 from ..units import fmt_ms, plural
 
 
@@ -53,16 +52,12 @@ def run_cmd(
     from ..experiment import load, run_experiment
     from ..outputs import write_outputs
     from ..paths import check_output_dir, check_output_file, replacing
-    from ..sweep import parse_backend
+    from ..sweep import backend_from_flags
 
-    if workers is not None and workers < 1:
-        raise InputError(f"must be >= 1, got {workers}", "--workers")
-    if workers is not None and dask:  # the Dask cluster has its own workers: this one would do nothing
-        raise InputError("give --workers (a local process pool) or --dask (a Dask cluster), not both", "--workers")
+    backend = backend_from_flags(dask, workers, "a local process pool")
     check_output_dir(out_dir, "--out")
     if markdown is not None:
         check_output_file(markdown, "--markdown")
-    backend = parse_backend(dask) if dask else "local"
     exp = load(experiment)
     if check:
         points = max(len(exp.points), 1)
