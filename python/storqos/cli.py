@@ -19,6 +19,7 @@ from rich.markup import escape
 from typer.core import TyperOption
 
 from .commands import register_all
+from .commands.options import given
 from .console import err, out
 from .errors import InputError, InputWarning
 
@@ -38,10 +39,8 @@ def _no_empty_values(self: TyperOption, ctx: Any, value: Any) -> Any:
     that was not set) is an error, not the option left out: several options fall back
     to their default or the config file's value when empty, which served FCFS on the
     default address without a word."""
-    source = ctx.get_parameter_source(self.name)  # click's ParameterSource (typer may carry its own click)
-    given = getattr(source, "name", None) in ("COMMANDLINE", "ENVIRONMENT")
     values = value if isinstance(value, (list, tuple)) else (value,)
-    if given and any(isinstance(v, str) and not v.strip() for v in values):
+    if self.name is not None and given(ctx, self.name) and any(isinstance(v, str) and not v.strip() for v in values):
         name = max(self.opts, key=len)
         raise InputError(f"empty value (give one, or leave {name} out)", name)
     return _process_value(self, ctx, value)

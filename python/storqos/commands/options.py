@@ -73,3 +73,10 @@ def load_tenants(
             names[len(names)] = f"{path.stem}:{k}"
         frames[i] = part.with_columns(pl.col("tenant") + first)
     return pl.concat(frames, how="diagonal_relaxed").sort("arrival_ns", maintain_order=True), names
+
+
+def given(ctx: typer.Context, name: str) -> bool:
+    """Whether the option ``name`` was given (on the command line or by its environment
+    variable), not left at its default. Compared by name: typer may carry its own click,
+    whose ParameterSource is not click's."""
+    return getattr(ctx.get_parameter_source(name), "name", None) in ("COMMANDLINE", "ENVIRONMENT")

@@ -19,6 +19,7 @@ from ..console import emit_json, out
 from ..errors import InputError
 from ..paths import check_table_file, write_table
 from ..units import fmt_duration, fmt_ms, fmt_rate
+from .options import given
 
 if TYPE_CHECKING:
     import polars as pl
@@ -94,11 +95,6 @@ def _print_df(title: str, df: pl.DataFrame, caption: str | None = None) -> None:
     out.print(t)
 
 
-def _given(ctx: typer.Context, name: str) -> bool:
-    """Whether option ``name`` was given (not left at its default)."""
-    return getattr(ctx.get_parameter_source(name), "name", None) in ("COMMANDLINE", "ENVIRONMENT")
-
-
 def plan_cmd(
     ctx: typer.Context,
     trace: Annotated[Path, typer.Argument(help="Trace file (any supported format).", show_default=False)],
@@ -146,7 +142,7 @@ def plan_cmd(
                          f"--recombine, not {' and '.join(chosen)}", chosen[1])
     for opt, name, mode in (("--pool-iops", "pool_iops", "--power"), ("--disks-per-pool", "disks_per_pool", "--power"),
                             ("--delta-c", "delta_c", "--recombine"), ("--method", "method", None)):
-        if _given(ctx, name) and (chosen[:1] != [mode] if mode else bool(chosen)):
+        if given(ctx, name) and (chosen[:1] != [mode] if mode else bool(chosen)):
             raise InputError(f"used with {mode} only: give {mode} too" if mode else
                              f"used for the capacity table only, not with {chosen[0]}", opt)
     if out_file is not None:
