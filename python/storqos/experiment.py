@@ -346,10 +346,16 @@ def _qos(e: Qos) -> dict[str, Any]:
     return {"weight": e.weight, "reservation": e.reservation, "limit": e.limit, "slo_ns": e.slo}
 
 
-def _as_key(e: InputError, where: str) -> InputError:
+def _file_key(flag: str | None) -> str:
+    """The experiment file's key for the flag a parser names (``--capacity`` →
+    ``capacity``, ``--device-depth`` → ``depth``); empty for none."""
+    return {"--device": "kind", "--device-depth": "depth"}.get(flag or "", (flag or "").lstrip("-").replace("-", "_"))
+
+
+def _as_key(e: InputError, where: str, prefix: str = "") -> InputError:
     """An error a flag's parser raised (``where`` = ``--capacity``) about a file's key:
-    the key's name in the message, the file's place as ``where``."""
-    key = (e.where or "").lstrip("-").replace("-", "_")
+    the key's name (after ``prefix``) in the message, the file's place as ``where``."""
+    key = prefix + _file_key(e.where)
     return InputError(f"{key + ': ' if key else ''}{e.message}", where)
 
 
@@ -372,7 +378,7 @@ def _point_runs(file: ExperimentFile, point: dict[str, Any], base: Path, where: 
             try:
                 df, mapping = split_tenants(df, by=t.split)
             except InputError as bad:
-                raise _as_key(InputError(bad.message, "split"), w) from None
+                raise InputError(f"split: {bad.message}", w) from None
             keys = [str(k) for k in mapping["key"].to_list()]
             ids = list(range(len(keys)))
             if t.keys is not None:
@@ -465,10 +471,8 @@ def _point_runs(file: ExperimentFile, point: dict[str, Any], base: Path, where: 
         try:
             dspec = device_spec(str(dev.pop("kind")), **dev)
         except InputError as bad:
-            key = {"--device": "kind", "--device-depth": "depth"}.get(
-                bad.where or "", (bad.where or "").lstrip("-").replace("-", "_"))
-            line = line_of(text, ["device", key]) if text is not None and not point else None
-            raise _as_key(InputError(bad.message, f"[device] {key}"), f"{where}:{line}" if line else where) from None
+            line = line_of(text, ["device", _file_key(bad.where)]) if text is not None and not point else None
+            raise _as_key(bad, f"{where}:{line}" if line else where, "[device] ") from None
 
     runs: list[Run] = []
     for pi, p in enumerate(file.policy):
