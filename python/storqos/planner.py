@@ -216,7 +216,7 @@ def recombine(
 ) -> RecombineResult:
     """Serve ``trace`` with each recombiner at Cmin(fraction, deadline) + ΔC (default
     ΔC = Cmin/5) and return per-class summaries and CDFs (Fig. 4.4)."""
-    from .sim import CAPACITY_NAME, miser_slack, simulate
+    from .sim import miser_slack, simulate
 
     d = parse_deadlines([deadline])[0]
     f = parse_fractions([fraction])[0]
@@ -229,13 +229,10 @@ def recombine(
     rows: list[dict[str, Any]] = []
     cdfs: list[pl.DataFrame] = []
     qs = np.linspace(0, 1, cdf_points + 1)[1:]
-    quiet = CAPACITY_NAME.set(None)
-    try:
-        results = {name: simulate(trace, *recombiner_specs(name, c, dc, d), keep_requests=True) for name in policies}
-    finally:
-        CAPACITY_NAME.reset(quiet)
     for name in policies:
-        res = results[name]
+        with warnings.catch_warnings():  # said above, in ΔC's words
+            warnings.simplefilter("ignore", InputWarning)
+            res = simulate(trace, *recombiner_specs(name, c, dc, d), keep_requests=True)
         req = res.requests
         assert req is not None
         resp = req["response_ns"].to_numpy()

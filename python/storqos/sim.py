@@ -161,7 +161,7 @@ def _columns(trace: pl.DataFrame | None) -> _Columns:
 
 
 #: How warnings name the capacity a run was given: the flag, or an experiment file's key.
-CAPACITY_NAME: ContextVar[str | None] = ContextVar("capacity_name", default="--capacity")
+CAPACITY_NAME: ContextVar[str] = ContextVar("capacity_name", default="--capacity")
 
 
 def miser_slack(cmin_iops: float, capacity_iops: float, deadline_ns: float) -> tuple[str, int] | None:
@@ -183,11 +183,9 @@ def _warn_miser_slack(pspec: dict[str, Any], dspec: dict[str, Any]) -> None:
     """Warn (the run goes on) when a Miser run has less than ΔC·δ = 1 of slack (:func:`miser_slack`)."""
     if pspec.get("kind") != "miser" or dspec.get("kind") not in ("constant", "exponential"):
         return
-    name = CAPACITY_NAME.get()
-    if name is None:  # the caller says it in its own words
-        return
     short = miser_slack(float(pspec["capacity_iops"]), float(dspec["iops"]), pspec["deadline_ns"])
     if short is not None:
+        name = CAPACITY_NAME.get()
         warn_input(f"{short[0]}; give {name} ≥ {short[1]:g}", name)
 
 
