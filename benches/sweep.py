@@ -130,14 +130,16 @@ def timed(exp: Experiment, label: str, backend: str, workers: int | None, k: int
           cluster: list[int] | None = None) -> Timing:
     """One back end's sweep; ``cluster``: the pids of a Dask cluster given by address
     that runs on this machine, whose CPU counts as the sweep's own."""
-    pids = cluster or []
+    def own_cpu_s() -> float:  # this process, its children and the cluster's processes
+        return _own_cpu_s() + _pids_cpu_s(cluster or [])
+
     done: dict[int, float] = {}
-    cpu0, own0 = cpu_times(), _own_cpu_s() + _pids_cpu_s(pids)
+    cpu0, own0 = cpu_times(), own_cpu_s()
     t0 = time.perf_counter()
     res = run_experiment(exp, backend=backend, workers=workers, on_done=lambda i: done.__setitem__(i, time.perf_counter()))
     t1 = time.perf_counter()
     cpu1 = cpu_times()
-    others = max(0.0, (_busy_cpu_s(cpu1) - _busy_cpu_s(cpu0)) - (_own_cpu_s() + _pids_cpu_s(pids) - own0))
+    others = max(0.0, (_busy_cpu_s(cpu1) - _busy_cpu_s(cpu0)) - (own_cpu_s() - own0))
     if len(done) < len(res.outputs):  # the serial path reports runs too; be safe
         done = {i: t1 for i in range(len(res.outputs))}
     first_start = min(done[o.index] - o.wall_s for o in res.outputs)
