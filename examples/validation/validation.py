@@ -146,8 +146,13 @@ def main() -> int:
         "follows that curve (each request slowed by the requests in service beside it, as measured at that "
         "depth), but never slower than the profile's bursts were answered: the curve is a closed loop whose "
         "times hold the client's turn-around, which a queue in the gateway does not wait for (19,900 reads/s "
-        "at depth 8 in the closed loop, replies 30-32 µs apart in bursts through the same gateway). Lone "
-        "requests pay the path at rest on top, as on page-cached files.",
+        "at depth 8 in the closed loop, replies 30-32 µs apart in bursts through the same gateway). The bursts "
+        "are measured through a gateway of the replays' depth k: through the calibration's 8 slots their "
+        "replies came 17-22 µs apart, through 4 slots 26-34 µs (2026-11-30), and a model that drained FIU's "
+        "swap-in trains at the first rate put its live p50s 27-87 % above the prediction in three rounds of "
+        "four, at the second 1-49 % (docs/validation.md, \"Bursts measured through the gateway's own "
+        "depth\"). Lone requests pay the path at rest on top, as on "
+        "page-cached files.",
         "- **The disk moves under its profile.** The same lone reads measured again and again move by ±10-37 % "
         "from one minute to the next on this machine's virtual disk (`benches/at_rest_repeat.py --direct`, "
         "BENCHMARKS.md), as much as the 20 % target; the *device at rest Δ* column gives how far the device was "

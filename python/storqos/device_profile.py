@@ -39,7 +39,11 @@ against the queue depth (the parallelism curve). From them:
   between two completions). ``storqos validate`` gives each simulated request's reply
   no sooner than that time after the reply before it
   (:func:`storqos.validate.burst_delay_ns`): the device model's k servers may answer a
-  burst k at a time, the live path answers it one request after another. The first
+  burst k at a time, the live path answers it one request after another. How fast the
+  path answers a queue depends on how many requests the gateway lets through to the
+  device at once: ``storqos validate`` measures the bursts through a gateway of depth k
+  (``burst_depth``), as its gateways serve (direct I/O, 2026-11-30: replies 26-34 µs
+  apart at depth 4, 17-22 µs through the calibration's gateway of depth 8). The first
   request of a burst is also answered later than at rest (a write: 370-920 µs against
   210-305 µs), the requests issued after it holding the CPUs: the **hold**
   (:func:`storqos.validate.burst_hold`, derived, not stored) is the share of each later
@@ -207,6 +211,12 @@ class DeviceProfile(Table):
     #: Bursts from rest, per op (replay engine; absent from profiles made before they
     #: were measured, and from fio's: then no request waits in the path)
     burst: list[BurstPoint] | None = None
+    #: The depth of the gateway the bursts went through, when the calibration chose it:
+    #: ``storqos validate`` measures them through a gateway of the profile's
+    #: parallelism, the depth its gateways then serve at. Absent: through the target
+    #: as it was measured (``storqos calibrate``), or from profiles made before it was
+    #: recorded
+    burst_depth: int | None = Field(default=None, ge=1)
 
     def scale(self) -> float:
         """Factor from a class's measured response time at depth 1 to its service time

@@ -478,3 +478,64 @@ def test_a_calibration_the_host_disturbed_is_made_again(monkeypatch: pytest.Monk
     shares = iter([0.2])
     v.calibrate_file(Path("cal.img"), passes=1, attempts=1)
     assert made == [0.2] and len(recwarn.list) == 1
+
+
+def test_bursts_are_measured_again_through_a_gateway_of_the_profiles_depth(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A validation's gateways serve at the profile's parallelism k, the calibration's
+    at the gateway's default depth (8): the bursts, which say how fast the path drains a
+    queue, are measured again through a FCFS gateway of depth k in front of the same
+    file, each op and pattern ``passes`` times, the median of the passes kept and the
+    depth recorded. A profile whose k is the calibration gateway's depth, or that has no
+    bursts, comes back as it was."""
+    from storqos import calibrate as c
+    from storqos import replay as r
+    from storqos import validate as v
+    from storqos.device_profile import BurstPoint, DepthPoint, DeviceProfile, ServicePoint
+
+    def burst(op: str, pattern: str, finish_us: float) -> BurstPoint:
+        return BurstPoint(op=op, pattern=pattern, requests=32, bursts=28, period_us=10_000, issue_us=18,  # type: ignore[arg-type]
+                          finish_us=finish_us, response_us=[600.0, 500.0])
+
+    point = ServicePoint(op="read", pattern="random", size=4096, iops=1e4, mean_us=100, min_us=50,
+                         percentiles_us=[(50.0, 100.0)])
+    base = DeviceProfile(version=1, storqos_version="t", target="t", engine="replay", direct=True, created="t",
+                         time_per_point_s=1, capacity_iops=40_000, parallelism=4, op_time_us=100,
+                         bandwidth_bytes_per_s=1e9, service=[point],
+                         queue_depth=[DepthPoint(qd=1, iops=10_000, mean_us=100, p50_us=100, p99_us=100)],
+                         burst=[burst("read", "random", 20.0), burst("write", "sequential", 21.0)])
+    depths: list[object] = []
+
+    class Gateway(NoGateway):
+        def __init__(self, cfg: dict[str, object]) -> None:
+            depths.append(cfg["depth"])
+            assert cfg["policy"] == {"kind": "fcfs"} and cfg["exports"] == [
+                {"name": "cal", "path": "cal.img", "tenant": 0, "direct": True}], cfg
+
+    # Through 4 slots the replies come further apart, and differ from pass to pass.
+    measured = iter([31.0, 35.0, 33.0, 28.0, 26.0, 40.0])
+    asked: list[tuple[str, str, int, float]] = []
+
+    def through(uri: str, export_bytes: int, op: str, *, requests: int, seed: int, period_us: float,
+                pattern: str) -> BurstPoint:
+        assert export_bytes == 256 << 20 and requests == 32
+        asked.append((op, pattern, seed, period_us))
+        return burst(op, pattern, next(measured))
+
+    monkeypatch.setattr(v, "GatewayProcess", Gateway)
+    monkeypatch.setattr(c, "burst_point", through)
+    monkeypatch.setattr(r, "export_size", lambda uri, where: 256 << 20)
+    again = v.bursts_at_depth(base, Path("cal.img"), direct=True, passes=3)
+    assert depths == [4]
+    assert [(op, pat) for op, pat, _, _ in asked] == [("read", "random")] * 3 + [("write", "sequential")] * 3
+    assert len({seed for _, _, seed, _ in asked}) == 6 and {p for *_, p in asked} == {10_000}
+    assert again.burst_depth == 4 and again.burst is not None
+    assert [(b.op, b.pattern, b.finish_us) for b in again.burst] == [("read", "random", 33.0),
+                                                                      ("write", "sequential", 28.0)]
+    assert again.model_copy(update={"burst": base.burst, "burst_depth": None}) == base
+    # Nothing to measure again: the calibration's own depth, or no bursts.
+    depths.clear()
+    eight = base.model_copy(update={"parallelism": 8})
+    assert v.bursts_at_depth(eight, Path("cal.img"), direct=True) is eight
+    bare = base.model_copy(update={"burst": None})
+    assert v.bursts_at_depth(bare, Path("cal.img"), direct=True) is bare
+    assert depths == []
