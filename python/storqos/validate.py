@@ -744,6 +744,6 @@ def _least_disturbed(attempts: int, measure: Callable[[], _M], disturbed: Callab
     return min(made, key=rank), len(made)
 
 
-__all__ = ["ATTEMPTS", "CALIBRATE_PASSES", "CALIBRATE_SECONDS", "CALIBRATION_BUSY_SHARE", "DEFAULT_EXPORT_BYTES", "MODES", "PERCENTILES", "REST_CHECK_S", "RunValidation", "Validation", "burst_delay_ns",
-           "burst_hold", "burst_hold_ns", "calibrate_file", "continues", "fill_file", "per_tenant", "serve_times_ns", "validate",
+__all__ = ["ATTEMPTS", "BURST_SEED", "CALIBRATE_PASSES", "CALIBRATE_SECONDS", "CALIBRATION_BUSY_SHARE", "DEFAULT_EXPORT_BYTES", "MODES", "PERCENTILES", "REST_CHECK_S", "RunValidation", "Validation", "burst_delay_ns",
+           "burst_hold", "burst_hold_ns", "bursts_at_depth", "calibrate_file", "continues", "fill_file", "per_tenant", "serve_times_ns", "validate",
            "with_path"]
