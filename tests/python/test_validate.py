@@ -14,6 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest import Run, assert_one_line_error, run_cli, until_calm
+from storqos.device_profile import DeviceProfile
 from storqos.traces import bundled
 from test_experiment import headless
 
@@ -385,7 +386,7 @@ def test_the_device_at_rest_after_each_replay_is_reported_beside_the_profiles() 
     and its difference from the profile's p50 of the same reads (here 200 µs, read off
     the profile's percentiles between 40 and 60), as the markdown and the HTML page
     show it (the live test finds it in the page); nothing for an emulated device."""
-    from storqos.device_profile import DepthPoint, DeviceProfile, ServicePoint
+    from storqos.device_profile import ServicePoint
     from storqos.validate import RunValidation, Validation
     from storqos.validation_report import rest_line
 
@@ -393,11 +394,9 @@ def test_the_device_at_rest_after_each_replay_is_reported_beside_the_profiles() 
         return ServicePoint(op="read", pattern="random", size=4096, iops=1e4, mean_us=100, min_us=50,
                             percentiles_us=pcts)
 
-    prof = DeviceProfile(version=1, storqos_version="t", target="t", engine="replay", direct=True, created="t",
-                         time_per_point_s=1, capacity_iops=10_000, parallelism=1, op_time_us=100,
-                         bandwidth_bytes_per_s=1e9, service=[point([(50.0, 100.0), (99.0, 150.0)])],
-                         queue_depth=[DepthPoint(qd=1, iops=10_000, mean_us=100, p50_us=100, p99_us=100)],
-                         at_rest=point([(40.0, 150.0), (60.0, 250.0), (99.0, 400.0)]))
+    prof = _lone_read_profile(direct=True, capacity_iops=10_000, parallelism=1,
+                              service=[point([(50.0, 100.0), (99.0, 150.0)])],
+                              at_rest=point([(40.0, 150.0), (60.0, 250.0), (99.0, 400.0)]))
     empty = pl.DataFrame({"tenant": [0], "name": ["a"], "requests": [1]})
 
     def run(label: str, rest: float | None) -> RunValidation:
@@ -414,6 +413,19 @@ def test_the_device_at_rest_after_each_replay_is_reported_beside_the_profiles() 
     assert rest_line(emulated) == ""
 
 
+def _lone_read_profile(**fields: object) -> DeviceProfile:
+    """A profile of one measured class (4 KiB random reads, 100 µs) and one depth, with
+    ``fields`` set."""
+    from storqos.device_profile import DepthPoint, ServicePoint
+
+    point = ServicePoint(op="read", pattern="random", size=4096, iops=1e4, mean_us=100, min_us=50,
+                         percentiles_us=[(50.0, 100.0)])
+    return DeviceProfile.model_validate({
+        "version": 1, "storqos_version": "t", "target": "t", "engine": "replay", "created": "t",
+        "time_per_point_s": 1, "op_time_us": 100, "bandwidth_bytes_per_s": 1e9, "service": [point],
+        "queue_depth": [DepthPoint(qd=1, iops=10_000, mean_us=100, p50_us=100, p99_us=100)], **fields})
+
+
 @pytest.mark.untimed
 def test_a_calibration_the_host_disturbed_is_made_again(monkeypatch: pytest.MonkeyPatch,
                                                          recwarn: pytest.WarningsRecorder) -> None:
@@ -427,17 +439,9 @@ def test_a_calibration_the_host_disturbed_is_made_again(monkeypatch: pytest.Monk
 
     from storqos import calibrate as c
     from storqos import validate as v
-    from storqos.device_profile import DepthPoint, DeviceProfile, ServicePoint
-
     measured_s = 25.0
     cpu_ms = measured_s * 1e3 * (os.cpu_count() or 1)
-    point = ServicePoint(op="read", pattern="random", size=4096, iops=1e4, mean_us=100, min_us=50,
-                         percentiles_us=[(50.0, 100.0)])
-    base = DeviceProfile(version=1, storqos_version="t", target="t", engine="replay", direct=False, created="t",
-                         time_per_point_s=1, capacity_iops=10_000, parallelism=1, op_time_us=100,
-                         bandwidth_bytes_per_s=1e9, service=[point],
-                         queue_depth=[DepthPoint(qd=1, iops=10_000, mean_us=100, p50_us=100, p99_us=100)],
-                         measured_s=measured_s)
+    base = _lone_read_profile(direct=False, capacity_iops=10_000, parallelism=1, measured_s=measured_s)
 
     made: list[float] = []
     shares = iter([0.16, 0.005])
@@ -490,19 +494,14 @@ def test_bursts_are_measured_again_through_a_gateway_of_the_profiles_depth(monke
     from storqos import calibrate as c
     from storqos import replay as r
     from storqos import validate as v
-    from storqos.device_profile import BurstPoint, DepthPoint, DeviceProfile, ServicePoint
+    from storqos.device_profile import BurstPoint
 
     def burst(op: str, pattern: str, finish_us: float) -> BurstPoint:
         return BurstPoint(op=op, pattern=pattern, requests=32, bursts=28, period_us=10_000, issue_us=18,  # type: ignore[arg-type]
                           finish_us=finish_us, response_us=[600.0, 500.0])
 
-    point = ServicePoint(op="read", pattern="random", size=4096, iops=1e4, mean_us=100, min_us=50,
-                         percentiles_us=[(50.0, 100.0)])
-    base = DeviceProfile(version=1, storqos_version="t", target="t", engine="replay", direct=True, created="t",
-                         time_per_point_s=1, capacity_iops=40_000, parallelism=4, op_time_us=100,
-                         bandwidth_bytes_per_s=1e9, service=[point],
-                         queue_depth=[DepthPoint(qd=1, iops=10_000, mean_us=100, p50_us=100, p99_us=100)],
-                         burst=[burst("read", "random", 20.0), burst("write", "sequential", 21.0)])
+    base = _lone_read_profile(direct=True, capacity_iops=40_000, parallelism=4,
+                              burst=[burst("read", "random", 20.0), burst("write", "sequential", 21.0)])
     depths: list[object] = []
 
     class Gateway(NoGateway):
