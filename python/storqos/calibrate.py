@@ -255,6 +255,12 @@ def train_trace(requests: int, trains: int, export_bytes: int, *, spacing_us: fl
                          "size": np.full(n, 4096, dtype=np.uint32), "is_read": np.full(n, is_read)})
 
 
+def burst_period_us(lone_us: float) -> float:
+    """Time from one burst to the next (µs) for requests that take ``lone_us`` alone:
+    :data:`BURST_PERIOD_US`, or 3 × a burst's requests × that time on a slower target."""
+    return max(BURST_PERIOD_US, 3 * BURST_REQUESTS * lone_us)
+
+
 def burst_point(uri: str, export_bytes: int, op: Op, requests: int = BURST_REQUESTS, bursts: int = BURSTS,
                 seed: int = 0, period_us: float = BURST_PERIOD_US, pattern: Pattern = "random") -> BurstPoint:
     """Bursts of ``requests`` 4 KiB ``pattern`` ``op``s due at the same time, one burst every
@@ -357,6 +363,7 @@ def calibrate(
     awake: str = "no",
     progress: Callable[[int, int, str], None] | None = None,
     warn_busy: bool = True,
+    bursts: bool = True,
 ) -> DeviceProfile:
     """Measure ``text`` with ``engine`` (see the module) and return its profile; the
     reads at rest with ``rest_engine`` (default: ``engine``), e.g. fio for the storage
@@ -371,7 +378,9 @@ def calibrate(
     (:func:`storqos.cpu_latency.cpus_awake`); the profile says whether they were.
     ``warn_busy``: warn when the host took time from the machine meanwhile
     (:func:`busy_warning`); a caller that measures again and keeps the least disturbed
-    profile warns of the one it keeps."""
+    profile warns of the one it keeps. ``bursts``: measure the bursts from rest (replay
+    engine); a caller that measures them elsewhere (``storqos validate``, through a
+    gateway of the profile's depth) leaves them out."""
     from . import __version__
     from .replay import export_size
 
@@ -399,16 +408,16 @@ def calibrate(
     pats: tuple[Pattern, ...] = ("random", "sequential")
     plan = [(op, pat, s) for op in ops for pat in pats for s in sorted(set(sizes))]
     qds = sorted(set(depths))
-    bursts = [(op, pat) for op in ops for pat in pats] if "replay" in (engine, rest) else []
+    plan_bursts = [(op, pat) for op in ops for pat in pats] if bursts and "replay" in (engine, rest) else []
     idles = [(op, sp) for sp in sorted(set(idle_spacings_us)) for op in ops]
-    per_pass = len(plan) + len(qds) + (2 if writes else 1) + len(bursts) + len(idles)
+    per_pass = len(plan) + len(qds) + (2 if writes else 1) + len(plan_bursts) + len(idles)
     total = per_pass * passes
     # Per point, its measurement in each pass (in the order of the plan).
     service: list[list[ServicePoint]] = [[] for _ in plan]
     curve: list[list[DepthPoint]] = [[] for _ in qds]
     at_rest: list[list[ServicePoint]] = [[] for _ in range(2 if writes else 1)]
     at_idle: list[list[ServicePoint]] = [[] for _ in idles]
-    burst: list[list[BurstPoint]] = [[] for _ in bursts]
+    burst: list[list[BurstPoint]] = [[] for _ in plan_bursts]
     # Held (or not) for the whole measurement; the replays inside hold none of their own.
     started, stolen = time.monotonic(), steal_ms()
     with cpus_awake(awake) as held, tempfile.TemporaryDirectory(prefix="storqos-calibrate-") as tmp:
@@ -431,7 +440,7 @@ def calibrate(
 
         # Seeds within a pass: the classes, the depths, from per_pass the two points at
         # rest, then the bursts, then (from idle_base) the spacings at rest.
-        idle_base = per_pass + 2 + len(bursts)
+        idle_base = per_pass + 2 + len(plan_bursts)
         for k in range(passes):
             seed = k * (idle_base + len(idles))  # each pass its own offsets
             for i, (op, pat, s) in enumerate(plan):
@@ -452,13 +461,12 @@ def calibrate(
                 say(f"4 KiB random {op} at rest (one every {sp / 1000:g} ms)")
                 at_idle[x].append(measure(op, "random", 4096, 1, seed + idle_base + x, sp, by=rest,
                                           secs=max(seconds, IDLE_SAMPLES * sp / 1e6)))
-            for b, (op, pattern) in enumerate(bursts):
+            for b, (op, pattern) in enumerate(plan_bursts):
                 say(f"bursts of {BURST_REQUESTS} 4 KiB {pattern} {op}s from rest")
                 lone = float(np.median([p.mean_us for pts, (o, pat, s) in zip(service, plan, strict=True)
                                         if o == op and pat == pattern and s == min(sizes) for p in pts]))
                 burst[b].append(burst_point(text, export_bytes, op, seed=seed + per_pass + 2 + b,
-                                            period_us=max(BURST_PERIOD_US, 3 * BURST_REQUESTS * lone),
-                                            pattern=pattern))
+                                            period_us=burst_period_us(lone), pattern=pattern))
         if progress:
             progress(total, total, "done")
     measured_s = time.monotonic() - started
@@ -483,6 +491,6 @@ def calibrate(
     )
 
 
-__all__ = ["BURST_REQUESTS", "DEFAULT_DEPTHS", "DEFAULT_SIZES", "ENGINES", "IDLE_SPACINGS_US", "MAX_PASSES", "MIN_SPACING_US", "Target", "burst_point",
+__all__ = ["BURST_REQUESTS", "DEFAULT_DEPTHS", "DEFAULT_SIZES", "ENGINES", "IDLE_SPACINGS_US", "MAX_PASSES", "MIN_SPACING_US", "Target", "burst_period_us", "burst_point",
            "busy_warning", "calibrate", "median_point", "replay_point", "run_point", "stolen_share", "target",
            "train_trace"]

@@ -235,7 +235,8 @@ def calibrate_file(path: Path, *, seconds: float = CALIBRATE_SECONDS, passes: in
     gateway in front of ``path``, measured over NBD by the replay's own engine, the
     client whose times validate compares (service times, parallelism and capacity with
     the replay's per-request cost in them, the reads and writes at rest, and bursts of
-    reads and of writes from rest: the path's time per issue and per completion). On MSR
+    reads and of writes from rest, through a gateway of the profile's depth
+    (:func:`bursts_at_depth`): the path's time per issue and per completion). On MSR
     hm_0 (bursty, quiet machine, 2026-11-26) it put the reads' predicted p50 within
     +40..+73 % of the live one and their p99 within -1..+52 %, where fio's measurement
     of the same gateway (a leaner client: twice the capacity) gave +98..+113 % and
@@ -274,7 +275,7 @@ def calibrate_file(path: Path, *, seconds: float = CALIBRATE_SECONDS, passes: in
         kept, _ = _least_disturbed(
             attempts,
             lambda: calibrate(gw.uri("cal"), writes=True, seconds=seconds, passes=passes, engine="replay",
-                              awake=awake, idle_spacings_us=IDLE_SPACINGS_US, warn_busy=False,
+                              awake=awake, idle_spacings_us=IDLE_SPACINGS_US, warn_busy=False, bursts=False,
                               progress=(lambda i, n, what: say(f"calibrating: {what} ({i}/{n})"))),
             disturbed, stolen_share,
             lambda why, n: say(f"calibrating: {why}; calibrating again ({n}/{attempts})"))
@@ -287,47 +288,48 @@ def calibrate_file(path: Path, *, seconds: float = CALIBRATE_SECONDS, passes: in
     return kept.model_copy(update={"direct": direct, "direct_reads": _reads(direct, direct_reads)})
 
 
-#: Seed of the first burst measured again through a gateway of the profile's depth
-#: (:func:`bursts_at_depth`), apart from the calibration's.
+#: Seed of the first burst measured through a gateway of the profile's depth
+#: (:func:`bursts_at_depth`), apart from the calibration's seeds.
 BURST_SEED = 1_000_003
 
 
 def bursts_at_depth(profile: DeviceProfile, path: Path, *, direct: bool = False, direct_reads: str = "threads",
                     awake: str = "no", passes: int = CALIBRATE_PASSES,
                     progress: Callable[[str], None] | None = None) -> DeviceProfile:
-    """``profile`` with its bursts measured again through a FCFS gateway of depth k
+    """``profile`` with its bursts from rest measured through a FCFS gateway of depth k
     (the profile's parallelism) in front of ``path``, the depth a validation's gateways
-    serve at (``burst_depth`` says so); each burst ``passes`` times, the median kept.
-    The calibration's gateway lets :data:`storqos.gateway.DEFAULT_DEPTH` requests
+    serve at (``burst_depth`` says so): random and sequential, of each op the profile
+    measured, each ``passes`` times, the median kept; one burst every
+    :func:`storqos.calibrate.burst_period_us` of the class's smallest requests' mean
+    time. The calibration's gateway lets :data:`storqos.gateway.DEFAULT_DEPTH` requests
     through to the device at once, and a queue drains faster the more the device serves
-    together: on direct I/O its bursts' replies came 17-22 µs apart, through 4 slots
-    26-34 µs (2026-11-30, four calibrations). A model that drains the trace's bursts at
-    the first rate put the live p50s of FIU mail (swap-ins in trains of ten reads 38 µs
-    apart) 27-87 % above the prediction in three rounds of four, at the second rate
-    1-49 % (docs/validation.md). Unchanged without bursts, or when the calibration's
-    gateway already had that depth."""
-    from .calibrate import burst_point, median_point
+    together: on direct I/O bursts through it had their replies 17-22 µs apart, through
+    4 slots 26-34 µs (2026-11-30, four calibrations). A model that drains the trace's
+    bursts at the first rate put the live p50s of FIU mail (swap-ins in trains of ten
+    reads 38 µs apart) 27-87 % above the prediction in three rounds of four, at the
+    second rate 1-49 % (docs/validation.md)."""
+    from .calibrate import BURST_REQUESTS, burst_period_us, burst_point, median_point
     from .cpu_latency import cpus_awake
-    from .gateway import DEFAULT_DEPTH, gateway_config
+    from .gateway import gateway_config
     from .replay import export_size
     from .specs import policy_spec
 
-    if not profile.burst or profile.parallelism == DEFAULT_DEPTH:
-        return profile
     say = progress or (lambda _msg: None)
     cfg = gateway_config([_entry("cal", path, 0, direct)], policy_spec("fcfs"), listen="127.0.0.1:0",
                          depth=profile.parallelism, direct_reads=_reads(direct, direct_reads))
-    again = []
+    classes = sorted({(p.op, p.pattern) for p in profile.service})  # reads before writes, random first
+    got = []
     with cpus_awake(awake), GatewayProcess(cfg) as gw:
         uri = gw.uri("cal")
         export_bytes = export_size(uri, "calibrate")
-        for b, old in enumerate(profile.burst):
-            say(f"calibrating: bursts of {old.requests} 4 KiB {old.pattern} {old.op}s from rest through "
-                f"{profile.parallelism} slots ({b + 1}/{len(profile.burst)})")
-            again.append(median_point([burst_point(uri, export_bytes, old.op, requests=old.requests,
-                                                   seed=BURST_SEED + passes * b + k, period_us=old.period_us,
-                                                   pattern=old.pattern) for k in range(passes)]))
-    return profile.model_copy(update={"burst": again, "burst_depth": profile.parallelism})
+        for b, (op, pattern) in enumerate(classes):
+            say(f"calibrating: bursts of {BURST_REQUESTS} 4 KiB {pattern} {op}s from rest through "
+                f"{profile.parallelism} slots ({b + 1}/{len(classes)})")
+            lone = min((p for p in profile.service if (p.op, p.pattern) == (op, pattern)), key=lambda p: p.size)
+            got.append(median_point([burst_point(uri, export_bytes, op, seed=BURST_SEED + passes * b + k,
+                                                 period_us=burst_period_us(lone.mean_us), pattern=pattern)
+                                     for k in range(passes)]))
+    return profile.model_copy(update={"burst": got, "burst_depth": profile.parallelism})
 
 
 def _reads(direct: bool, direct_reads: str) -> str | None:

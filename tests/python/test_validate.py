@@ -448,14 +448,18 @@ def test_a_calibration_the_host_disturbed_is_made_again(monkeypatch: pytest.Monk
 
     def measured(*a: object, **k: object) -> DeviceProfile:
         assert k["warn_busy"] is False, "the kept profile is warned of, not every attempt"
+        assert k["bursts"] is False, "the bursts are measured through a gateway of the profile's depth"
         share = next(shares)
         made.append(share)
         return base.model_copy(update={"steal_ms": share * cpu_ms, "op_time_us": 100 + 1000 * share})
 
     monkeypatch.setattr(v, "GatewayProcess", NoGateway)
     monkeypatch.setattr(c, "calibrate", measured)
+    at_depth: list[DeviceProfile] = []  # the kept profile only, once kept
+    monkeypatch.setattr(v, "bursts_at_depth", lambda prof, *a, **k: at_depth.append(prof) or prof)
     said: list[str] = []
     kept = v.calibrate_file(Path("cal.img"), passes=1, direct=True, attempts=3, progress=said.append)
+    assert [p.op_time_us for p in at_depth] == [pytest.approx(105)]
     assert made == [0.16, 0.005] and kept.op_time_us == pytest.approx(105) and kept.direct
     again = [s for s in said if "calibrating again" in s]
     assert again == [f"calibrating: the host took {0.16 * cpu_ms:,.0f} ms of CPU time from this machine meanwhile "
@@ -484,24 +488,28 @@ def test_a_calibration_the_host_disturbed_is_made_again(monkeypatch: pytest.Monk
     assert made == [0.2] and len(recwarn.list) == 1
 
 
-def test_bursts_are_measured_again_through_a_gateway_of_the_profiles_depth(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bursts_are_measured_through_a_gateway_of_the_profiles_depth(monkeypatch: pytest.MonkeyPatch) -> None:
     """A validation's gateways serve at the profile's parallelism k, the calibration's
     at the gateway's default depth (8): the bursts, which say how fast the path drains a
-    queue, are measured again through a FCFS gateway of depth k in front of the same
-    file, each op and pattern ``passes`` times, the median of the passes kept and the
-    depth recorded. A profile whose k is the calibration gateway's depth, or that has no
-    bursts, comes back as it was."""
+    queue, are measured through a FCFS gateway of depth k in front of the same file, for
+    each op and pattern the profile measured, ``passes`` times each, the median of the
+    passes kept and the depth recorded; one burst every 10 ms, or 3 × 32 × the class's
+    smallest requests' mean time when that is longer."""
     from storqos import calibrate as c
     from storqos import replay as r
     from storqos import validate as v
-    from storqos.device_profile import BurstPoint
+    from storqos.device_profile import BurstPoint, ServicePoint
 
     def burst(op: str, pattern: str, finish_us: float) -> BurstPoint:
         return BurstPoint(op=op, pattern=pattern, requests=32, bursts=28, period_us=10_000, issue_us=18,  # type: ignore[arg-type]
                           finish_us=finish_us, response_us=[600.0, 500.0])
 
-    base = _lone_read_profile(direct=True, capacity_iops=40_000, parallelism=4,
-                              burst=[burst("read", "random", 20.0), burst("write", "sequential", 21.0)])
+    def writes(size: int, mean_us: float) -> ServicePoint:
+        return ServicePoint(op="write", pattern="sequential", size=size, iops=1e4, mean_us=mean_us, min_us=50,
+                            percentiles_us=[(50.0, mean_us)])
+
+    base = _lone_read_profile(direct=True, capacity_iops=40_000, parallelism=4)  # 4 KiB random reads, 100 µs
+    base = base.model_copy(update={"service": [writes(65536, 400.0), *base.service, writes(4096, 120.0)]})
     depths: list[object] = []
 
     class Gateway(NoGateway):
@@ -514,27 +522,26 @@ def test_bursts_are_measured_again_through_a_gateway_of_the_profiles_depth(monke
     measured = iter([31.0, 35.0, 33.0, 28.0, 26.0, 40.0])
     asked: list[tuple[str, str, int, float]] = []
 
-    def through(uri: str, export_bytes: int, op: str, *, requests: int, seed: int, period_us: float,
-                pattern: str) -> BurstPoint:
-        assert export_bytes == 256 << 20 and requests == 32
+    def through(uri: str, export_bytes: int, op: str, *, seed: int, period_us: float, pattern: str) -> BurstPoint:
+        assert export_bytes == 256 << 20
         asked.append((op, pattern, seed, period_us))
         return burst(op, pattern, next(measured))
 
     monkeypatch.setattr(v, "GatewayProcess", Gateway)
     monkeypatch.setattr(c, "burst_point", through)
     monkeypatch.setattr(r, "export_size", lambda uri, where: 256 << 20)
-    again = v.bursts_at_depth(base, Path("cal.img"), direct=True, passes=3)
+    got = v.bursts_at_depth(base, Path("cal.img"), direct=True, passes=3)
     assert depths == [4]
-    assert [(op, pat) for op, pat, _, _ in asked] == [("read", "random")] * 3 + [("write", "sequential")] * 3
-    assert len({seed for _, _, seed, _ in asked}) == 6 and {p for *_, p in asked} == {10_000}
-    assert again.burst_depth == 4 and again.burst is not None
-    assert [(b.op, b.pattern, b.finish_us) for b in again.burst] == [("read", "random", 33.0),
-                                                                      ("write", "sequential", 28.0)]
-    assert again.model_copy(update={"burst": base.burst, "burst_depth": None}) == base
-    # Nothing to measure again: the calibration's own depth, or no bursts.
+    assert [(op, pat, period) for op, pat, _, period in asked] == (
+        [("read", "random", 10_000)] * 3 + [("write", "sequential", 3 * 32 * 120.0)] * 3)
+    assert len({seed for _, _, seed, _ in asked}) == 6
+    assert got.burst_depth == 4 and got.burst is not None
+    assert [(b.op, b.pattern, b.finish_us) for b in got.burst] == [("read", "random", 33.0),
+                                                                    ("write", "sequential", 28.0)]
+    assert got.model_copy(update={"burst": None, "burst_depth": None}) == base
+    # A profile of 8 servers: through 8 slots, the depth its validation serves at.
     depths.clear()
-    eight = base.model_copy(update={"parallelism": 8})
-    assert v.bursts_at_depth(eight, Path("cal.img"), direct=True) is eight
-    bare = base.model_copy(update={"burst": None})
-    assert v.bursts_at_depth(bare, Path("cal.img"), direct=True) is bare
-    assert depths == []
+    measured = iter([20.0] * 6)
+    assert v.bursts_at_depth(base.model_copy(update={"parallelism": 8}), Path("cal.img"), direct=True,
+                             passes=3).burst_depth == 8
+    assert depths == [8]
