@@ -80,6 +80,8 @@ CALIBRATION_BUSY_SHARE = 0.05
 #: ±10-18 % on a quiet host and ±28-37 % on a busier one (BENCHMARKS.md), as much as a
 #: p50 target of 20 %.
 REST_CHECK_S = 1.0
+#: Live replays of each run at most (``--repeats``).
+MAX_REPEATS = 9
 
 
 @dataclass
@@ -99,8 +101,24 @@ class RunValidation:
     #: replays made (the one kept is the one with the fewest late requests)
     attempts: int = 1
     #: on real files, the p50 of lone 4 KiB reads 2 ms apart measured right after the
-    #: replay (µs): the device's time at rest then, beside the profile's
+    #: replay (µs): the device's time at rest then, beside the profile's (with repeats,
+    #: the median over the replays)
     rest_p50_us: float | None = None
+    #: replays counted (``repeats``): the measured figures are each tenant's medians over
+    #: them; ``measured`` is the log of the replay whose p50 over all requests is the median
+    repeats: int = 1
+    #: each counted replay's request log, in the order made
+    replays: list[pl.DataFrame] = field(default_factory=list)
+
+    def spread(self, q: int = 50) -> pl.DataFrame:
+        """Per tenant: the ``q``-th percentile's lowest and highest over the counted
+        replays (``pNN_ns_min`` / ``_max``) and half their range / the median (``pNN_spread``)."""
+        names = self.tenants["name"].to_list()
+        per = pl.concat([per_tenant(log, names).select("tenant", f"p{q}_ns") for log in self.replays or [self.measured]])
+        col = pl.col(f"p{q}_ns")
+        return per.group_by("tenant").agg(col.min().alias(f"p{q}_ns_min"), col.max().alias(f"p{q}_ns_max"),
+                                          ((col.max() - col.min()) / 2 / col.median()).alias(f"p{q}_spread")
+                                          ).sort("tenant")
 
 
 @dataclass
@@ -347,6 +365,7 @@ def validate(
     calibrate_seconds: float = CALIBRATE_SECONDS,
     calibrate_passes: int = CALIBRATE_PASSES,
     attempts: int = ATTEMPTS,
+    repeats: int = 1,
     awake: str = "no",
     direct_reads: str = "threads",
     progress: Callable[[str], None] | None = None,
@@ -358,7 +377,11 @@ def validate(
     (:func:`_replay_on_schedule`), and still says so when it fell behind. ``awake``
     (auto, yes or no) keeps the CPUs awake during the calibration and the replays
     (:func:`storqos.cpu_latency.cpus_awake`). ``direct_reads`` (``threads`` or
-    ``io_uring``): how the gateways read direct files (``storqos serve --direct-reads``)."""
+    ``io_uring``): how the gateways read direct files (``storqos serve --direct-reads``).
+    ``repeats``: live replays counted per run, the runs taken in turn (every run once,
+    then every run again), so that a device that moves from minute to minute moves under
+    all of them alike; each tenant's measured IOPS and percentiles are the medians over
+    its run's replays (:meth:`RunValidation.spread` gives how far they spread)."""
     from .gateway import DIRECT_READS, gateway_config
     from .gateway_config import LimitsTable, one_of
     from .sim import simulate
@@ -371,6 +394,8 @@ def validate(
         raise InputError(f"{direct_reads} reads direct files: give --live-device direct too", "--direct-reads")
     if not 1 <= attempts <= 20:
         raise InputError(f"must be in 1..20, got {attempts}", "--attempts")
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise InputError(f"must be in 1..{MAX_REPEATS}, got {repeats}", "--repeats")
     if not 1 <= calibrate_passes <= MAX_PASSES:
         raise InputError(f"must be in 1..{MAX_PASSES}, got {calibrate_passes}", "--calibration-passes")
     if not 0.05 <= calibrate_seconds <= 60:
@@ -400,6 +425,7 @@ def validate(
             profile = calibrate_file(paths[0], seconds=calibrate_seconds, passes=calibrate_passes, awake=awake,
                                      direct=direct, direct_reads=direct_reads, attempts=attempts, progress=say)
         result = Validation(name=exp.name, mode=mode, device="", profile=profile)
+        plans: list[tuple[Run, list[str], pl.DataFrame, pl.DataFrame, dict[str, Any]]] = []
         for i, run in enumerate(exp.runs):
             names = [t.name for t in run.tenants]
             df = _requests(exp, run)
@@ -427,18 +453,46 @@ def validate(
             cfg = gateway_config(files[: len(names)], run.policy, listen="127.0.0.1:0", depth=depth, iops=iops,
                                  cost=cost, limits=LimitsTable(max_inflight=INFLIGHT_BYTES).to_json(),
                                  direct_reads=_reads(direct, direct_reads))
-            say(f"{run.label}: replaying {df.height:,} requests live ({i + 1}/{len(exp.runs)})")
-            live, made = _replay_on_schedule(df, cfg, len(names), attempts, say, run.label, awake,
-                                             paths[: len(names)] if mode == "file" else [])
-            rest_us = _rest_p50_us(paths[0], export_bytes, direct, direct_reads, awake, seed=i) if real else None
-            pred, meas = per_tenant(predicted, names), per_tenant(live.requests, names)
-            both = pred.join(meas.drop("name", "requests"), on="tenant", suffix="_meas", how="left")
-            both = both.rename({c: f"{c}_pred" for c in ("iops", *(f"p{q}_ns" for q in PERCENTILES))})
-            result.runs.append(RunValidation(
-                label=run.label, policy=run.policy_name, point=run.point, tenants=both, predicted=predicted,
-                measured=live.requests, schedule=live.schedule(), fell_behind=live.fell_behind(),
-                errors=sum(live.errors.values()), attempts=made, rest_p50_us=rest_us))
+            plans.append((run, names, df, predicted, cfg))
+        made: list[list[tuple[ReplayResult, int, float | None]]] = [[] for _ in plans]
+        for rep in range(repeats):
+            for i, (run, names, df, _, cfg) in enumerate(plans):
+                which = f" (replay {rep + 1} of {repeats})" if repeats > 1 else ""
+                say(f"{run.label}: replaying {df.height:,} requests live ({i + 1}/{len(exp.runs)}){which}")
+                live, n = _replay_on_schedule(df, cfg, len(names), attempts, say, run.label, awake,
+                                              paths[: len(names)] if mode == "file" else [])
+                rest_us = (_rest_p50_us(paths[0], export_bytes, direct, direct_reads, awake, seed=i + rep * len(plans))
+                           if real else None)
+                made[i].append((live, n, rest_us))
+        for (run, names, _, predicted, _), replays in zip(plans, made, strict=True):
+            result.runs.append(_counted(run, names, predicted, replays))
         return result
+
+
+def _counted(run: Run, names: list[str], predicted: pl.DataFrame,
+             replays: list[tuple[ReplayResult, int, float | None]]) -> RunValidation:
+    """A run's prediction beside its counted replays (each: the replay kept, replays made
+    for it, the device's p50 at rest after it): each tenant's medians over the replays;
+    the replay shown (log, schedule) is the one whose p50 over all requests is the median
+    (the lower of the middle two of an even number)."""
+    lives = [live for live, _, _ in replays]
+    overall = [float(np.median(live.requests["response_ns"].to_numpy())) for live in lives]
+    shown = lives[int(np.argsort(overall, kind="stable")[(len(lives) - 1) // 2])]
+    stats = ["iops", *(f"p{q}_ns" for q in PERCENTILES)]
+    per = pl.concat([per_tenant(live.requests, names) for live in lives])
+    meas = per.group_by("tenant").agg(pl.col("requests").first(), *(pl.col(c).median() for c in stats)).sort("tenant")
+    pred = per_tenant(predicted, names)
+    both = pred.join(meas.drop("requests"), on="tenant", suffix="_meas", how="left")
+    both = both.rename({c: f"{c}_pred" for c in ("iops", *(f"p{q}_ns" for q in PERCENTILES))})
+    behind = [(k, why) for k, live in enumerate(lives, 1) if (why := live.fell_behind())]
+    rests = [us for _, _, us in replays if us is not None]
+    return RunValidation(
+        label=run.label, policy=run.policy_name, point=run.point, tenants=both, predicted=predicted,
+        measured=shown.requests, schedule=shown.schedule(),
+        fell_behind="; ".join(why if len(lives) == 1 else f"replay {k}: {why}" for k, why in behind) or None,
+        errors=sum(sum(live.errors.values()) for live in lives), attempts=sum(n for _, n, _ in replays),
+        rest_p50_us=float(np.median(rests)) if rests else None, repeats=len(lives),
+        replays=[live.requests for live in lives])
 
 
 def _rest_p50_us(path: Path, export_bytes: int, direct: bool, direct_reads: str, awake: str, seed: int) -> float:
@@ -746,6 +800,6 @@ def _least_disturbed(attempts: int, measure: Callable[[], _M], disturbed: Callab
     return min(made, key=rank), len(made)
 
 
-__all__ = ["ATTEMPTS", "BURST_SEED", "CALIBRATE_PASSES", "CALIBRATE_SECONDS", "CALIBRATION_BUSY_SHARE", "DEFAULT_EXPORT_BYTES", "MODES", "PERCENTILES", "REST_CHECK_S", "RunValidation", "Validation", "burst_delay_ns",
+__all__ = ["ATTEMPTS", "BURST_SEED", "CALIBRATE_PASSES", "CALIBRATE_SECONDS", "CALIBRATION_BUSY_SHARE", "DEFAULT_EXPORT_BYTES", "MAX_REPEATS", "MODES", "PERCENTILES", "REST_CHECK_S", "RunValidation", "Validation", "burst_delay_ns",
            "burst_hold", "burst_hold_ns", "bursts_at_depth", "calibrate_file", "continues", "fill_file", "per_tenant", "serve_times_ns", "validate",
            "with_path"]

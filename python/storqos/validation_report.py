@@ -13,7 +13,7 @@ import polars as pl
 
 from .host_steal import took
 from .report import PAGE_CSS, grid_shape, ms_text, thin
-from .validate import PERCENTILES, Validation
+from .validate import PERCENTILES, RunValidation, Validation
 
 #: Points per CDF line.
 CDF_POINTS = 400
@@ -90,9 +90,9 @@ def render(v: Validation) -> tuple[str, int]:
         f"<li>{html.escape(r.label)}: issue-time error p99 {r.schedule.get('issue_error_p99_us', 0):.0f} µs, "
         f"{r.schedule.get('late', 0):,} requests &gt; 1 ms late, {r.errors:,} errors"
         + (f", {took(r.schedule['steal_ms'])} (steal time)" if r.schedule.get("steal_ms") else "")
-        + (f", best of {r.attempts} replays" if r.attempts > 1 else "")
+        + _made(r)
         + (f" — {html.escape(r.fell_behind)}" if r.fell_behind else "") + "</li>" for r in v.runs)
-    rest = f"<p>{html.escape(line)}</p>" if (line := rest_line(v)) else ""
+    rest = "".join(f"<p>{html.escape(line)}</p>" for line in (spread_line(v), rest_line(v)) if line)
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="storqos-figures" content="{len(figs)}">
@@ -120,6 +120,27 @@ def write_html(v: Validation, path: Path) -> int:
     return n
 
 
+def _made(r: RunValidation) -> str:
+    """How many replays a run took: ", best of 3 replays", ", 4 replays for 3 counted"."""
+    if r.repeats > 1:
+        return f", {r.attempts} replays made for {r.repeats} counted" if r.attempts > r.repeats else ""
+    return f", best of {r.attempts} replays" if r.attempts > 1 else ""
+
+
+def spread_line(v: Validation) -> str:
+    """One sentence, when runs were replayed more than once: how far a tenant's live p50
+    moved from one replay to the next (empty otherwise)."""
+    runs = [r for r in v.runs if r.repeats > 1]
+    if not runs:
+        return ""
+    spread = pl.concat([r.spread(50) for r in runs])["p50_spread"].to_numpy()
+    counts = sorted({r.repeats for r in runs})
+    return (f"Live figures are each tenant's medians over {' or '.join(map(str, counts))} replays of its run "
+            f"(the runs replayed in turn); a tenant's live p50 moved from one replay to the next by ±"
+            f"{100 * np.median(spread):.1f} % (median) and ±{100 * spread.max():.1f} % at most "
+            "(half the range, over the median).")
+
+
 def rest_line(v: Validation) -> str:
     """One sentence: the device's time at rest after each replay beside its profile's
     (empty when not measured: the emulated device)."""
@@ -128,7 +149,8 @@ def rest_line(v: Validation) -> str:
     if not drift or base is None:
         return ""
     runs = ", ".join(f"{label} {us:,.0f} µs ({d:+.0%})" for label, us, d in drift)
-    return (f"The device at rest (lone 4 KiB reads 2 ms apart, p50) after each replay: {runs}; "
+    after = "each replay" if all(r.repeats == 1 for r in v.runs) else "each replay, a run's median"
+    return (f"The device at rest (lone 4 KiB reads 2 ms apart, p50) after {after}: {runs}; "
             f"the profile's {base:,.0f} µs.")
 
 
@@ -140,12 +162,11 @@ def markdown(v: Validation, *, title: bool = True) -> str:
               "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in v.table().to_dicts():
         lines.append("| " + " | ".join(_cells(r, " ms")) + " |")
-    behind = [f"{r.label} ({r.fell_behind}, best of {r.attempts} replays)" for r in v.runs if r.fell_behind]
+    behind = [f"{r.label} ({r.fell_behind}{_made(r)})" for r in v.runs if r.fell_behind]
     if behind:
         lines += ["", "Replays that fell behind the trace's timing: " + "; ".join(behind) + "."]
-    if drift := rest_line(v):
-        lines += ["", drift]
+    lines += [line for text in (spread_line(v), rest_line(v)) if text for line in ("", text)]
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["cdf_figure", "html_table", "markdown", "render", "rest_line", "write_html"]
+__all__ = ["cdf_figure", "html_table", "markdown", "render", "rest_line", "spread_line", "write_html"]

@@ -202,6 +202,9 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
                           "--direct-reads", "io_uring reads direct files: give --live-device direct too")
     assert_one_line_error(run_cli("validate", str(exp), "--live-device", "file", "--calibration-passes", "0"),
                           "--calibration-passes", "1..9, got 0")
+    for bad in ("0", "10"):
+        assert_one_line_error(run_cli("validate", str(exp), "--repeats", bad, "--out", str(tmp_path / "o")),
+                              "--repeats", f"must be in 1..9, got {bad}")
     for bad in ("0", "nan", "100"):
         assert_one_line_error(run_cli("validate", str(exp), "--live-device", "file", "--calibration-time", bad),
                               "--calibration-time", f"0.05 to 60 s, got {bad}")
@@ -545,3 +548,71 @@ def test_bursts_are_measured_through_a_gateway_of_the_profiles_depth(monkeypatch
     assert v.bursts_at_depth(base.model_copy(update={"parallelism": 8}), Path("cal.img"), direct=True,
                              passes=3).burst_depth == 8
     assert depths == [8]
+
+
+@pytest.mark.untimed
+def test_repeated_replays_are_taken_in_turn_and_their_medians_reported(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--repeats 3`: the two policies are replayed in turn (fcfs, wf2q, fcfs, …), and
+    each tenant's live p50 is the median of its three replays' (here every response of
+    a tenant in a replay takes one time, so a replay's p50 is that time); the request
+    log shown is the replay whose p50 over all requests is the median; the report says
+    how far the p50s spread (half the range over the median)."""
+    import statistics
+
+    import numpy as np
+    from storqos import validate as v
+    from storqos.experiment import load
+    from storqos.replay import ReplayResult
+    from storqos.validation_report import markdown, spread_line
+
+    # µs per (replay, tenant), per policy: fcfs's disk/1 moves most (400 → 100..500).
+    times = {"fcfs": [[300, 400, 200], [330, 100, 210], [270, 500, 190]],
+             "wf2q": [[100, 100, 100], [110, 120, 100], [90, 80, 100]]}
+    order: list[str] = []
+
+    def replayed(df: pl.DataFrame, uris: object, **k: object) -> ReplayResult:
+        label = "fcfs" if order.count("fcfs") == order.count("wf2q") else "wf2q"
+        us = times[label][order.count(label)]
+        order.append(label)
+        t = df["tenant"].to_numpy()
+        arrival = df["arrival_ns"].to_numpy().astype(np.int64)
+        response = np.array([us[int(x)] * 1000 for x in t], dtype=np.int64)
+        log = df.select("tenant", "is_read", "offset", "size").with_columns(
+            pl.Series("arrival_ns", arrival).cast(pl.UInt64), pl.Series("response_ns", response).cast(pl.UInt64),
+            pl.Series("finish_ns", arrival + response).cast(pl.UInt64))
+        return ReplayResult(requests=log, issue_error_ns=np.zeros(df.height, dtype=np.int64), errors={},
+                            first_error=None, span_s=4.0, scheduled_span_s=4.0, export_bytes={0: 1 << 20},
+                            mode="open", steal_ms=0.0)
+
+    monkeypatch.setattr(v, "GatewayProcess", NoGateway)
+    monkeypatch.setattr(v, "replay", replayed)
+    said: list[str] = []
+    res = v.validate(load(_experiment(tmp_path)), repeats=3, workdir=tmp_path, progress=said.append)
+    assert order == ["fcfs", "wf2q"] * 3
+    assert [m for m in said if "replaying" in m][:3] == [
+        f"{lab}: replaying {n:,} requests live ({i}/2) (replay {k} of 3)"
+        for lab, i, k, n in (("fcfs", 1, 1, res.runs[0].predicted.height), ("wf2q", 2, 1, res.runs[1].predicted.height),
+                             ("fcfs", 1, 2, res.runs[0].predicted.height))]
+    t = res.table()
+    for run in res.runs:
+        assert run.repeats == 3 and run.attempts == 3 and len(run.replays) == 3
+        for tenant in range(3):
+            row = t.filter((pl.col("run") == run.label) & (pl.col("tenant") == tenant)).to_dicts()[0]
+            per_replay = [times[run.label][k][tenant] * 1000 for k in range(3)]
+            assert row["p50_ns_meas"] == pytest.approx(statistics.median(per_replay))
+            assert row["p99_ns_meas"] == pytest.approx(statistics.median(per_replay))
+    # fcfs's replays' p50s over all requests: 300, 210 and 270 µs (tenants' shares aside,
+    # the middle replay is the third); its log is the one shown.
+    overall = [float(np.median(log["response_ns"].to_numpy())) for log in res.runs[0].replays]
+    middle = sorted(range(3), key=lambda k: overall[k])[1]
+    assert res.runs[0].measured.equals(res.runs[0].replays[middle])
+    spread = res.runs[0].spread(50)
+    assert spread["p50_spread"].to_list() == pytest.approx([(330 - 270) / 2 / 300, (500 - 100) / 2 / 400,
+                                                            (210 - 190) / 2 / 200])
+    line = spread_line(res)
+    assert "medians over 3 replays" in line and "±50.0 % at most" in line, line
+    assert line in markdown(res)
+    order.clear()
+    one = v.validate(load(_experiment(tmp_path)), repeats=1, workdir=tmp_path)
+    assert spread_line(one) == "" and all(r.repeats == 1 and len(r.replays) == 1 for r in one.runs)

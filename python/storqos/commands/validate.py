@@ -51,6 +51,10 @@ def validate(
                                                "the replay back by milliseconds); on real files, calibrations "
                                                "at most, until the host took at most 5 % of the machine's CPU "
                                                "time while one measured.")] = 3,
+    repeats: Annotated[int, typer.Option(help="Live replays of each policy, counted (1-9): the policies are "
+                                              "replayed in turn, then again, and each tenant's live figures are "
+                                              "the medians over its replays; a real disk moves from minute to "
+                                              "minute, and one replay catches it where it happens to be.")] = 1,
     direct_reads: Annotated[
         str, typer.Option("--direct-reads", help="With --live-device direct: how the gateway reads the files, "
                                                  "threads (its I/O threads) or io_uring (as `storqos serve "
@@ -73,11 +77,15 @@ def validate(
     machine's CPU time meanwhile, up to --attempts times. The device's time at rest is
     measured again after each replay and shown
     beside its profile's: a prediction is no closer than the device is to its profile.
-    Closed-loop tenants cannot be replayed (give a trace or a generator).
+    With --repeats N every policy is replayed N times, the policies in turn, and the
+    table gives each tenant's medians over its replays, with how far its p50 moved from
+    one to the next. Closed-loop tenants cannot be replayed (give a trace or a generator).
 
     Example: [bold]storqos validate examples/validation/websearch.toml --out out/validate[/bold]
 
     Example: [bold]storqos validate examples/validation/hm_0.toml --live-device file --out out/validate-file[/bold]
+
+    Example: [bold]storqos validate examples/validation/fiu_mail.toml --live-device direct --repeats 3[/bold]
     """
     import polars as pl
 
@@ -85,9 +93,9 @@ def validate(
     from ..device_profile import dump_profile, load_profile
     from ..experiment import load
     from ..paths import check_output_dir, check_output_file, replacing, write_table
-    from ..validate import CALIBRATE_PASSES, CALIBRATE_SECONDS, MODES
+    from ..validate import CALIBRATE_PASSES, CALIBRATE_SECONDS, MODES, per_tenant
     from ..validate import validate as run
-    from ..validation_report import markdown, rest_line, write_html
+    from ..validation_report import markdown, rest_line, spread_line, write_html
 
     if live_device not in MODES:
         raise InputError(f"unknown value {live_device!r} ({', '.join(MODES)})", "--live-device")
@@ -113,7 +121,8 @@ def validate(
         if not json_out:
             out.print(msg, style="dim")
 
-    res = run(exp, mode=live_device, profile=profile, export_bytes=size, attempts=attempts, awake=awake_cpus,
+    res = run(exp, mode=live_device, profile=profile, export_bytes=size, attempts=attempts, repeats=repeats,
+              awake=awake_cpus,
               direct_reads=direct_reads,
               calibrate_passes=CALIBRATE_PASSES if calibration_passes is None else calibration_passes,
               calibrate_seconds=CALIBRATE_SECONDS if calibration_time is None else calibration_time, progress=say)
@@ -127,7 +136,9 @@ def validate(
     summary: dict[str, Any] = {
         "experiment": exp.name, "live_device": res.device, "rows": table.to_dicts(), "report": str(out_dir / "report.html"),
         "replays": {r.label: {**r.schedule, "errors": r.errors, "fell_behind": r.fell_behind,
-                                 "attempts": r.attempts, "rest_p50_us": r.rest_p50_us} for r in res.runs},
+                                 "attempts": r.attempts, "repeats": r.repeats, "rest_p50_us": r.rest_p50_us,
+                                 "p50_ns_per_replay": [per_tenant(log, r.tenants["name"].to_list())["p50_ns"].to_list()
+                                                       for log in r.replays]} for r in res.runs},
     }
     if res.profile is not None:
         summary["device_profile"] = {k: getattr(res.profile, k) for k in
@@ -158,8 +169,9 @@ def validate(
                   fmt_ms(row["p50_ns_pred"]), fmt_ms(row["p50_ns_meas"]), fmt_ms(row["p99_ns_pred"]),
                   fmt_ms(row["p99_ns_meas"]), _pct(row["p99_err"]))
     out.print(t)
-    if drift := rest_line(res):
-        out.print(drift)
+    for line in (spread_line(res), rest_line(res)):
+        if line:
+            out.print(line)
     out.print(f"report ({figures} CDF figures): {out_dir / 'report.html'}; table: {out_dir / 'validation.parquet'}")
 
 
