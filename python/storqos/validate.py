@@ -27,6 +27,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -110,11 +111,17 @@ class RunValidation:
     #: each counted replay's request log, in the order made
     replays: list[pl.DataFrame] = field(default_factory=list)
 
+    @cached_property
+    def per_replay(self) -> list[pl.DataFrame]:
+        """Each counted replay's :func:`per_tenant` figures, in the order made (the
+        measured log's alone where no replays were kept)."""
+        names = self.tenants["name"].to_list()
+        return [per_tenant(log, names) for log in self.replays or [self.measured]]
+
     def spread(self, q: int = 50) -> pl.DataFrame:
         """Per tenant: the ``q``-th percentile's lowest and highest over the counted
         replays (``pNN_ns_min`` / ``_max``) and half their range / the median (``pNN_spread``)."""
-        names = self.tenants["name"].to_list()
-        per = pl.concat([per_tenant(log, names).select("tenant", f"p{q}_ns") for log in self.replays or [self.measured]])
+        per = pl.concat([t.select("tenant", f"p{q}_ns") for t in self.per_replay])
         col = pl.col(f"p{q}_ns")
         return per.group_by("tenant").agg(col.min().alias(f"p{q}_ns_min"), col.max().alias(f"p{q}_ns_max"),
                                           ((col.max() - col.min()) / 2 / col.median()).alias(f"p{q}_spread")
@@ -483,7 +490,7 @@ def _counted(run: Run, names: list[str], predicted: pl.DataFrame,
     meas = per.group_by("tenant").agg(pl.col("requests").first(), *(pl.col(c).median() for c in stats)).sort("tenant")
     pred = per_tenant(predicted, names)
     both = pred.join(meas.drop("requests"), on="tenant", suffix="_meas", how="left")
-    both = both.rename({c: f"{c}_pred" for c in ("iops", *(f"p{q}_ns" for q in PERCENTILES))})
+    both = both.rename({c: f"{c}_pred" for c in stats})
     behind = [(k, why) for k, live in enumerate(lives, 1) if (why := live.fell_behind())]
     rests = [us for _, _, us in replays if us is not None]
     return RunValidation(

@@ -93,7 +93,7 @@ def validate(
     from ..device_profile import dump_profile, load_profile
     from ..experiment import load
     from ..paths import check_output_dir, check_output_file, replacing, write_table
-    from ..validate import CALIBRATE_PASSES, CALIBRATE_SECONDS, MODES, per_tenant
+    from ..validate import CALIBRATE_PASSES, CALIBRATE_SECONDS, MODES
     from ..validate import validate as run
     from ..validation_report import markdown, rest_line, spread_line, write_html
 
@@ -137,8 +137,8 @@ def validate(
         "experiment": exp.name, "live_device": res.device, "rows": table.to_dicts(), "report": str(out_dir / "report.html"),
         "replays": {r.label: {**r.schedule, "errors": r.errors, "fell_behind": r.fell_behind,
                                  "attempts": r.attempts, "repeats": r.repeats, "rest_p50_us": r.rest_p50_us,
-                                 "p50_ns_per_replay": [per_tenant(log, r.tenants["name"].to_list())["p50_ns"].to_list()
-                                                       for log in r.replays]} for r in res.runs},
+                                 "p50_ns_per_replay": [t["p50_ns"].to_list() for t in r.per_replay]}
+                    for r in res.runs},
     }
     if res.profile is not None:
         summary["device_profile"] = {k: getattr(res.profile, k) for k in
