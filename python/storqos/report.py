@@ -191,6 +191,7 @@ h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1.5em; }
 td, th { border: 1px solid #ddd; padding: 3px 8px; text-align: right; }
 td:nth-child(-n+2), th:nth-child(-n+2) { text-align: left; }
+td:nth-child(n+3) { white-space: nowrap; }
 .meta { color: #666; font-size: 0.9em; }
 """
 

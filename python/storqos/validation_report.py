@@ -27,8 +27,16 @@ def _cdf(log: pl.DataFrame, tenant: int) -> tuple[list[float], list[float]]:
     return df["ms"].to_list(), df["f"].to_list()
 
 
+#: Line of each curve of :func:`cdf_figure`: (legend name, dash, colour, width).
+_CURVES = {"predicted": ("predicted", "dash", "#636efa", 2.0), "measured": ("measured", "solid", "#ef553b", 2.0),
+           "other": ("other replays", "solid", "rgba(239, 85, 59, 0.35)", 1.0)}
+
+
 def cdf_figure(v: Validation, index: int) -> Any:
-    """One run: per tenant, the simulated (dashed) and live (solid) response-time CDFs."""
+    """One run: per tenant, the simulated (dashed) and live (solid) response-time CDFs;
+    with repeated replays, the live one is the replay shown in the tables' log
+    (:attr:`RunValidation.measured`) and the other replays are drawn thin and pale
+    beside it, so that how far the live side moves from one replay to the next is seen."""
     from plotly.subplots import make_subplots
 
     run = v.runs[index]
@@ -36,14 +44,17 @@ def cdf_figure(v: Validation, index: int) -> Any:
     ids = run.tenants["tenant"].to_list()
     rows, cols = grid_shape(len(names))
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=names, shared_yaxes=True)
+    others = [log for log in run.replays if log is not run.measured]
+    curves = [("other", log) for log in others] + [("predicted", run.predicted), ("measured", run.measured)]
     for k, (t, _name) in enumerate(zip(ids, names, strict=True)):
-        for what, log, dash in (("predicted", run.predicted, "dash"), ("measured", run.measured, "solid")):
+        for c, (what, log) in enumerate(curves):
+            name, dash, colour, width = _CURVES[what]
             x, y = _cdf(log, int(t))
-            fig.add_scatter(x=x, y=y, mode="lines", name=what, legendgroup=what, showlegend=k == 0,
-                            line={"dash": dash, "color": "#636efa" if what == "predicted" else "#ef553b",
-                                  "shape": "hv"},
+            first = k == 0 and (what != "other" or c == 0)
+            fig.add_scatter(x=x, y=y, mode="lines", name=name, legendgroup=what, showlegend=first,
+                            line={"dash": dash, "color": colour, "width": width, "shape": "hv"},
                             row=k // cols + 1, col=k % cols + 1,
-                            hovertemplate="%{x:.3g} ms: %{y:.4f}<extra>" + what + "</extra>")
+                            hovertemplate="%{x:.3g} ms: %{y:.4f}<extra>" + name + "</extra>")
         fig.update_xaxes(type="log", title_text="response time (ms)", row=k // cols + 1, col=k % cols + 1)
     fig.update_yaxes(title_text="fraction ≤ x", range=[0, 1.02], col=1)
     fig.update_layout(title=f"{html.escape(run.label)}: response-time CDF, simulated vs live", template="plotly_white",

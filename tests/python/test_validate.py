@@ -571,7 +571,7 @@ def test_repeated_replays_are_taken_in_turn_and_their_medians_reported(tmp_path:
     from storqos import validate as v
     from storqos.experiment import load
     from storqos.replay import ReplayResult
-    from storqos.validation_report import markdown, spread_line
+    from storqos.validation_report import cdf_figure, markdown, spread_line
 
     # µs per (replay, tenant), per policy: fcfs's disk/1 moves most (400 → 100..500).
     times = {"fcfs": [[300, 400, 200], [330, 100, 210], [270, 500, 190]],
@@ -620,6 +620,18 @@ def test_repeated_replays_are_taken_in_turn_and_their_medians_reported(tmp_path:
     line = spread_line(res)
     assert "medians over 3 replays" in line and "±50.0 % at most" in line, line
     assert line in markdown(res)
+    # The CDF figure draws the two replays not shown beside the one shown: per tenant,
+    # each at the one time its requests took in that replay.
+    fig = cdf_figure(res, 0)
+    others = [k for k in range(3) if k != middle]
+    for tenant in range(3):
+        drawn = [tr for tr in fig.data if tr.xaxis == ("x" if tenant == 0 else f"x{tenant + 1}")]
+        assert [tr.name for tr in drawn] == ["other replays", "other replays", "predicted", "measured"]
+        for tr, k in zip(drawn[:2], others, strict=True):
+            assert set(tr.x) == {times["fcfs"][k][tenant] / 1000}
+        assert set(drawn[3].x) == {times["fcfs"][middle][tenant] / 1000}
+    assert [tr.showlegend for tr in fig.data[:4]] == [True, False, True, True]
     order.clear()
     one = v.validate(load(_experiment(tmp_path)), repeats=1, workdir=tmp_path)
     assert spread_line(one) == "" and all(r.repeats == 1 and len(r.replays) == 1 for r in one.runs)
+    assert [tr.name for tr in cdf_figure(one, 0).data][:2] == ["predicted", "measured"]
