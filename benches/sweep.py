@@ -65,9 +65,20 @@ def _busy_cpu_s(t: CpuTimes | None) -> float:
 
 
 def _own_cpu_s() -> float:
-    """CPU-seconds used by this process and its (reaped) children."""
-    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
-                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
+    """CPU-seconds used by this process, its reaped children, and its children still
+    running with theirs: a Dask LocalCluster's workers are forked by a fork server, a
+    child of this process that lives on between sweeps and reaps them itself."""
+    import psutil
+
+    own = sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
+                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
+    for child in psutil.Process().children():
+        try:
+            t = child.cpu_times()
+        except psutil.Error:  # gone
+            continue
+        own += t.user + t.system + t.children_user + t.children_system
+    return own
 
 
 @dataclass

@@ -162,7 +162,7 @@ def test_sweep_on_an_existing_dask_scheduler_equals_a_serial_run(tmp_path: Path,
 #: Settings storqos changes on the local clusters it starts (storqos.sweep.LOCAL_CLUSTER_CONFIG).
 SETTINGS = list(LOCAL_CLUSTER_CONFIG)
 #: Dask's own values of them (what this process and a cluster given by address keep).
-DASK_DEFAULTS = [True, "20ms", "100ms", "500ms", True, True]
+DASK_DEFAULTS = [True, "20ms", "100ms", "500ms", True, True, "spawn"]
 
 
 def _scheduler_housekeeping(_item: object, _shared: object) -> dict[str, bool]:
@@ -177,14 +177,23 @@ def _scheduler_housekeeping(_item: object, _shared: object) -> dict[str, bool]:
     return get_client().run_on_scheduler(on_scheduler)
 
 
+def _parent_pid(_item: object, _shared: object) -> int:
+    """Run in a worker: the process that started it."""
+    return os.getppid()
+
+
 def test_a_local_cluster_keeps_dasks_housekeeping_off_the_cpus() -> None:
     """Each run, in a worker of a ``local:N`` cluster, sees the settings that keep Dask's
     housekeeping off the CPUs (measured: runs 4-14 % faster two side by side; an idle
     cluster 1.9-2.0 % of a core against 4.7-4.9 %), its scheduler neither steals work
-    nor drops the replicas of the inputs broadcast to every worker, and this process
-    keeps its own settings."""
-    assert map_runs(dask_config.get, SETTINGS, backend="local:1") == [False, "500ms", "1s", "5s", False, False]
+    nor drops the replicas of the inputs broadcast to every worker, its workers are
+    forked from a fork server (not spawned by this process, whose nannies would be
+    their parent), and this process keeps its own settings."""
+    assert map_runs(dask_config.get, SETTINGS, backend="local:1") == [False, "500ms", "1s", "5s", False, False,
+                                                                      "forkserver"]
     assert map_runs(_scheduler_housekeeping, [0], backend="local:1") == [{"stealing": False, "amm": False}]
+    (parent,) = map_runs(_parent_pid, [0], backend="local:1")
+    assert parent != os.getpid() and "forkserver" in Path(f"/proc/{parent}/cmdline").read_text()
     assert [dask_config.get(k) for k in SETTINGS] == DASK_DEFAULTS
 
 
