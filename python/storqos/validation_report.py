@@ -103,7 +103,7 @@ def render(v: Validation) -> tuple[str, int]:
         + (f", {took(r.schedule['steal_ms'])} (steal time)" if r.schedule.get("steal_ms") else "")
         + _made(r)
         + (f" — {html.escape(r.fell_behind)}" if r.fell_behind else "") + "</li>" for r in v.runs)
-    rest = "".join(f"<p>{html.escape(line)}</p>" for line in (spread_line(v), rest_line(v)) if line)
+    rest = "".join(f"<p>{html.escape(line)}</p>" for line in notes(v))
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="storqos-figures" content="{len(figs)}">
@@ -165,6 +165,13 @@ def rest_line(v: Validation) -> str:
             f"the profile's {base:,.0f} µs.")
 
 
+def notes(v: Validation) -> list[str]:
+    """The sentences under a validation's table, as far as they apply: how far the live
+    p50s spread over repeated replays (:func:`spread_line`), and the device at rest
+    beside its profile (:func:`rest_line`)."""
+    return [line for line in (spread_line(v), rest_line(v)) if line]
+
+
 def markdown(v: Validation, *, title: bool = True) -> str:
     """The table as markdown."""
     lines = [f"## {v.name} ({v.device})", ""] if title else []
@@ -176,8 +183,8 @@ def markdown(v: Validation, *, title: bool = True) -> str:
     behind = [f"{r.label} ({r.fell_behind}{_made(r)})" for r in v.runs if r.fell_behind]
     if behind:
         lines += ["", "Replays that fell behind the trace's timing: " + "; ".join(behind) + "."]
-    lines += [line for text in (spread_line(v), rest_line(v)) if text for line in ("", text)]
+    lines += [line for text in notes(v) for line in ("", text)]
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["cdf_figure", "html_table", "markdown", "render", "rest_line", "spread_line", "write_html"]
+__all__ = ["cdf_figure", "html_table", "markdown", "notes", "render", "rest_line", "spread_line", "write_html"]

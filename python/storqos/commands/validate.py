@@ -95,7 +95,7 @@ def validate(
     from ..paths import check_output_dir, check_output_file, replacing, write_table
     from ..validate import CALIBRATE_PASSES, CALIBRATE_SECONDS, MODES
     from ..validate import validate as run
-    from ..validation_report import markdown, rest_line, spread_line, write_html
+    from ..validation_report import markdown, notes, write_html
 
     if live_device not in MODES:
         raise InputError(f"unknown value {live_device!r} ({', '.join(MODES)})", "--live-device")
@@ -169,9 +169,8 @@ def validate(
                   fmt_ms(row["p50_ns_pred"]), fmt_ms(row["p50_ns_meas"]), fmt_ms(row["p99_ns_pred"]),
                   fmt_ms(row["p99_ns_meas"]), _pct(row["p99_err"]))
     out.print(t)
-    for line in (spread_line(res), rest_line(res)):
-        if line:
-            out.print(line)
+    for line in notes(res):
+        out.print(line)
     out.print(f"report ({figures} CDF figures): {out_dir / 'report.html'}; table: {out_dir / 'validation.parquet'}")
 
 
