@@ -72,13 +72,7 @@ def _own_cpu_s() -> float:
 
     own = sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
-    for child in psutil.Process().children():
-        try:
-            t = child.cpu_times()
-        except psutil.Error:  # gone
-            continue
-        own += t.user + t.system + t.children_user + t.children_system
-    return own
+    return own + _pids_cpu_s([child.pid for child in psutil.Process().children()])
 
 
 @dataclass
