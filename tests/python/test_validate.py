@@ -635,3 +635,27 @@ def test_repeated_replays_are_taken_in_turn_and_their_medians_reported(tmp_path:
     one = v.validate(load(_experiment(tmp_path)), repeats=1, workdir=tmp_path)
     assert spread_line(one) == "" and all(r.repeats == 1 and len(r.replays) == 1 for r in one.runs)
     assert [tr.name for tr in cdf_figure(one, 0).data][:2] == ["predicted", "measured"]
+
+
+@pytest.mark.untimed
+def test_the_terminal_table_gives_the_p50_and_p99_differences_in_80_columns() -> None:
+    """On real files the target is the p50, on the emulated device the p99: the terminal
+    shows both differences (live / predicted − 1), each run on a row of its own above its
+    tenants, within 80 columns even for long tenant names."""
+    from rich.console import Console
+    from storqos.commands.validate import _table
+
+    rows = [("fcfs", 0, "mail/swapper", 300e3, 270e3, 1.0e6, 0.85e6), ("fcfs", 1, "mail/kjournald", 500e3, 600e3, 1.4e6, 2.8e6),
+            ("mclock", 0, "mail/swapper", 300e3, 330e3, 1.0e6, 1.1e6)]
+    t = pl.DataFrame([{"run": r, "tenant": k, "name": n, "p50_ns_pred": a, "p50_ns_meas": b, "p99_ns_pred": c,
+                       "p99_ns_meas": d, "iops_err": 0.0, "p50_err": b / a - 1, "p99_err": d / c - 1}
+                      for r, k, n, a, b, c, d in rows])
+    con = Console(width=80, record=True, emoji=False, markup=False)
+    con.print(_table("fiu_mail: predicted vs live (direct-I/O files, profile of nbd://127.0.0.1:1/cal)", t))
+    lines = con.export_text().splitlines()
+    assert all(len(ln) <= 80 for ln in lines), lines
+    cells = [ln.split() for ln in lines]
+    assert ["fcfs"] in cells and ["mclock"] in cells
+    assert ["mail/swapper", "+0.0%", "0.3", "0.27", "-10.0%", "1", "0.85", "-15.0%"] in cells
+    assert ["mail/kjournald", "+0.0%", "0.5", "0.6", "+20.0%", "1.4", "2.8", "+100.0%"] in cells
+    assert ["mail/swapper", "+0.0%", "0.3", "0.33", "+10.0%", "1", "1.1", "+10.0%"] in cells

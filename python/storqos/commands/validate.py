@@ -4,19 +4,42 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from ..console import emit_json, out
 from ..errors import InputError, warn_input
 from ..units import fmt_ms, parse_size
 from .options import AwakeOpt, JsonOpt
 
+if TYPE_CHECKING:
+    import polars as pl
+
 
 def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:+.1f}%"
+
+
+def _table(title: str, table: pl.DataFrame) -> Table:
+    """The terminal's table: per run (a row of its own) and tenant, the IOPS' difference
+    and the p50 and p99 predicted, live and their difference (Δ = live / predicted − 1),
+    in 80 columns."""
+    t = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False)
+    for col in ("run, tenant", "IOPS Δ", "p50 ms", "live", "Δ", "p99 ms", "live", "Δ"):
+        t.add_column(col, justify="left" if col == "run, tenant" else "right", overflow="fold")
+    last = None
+    for row in table.to_dicts():
+        if row["run"] != last:
+            t.add_row(Text(row["run"], style="bold"))
+            last = row["run"]
+        t.add_row(f"  {row['name']}", _pct(row["iops_err"]),
+                  fmt_ms(row["p50_ns_pred"]), fmt_ms(row["p50_ns_meas"]), _pct(row["p50_err"]),
+                  fmt_ms(row["p99_ns_pred"]), fmt_ms(row["p99_ns_meas"]), _pct(row["p99_err"]))
+    return t
 
 
 def validate(
@@ -161,14 +184,7 @@ def validate(
     if json_out:
         emit_json(summary)
         return
-    t = Table(title=f"{exp.name}: predicted vs live ({res.device})")
-    for col in ("run tenant", "IOPS", "Δ", "p50 ms", "live", "p99 ms", "live", "Δ"):
-        t.add_column(col, justify="left" if col == "run tenant" else "right", overflow="fold")
-    for row in table.to_dicts():
-        t.add_row(f"{row['run']} {row['name']}", f"{row['iops_pred']:.4g}", _pct(row["iops_err"]),
-                  fmt_ms(row["p50_ns_pred"]), fmt_ms(row["p50_ns_meas"]), fmt_ms(row["p99_ns_pred"]),
-                  fmt_ms(row["p99_ns_meas"]), _pct(row["p99_err"]))
-    out.print(t)
+    out.print(_table(f"{exp.name}: predicted vs live ({res.device})", table))
     for line in notes(res):
         out.print(line)
     out.print(f"report ({figures} CDF figures): {out_dir / 'report.html'}; table: {out_dir / 'validation.parquet'}")
