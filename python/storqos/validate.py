@@ -27,7 +27,6 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -110,18 +109,16 @@ class RunValidation:
     repeats: int = 1
     #: each counted replay's request log, in the order made
     replays: list[pl.DataFrame] = field(default_factory=list)
-
-    @cached_property
-    def per_replay(self) -> list[pl.DataFrame]:
-        """Each counted replay's :func:`per_tenant` figures, in the order made (the
-        measured log's alone where no replays were kept)."""
-        names = self.tenants["name"].to_list()
-        return [per_tenant(log, names) for log in self.replays or [self.measured]]
+    #: each counted replay's :func:`per_tenant` figures, in the same order (the measured
+    #: figures are their medians)
+    per_replay: list[pl.DataFrame] = field(default_factory=list)
 
     def spread(self, q: int = 50) -> pl.DataFrame:
         """Per tenant: the ``q``-th percentile's lowest and highest over the counted
-        replays (``pNN_ns_min`` / ``_max``) and half their range / the median (``pNN_spread``)."""
-        per = pl.concat([t.select("tenant", f"p{q}_ns") for t in self.per_replay])
+        replays (``pNN_ns_min`` / ``_max``; the measured log's alone where none were kept)
+        and half their range / the median (``pNN_spread``)."""
+        figures = self.per_replay or [per_tenant(self.measured, self.tenants["name"].to_list())]
+        per = pl.concat([t.select("tenant", f"p{q}_ns") for t in figures])
         col = pl.col(f"p{q}_ns")
         return per.group_by("tenant").agg(col.min().alias(f"p{q}_ns_min"), col.max().alias(f"p{q}_ns_max"),
                                           ((col.max() - col.min()) / 2 / col.median()).alias(f"p{q}_spread")
@@ -486,8 +483,8 @@ def _counted(run: Run, names: list[str], predicted: pl.DataFrame,
     overall = [float(np.median(live.requests["response_ns"].to_numpy())) for live in lives]
     shown = lives[int(np.argsort(overall, kind="stable")[(len(lives) - 1) // 2])]
     stats = ["iops", *(f"p{q}_ns" for q in PERCENTILES)]
-    per = pl.concat([per_tenant(live.requests, names) for live in lives])
-    meas = per.group_by("tenant").agg(pl.col("requests").first(), *(pl.col(c).median() for c in stats)).sort("tenant")
+    figures = [per_tenant(live.requests, names) for live in lives]
+    meas = pl.concat(figures).group_by("tenant").agg(pl.col("requests").first(), *(pl.col(c).median() for c in stats)).sort("tenant")
     pred = per_tenant(predicted, names)
     both = pred.join(meas.drop("requests"), on="tenant", suffix="_meas", how="left")
     both = both.rename({c: f"{c}_pred" for c in stats})
@@ -499,7 +496,7 @@ def _counted(run: Run, names: list[str], predicted: pl.DataFrame,
         fell_behind="; ".join(why if len(lives) == 1 else f"replay {k}: {why}" for k, why in behind) or None,
         errors=sum(sum(live.errors.values()) for live in lives), attempts=sum(n for _, n, _ in replays),
         rest_p50_us=float(np.median(rests)) if rests else None, repeats=len(lives),
-        replays=[live.requests for live in lives])
+        replays=[live.requests for live in lives], per_replay=figures)
 
 
 def _rest_p50_us(path: Path, export_bytes: int, direct: bool, direct_reads: str, awake: str, seed: int) -> float:
