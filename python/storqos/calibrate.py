@@ -60,6 +60,7 @@ from .device_profile import (
 )
 from .errors import InputError, warn_input
 from .host_steal import host_busy, steal_between, steal_ms, steal_share
+from .uri import NBD_SCHEMES, split
 
 if TYPE_CHECKING:
     import polars as pl
@@ -123,7 +124,7 @@ class Target:
 def target(text: str, direct: bool) -> Target:
     """The fio arguments for ``text`` (an NBD URI, a file or a block device)."""
     if "://" in text:
-        if not text.startswith(("nbd://", "nbds://", "nbd+unix://", "nbds+unix://")):
+        if split(text, "TARGET").scheme not in NBD_SCHEMES:
             raise InputError(f"not an NBD URI, file or block device: {text!r}", "TARGET")
         return Target(text, "nbd", ("--ioengine=nbd", f"--uri={text}"))
     path = Path(text)

@@ -35,7 +35,6 @@ import configparser
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import numpy as np
 import polars as pl
@@ -44,6 +43,7 @@ from .errors import InputError
 from .gateway_config import load, merged
 from .sim import ClosedClient, SimResult, simulate
 from .units import parse_duration, parse_size
+from .uri import split_nbd
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def read_fio_jobs(fio: str | Path, tenants_by_export: dict[str, int]) -> list[Fi
         uri = opts.get("uri")
         if not uri:
             raise InputError("every job needs uri=nbd://HOST:PORT/EXPORT", where)
-        export = urlparse(uri).path.lstrip("/")
+        export = split_nbd(uri, where).path.lstrip("/")
         if export not in tenants_by_export:
             raise InputError(f"uri names export {export!r}, not in the config (known: "
                              f"{', '.join(tenants_by_export)})", where)

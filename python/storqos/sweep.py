@@ -237,9 +237,10 @@ def _probe_scheduler(address: str) -> None:
     """Fail at once, in one line, when nothing listens at a ``tcp://HOST:PORT`` scheduler
     address (distributed itself retries until its 10 s timeout)."""
     import socket
-    from urllib.parse import urlsplit
 
-    u = urlsplit(address)
+    from .uri import split
+
+    u = split(address, "--dask")
     if u.scheme != "tcp" or not u.hostname or u.port is None:
         return
     try:

@@ -184,6 +184,9 @@ def test_a_profile_of_another_version_or_a_bad_target_is_one_line(profile_2k: Pa
     assert_one_line_error(run_cli("calibrate", "nbd://127.0.0.1:1/x", "--out", str(tmp_path / "p.toml")),
                           "fio failed on nbd://127.0.0.1:1/x")
     assert not (tmp_path / "p.toml").exists()
+    for engine in ("fio", "replay"):
+        assert_one_line_error(run_cli("calibrate", "nbd://[::1/x", "--engine", engine),
+                              "TARGET: malformed URI 'nbd://[::1/x'", "Invalid IPv6 URL")
     assert_one_line_error(run_cli("calibrate", str(small), "--engine", "replay"), "NBD URIs only")
     assert_one_line_error(run_cli("calibrate", "nbd://127.0.0.1:1/x", "--engine", "dd"), "unknown engine 'dd'")
     assert_one_line_error(run_cli("calibrate", "nbd://127.0.0.1:1/x", "--passes", "0"), "--passes", "1..9, got 0")

@@ -147,6 +147,14 @@ def test_bad_uris_exports_and_traces_are_one_line(gateway: int, tmp_path: Path) 
     assert_one_line_error(run_cli("replay", str(trace), f"nbd://127.0.0.1:{gateway}/nope", "--out", str(out)),
                           "no export named 'nope'")
     assert_one_line_error(run_cli("replay", str(trace), "http://x/a"), "not an NBD URI")
+    # urllib's own ValueErrors (an unclosed IPv6 bracket, a port out of range) were
+    # internal errors with exit 1
+    assert_one_line_error(run_cli("replay", str(trace), "nbd://[::1:10809/a"), "URI: malformed URI",
+                          "Invalid IPv6 URL")
+    assert_one_line_error(run_cli("replay", str(trace), "nbd://127.0.0.1:99999/a"), "URI: malformed URI",
+                          "Port out of range")
+    assert_one_line_error(run_cli("replay", str(trace), f"nbd://127.0.0.1:{gateway}/a", "-t", "0=nbd://h:port/b"),
+                          "--tenant-map: malformed URI")
     big = tmp_path / "big.csv"
     _trace(50, 1000.0).with_columns(pl.col("offset") + 64 * MiB).write_csv(big)
     assert_one_line_error(run_cli("replay", str(big), f"nbd://127.0.0.1:{gateway}/a", "--offsets", "error",

@@ -209,6 +209,11 @@ def test_unreachable_dask_scheduler_is_one_line_error(tmp_path: Path) -> None:
     assert r.returncode == 2, (r.returncode, r.stderr)
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "cannot reach the Dask scheduler" in lines[0] and "refused" in lines[0], r.stderr
+    for bad, why in ((f"tcp://127.0.0.1:{port}0000", "Port out of range"), ("tcp://[::1:8786", "Invalid IPv6")):
+        r = _run(str(exp), "--dask", bad, "--out", str(tmp_path / "o"), cwd=tmp_path)
+        lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        assert r.returncode == 2 and len(lines) == 1, (r.returncode, r.stderr)
+        assert lines[0].startswith("error: --dask: malformed URI") and why in lines[0], r.stderr
 
 
 def test_a_local_cluster_says_nothing_when_the_dashboard_port_is_taken() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlunsplit
 
 import typer
 from rich.table import Table
@@ -12,6 +12,7 @@ from rich.table import Table
 from ..console import emit_json, out
 from ..errors import InputError
 from ..units import fmt_ms, fmt_rate
+from ..uri import split_nbd
 from .options import AwakeOpt, FormatOpt, JsonOpt, SortOpt, TimeUnitOpt, load_tenants
 
 
@@ -19,10 +20,7 @@ def tenant_uris(uri: str, mapping: list[str], tenants: list[int], names: dict[in
     """Each tenant's NBD URI: ``uri`` unless ``--tenant-map TENANT=EXPORT`` names another
     export (an export name on ``uri``'s server, or a whole URI). TENANT is an id or a
     tenant's name."""
-    parts = urlsplit(uri)
-    if parts.scheme not in ("nbd", "nbds", "nbd+unix", "nbds+unix"):
-        raise InputError(f"not an NBD URI: {uri!r} (expected nbd://HOST:PORT/EXPORT or nbd+unix:///EXPORT?socket=PATH)",
-                         "URI")
+    parts = split_nbd(uri, "URI")
     by_name = {v: k for k, v in (names or {}).items()}
     uris = dict.fromkeys(tenants, uri)
     mapped: dict[int, str] = {}
@@ -44,7 +42,11 @@ def tenant_uris(uri: str, mapping: list[str], tenants: list[int], names: dict[in
         if t in mapped:  # which of the two was meant cannot be told
             raise InputError(f"{item!r}: tenant {t} is mapped already ({mapped[t]!r})", "--tenant-map")
         mapped[t] = item
-        uris[t] = export if "://" in export else urlunsplit(parts._replace(path="/" + export))
+        if "://" in export:
+            split_nbd(export, "--tenant-map")
+            uris[t] = export
+        else:
+            uris[t] = urlunsplit(parts._replace(path="/" + export))
     return uris
 
 
