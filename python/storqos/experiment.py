@@ -245,6 +245,11 @@ def from_dict(raw: dict[str, Any], *, base: Path = Path("."), where: str = "expe
     runs: list[Run] = []
     traces: dict[str, pl.DataFrame] = {}
     keys = list(grid)
+    if keys:  # the values the grid replaces are never run, but a wrong one is still wrong
+        written = copy.deepcopy({k: v for k, v in raw.items() if k != "grid"})
+        for k in keys:  # what the file leaves to the grid, the grid's first value gives
+            _set_path(written, k, grid[k][0], file, where, keep=True)
+        _point_runs(validate(written, where), {}, base, where, traces, 0, text)
     for values in itertools.product(*(grid[k] for k in keys)) if keys else [()]:
         point = dict(zip(keys, values, strict=True))
         cfg = copy.deepcopy({k: v for k, v in raw.items() if k != "grid"})  # a point is not a grid
@@ -256,8 +261,9 @@ def from_dict(raw: dict[str, Any], *, base: Path = Path("."), where: str = "expe
                       grid=grid, policies=[p.label for p in file.policy])
 
 
-def _set_path(cfg: dict[str, Any], key: str, value: Any, file: ExperimentFile, where: str) -> None:
-    """Set ``tenant.NAME.KEY`` / ``policy.NAME.KEY`` / ``device.KEY`` / ``seed`` in ``cfg``."""
+def _set_path(cfg: dict[str, Any], key: str, value: Any, file: ExperimentFile, where: str, keep: bool = False) -> None:
+    """Set ``tenant.NAME.KEY`` / ``policy.NAME.KEY`` / ``device.KEY`` / ``seed`` in ``cfg``
+    (with ``keep``, only where ``cfg`` does not set it already)."""
     parts = key.split(".")
     bad = InputError(
         f"[grid] key {key!r} names nothing (expected seed, duration, window, device.KEY, "
@@ -265,7 +271,8 @@ def _set_path(cfg: dict[str, Any], key: str, value: Any, file: ExperimentFile, w
     if len(parts) == 1:
         if parts[0] not in ("seed", "duration", "window", "percentile"):
             raise bad
-        cfg[parts[0]] = value
+        if not (keep and parts[0] in cfg):
+            cfg[parts[0]] = value
         return
     head, rest = parts[0], parts[1:]
     if head == "device":
@@ -287,7 +294,8 @@ def _set_path(cfg: dict[str, Any], key: str, value: Any, file: ExperimentFile, w
         if not isinstance(nxt, dict):
             raise InputError(f"[grid] key {key!r}: {p!r} is not a table", where)
         target = nxt
-    target[rest[-1]] = value
+    if not (keep and rest[-1] in target):
+        target[rest[-1]] = value
 
 
 def _resolve_path(p: str, base: Path) -> Path:

@@ -75,6 +75,21 @@ def write(tmp_path: Path, text: str, name: str = "exp.toml") -> Path:
     return p
 
 
+def test_a_value_the_grid_replaces_is_checked_too(tmp_path: Path) -> None:
+    """A malformed value that the grid replaces at every point was never run, and so
+    never refused: `capacity = "none"` under a grid of capacities passed `--check`. It
+    is wrong input all the same; a value the file leaves to the grid is not missing."""
+    bad = SMALL.replace('capacity = "900"', 'capacity = "none"')
+    with pytest.raises(InputError, match=r"^exp.toml:10: \[device\] capacity: malformed rate 'none'"):
+        load(write(tmp_path, bad))
+    bad = SMALL.replace('reservation = "300"', 'reservation = "lots"').replace(
+        "[grid]", '[grid]\n"trace.web.reservation" = ["100", "300"]')
+    with pytest.raises(InputError, match=r"^exp.toml:16: \[\[trace\]\] 1 \(web\): reservation: malformed rate 'lots'"):
+        load(write(tmp_path, bad))
+    left = SMALL.replace('capacity = "900"\n', "")
+    assert [r.device["iops"] for r in load(write(tmp_path, left)).runs] == [800.0, 800.0, 1200.0, 1200.0]
+
+
 def test_grid_expands_and_tenants_fill_policy_parameters(tmp_path: Path) -> None:
     exp = load(write(tmp_path, SMALL))
     assert len(exp.runs) == 4
