@@ -809,6 +809,46 @@ fn metrics_count_what_the_clients_did() {
     std::fs::remove_file(img).unwrap();
 }
 
+/// File descriptors this process has open.
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
+}
+
+#[test]
+fn idle_metrics_connections_hold_few_descriptors_and_never_keep_nbd_clients_out() {
+    use storqos_gateway::metrics::MAX_SCRAPES;
+    let img = image("metrics-flood", 1 << 20);
+    let exports = format!(r#"[{{"name":"a","path":"{}","tenant":0}}]"#, img.display());
+    let (h, _) = gateway_json(&exports, r#","metrics":"127.0.0.1:0""#);
+    let at = h.info().metrics.clone().expect("the bound metrics address");
+    rt().block_on(async {
+        // Within the listen backlog (128 here) past the scrapes answered: more would
+        // wait in connect() for a scrape to time out.
+        const IDLE: usize = 120;
+        let before = open_fds();
+        let mut idle = Vec::new();
+        for _ in 0..IDLE {
+            idle.push(TcpStream::connect(&at).await.unwrap()); // and say nothing
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        // Ours (IDLE) and the gateway's accepted ones: at most MAX_SCRAPES of those,
+        // where each idle connection took one of the gateway's descriptors before.
+        let taken = open_fds() - before;
+        assert!(taken <= IDLE + MAX_SCRAPES + 4, "{taken} descriptors for {IDLE} idle connections");
+        let t0 = Instant::now();
+        let mut c = Client::connect(h.addr().unwrap(), "a").await;
+        c.request(0, 0, 1, 0, 4096, &[]).await;
+        assert_eq!(c.reply(4096).await.0, 0);
+        assert!(t0.elapsed() < Duration::from_secs(2), "an NBD read took {:?}", t0.elapsed());
+        drop(idle); // their scrapes end, the waiting ones are accepted and end too
+        let (status, body) = tokio::time::timeout(Duration::from_secs(5), http_get(&at, "/metrics")).await.unwrap();
+        assert_eq!(status, "HTTP/1.1 200 OK");
+        assert!(body.contains(r#"storqos_requests_total{tenant="0",op="read"} 1"#), "{body}");
+    });
+    drop(h.shutdown());
+    std::fs::remove_file(img).unwrap();
+}
+
 /// One command on the control socket at `path`, its JSON reply.
 async fn control(path: &std::path::Path, cmd: &str) -> serde_json::Value {
     let mut s = tokio::net::UnixStream::connect(path).await.unwrap();
