@@ -28,7 +28,7 @@ import select
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import polars as pl
@@ -56,6 +56,10 @@ REAP_NS = 50_000
 MAX_SLEEP_S = 0.02
 #: A request issued later than this after its trace time counts as late.
 LATE_NS = 1_000_000
+#: Default of how long the replay waits for the storage before it gives up: for the
+#: NBD handshake, and with requests in flight for a reply (a stopped or hung server,
+#: one that accepts connections and says nothing, kept the replay waiting for ever).
+STALL_S = 60.0
 #: Schema of the request log (``storqos simulate --out``'s).
 REQUEST_SCHEMA: dict[str, Any] = {
     "id": pl.UInt64, "tenant": pl.UInt32, "class": pl.UInt32, "arrival_ns": pl.UInt64,
@@ -223,14 +227,23 @@ def place(offsets: np.ndarray, sizes: np.ndarray, export_bytes: int, *, wrap: bo
 class _Conn:
     """One tenant's NBD connection and what it has in flight."""
 
-    def __init__(self, nbd: Any, uri: str, tenant: int, where: str = "replay") -> None:
+    def __init__(self, nbd: Any, uri: str, tenant: int, where: str = "replay", timeout_s: float = STALL_S) -> None:
         self.h = nbd.NBD()
         self.uri = uri
         self.tenant = tenant
         try:
-            self.h.connect_uri(uri)
+            self.h.aio_connect_uri(uri)
+            end = time.monotonic() + timeout_s
+            while self.h.aio_is_connecting() or self.h.aio_is_created():
+                left = end - time.monotonic()
+                if left <= 0:
+                    raise InputError(f"cannot open {uri}: no NBD handshake within {timeout_s:g} s (the server "
+                                     "took the connection and said nothing)", where)
+                self.h.poll(max(1, int(min(left, 1.0) * 1000)))
         except nbd.Error as e:
             raise InputError(f"cannot open {uri}: {_nbd_message(e)}", where) from None
+        if not (self.h.aio_is_ready() or self.h.aio_is_processing()):
+            raise InputError(f"cannot open {uri}: the server closed the connection in the handshake", where)
         self.size = int(self.h.get_size())
         self.read_only = bool(self.h.is_read_only())
         self.fd = int(self.h.aio_get_fd())
@@ -250,10 +263,10 @@ def _nbd_message(e: Any) -> str:
     return msg.splitlines()[0] if msg else type(e).__name__
 
 
-def export_size(uri: str, where: str = "replay") -> int:
+def export_size(uri: str, where: str = "replay", timeout_s: float = STALL_S) -> int:
     """The size in bytes of the export behind ``uri`` (one line naming ``where`` if it
-    cannot be opened)."""
-    c = _Conn(_nbd(), uri, 0, where)
+    cannot be opened within ``timeout_s``)."""
+    c = _Conn(_nbd(), uri, 0, where, timeout_s)
     try:
         return c.size
     finally:
@@ -272,6 +285,7 @@ def replay(
     warmup: bool = False,
     until_s: float | None = None,
     awake: str = "no",
+    stall_s: float = STALL_S,
     progress: Callable[[int, int], None] | None = None,
 ) -> ReplayResult:
     """Replay ``trace`` (storqos's trace schema) over NBD; ``uris`` gives each tenant's
@@ -284,8 +298,10 @@ def replay(
     server. With ``until_s`` (closed loop only), no request is issued after that many
     seconds: the trace is then a supply, of which only what was issued is logged.
     ``awake`` (auto, yes or no) keeps the CPUs out of their sleep states while the
-    requests go (:func:`storqos.cpu_latency.cpus_awake`). ``progress(done, total)`` is
-    called now and then."""
+    requests go (:func:`storqos.cpu_latency.cpus_awake`). With no NBD handshake, or with
+    requests in flight and no reply, for ``stall_s`` seconds, the storage has stopped
+    answering: an :class:`InputError` (no result). ``progress(done, total)`` is called
+    now and then."""
     nbd = _nbd()
     if not (speed > 0 and np.isfinite(speed)):
         raise InputError(f"must be a finite number > 0, got {speed}", "--speed")
@@ -297,6 +313,8 @@ def replay(
         raise InputError("a time bound needs closed loop and > 0 seconds", "replay")
     if not 1 <= connections <= 64:
         raise InputError(f"must be in 1..64, got {connections}", "--connections")
+    if not (stall_s > 0 and np.isfinite(stall_s)):
+        raise InputError(f"must be a finite number of seconds > 0, got {stall_s}", "--timeout")
     check_mode(awake)
     if not trace.height:
         raise InputError("the trace has no requests", "replay")
@@ -309,7 +327,7 @@ def replay(
     conns: dict[int, list[_Conn]] = {}
     try:
         for t in tenants:
-            conns[t] = [_Conn(nbd, uris[t], t) for _ in range(connections)]
+            conns[t] = [_Conn(nbd, uris[t], t, timeout_s=stall_s) for _ in range(connections)]
         arrival = trace["arrival_ns"].to_numpy().astype(np.int64)
         arrival = arrival - arrival.min()
         sched = (arrival / speed).astype(np.int64)
@@ -332,7 +350,7 @@ def replay(
         with cpus_awake(awake) as held:
             before = steal_ms()
             res = _run(nbd, conns, sched, tenant, size, is_read, offset, max_outstanding, closed, until_s, progress,
-                       wrapped, pieces, speed)
+                       wrapped, pieces, speed, stall_s)
             res.steal_ms = steal_between(before, steal_ms())
         res.cpus_awake = held
         return res
@@ -344,7 +362,8 @@ def replay(
 
 def _run(nbd: Any, conns: dict[int, list[_Conn]], sched: np.ndarray, tenant: np.ndarray, size: np.ndarray,
          is_read: np.ndarray, offset: np.ndarray, max_outstanding: int, closed: int | None, until_s: float | None,
-         progress: Callable[[int, int], None] | None, wrapped: int, pieces: int, speed: float) -> ReplayResult:
+         progress: Callable[[int, int], None] | None, wrapped: int, pieces: int, speed: float,
+         stall_s: float = STALL_S) -> ReplayResult:
     n = sched.size
     issued = np.zeros(n, dtype=np.int64)
     finished = np.zeros(n, dtype=np.int64)
@@ -360,7 +379,9 @@ def _run(nbd: Any, conns: dict[int, list[_Conn]], sched: np.ndarray, tenant: np.
     for t, cs in conns.items():
         for j, k in enumerate(np.flatnonzero(tenant == t).tolist()):
             which[k] = cs[j % len(cs)]
-    state = {"inflight": 0, "done": 0}
+    # quiet_since: the last reply, or when requests went in flight after none were
+    state = {"inflight": 0, "done": 0, "quiet_since": 0}
+    stall_ns = int(stall_s * 1e9)
     now = time.perf_counter_ns
 
     def buffer(pool: dict[int, Any], nbytes: int) -> Any:
@@ -388,6 +409,7 @@ def _run(nbd: Any, conns: dict[int, list[_Conn]], sched: np.ndarray, tenant: np.
                     first_error.append(f"{c.uri}: {'read' if is_read[i] else 'write'} of {int(size[i]):,} bytes at "
                                        f"{int(offset[i]):,}: {_nbd_message(e)}")
             finished[i] = t
+            state["quiet_since"] = t
             state["inflight"] -= 1
             state["done"] += 1
             if on_done is not None:
@@ -407,6 +429,8 @@ def _run(nbd: Any, conns: dict[int, list[_Conn]], sched: np.ndarray, tenant: np.
             r, w, _ = select.select(rd, wr, [], min(max(timeout_s, 0.0), MAX_SLEEP_S))
         except InterruptedError:
             return
+        if not r and not w and state["inflight"] and now() - state["quiet_since"] > stall_ns:
+            stalled()
         for fd in w:
             by_fd[fd].h.aio_notify_write()
         for fd in r:
@@ -417,10 +441,18 @@ def _run(nbd: Any, conns: dict[int, list[_Conn]], sched: np.ndarray, tenant: np.
             if c.inflight:
                 retire(c)
 
+    def stalled() -> NoReturn:
+        waiting = sorted({c.uri for c in clist if c.inflight})
+        raise InputError(f"no reply for {stall_s:g} s with {state['inflight']:,} request(s) in flight to "
+                         f"{', '.join(waiting)}: the storage stopped answering (wait longer with --timeout)",
+                         "replay")
+
     def issue(i: int) -> None:
         c = which[i]
         nbytes = int(size[i])
         issued[i] = now()
+        if not state["inflight"]:
+            state["quiet_since"] = issued[i]
         try:
             if is_read[i]:
                 buf = buffer(read_bufs, nbytes)

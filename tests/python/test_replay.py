@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
+import time
 from pathlib import Path
 
 import numpy as np
@@ -166,6 +168,41 @@ def test_bad_uris_exports_and_traces_are_one_line(gateway: int, tmp_path: Path) 
     assert_one_line_error(run_cli("replay", str(trace), f"nbd://127.0.0.1:{gateway}/a", "--tenant-map", "7=b"),
                           "no tenant")
     assert not out.exists() and not list(tmp_path.glob(".x.parquet*"))  # nothing partial left
+
+
+@pytest.mark.untimed
+def test_storage_that_stops_answering_ends_the_replay_in_one_line(tmp_path: Path) -> None:
+    """A server that takes the connection and says nothing, or that answers the
+    handshake and then no request, kept the replay waiting for ever; `--timeout` bounds
+    both, with one line, exit 2 and no output."""
+    trace = tmp_path / "t.csv"
+    _trace(50, 1000.0).write_csv(trace)
+    out = tmp_path / "x.parquet"
+    with socket.socket() as mute:  # the kernel completes connections to it: nothing answers
+        mute.bind(("127.0.0.1", 0))
+        mute.listen(8)
+        port = mute.getsockname()[1]
+        t0 = time.monotonic()
+        assert_one_line_error(run_cli("replay", str(trace), f"nbd://127.0.0.1:{port}/a", "--timeout", "1s",
+                                      "--out", str(out)),
+                              f"cannot open nbd://127.0.0.1:{port}/a: no NBD handshake within 1 s")
+        assert time.monotonic() - t0 < 30
+    img = _image(tmp_path / "a.img", 16 * MiB)
+    slow = Server("--export", f"a={img}", "--iops", "0.01", "--listen", "127.0.0.1:0", "--for", "120s")
+    _, port = slow.ready()
+    try:  # one request per 100 s
+        t0 = time.monotonic()
+        assert_one_line_error(run_cli("replay", str(trace), f"nbd://127.0.0.1:{port}/a", "--timeout", "2s",
+                                      "--out", str(out)),
+                              "no reply for 2 s with", f"request(s) in flight to nbd://127.0.0.1:{port}/a",
+                              "--timeout")
+        assert time.monotonic() - t0 < 30
+    finally:
+        code, _, err = slow.finish(signal.SIGTERM)
+    assert code == 0, err
+    assert not out.exists() and not list(tmp_path.glob(".x.parquet*"))
+    assert_one_line_error(run_cli("replay", str(trace), f"nbd://127.0.0.1:{port}/a", "--timeout", "0s"),
+                          "--timeout: must be > 0")
 
 
 @pytest.mark.untimed

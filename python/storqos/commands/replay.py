@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..console import emit_json, out
 from ..errors import InputError
-from ..units import fmt_ms, fmt_rate
+from ..units import fmt_ms, fmt_rate, parse_duration
 from ..uri import split_nbd
 from .options import AwakeOpt, FormatOpt, JsonOpt, SortOpt, TimeUnitOpt, load_tenants
 
@@ -75,6 +75,9 @@ def replay(
     offsets: Annotated[
         str, typer.Option(help="Offsets beyond the export: wrap (fold into it) or error.")] = "wrap",
     max_requests: Annotated[int | None, typer.Option(help="Replay only the first N requests.")] = None,
+    timeout: Annotated[
+        str, typer.Option(help="Give up when the storage has not answered for this long: no NBD handshake, or "
+                               "no reply while requests are in flight (e.g. 60s, 5min).")] = "60s",
     awake_cpus: AwakeOpt = "no",
     format: FormatOpt = None,
     time_unit: TimeUnitOpt = None,
@@ -113,6 +116,9 @@ def replay(
     if speed is not None and closed is not None:  # a closed loop does not keep to the trace's times
         raise InputError("a closed loop ignores the trace's times: give --speed or --closed, not both", "--speed")
     speed = 1.0 if speed is None else speed
+    stall_s = parse_duration(timeout, "--timeout") / 1e9
+    if stall_s <= 0:
+        raise InputError(f"must be > 0, got {timeout!r}", "--timeout")
     if out_file is not None:
         check_table_file(out_file, "--out")
     df, names = load_tenants([trace], format, time_unit, sort, split_by)
@@ -122,7 +128,7 @@ def replay(
     uris = tenant_uris(uri, tenant_map or [], tenants, names)
     with progress_bar(f"replaying {df.height:,} requests", df.height) as update:
         res = run(df, uris, speed=speed, max_outstanding=max_outstanding, closed=closed, connections=connections,
-                  wrap=offsets == "wrap", awake=awake_cpus, progress=update)
+                  wrap=offsets == "wrap", awake=awake_cpus, stall_s=stall_s, progress=update)
     if out_file is not None:
         write_table(res.requests, out_file)
     warn_behind(res)
