@@ -144,6 +144,11 @@ def target(text: str, direct: bool) -> Target:
     return Target(text, "libaio", ("--ioengine=libaio", f"--filename={text}", f"--direct={int(direct)}", *size))
 
 
+#: fio is given this long at least (and 10 × a point's time) before it is taken for hung:
+#: on a target that stops answering, fio waits for ever.
+FIO_MIN_TIMEOUT_S = 60.0
+
+
 def _fio() -> str:
     exe = shutil.which("fio")
     if exe is None:
@@ -165,7 +170,12 @@ def run_point(tgt: Target, op: str, pattern: str, size: int, qd: int, seconds: f
         "--percentile_list=" + ":".join(f"{p:g}" for p in PERCENTILES),
         *([f"--thinktime={spaced_us}"] if spaced_us else []),
     ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, timeout=max(60.0, 10 * seconds))
+    limit = max(FIO_MIN_TIMEOUT_S, 10 * seconds)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, timeout=limit)
+    except subprocess.TimeoutExpired:  # fio itself waits for ever on a target that stopped answering
+        raise InputError(f"fio did not finish within {limit:g} s on {tgt.text} ({rw}, {size} B, depth {qd}): "
+                         "the target stopped answering", "calibrate") from None
     text = out.read_text() if out.exists() else ""
     if proc.returncode != 0 or "{" not in text:
         lines = [ln for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]

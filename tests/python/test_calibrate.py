@@ -204,6 +204,25 @@ def test_a_profile_of_another_version_or_a_bad_target_is_one_line(profile_2k: Pa
                           "--buffered: nbd://127.0.0.1:1/x is served over NBD")
 
 
+def test_a_target_that_says_nothing_ends_the_calibration_in_one_line(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """fio waits for ever on an NBD server that takes the connection and says nothing;
+    its time limit was an internal error (subprocess.TimeoutExpired), exit 1."""
+    import socket
+
+    from storqos import calibrate as cal
+    from storqos.errors import InputError
+
+    monkeypatch.setattr(cal, "FIO_MIN_TIMEOUT_S", 2.0)
+    with socket.socket() as mute:
+        mute.bind(("127.0.0.1", 0))
+        mute.listen(8)
+        uri = f"nbd://127.0.0.1:{mute.getsockname()[1]}/a"
+        with pytest.raises(InputError, match=rf"^calibrate: fio did not finish within 2 s on {uri} \(randread, "
+                                             r"4096 B, depth 1\): the target stopped answering$"):
+            cal.run_point(cal.target(uri, direct=False), "read", "random", 4096, 1, 0.1, tmp_path)
+
+
 def test_the_replay_engine_measures_the_same_2k_device(tmp_path: Path) -> None:
     """storqos replay's own client, in closed loop, finds the same 2k IOPS; the reads at
     rest (one every 2 ms) are measured, and what they pay beyond the emulated 0.5 ms
