@@ -233,9 +233,16 @@ def map_runs(
     return _map_dask(fn, items, shared, key_of, order, backend, on_done)
 
 
+#: How long a scheduler given by address has to greet a connection.
+SCHEDULER_GREETING_S = 10.0
+
+
 def _probe_scheduler(address: str) -> None:
     """Fail at once, in one line, when nothing listens at a ``tcp://HOST:PORT`` scheduler
-    address (distributed itself retries until its 10 s timeout)."""
+    address (distributed itself retries until its 10 s timeout), and within
+    :data:`SCHEDULER_GREETING_S` when what listens there says nothing: a Dask scheduler
+    sends its handshake as soon as it takes a connection, and distributed's ``Client``
+    waited for one for ever, whatever its timeout."""
     import socket
 
     from .uri import split
@@ -244,10 +251,19 @@ def _probe_scheduler(address: str) -> None:
     if u.scheme != "tcp" or not u.hostname or u.port is None:
         return
     try:
-        socket.create_connection((u.hostname, u.port), timeout=3.0).close()
+        with socket.create_connection((u.hostname, u.port), timeout=3.0) as s:
+            s.settimeout(SCHEDULER_GREETING_S)
+            try:
+                greeted = bool(s.recv(1))
+            except TimeoutError:
+                raise InputError(f"{address} took the connection but said nothing within "
+                                 f"{SCHEDULER_GREETING_S:g} s: not a Dask scheduler, or a hung one",
+                                 "--dask") from None
     except OSError as e:
         reason = e.strerror or str(e) or type(e).__name__
         raise InputError(f"cannot reach the Dask scheduler at {address}: {reason}", "--dask") from None
+    if not greeted:
+        raise InputError(f"{address} closed the connection without a word: not a Dask scheduler", "--dask")
 
 
 def _map_dask(

@@ -216,6 +216,26 @@ def test_unreachable_dask_scheduler_is_one_line_error(tmp_path: Path) -> None:
         assert lines[0].startswith("error: --dask: malformed URI") and why in lines[0], r.stderr
 
 
+def test_a_scheduler_address_where_nothing_answers_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """distributed's Client waited for ever (timeout or not) on an address that takes
+    connections and says nothing; a Dask scheduler greets a connection at once."""
+    import socket
+
+    from storqos import sweep
+    from storqos.errors import InputError
+
+    monkeypatch.setattr(sweep, "SCHEDULER_GREETING_S", 0.5)
+    with socket.socket() as mute:
+        mute.bind(("127.0.0.1", 0))
+        mute.listen(8)
+        address = f"tcp://127.0.0.1:{mute.getsockname()[1]}"
+        t0 = time.monotonic()
+        with pytest.raises(InputError, match=rf"^--dask: {address} took the connection but said nothing within "
+                                             r"0.5 s: not a Dask scheduler"):
+            sweep._probe_scheduler(address)
+        assert time.monotonic() - t0 < 5
+
+
 def test_a_local_cluster_says_nothing_when_the_dashboard_port_is_taken() -> None:
     """With 127.0.0.1:8787 taken (here by a listening socket; by another Dask cluster on
     a user's machine), a ``local:N`` sweep's scheduler puts its HTTP server on another
