@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from .config_file import read_config_text
 from .errors import InputError
 from .gateway_config import load, merged
 from .sim import ClosedClient, SimResult, simulate
@@ -76,9 +77,10 @@ def read_fio_jobs(fio: str | Path, tenants_by_export: dict[str, int]) -> list[Fi
     """The jobs of a fio job file, each mapped to its export's tenant."""
     path = Path(fio)
     parser = configparser.ConfigParser(interpolation=None, strict=True)
+    text = read_config_text(path, "fio job")
     try:
-        parser.read_string(path.read_text(), source=str(path))
-    except (OSError, configparser.Error) as e:
+        parser.read_string(text, source=str(path))
+    except configparser.Error as e:
         raise InputError(f"cannot read the fio job file: {e}".replace("\n", " "), str(path)) from None
     glob = dict(parser["global"]) if parser.has_section("global") else {}
     jobs: list[FioJob] = []

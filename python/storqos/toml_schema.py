@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from .config_file import read_config_text
 from .errors import InputError
 from .units import parse_duration, parse_rate
 
@@ -90,15 +91,8 @@ class Table(BaseModel):
 
 def read_toml(path: Path) -> tuple[str, dict[str, Any]]:
     """A TOML file's text and its parsed tables, or an InputError naming the file (not
-    there, a directory, not UTF-8 text, a syntax error)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"not a TOML text file: byte {e.start} is not UTF-8", str(path)) from None
-    except FileNotFoundError:
-        raise InputError("no such file", str(path)) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a TOML file", str(path)) from None
+    there, a directory, not a regular file, too large, not UTF-8 text, a syntax error)."""
+    text = read_config_text(path, "TOML")
     try:
         return text, tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

@@ -155,3 +155,15 @@ def test_exports_added_and_removed_live_with_ctl_and_sighup(gw: Path, tmp_path: 
         code, out, err = s.finish(signal.SIGTERM)
     assert code == 0, err
     assert "SIGHUP: configuration reloaded" in err
+
+
+@pytest.mark.untimed
+def test_the_control_socket_never_replaces_a_file_that_is_not_a_socket(tmp_path: Path) -> None:
+    """`--control PATH` removed whatever PATH named to put its socket there (a config
+    file given by mistake, or /dev/zero); only a stale socket is replaced now."""
+    img = _image(tmp_path / "a.img")
+    keep = tmp_path / "gw.toml"
+    keep.write_text("# the operator's config\n")
+    assert_one_line_error(run_cli("serve", "--export", f"a={img}", "--control", str(keep), "--for", "1s"),
+                          f"control: cannot create the socket {keep}: a file that is not a socket is there")
+    assert keep.read_text() == "# the operator's config\n"

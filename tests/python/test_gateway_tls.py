@@ -193,6 +193,9 @@ def test_bad_tls_settings_are_one_line_errors(tmp_path: Path) -> None:
     a = _image(tmp_path / "a.img")
     junk = tmp_path / "junk.pem"
     junk.write_text("not a certificate\n")
+    big = tmp_path / "big.pem"
+    with open(big, "wb") as f:
+        f.truncate(5 << 20)
     other_key = tmp_path / "other"
     _leaf(tmp_path / "pki" / "ca", other_key, "server", "serverAuth", "DNS:localhost")
     base = ("serve", "--export", f"a={a}:0", "--listen", "127.0.0.1:0", "--for", "1s")
@@ -202,6 +205,10 @@ def test_bad_tls_settings_are_one_line_errors(tmp_path: Path) -> None:
         (("--tls-cert", str(pki["cert"]), "--tls-key", str(other_key / "server-key.pem")),
          ("does not go with the certificate",)),
         (("--tls-cert", str(tmp_path / "missing.pem"), "--tls-key", str(pki["key"])), ("tls.cert", "missing.pem")),
+        # Read until memory ran out: files that are not regular, or too large, are refused.
+        (("--tls-cert", "/dev/zero", "--tls-key", str(pki["key"])), ("tls.cert: /dev/zero: not a regular file",)),
+        (("--tls-cert", str(pki["cert"]), "--tls-key", "/dev/zero"), ("tls.key: /dev/zero: not a regular file",)),
+        (("--tls-cert", str(big), "--tls-key", str(pki["key"])), ("tls.cert", "larger than 4 MiB: not a PEM file")),
         (("--tls", "require",), ("--tls-cert", "give the server's cert")),
         (("--tls", "maybe",), ("--tls", "expected one of off, on, require")),
         ((*_tls_flags(pki), "--tls-client-ca", str(junk)), ("tls.client_ca", "no certificate")),

@@ -60,10 +60,18 @@ pub struct Control {
     pub clock: crate::sched::Clock,
 }
 
-/// Create the socket at `path` (replacing a stale one), mode 0600.
+/// Create the socket at `path` (replacing a stale socket, and nothing else), mode 0600.
 pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
-    use std::os::unix::fs::PermissionsExt;
-    if path.exists() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        // Only a socket is replaced: `--control gw.toml` (or /dev/zero) once removed the
+        // file it named to put the socket there.
+        if !meta.file_type().is_socket() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "a file that is not a socket is there: not replacing it (name a new path)",
+            ));
+        }
         // A socket left by a gateway that is gone (one that is alive answers).
         if std::os::unix::net::UnixStream::connect(path).is_ok() {
             return Err(std::io::Error::new(std::io::ErrorKind::AddrInUse, "a running gateway already uses it"));
@@ -276,5 +284,36 @@ impl Control {
             *p = spec;
         }
         Ok(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bind;
+
+    fn scratch(tag: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("storqos-control-{}-{tag}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[tokio::test]
+    async fn only_a_stale_socket_is_replaced() {
+        let dir = scratch("bind");
+        // A file that is not a socket stays as it was.
+        let file = dir.join("gw.toml");
+        std::fs::write(&file, "listen = \"127.0.0.1:10809\"\n").unwrap();
+        let err = bind(&file).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
+        assert!(err.to_string().contains("not a socket"), "{err}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "listen = \"127.0.0.1:10809\"\n");
+        // A live socket is in use; once its listener is gone, it is stale and replaced.
+        let sock = dir.join("gw.sock");
+        let live = bind(&sock).unwrap();
+        assert_eq!(bind(&sock).unwrap_err().kind(), std::io::ErrorKind::AddrInUse);
+        drop(live);
+        let again = bind(&sock).unwrap();
+        drop(again);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

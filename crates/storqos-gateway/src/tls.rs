@@ -14,10 +14,32 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::config::{Error, Result, TlsConfig, TlsMode};
 
+/// Largest PEM file read (a certificate chain or a CA bundle is tens of KB).
+pub const MAX_PEM_BYTES: u64 = 4 << 20;
+
+/// The bytes of the PEM file at `path` (config key `key`): a regular file of at most
+/// [`MAX_PEM_BYTES`]. `--tls-cert /dev/zero` was read until memory ran out.
+fn pem_bytes(path: &Path, key: &str) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let bad = |why: String| Error::Config(format!("tls.{key}: {}: {why}", path.display()));
+    let meta = std::fs::metadata(path).map_err(|e| bad(format!("cannot read it ({e})")))?;
+    if !meta.is_file() {
+        return Err(bad("not a regular file (expected a PEM file)".into()));
+    }
+    let mut data = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_PEM_BYTES + 1).read_to_end(&mut data))
+        .map_err(|e| bad(format!("cannot read it ({e})")))?;
+    if data.len() as u64 > MAX_PEM_BYTES {
+        return Err(bad(format!("larger than {} MiB: not a PEM file", MAX_PEM_BYTES >> 20)));
+    }
+    Ok(data)
+}
+
 fn certs(path: &Path, key: &str) -> Result<Vec<CertificateDer<'static>>> {
     let bad = |why: String| Error::Config(format!("tls.{key}: {}: {why}", path.display()));
-    let certs = CertificateDer::pem_file_iter(path)
-        .map_err(|e| bad(e.to_string()))?
+    let data = pem_bytes(path, key)?;
+    let certs = CertificateDer::pem_slice_iter(&data)
         .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(|e| bad(format!("not a PEM certificate file ({e})")))?;
     if certs.is_empty() {
@@ -39,7 +61,7 @@ pub fn acceptor(tls: &TlsConfig) -> Result<Option<TlsAcceptor>> {
     };
     let (cert_path, key_path) = (need(&tls.cert, "cert")?, need(&tls.key, "key")?);
     let chain = certs(&cert_path, "cert")?;
-    let key = PrivateKeyDer::from_pem_file(&key_path)
+    let key = PrivateKeyDer::from_pem_slice(&pem_bytes(&key_path, "key")?)
         .map_err(|e| Error::Config(format!("tls.key: {}: not a PEM private key ({e})", key_path.display())))?;
     let provider = Arc::new(provider());
     let builder = ServerConfig::builder_with_provider(provider.clone())
