@@ -314,7 +314,7 @@ def replay(
     if not 1 <= connections <= 64:
         raise InputError(f"must be in 1..64, got {connections}", "--connections")
     if not (stall_s > 0 and np.isfinite(stall_s)):
-        raise InputError(f"must be a finite number of seconds > 0, got {stall_s}", "--timeout")
+        raise InputError(f"must be > 0 s and finite, got {stall_s:g} s", "--timeout")
     check_mode(awake)
     if not trace.height:
         raise InputError("the trace has no requests", "replay")
@@ -363,7 +363,7 @@ def replay(
 def _run(nbd: Any, conns: dict[int, list[_Conn]], sched: np.ndarray, tenant: np.ndarray, size: np.ndarray,
          is_read: np.ndarray, offset: np.ndarray, max_outstanding: int, closed: int | None, until_s: float | None,
          progress: Callable[[int, int], None] | None, wrapped: int, pieces: int, speed: float,
-         stall_s: float = STALL_S) -> ReplayResult:
+         stall_s: float) -> ReplayResult:
     n = sched.size
     issued = np.zeros(n, dtype=np.int64)
     finished = np.zeros(n, dtype=np.int64)
