@@ -291,15 +291,10 @@ impl Control {
 mod tests {
     use super::bind;
 
-    fn scratch(tag: &str) -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!("storqos-control-{}-{tag}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
-
     #[tokio::test]
     async fn only_a_stale_socket_is_replaced() {
-        let dir = scratch("bind");
+        let scratch = crate::scratch::dir("control-bind");
+        let dir = scratch.path();
         // A file that is not a socket stays as it was.
         let file = dir.join("gw.toml");
         std::fs::write(&file, "listen = \"127.0.0.1:10809\"\n").unwrap();
@@ -314,6 +309,5 @@ mod tests {
         drop(live);
         let again = bind(&sock).unwrap();
         drop(again);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

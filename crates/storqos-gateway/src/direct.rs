@@ -179,25 +179,6 @@ impl Drop for AlignedBuf {
 // SAFETY: the buffer is plain memory owned by one value.
 unsafe impl Send for AlignedBuf {}
 
-/// A scratch file for tests beside the sources (a tmpfs `/tmp` refuses `O_DIRECT`),
-/// removed when dropped, a failing test's too.
-#[cfg(test)]
-pub(crate) struct Scratch(pub std::path::PathBuf);
-
-#[cfg(test)]
-impl Scratch {
-    pub(crate) fn new(name: &str) -> Scratch {
-        Scratch(Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(".{name}-{}", std::process::id())))
-    }
-}
-
-#[cfg(test)]
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,8 +193,8 @@ mod tests {
 
     #[test]
     fn unaligned_reads_and_aligned_writes_round_trip() {
-        let scratch = Scratch::new("direct-test");
-        let p = &scratch.0;
+        let scratch = crate::scratch::direct_file("direct-test");
+        let p: &Path = &scratch;
         let bytes: Vec<u8> = (0..3 * ALIGN + 100).map(|i| (i % 251) as u8).collect();
         std::fs::write(p, &bytes).unwrap();
         let d = Direct::open(p, false).unwrap();

@@ -564,13 +564,6 @@ pub(crate) fn errno(e: &io::Error) -> u32 {
 mod tests {
     use super::*;
 
-    fn tmp(name: &str, len: u64) -> PathBuf {
-        let p = std::env::temp_dir().join(format!("storqos-gw-export-{}-{name}", std::process::id()));
-        let f = File::create(&p).unwrap();
-        f.set_len(len).unwrap();
-        p
-    }
-
     fn cfg(path: PathBuf) -> ExportConfig {
         ExportConfig::plain("e", path, 2)
     }
@@ -578,8 +571,8 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn a_direct_export_reads_past_the_page_cache_and_mixes_aligned_and_unaligned_writes() {
-        let scratch = crate::direct::Scratch::new("direct-export");
-        let p = scratch.0.clone();
+        let scratch = crate::scratch::direct_file("direct-export");
+        let p = scratch.to_path_buf();
         File::create(&p).unwrap().set_len(4 * 4096).unwrap();
         let e = Export::open(&ExportConfig { direct: true, ..cfg(p.clone()) }, "exports[0]").unwrap();
         assert!(e.is_direct());
@@ -605,8 +598,8 @@ mod tests {
 
     #[test]
     fn read_write_flush_and_bounds() {
-        let p = tmp("rw", 8192);
-        let e = Export::open(&cfg(p.clone()), "exports[0]").unwrap();
+        let p = crate::scratch::file("rw", 8192);
+        let e = Export::open(&cfg(p.to_path_buf()), "exports[0]").unwrap();
         assert_eq!((e.size, e.tenant, e.class), (8192, 2, 2));
         e.write(4096, &[0xab; 100], true).unwrap();
         assert_eq!(e.read(4096, 100).unwrap(), vec![0xab; 100]);
@@ -623,13 +616,12 @@ mod tests {
             assert_eq!(e.read_nowait(4096, 100), Some(vec![0xab; 100]));
         }
         assert_eq!(e.read_nowait(8190, 10), None);
-        std::fs::remove_file(p).unwrap();
     }
 
     #[test]
     fn a_file_truncated_under_the_gateway_is_not_grown_again() {
-        let p = tmp("shrunk", 8192);
-        let e = Export::open(&cfg(p.clone()), "exports[0]").unwrap();
+        let p = crate::scratch::file("shrunk", 8192);
+        let e = Export::open(&cfg(p.to_path_buf()), "exports[0]").unwrap();
         File::options().write(true).open(&p).unwrap().set_len(4096).unwrap();
         assert!(e.contains(6000, 100), "inside the export's size at open");
         assert_eq!(e.write(6000, &[1; 100], false), Err(EIO));
@@ -638,13 +630,12 @@ mod tests {
         assert_eq!(std::fs::metadata(&p).unwrap().len(), 4096, "the file grew again");
         e.write(0, &[2; 100], false).unwrap();
         assert_eq!(e.read(0, 100).unwrap(), vec![2; 100]);
-        std::fs::remove_file(p).unwrap();
     }
 
     #[test]
     fn trim_and_write_zeroes_keep_the_size_and_read_back_zeroes() {
-        let p = tmp("zeroes", 1 << 20);
-        let e = Export::open(&cfg(p.clone()), "exports[0]").unwrap();
+        let p = crate::scratch::file("zeroes", 1 << 20);
+        let e = Export::open(&cfg(p.to_path_buf()), "exports[0]").unwrap();
         e.write(0, &[0x77; 1 << 20], false).unwrap();
         e.write_zeroes(4096, 8192, false, true).unwrap(); // a hole
         e.write_zeroes(65536, 100, true, false).unwrap(); // zeroed without a hole, unaligned
@@ -658,7 +649,6 @@ mod tests {
         // On Linux file systems that punch holes (tmpfs, ext4, xfs) the trimmed range
         // reads as zeroes; a trim is a hint, so the rest of the file is untouched.
         assert_eq!(e.read(196608, 4).unwrap(), vec![0x77; 4]);
-        std::fs::remove_file(p).unwrap();
     }
 
     #[test]
@@ -668,34 +658,33 @@ mod tests {
         assert!(e.contains("exports[1].path:") && e.contains("no such file"), "{e}");
         let e = Export::open(&cfg(std::env::temp_dir()), "exports[0]").unwrap_err().to_string();
         assert!(e.contains("not a regular file"), "{e}");
-        let p = tmp("empty", 0);
-        let e = Export::open(&cfg(p.clone()), "exports[0]").unwrap_err().to_string();
+        let p = crate::scratch::file("empty", 0);
+        let e = Export::open(&cfg(p.to_path_buf()), "exports[0]").unwrap_err().to_string();
         assert!(e.contains("the file is empty"), "{e}");
-        std::fs::remove_file(p).unwrap();
     }
 
     #[test]
     fn an_export_sharing_a_tier_serves_the_same_map_for_its_own_tenant() {
-        let (slow, fast, other) =
-            (tmp("share-slow", 1 << 20), tmp("share-fast", 64 << 10), tmp("share-other", 1 << 20));
-        let mut owner = cfg(slow.clone());
+        let (slow, fast, other) = (
+            crate::scratch::file("share-slow", 1 << 20),
+            crate::scratch::file("share-fast", 64 << 10),
+            crate::scratch::file("share-other", 1 << 20),
+        );
+        let mut owner = cfg(slow.to_path_buf());
         owner.name = "data".into();
-        owner.tier = Some(crate::tier::TierConfig { fast: fast.clone(), block_bytes: 4096, pin: 0.0, lru: true });
+        owner.tier = Some(crate::tier::TierConfig { fast: fast.to_path_buf(), block_bytes: 4096, pin: 0.0, lru: true });
         let data = Export::open(&owner, "exports[0]").unwrap();
-        let mut scrub = cfg(slow.clone());
+        let mut scrub = cfg(slow.to_path_buf());
         scrub.name = "scrub".into();
         scrub.tenant = 1;
         scrub.shares = Some("data".into());
         let s = Export::open_sharing(&scrub, "exports[1]", Some(&data)).unwrap();
         assert!(Arc::ptr_eq(s.tier.as_ref().unwrap(), data.tier.as_ref().unwrap()), "one block map");
         assert_eq!((s.tenant, data.tenant), (1, 2));
-        scrub.path = other.clone();
+        scrub.path = other.to_path_buf();
         let e = Export::open_sharing(&scrub, "exports[1]", Some(&data)).unwrap_err().to_string();
         assert!(e.contains("exports[1].shares") && e.contains("is not the file of export"), "{e}");
         let e = Export::open(&scrub, "exports[1]").unwrap_err().to_string();
         assert!(e.contains("no tiered export named"), "{e}");
-        for p in [slow, fast, other] {
-            std::fs::remove_file(p).unwrap();
-        }
     }
 }

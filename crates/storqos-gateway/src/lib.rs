@@ -54,6 +54,8 @@ pub mod metrics;
 pub mod pool;
 pub mod protocol;
 pub mod sched;
+#[cfg(test)]
+mod scratch;
 pub mod server;
 pub mod stats;
 pub mod tier;

@@ -737,21 +737,19 @@ fn describe(e: &std::io::Error) -> String {
 mod tests {
     use super::*;
 
-    fn tmp(name: &str, len: u64) -> PathBuf {
-        let p = std::env::temp_dir().join(format!("storqos-gw-tier-{}-{name}", std::process::id()));
-        let f = File::create(&p).unwrap();
-        f.set_len(len).unwrap();
-        p
-    }
+    use crate::scratch::file as tmp;
+    use tempfile::TempPath;
 
-    fn store(name: &str, size: u64, fast: u64, pin: f64, lru: bool) -> (TierStore, File, PathBuf, PathBuf) {
-        let sp = tmp(&format!("{name}-slow"), size);
-        let fp = tmp(&format!("{name}-fast"), fast);
+    /// A tier store over scratch files, its slow file open, and the files (removed when
+    /// the last two are dropped).
+    fn store(name: &str, size: u64, fast: u64, pin: f64, lru: bool) -> (TierStore, File, TempPath, TempPath) {
+        let sp = tmp(&format!("tier-{name}-slow"), size);
+        let fp = tmp(&format!("tier-{name}-fast"), fast);
         let slow = OpenOptions::new().read(true).write(true).open(&sp).unwrap();
         for b in 0..size / 4096 {
             slow.write_all_at(&[b as u8; 4096], b * 4096).unwrap();
         }
-        let cfg = TierConfig { fast: fp.clone(), block_bytes: 4096, pin, lru };
+        let cfg = TierConfig { fast: fp.to_path_buf(), block_bytes: 4096, pin, lru };
         let t = TierStore::open(&cfg, &slow, size, false, "exports[0].tier").unwrap();
         (t, slow, sp, fp)
     }
@@ -777,7 +775,7 @@ mod tests {
 
     #[test]
     fn placed_blocks_hit_others_miss_and_data_is_the_slow_files() {
-        let (t, slow, sp, fp) = store("placed", 64 << 10, 64 << 10, 0.75, false);
+        let (t, slow, _sp, _fp) = store("placed", 64 << 10, 64 << 10, 0.75, false);
         assert_eq!((t.placed, t.slots), (12, 16));
         let mut hits = 0;
         for b in 0..16u64 {
@@ -806,9 +804,6 @@ mod tests {
         t.release(&p);
         assert_eq!(&got[10..30], &[0xee; 20]);
         assert_eq!(got[0], b as u8);
-        for p in [sp, fp] {
-            std::fs::remove_file(p).unwrap();
-        }
     }
 
     #[test]
@@ -816,7 +811,7 @@ mod tests {
         // pin = 1: the slots follow the blocks (one `pwrite` for the run); pin = 0.5:
         // every other block is placed (one `pwrite` per slot). Unaligned at both ends.
         for (name, pin) in [("run", 1.0), ("gaps", 0.5)] {
-            let (t, slow, sp, fp) = store(name, 64 << 10, 64 << 10, pin, false);
+            let (t, slow, _sp, _fp) = store(name, 64 << 10, 64 << 10, pin, false);
             let (off, len) = (4096 + 100, 3 * 4096u32);
             let data: Vec<u8> = (0..len).map(|k| (k % 251) as u8).collect();
             let p = t.route(true, off, len);
@@ -842,15 +837,12 @@ mod tests {
                 assert_eq!(t.read(&p, b * 4096, 4096, &reader(&slow)).unwrap(), vec![0u8; 4096], "{name} {b}");
                 t.release(&p);
             }
-            for p in [sp, fp] {
-                std::fs::remove_file(p).unwrap();
-            }
         }
     }
 
     #[test]
     fn lru_copies_misses_in_and_evicts_the_least_recent_unpinned() {
-        let (t, slow, sp, fp) = store("lru", 64 << 10, 3 * 4096, 0.0, true);
+        let (t, slow, _sp, _fp) = store("lru", 64 << 10, 3 * 4096, 0.0, true);
         let rd = |b: u64| {
             let p = t.route(false, b * 4096, 4096);
             let tgt = p.target;
@@ -879,14 +871,11 @@ mod tests {
         let p = t.route(false, 8 * 4096, PROMOTE_MAX_BYTES.min(32 << 10));
         t.release(&p);
         assert_eq!(t.occupancy(), (0, 3));
-        for p in [sp, fp] {
-            std::fs::remove_file(p).unwrap();
-        }
     }
 
     #[test]
     fn a_write_during_a_fill_makes_it_stale_and_no_fill_starts_under_a_write() {
-        let (t, slow, sp, fp) = store("stale", 64 << 10, 8 * 4096, 0.0, true);
+        let (t, slow, _sp, _fp) = store("stale", 64 << 10, 8 * 4096, 0.0, true);
         let fill = t.route(false, 4096, 4096);
         assert_eq!(fill.fill.len(), 1);
         let w = t.route(true, 4096, 4096);
@@ -900,14 +889,11 @@ mod tests {
         let p = t.route(false, 4096, 4096);
         assert_eq!((p.target, p.fill.len()), (SLOW, 1));
         t.release(&p);
-        for p in [sp, fp] {
-            std::fs::remove_file(p).unwrap();
-        }
     }
 
     #[test]
     fn a_failing_fast_file_falls_back_to_the_slow_one_and_leaves_the_map() {
-        let (t, slow, sp, fp) = store("eio", 64 << 10, 64 << 10, 1.0, false);
+        let (t, slow, _sp, fp) = store("eio", 64 << 10, 64 << 10, 1.0, false);
         File::options().write(true).open(&fp).unwrap().set_len(0).unwrap();
         let p = t.route(false, 8192, 4096);
         assert_eq!(p.target, FAST);
@@ -916,17 +902,14 @@ mod tests {
         let p = t.route(false, 8192, 4096);
         assert_eq!(p.target, SLOW, "the broken slot left the map");
         t.release(&p);
-        for p in [sp, fp] {
-            std::fs::remove_file(p).unwrap();
-        }
     }
 
     #[test]
     fn bad_tiers_are_one_line_errors() {
-        let sp = tmp("bad-slow", 64 << 10);
-        let fp = tmp("bad-fast", 4096);
+        let sp = tmp("tier-bad-slow", 64 << 10);
+        let fp = tmp("tier-bad-fast", 4096);
         let slow = File::open(&sp).unwrap();
-        let cfg = TierConfig { fast: fp.clone(), block_bytes: 4096, pin: 0.5, lru: false };
+        let cfg = TierConfig { fast: fp.to_path_buf(), block_bytes: 4096, pin: 0.5, lru: false };
         let e = TierStore::open(&cfg, &slow, 64 << 10, false, "exports[1].tier").unwrap_err().to_string();
         assert!(e.contains("exports[1].tier.fast:") && e.contains("hold 1 block(s)") && e.contains("needs 8"), "{e}");
         let e = TierStore::open(&TierConfig { pin: 1.5, ..cfg.clone() }, &slow, 1, false, "t").unwrap_err().to_string();
@@ -937,8 +920,5 @@ mod tests {
         let e = TierStore::open(&missing, &slow, 1, false, "t").unwrap_err().to_string();
         assert!(e.contains("t.fast: /nonexistent/fast.img: no such file"), "{e}");
         assert!(!e.contains('\n'));
-        for p in [sp, fp] {
-            std::fs::remove_file(p).unwrap();
-        }
     }
 }

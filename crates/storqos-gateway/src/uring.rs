@@ -191,7 +191,8 @@ impl Drop for Ring {
 mod tests {
     use super::*;
     use crate::config::ExportConfig;
-    use crate::direct::{Scratch, ALIGN};
+    use crate::direct::ALIGN;
+    use crate::scratch::direct_file;
 
     fn export(path: &std::path::Path) -> Arc<Export> {
         let cfg = ExportConfig { direct: true, ..ExportConfig::plain("d", path.into(), 0) };
@@ -214,10 +215,10 @@ mod tests {
 
     #[test]
     fn reads_come_back_as_from_the_file_and_past_the_end_is_an_error() {
-        let scratch = Scratch::new("uring-test");
+        let scratch = direct_file("uring-test");
         let bytes: Vec<u8> = (0..3 * ALIGN + 100).map(|i| (i % 251) as u8).collect();
-        std::fs::write(&scratch.0, &bytes).unwrap();
-        let ex = export(&scratch.0);
+        std::fs::write(&scratch, &bytes).unwrap();
+        let ex = export(&scratch);
         let mut ring = match Ring::new(4) {
             Ok(r) => r,
             Err(e) => {
@@ -240,9 +241,9 @@ mod tests {
 
     #[test]
     fn a_dropped_ring_waits_for_its_reads() {
-        let scratch = Scratch::new("uring-drop-test");
-        std::fs::write(&scratch.0, vec![7u8; 64 * ALIGN]).unwrap();
-        let ex = export(&scratch.0);
+        let scratch = direct_file("uring-drop-test");
+        std::fs::write(&scratch, vec![7u8; 64 * ALIGN]).unwrap();
+        let ex = export(&scratch);
         let Ok(mut ring) = Ring::new(8) else {
             assert!(!io_uring_allowed());
             return;

@@ -3,9 +3,10 @@
 //! on port 0 over TCP.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tempfile::TempPath;
 
 use storqos_gateway::{start_with, Config, Handle, Options, Stats};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -24,23 +25,24 @@ fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
 }
 
-fn image(tag: &str, len: u64) -> PathBuf {
-    let p = std::env::temp_dir().join(format!("storqos-gw-test-{}-{tag}.img", std::process::id()));
-    let f = std::fs::File::create(&p).unwrap();
-    f.set_len(len).unwrap();
-    p
+/// A scratch image of `len` zero bytes in the temp directory, removed when dropped: by a
+/// test that fails as well as by one that passes.
+fn image(tag: &str, len: u64) -> TempPath {
+    let f = tempfile::Builder::new().prefix(&format!("storqos-gw-test-{tag}-")).suffix(".img").tempfile().unwrap();
+    f.as_file().set_len(len).unwrap();
+    f.into_temp_path()
 }
 
 type Lines = Arc<Mutex<Vec<String>>>;
 
 /// Start a gateway on port 0 whose log lines are captured.
-fn gateway(exports: &[(&str, &PathBuf, u32)], extra: &str) -> (Handle, Lines) {
-    let ex: Vec<(&str, &PathBuf, u32, Option<u32>)> = exports.iter().map(|&(n, p, t)| (n, p, t, None)).collect();
+fn gateway(exports: &[(&str, &Path, u32)], extra: &str) -> (Handle, Lines) {
+    let ex: Vec<(&str, &Path, u32, Option<u32>)> = exports.iter().map(|&(n, p, t)| (n, p, t, None)).collect();
     gateway_classes(&ex, extra)
 }
 
 /// [`gateway`] with an optional scheduling class per export.
-fn gateway_classes(exports: &[(&str, &PathBuf, u32, Option<u32>)], extra: &str) -> (Handle, Lines) {
+fn gateway_classes(exports: &[(&str, &Path, u32, Option<u32>)], extra: &str) -> (Handle, Lines) {
     let ex: Vec<String> = exports
         .iter()
         .map(|(n, p, t, c)| {
@@ -287,7 +289,6 @@ fn negotiation_write_read_flush_errors_disconnect() {
     assert_eq!(stats.tenant(1).unwrap().ops, 0);
     assert_eq!((stats.connections, stats.protocol_errors), (1, 0));
     assert!(lines.lock().unwrap().is_empty(), "{:?}", lines.lock().unwrap());
-    std::fs::remove_file(img).unwrap();
 }
 
 #[test]
@@ -335,7 +336,6 @@ fn trim_and_write_zeroes_go_through_the_policy() {
     assert_eq!((t0.ops, t0.reads, t0.writes, t0.errors), (6, 2, 4, 4));
     assert_eq!(t0.bytes, 8192 + 100 + (1 << 20) + 8192 + 108);
     assert!(lines.lock().unwrap().is_empty(), "{:?}", lines.lock().unwrap());
-    std::fs::remove_file(img).unwrap();
 }
 
 #[test]
@@ -375,7 +375,6 @@ fn export_name_option_with_and_without_zeroes() {
     let l = lines.lock().unwrap();
     assert_eq!(l.len(), 1, "{l:?}");
     assert!(l[0].contains("unknown export \"missing\""), "{l:?}");
-    std::fs::remove_file(img).unwrap();
 }
 
 #[test]
@@ -448,7 +447,6 @@ fn malformed_packets_close_only_that_connection() {
         assert!(line.contains(want), "{line:?} should say {want:?}");
         assert!(line.starts_with(&format!("client {peer}: ")), "{line}");
     }
-    std::fs::remove_file(img).unwrap();
 }
 
 /// Two tenants, each keeping `outstanding` 4 KiB reads in flight for `window`; returns
@@ -479,9 +477,6 @@ fn contend(policy: &str, tag: &str, classes: [Option<u32>; 2]) -> ([u64; 2], Sta
     // Every request the clients sent completed and was counted.
     assert_eq!(stats.tenant(0).unwrap().ops, counts[0].1);
     assert_eq!(stats.tenant(1).unwrap().ops, counts[1].1);
-    for p in [a, b] {
-        std::fs::remove_file(p).unwrap();
-    }
     let done = [counts[0].0, counts[1].0];
     let iops = (done[0] + done[1]) as f64 / window.as_secs_f64();
     (done, stats, iops)
@@ -528,7 +523,6 @@ fn emulated_capacity_at_depth_4_and_full_speed_without_it() {
     eprintln!("depth 4: emulated 1000 IOPS → {paced:.0} IOPS; unpaced → {free:.0} IOPS");
     assert!((800.0..=1050.0).contains(&paced), "emulated 1000 IOPS, measured {paced}");
     assert!(free > 2.0 * paced, "without --iops the page-cached file is much faster: {free}");
-    std::fs::remove_file(img).unwrap();
 }
 
 #[test]
@@ -548,7 +542,6 @@ fn largest_transfer_round_trips() {
     });
     let t = gw.shutdown().tenants[0].clone();
     assert_eq!((t.ops, t.bytes), (2, 64 << 20));
-    std::fs::remove_file(img).unwrap();
 }
 
 #[test]
@@ -577,7 +570,6 @@ fn duration_stops_the_gateway_by_itself() {
     // Not before its time; the upper bound only catches a gateway that never stops.
     assert!(t0.elapsed() >= Duration::from_millis(290), "{:?}", t0.elapsed());
     assert!(stats.elapsed_s >= 0.29 && stats.elapsed_s < 60.0, "{}", stats.elapsed_s);
-    std::fs::remove_file(img).unwrap();
 }
 
 /// Seeded random bytes (xorshift64*: no dependency needed for a test's garbage).
@@ -628,7 +620,6 @@ fn random_garbage_in_either_phase_never_stops_the_server() {
     let l = lines.lock().unwrap();
     assert!(l.len() as u64 <= CLIENTS, "{l:?}");
     assert!(l.iter().all(|x| x.starts_with("client 127.0.0.1:")), "{l:?}");
-    std::fs::remove_file(img).unwrap();
 }
 
 #[test]
@@ -646,7 +637,6 @@ fn check_opens_the_exports_and_builds_the_policy_without_listening() {
     let cfg = Config::from_json(&json("/nonexistent/storqos.img", r#"{"kind":"fcfs"}"#)).unwrap();
     let e = storqos_gateway::check(&cfg).unwrap_err().to_string();
     assert!(e.contains("exports[0].path: /nonexistent/storqos.img"), "{e}");
-    std::fs::remove_file(a).unwrap();
 }
 
 /// Start a gateway from a JSON exports array and extra top-level fields.
@@ -698,7 +688,6 @@ fn read_only_exports_and_allow_lists() {
     drop(h.shutdown());
     assert!(lines.lock().unwrap().iter().any(|l| l.contains("address 127.0.0.1 is not allowed to use export \"lan\"")));
     assert!(std::fs::read(&img).unwrap().iter().all(|&b| b == 0), "nothing was written");
-    std::fs::remove_file(img).unwrap();
 }
 
 #[test]
@@ -739,7 +728,6 @@ fn connection_limits_and_timeouts() {
     assert_eq!(said("no handshake within 0.3 s"), 1, "{lines:?}");
     assert_eq!(said("has its limit of 2 connections"), 1, "{lines:?}");
     assert!(said("idle for 0.5 s") == 1, "{lines:?}");
-    std::fs::remove_file(img).unwrap();
 }
 
 #[test]
@@ -758,7 +746,6 @@ fn clients_without_fixed_newstyle_are_refused_and_long_names_are_cut_in_the_log(
     assert!(lines.iter().any(|l| l.contains("client without the FIXED_NEWSTYLE flag")), "{lines:?}");
     let long = lines.iter().find(|l| l.contains("unknown export")).expect("logged");
     assert!(long.len() < 300 && long.contains("(4000 bytes)"), "{long}");
-    std::fs::remove_file(img).unwrap();
 }
 
 /// GET `path` from `addr` over HTTP/1.1: (status line, body).
@@ -806,7 +793,6 @@ fn metrics_count_what_the_clients_did() {
         assert_eq!(http_get(&at, "/").await.0, "HTTP/1.1 404 Not Found");
     });
     drop(h.shutdown());
-    std::fs::remove_file(img).unwrap();
 }
 
 /// File descriptors this process has open.
@@ -846,7 +832,6 @@ fn idle_metrics_connections_hold_few_descriptors_and_never_keep_nbd_clients_out(
         assert!(body.contains(r#"storqos_requests_total{tenant="0",op="read"} 1"#), "{body}");
     });
     drop(h.shutdown());
-    std::fs::remove_file(img).unwrap();
 }
 
 /// One command on the control socket at `path`, its JSON reply.
@@ -924,7 +909,6 @@ fn weights_changed_live_move_the_shares_within_2_s_and_lose_nothing() {
     let after = count(&b.0, from, to) / count(&a.0, from, to);
     assert!((before - 1.0).abs() <= 0.1, "before: {before}");
     assert!((after - 3.0).abs() <= 0.3, "after: {after}");
-    std::fs::remove_file(img).unwrap();
 }
 
 #[test]
@@ -946,7 +930,6 @@ fn response_time_runs_until_the_reply_is_written() {
     let t = stats.tenant(0).unwrap();
     assert_eq!(t.ops, 1);
     assert!(t.max_us >= 250_000.0, "the reply path is in the response time: {} µs", t.max_us);
-    std::fs::remove_file(img).unwrap();
 }
 
 #[test]
@@ -985,8 +968,6 @@ fn mclock_reject_at_limit_answers_enomem_and_serves_the_admitted_at_once() {
     let t0 = stats.tenant(0).unwrap();
     assert_eq!((t0.ops, t0.rejected, t0.errors), (ok.len() as u64, rejected.len() as u64, rejected.len() as u64));
     assert_eq!(stats.tenant(1).unwrap().rejected, 0);
-    std::fs::remove_file(a).unwrap();
-    std::fs::remove_file(b).unwrap();
 }
 
 #[test]
@@ -1031,9 +1012,6 @@ fn exports_added_and_removed_live() {
     let stats = h.shutdown();
     let batch = stats.tenant(1).unwrap();
     assert_eq!((batch.ops, batch.exports.clone()), (2, vec!["c".to_string()]));
-    for p in [a, c] {
-        std::fs::remove_file(p).unwrap();
-    }
 }
 
 /// A structured reply chunk: (flags, type, cookie, payload).
@@ -1146,7 +1124,6 @@ fn structured_replies_holes_and_block_status() {
         assert_eq!(plain.reply(0).await, (EINVAL, 9, vec![]));
     });
     drop(gw.shutdown());
-    std::fs::remove_file(img).unwrap();
 }
 
 /// The victim's read beside a tenant of 1 MiB reads on a slow disk (a 50 ms delay
@@ -1182,7 +1159,6 @@ fn victim_beside_a_slow_tenant(tag: &str, cost: &str) -> (Duration, Duration) {
         (victim_took, t0.elapsed())
     });
     h.shutdown();
-    std::fs::remove_file(img).unwrap();
     took
 }
 
