@@ -164,9 +164,9 @@ def main() -> int:
         "- **The disk moves under its profile.** The same lone reads measured again and again move by ±10-37 % "
         "from one minute to the next on this machine's virtual disk (`benches/at_rest_repeat.py --direct`, "
         "BENCHMARKS.md), as much as the 20 % target; the *device at rest Δ* column gives how far the device was "
-        "from its profile after each replay. FIU mail's live p50s move further: validated four times in one "
-        "morning with profiles alike (35-37k IOPS, k = 6-7), 7 of its 9 cells spread over more than 1.5× "
-        "(docs/validation.md, \"FIU mail on the disk, four times in one morning\"), beyond what any "
+        "from its profile after each replay. FIU mail's live p50s move further: validated five times in one "
+        "day with profiles alike (35-37k IOPS, k = 6-7), 8 of its 9 cells spread over more than 1.5× "
+        "(docs/validation.md, \"FIU mail on the disk, five times in one day\"), beyond what any "
         "prediction can keep within 20 % of.",
         "- **Trains and the replay's own spin.** The replay spins through the last 300 µs before an issue, so "
         "through a train of requests closer together than that it spins all along. Until it yielded its CPU at "
