@@ -76,6 +76,17 @@ def ms_text(ns: Any) -> str:
     return "–" if ns is None else f"{ns / 1e6:.3g}"
 
 
+def slo_line(fig: Any, slo_ns: float, row: int, col: int, *, horizontal: bool = False) -> None:
+    """A dashed grey line at an SLO latency across a response-time axis in ms: vertical
+    on a CDF's x axis, ``horizontal`` on a curve's y axis.
+
+    The axis is logarithmic, and on a log axis plotly places a shape at the data value
+    itself (``x0 = 20`` for 20 ms); only annotations and the axis range are given as
+    log10 of the value (at log10 of a 20 ms SLO the line would sit at 1.3 ms)."""
+    add = fig.add_hline if horizontal else fig.add_vline
+    add(slo_ns / 1e6, line_dash="dash", line_color="grey", row=row, col=col)
+
+
 def _point_label(point: dict[str, Any]) -> str:
     return ", ".join(f"{k} = {v}" for k, v in point.items()) or "single point"
 
@@ -102,7 +113,7 @@ def cdf_figure(result: ExperimentResult, point: dict[str, Any]) -> Any:
         r, c_ = ti // cols + 1, ti % cols + 1
         fig.update_xaxes(type="log", title_text="response time (ms)", row=r, col=c_)
         if t.slo_ns:
-            fig.add_vline(x=math.log10(t.slo_ns / 1e6), line_dash="dash", line_color="grey", row=r, col=c_)
+            slo_line(fig, t.slo_ns, row=r, col=c_)
     fig.update_yaxes(title_text="fraction ≤ x", range=[0, 1.02], col=1)
     fig.update_layout(title=f"Response-time CDF per tenant — {_point_label(point)}", height=330 * rows + 80,
                       template="plotly_white", legend_title_text="policy")
@@ -125,7 +136,8 @@ def timeseries_figure(result: ExperimentResult, point: dict[str, Any]) -> Any:
                 marker={"size": 4}, name=o.policy_name, legendgroup=o.policy_name, showlegend=ti == 0,
                 line={"color": _color(policies, o.policy_name)}, row=ti // cols + 1, col=ti % cols + 1,
             )
-    fig.update_yaxes(type="log", title_text="p95 response (ms)", col=1)
+    fig.update_yaxes(type="log")
+    fig.update_yaxes(title_text="p95 response (ms)", col=1)
     fig.update_xaxes(title_text="time (s)", row=rows)
     fig.update_layout(title=f"95th-percentile response time per window — {_point_label(point)}",
                       height=300 * rows + 80, template="plotly_white", legend_title_text="policy")
@@ -149,7 +161,7 @@ def curve_figure(result: ExperimentResult, key: str, stat: str = "p99_ns") -> An
     for li, (label, outs) in enumerate(lines.items()):
         outs = sorted(outs, key=lambda o: _numeric(o.point[key]) or 0.0)
         xs = [_numeric(o.point[key]) for o in outs]
-        for ti, t in enumerate(tenants):
+        for ti in range(len(tenants)):
             ys = []
             for o in outs:
                 row = o.tenants.filter(pl.col("tenant") == ti)
@@ -159,9 +171,11 @@ def curve_figure(result: ExperimentResult, key: str, stat: str = "p99_ns") -> An
                             line={"color": _color(policies, outs[0].policy_name), "dash": ("solid", "dot", "dash")[li % 3]
                                   if len(lines) > len(policies) else "solid"},
                             row=ti // cols + 1, col=ti % cols + 1)
-            if t.slo_ns:
-                fig.add_hline(y=t.slo_ns / 1e6, line_dash="dash", line_color="grey", row=ti // cols + 1, col=ti % cols + 1)
-    fig.update_yaxes(type="log", title_text=f"{stat.removesuffix('_ns')} response (ms)", col=1)
+    for ti, t in enumerate(tenants):
+        if t.slo_ns:
+            slo_line(fig, t.slo_ns, row=ti // cols + 1, col=ti % cols + 1, horizontal=True)
+    fig.update_yaxes(type="log")
+    fig.update_yaxes(title_text=f"{stat.removesuffix('_ns')} response (ms)", col=1)
     fig.update_xaxes(title_text=key, row=rows)
     fig.update_layout(title=f"{stat.removesuffix('_ns')} response time against {key}", height=300 * rows + 80,
                       template="plotly_white", legend_title_text="policy")
@@ -287,5 +301,5 @@ def write_report(result: ExperimentResult, path: str | Path) -> int:
     return n
 
 
-__all__ = ["PAGE_CSS", "cdf_figure", "curve_figure", "grid_shape", "markdown", "ms_text", "render", "thin",
+__all__ = ["PAGE_CSS", "cdf_figure", "curve_figure", "grid_shape", "markdown", "ms_text", "render", "slo_line", "thin",
            "timeseries_figure", "write_report"]

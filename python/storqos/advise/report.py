@@ -29,7 +29,7 @@ def html_report(a: Advice) -> str:
     from plotly.offline import get_plotlyjs
     from plotly.subplots import make_subplots
 
-    from ..report import PALETTE, grid_shape, thin
+    from ..report import PALETTE, grid_shape, slo_line, thin
 
     p = a.problem
     judged = list(range(len(p.tenants)))
@@ -54,8 +54,7 @@ def html_report(a: Advice) -> str:
         fig.update_xaxes(type="log", title_text="response time, arrival to completion (ms)", row=j // cols + 1,
                          col=j % cols + 1)
         if t.slo is not None:
-            fig.add_vline(x=math.log10(t.slo.latency_ns / 1e6), line_dash="dash", line_color="grey",
-                          row=j // cols + 1, col=j % cols + 1)
+            slo_line(fig, t.slo.latency_ns, row=j // cols + 1, col=j % cols + 1)
     fig.update_yaxes(title_text="fraction ≤ x", range=[0, 1.02], col=1)
     fig.update_layout(title="Response-time CDF per tenant, each policy at its reported capacity",
                       height=330 * rows + 80, template="plotly_white", legend_title_text="policy")
