@@ -342,8 +342,7 @@ def _load_trace(e: TraceReading, given: str, fallback: str | None, base: Path, w
     path = _trace_path(given, fallback, base, where)
     df = _read(str(path), e.format, e.time_unit, e.sort, e.max_requests)
     if e.start is not None or e.end is not None:
-        end = e.end if e.end is not None else int(df.select(pl.col("arrival_ns").max()).item() or 0) + 1
-        df = time_window(df, e.start or 0, end)
+        df = time_window(df, e.start or 0, e.end)
     if e.rate_scale is not None:
         df = scale_rate(df, 1.0 / e.rate_scale)
     return df

@@ -75,7 +75,9 @@ class SimResult:
 
     policy: str
     device: str
-    #: per-tenant summary: completed, mean/p50/p90/p95/p99/p999/max response (ns)
+    #: per-tenant summary: completed, mean/p50/p90/p95/p99/p999/max response (ns), the
+    #: tenant's own span (``span_s``, first arrival to last completion) and its rate over
+    #: it (``iops_active``), its completions over the whole run's span (``iops``)
     tenants: pl.DataFrame
     #: per-class summary (classes assigned by the policy), same columns
     classes: pl.DataFrame
@@ -262,12 +264,17 @@ def simulate(
 
 
 def _groups(d: dict[str, np.ndarray], run_span_s: float) -> pl.DataFrame:
-    """Per-group summaries; ``iops`` is completions over the whole run's span (a tenant
-    or class active for part of the run is not credited with its own burst rate)."""
+    """Per-group summaries with two rates: ``iops_active``, completions over the group's
+    own span (``span_s``: its first arrival to its last completion, so a backlog served
+    after its last arrival counts as time it took), the rate a tenant had while it ran;
+    and ``iops``, completions over the whole run's span, its share of the run (beside a
+    longer tenant, diluted by the time it was not there)."""
     df = pl.DataFrame(d)
     if not df.height:
         return df
-    return df.with_columns((pl.col("completed") / run_span_s if run_span_s > 0 else pl.lit(0.0)).alias("iops"))
+    own = pl.when(pl.col("span_s") > 0).then(pl.col("completed") / pl.col("span_s")).otherwise(0.0)
+    return df.with_columns((pl.col("completed") / run_span_s if run_span_s > 0 else pl.lit(0.0)).alias("iops"),
+                           own.alias("iops_active"))
 
 
 def _result(out: dict[str, Any], pname: str, dname: str, wall: float, params: dict[str, Any]) -> SimResult:

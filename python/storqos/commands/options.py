@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..errors import InputError
 from ..progress import run_with_progress
 
 if TYPE_CHECKING:
@@ -39,6 +40,25 @@ CapacityOpt = Annotated[
 ]
 
 
+AlignOpt = Annotated[
+    str,
+    typer.Option("--align", help="Where several traces start: start = each at its own first request, all "
+                                 "together at time 0; none = as their files' clocks say (volumes of one capture, "
+                                 "such as MSR Cambridge's)."),
+]
+StartOpt = Annotated[
+    str | None,
+    typer.Option("--start", help="Replay each trace from this time after its first request (2h, 1d2h30m): one "
+                                 "value for every file or one per file, in order (0 for a file's start)."),
+]
+EndOpt = Annotated[
+    str | None,
+    typer.Option("--end", help="Replay each trace up to this time after its first request: one value for every "
+                               "file or one per file (none for a file's end). With --align none, --start and "
+                               "--end count from the earliest first request of all the files."),
+]
+
+
 def load_trace(path: Path, fmt: str | None, time_unit: str | None, sort: bool) -> pl.DataFrame:
     """Read a trace for a command (a progress line when it takes a while)."""
     from ..traces import read_trace
@@ -47,22 +67,32 @@ def load_trace(path: Path, fmt: str | None, time_unit: str | None, sort: bool) -
 
 
 def load_tenants(
-    paths: list[Path], fmt: str | None, time_unit: str | None, sort: bool, split_by: str | None
+    paths: list[Path], fmt: str | None, time_unit: str | None, sort: bool, split_by: str | None,
+    *, align: str = "start", start: str | None = None, end: str | None = None,
 ) -> tuple[pl.DataFrame, dict[int, str] | None]:
     """Read ``paths`` into one trace of tenants, with a name per tenant id: one file keeps
     its own tenants (or is split); several files are one tenant each (or are each split,
-    numbered after each other), named after the file."""
+    numbered after each other), named after the file. ``align``, ``start`` and ``end``
+    (``--align``, ``--start``, ``--end``) place the files in time and cut each to a
+    window (:mod:`storqos.traces.align`); traces of spans more than 2x apart are a warning."""
     import polars as pl
 
     from ..traces import merge, split_tenants
+    from ..traces.align import ALIGNS, align_traces, parse_windows
 
+    if align not in ALIGNS:
+        raise InputError(f"unknown alignment {align!r} (known: {', '.join(ALIGNS)})", "--align")
+    windows = parse_windows(start, end, len(paths))
     if len(paths) == 1:
         df = load_trace(paths[0], fmt, time_unit, sort)
+        if windows is not None:
+            df = align_traces([df], [str(paths[0])], windows=windows)[0]
         if not split_by:
             return df, None
         df, mapping = split_tenants(df, by=split_by)
         return df, {int(t): str(k) for t, k in zip(mapping["tenant"], mapping["key"], strict=True)}
-    frames = [load_trace(path, fmt, time_unit, sort) for path in paths]
+    read = [_load_with_origin(path, fmt, time_unit, sort) for path in paths]
+    frames = align_traces([df for df, _ in read], [str(p) for p in paths], [o for _, o in read], align, windows)
     if not split_by:  # file i is tenant i (traces.merge interleaves them by time)
         return merge(frames), {i: path.stem for i, path in enumerate(paths)}
     names: dict[int, str] = {}
@@ -73,6 +103,14 @@ def load_tenants(
             names[len(names)] = f"{path.stem}:{k}"
         frames[i] = part.with_columns(pl.col("tenant") + first)
     return pl.concat(frames, how="diagonal_relaxed").sort("arrival_ns", maintain_order=True), names
+
+
+def _load_with_origin(path: Path, fmt: str | None, time_unit: str | None, sort: bool) -> tuple[pl.DataFrame, int]:
+    """:func:`load_trace`, and the trace's origin on its file's clock (ns)."""
+    from ..traces.reader import read_trace_with_origin
+
+    return run_with_progress(f"reading {path.name}",
+                             lambda: read_trace_with_origin(path, format=fmt, time_unit=time_unit, sort=sort))
 
 
 def given(ctx: typer.Context, name: str) -> bool:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from ..console import emit_json, out
 from ..errors import InputError
-from ..units import fmt_duration, fmt_rate, fmt_size
+from ..units import fmt_offset, fmt_rate, fmt_size, fmt_span
 from .options import FormatOpt, JsonOpt, SortOpt, TimeUnitOpt, load_trace
 
 if TYPE_CHECKING:
@@ -25,24 +25,41 @@ def trace_info(
     format: FormatOpt = None,
     time_unit: TimeUnitOpt = None,
     sort: SortOpt = False,
+    busiest: Annotated[int, typer.Option("--busiest", help="How many busiest windows to show (0 for none).")] = 3,
+    busiest_window: Annotated[
+        str | None, typer.Option("--busiest-window", help="Length of the busiest windows (1min, 10min); by default "
+                                                          "1 s, 10 s, 1 min or 10 min, the longest a tenth of the "
+                                                          "span holds.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Format, request count, span, read/write mix, IOPS (mean, peak in 100 ms and 1 s windows) and size histogram.
+    """Format, request count, span, read/write mix, IOPS (mean, peak in 100 ms and 1 s
+    windows), size histogram, and where the trace is busiest: the windows of a length
+    that hold the most requests, with the --start/--end that replay one of them.
 
     Example: [bold]storqos trace info ../shared/traces/msr-cambridge/hm_0_excerpt.csv[/bold]
-    """
-    from ..traces import detect_format, stats
 
+    Example: [bold]storqos trace info ../shared/traces/msr-cambridge/rsrch_1.csv --busiest-window 1min --busiest 5[/bold]
+    """
+    from ..traces import busiest_windows, busy_window_length, detect_format, stats
+    from ..units import parse_count, parse_positive_duration
+
+    count = parse_count(busiest, "--busiest", maximum=BUSIEST_MAX)
+    length_ns = None if busiest_window is None else parse_positive_duration(busiest_window, "--busiest-window")
     fmt = format or detect_format(file)
     df = load_trace(file, fmt, time_unit, sort)
     st = stats(df)
     st = {"file": str(file), "format": fmt, **st}
+    length_ns = length_ns or busy_window_length(round(st["span_s"] * 1e9))
+    busy = busiest_windows(df, length_ns, count)
+    st["busiest_windows"] = {"window_s": length_ns / 1e9, "windows": [
+        {"start_s": w["start_ns"] / 1e9, "end_s": w["end_ns"] / 1e9, "requests": w["requests"], "iops": w["iops"]}
+        for w in busy]}
     if json_out:
         emit_json(st)
         return
     t = Table(title=f"{file.name} ({fmt})", show_header=False)
     t.add_row("requests", f"{st['count']:,}")
-    t.add_row("span", fmt_duration(st["span_s"] * 1e9))
+    t.add_row("span", fmt_span(st["span_s"] * 1e9))
     t.add_row("reads", f"{100 * st['read_fraction']:.2f} %")
     t.add_row("writes", f"{100 * (1 - st['read_fraction']):.2f} %")
     t.add_row("mean rate", fmt_rate(st["mean_iops"]))
@@ -59,6 +76,26 @@ def trace_info(
     for row in st["size_histogram"]:
         h.add_row(fmt_size(row["le_bytes"]), f"{row['count']:,}", f"{100 * row['count'] / max(st['count'], 1):.1f} %")
     out.print(h)
+    if busy:
+        out.print(_busiest_table(busy, length_ns))
+        out.print(f"replay the busiest: --start {fmt_offset(busy[0]['start_ns'])} --end "
+                  f"{fmt_offset(busy[0]['end_ns'])} (times from the first request; beside other traces, "
+                  "one value per file)")
+
+
+#: Most busiest windows ``trace info`` shows (a table, not a listing of the trace).
+BUSIEST_MAX = 100
+
+
+def _busiest_table(busy: list[dict[str, Any]], length_ns: int) -> Table:
+    """The busiest windows, times from the first request as --start/--end take them."""
+    t = Table(title=f"busiest {fmt_span(length_ns)} windows")
+    for col in ("#", "--start", "--end", "requests", "IOPS"):
+        t.add_column(col, justify="right" if col in ("#", "requests", "IOPS") else "left")
+    for i, w in enumerate(busy, 1):
+        t.add_row(str(i), fmt_offset(w["start_ns"]), fmt_offset(w["end_ns"]), f"{w['requests']:,}",
+                  fmt_rate(w["iops"]).removesuffix(" IOPS"))
+    return t
 
 
 #: Output suffix → format written by ``trace convert``.

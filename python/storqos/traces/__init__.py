@@ -28,7 +28,7 @@ from storqos.traces.reader import FORMATS, READERS, TIME_UNIT_FORMATS, read_trac
 from storqos.traces.schema import OPTIONAL_COLUMNS, REQUIRED_COLUMNS, SCHEMA, TIME_UNITS, conform, empty_trace
 from storqos.traces.spc import read_spc, write_spc
 from storqos.traces.srt import read_srt, write_srt
-from storqos.traces.stats import peak_iops, size_histogram, stats
+from storqos.traces.stats import busiest_windows, busy_window_length, peak_iops, size_histogram, stats
 from storqos.traces.tabular import read_csv, read_parquet, write_csv, write_parquet
 from storqos.traces.transform import merge, scale_rate, split_tenants, time_window
 from storqos.traces.vscsi import read_vscsi, write_vscsi
@@ -43,6 +43,8 @@ __all__ = [
     "TIME_UNITS",
     "TIME_UNIT_FORMATS",
     "bundled",
+    "busiest_windows",
+    "busy_window_length",
     "conform",
     "detect_format",
     "empty_trace",

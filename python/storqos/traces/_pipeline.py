@@ -18,6 +18,10 @@ parser merely choked on a harmless quirk) produces the trace itself.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from numbers import Integral
 from pathlib import Path
 
 import polars as pl
@@ -30,6 +34,30 @@ _RAW_REQUIRED = ("t", "is_read", "offset", "size", "device")
 
 class Fallback(Exception):
     """The fast path cannot vouch for the input; run the exact diagnostic pass."""
+
+
+#: Where :func:`finish` reports each trace's origin while :func:`recording_origin` asks.
+_ORIGINS: ContextVar[list[int] | None] = ContextVar("trace_origins", default=None)
+
+
+@contextmanager
+def recording_origin() -> Iterator[list[int]]:
+    """Collect the origin of each trace :func:`finish` builds meanwhile: its first
+    request's time on the file's own clock, in ns (what rebasing to 0 subtracted: a
+    FILETIME since 1601 for MSR, the seconds blktrace counts from its start...)."""
+    sink: list[int] = []
+    token = _ORIGINS.set(sink)
+    try:
+        yield sink
+    finally:
+        _ORIGINS.reset(token)
+
+
+def _origin(t0: int | float, factor: int | float) -> None:
+    sink = _ORIGINS.get()
+    if sink is not None:
+        exact = isinstance(t0, Integral) and isinstance(factor, Integral)
+        sink.append(int(t0) * int(factor) if exact else round(float(t0) * float(factor)))
 
 
 def source_file(path: str | Path) -> Path:
@@ -100,6 +128,7 @@ def finish(
         aggs.append((t.is_finite().all() if t_float else pl.lit(True)).alias("finite"))
     n, *bounds = lazy.select(aggs).collect(engine="streaming").row(0)
     if n == 0:
+        _origin(0, 1)
         return conform(lazy.collect().with_columns(pl.lit(0, pl.Int64).alias("arrival_ns")).drop("t"))
     if t_range is None or strict:
         t0, t1, *bounds = bounds
@@ -135,7 +164,9 @@ def finish(
     if sort:
         lf = lf.sort("arrival_ns", maintain_order=True)
     columns = [c for c in schema.names() if c != "t"] + ["arrival_ns"]
-    return lf.select(conform_exprs(columns)).collect(engine="streaming")
+    out = lf.select(conform_exprs(columns)).collect(engine="streaming")
+    _origin(t0, factor)
+    return out
 
 
 def no_requests(path: str | Path, detail: str = "") -> InputError:

@@ -18,6 +18,7 @@ from typing import Any
 import polars as pl
 
 from storqos.errors import InputError, warn_input
+from storqos.traces._pipeline import recording_origin
 from storqos.traces.blkparse import read_blkparse
 from storqos.traces.detect import detect_format
 from storqos.traces.disksim import read_disksim, read_mqsim
@@ -92,6 +93,23 @@ def read_trace(
     if fmt in TIME_UNIT_FORMATS:
         _check_rate(df, str(path), fmt, time_unit)
     return df
+
+
+def read_trace_with_origin(
+    path: str | Path,
+    format: str | None = None,
+    time_unit: str | None = None,
+    sort: bool = False,
+    limit: int | None = None,
+    **options: Any,
+) -> tuple[pl.DataFrame, int]:
+    """:func:`read_trace`, and the trace's origin: its first request's time on the file's
+    own clock in ns (the trace itself starts at 0). Traces of one capture (the MSR
+    Cambridge volumes, with their FILETIMEs) share that clock; a format that counts
+    from its own start (DiskSim, MQSim, blkparse) gives about 0."""
+    with recording_origin() as origins:
+        df = read_trace(path, format, time_unit, sort, limit, **options)
+    return df, origins[-1] if origins else 0
 
 
 #: A mean rate above this over a whole trace is taken as a wrong time unit (10 M IOPS:

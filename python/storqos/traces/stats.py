@@ -3,7 +3,8 @@
 Peak rates count the requests in fixed windows aligned to the first arrival
 (``[0, w), [w, 2w), ...`` after rebasing) and report the fullest window times the
 window rate: peak 100 ms IOPS = most requests in one 100 ms window × 10, the convention
-of ``shared/traces/INDEX.md``.
+of ``shared/traces/INDEX.md``. The busiest windows (:func:`busiest_windows`) say where:
+the windows of a given length, anywhere in the trace, that hold the most requests.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from storqos.errors import InputError
 from storqos.traces.schema import require_trace
 
 _WINDOWS_NS = {"100ms": 100_000_000, "1s": 1_000_000_000}
@@ -25,6 +27,56 @@ def peak_iops(df: pl.DataFrame, window_ns: int) -> float:
     t = pl.col("arrival_ns") - pl.col("arrival_ns").min()
     most = df.select((t // window_ns).value_counts().struct.field("count").max()).item()
     return float(most) * 1e9 / window_ns
+
+
+#: Lengths :func:`busy_window_length` picks from, shortest first: round lengths a user
+#: types (1 s, 10 s, 1 min, 10 min). 10 min is the longest default: one such window holds
+#: the public excerpts other traces come in (23 s to 2.5 min) several times over.
+BUSY_WINDOW_LADDER_NS = (1_000_000_000, 10_000_000_000, 60_000_000_000, 600_000_000_000)
+#: The default window length is at most the trace's span over this, so that the busiest
+#: windows are picked among at least this many.
+BUSY_WINDOWS_PER_SPAN = 10
+#: A busiest window starts on a grid of its length over this (a 10 min window at a whole
+#: minute), so that its start and end are round times to type as --start/--end; the
+#: grid costs at most that fraction of the window against the best start to the ns.
+BUSY_WINDOW_GRID = 10
+
+
+def busy_window_length(span_ns: int) -> int:
+    """The default length of :func:`busiest_windows`: the longest of
+    :data:`BUSY_WINDOW_LADDER_NS` at most ``span_ns / BUSY_WINDOWS_PER_SPAN`` (1 s for a
+    trace shorter than 10 s)."""
+    fits = [w for w in BUSY_WINDOW_LADDER_NS if w * BUSY_WINDOWS_PER_SPAN <= span_ns]
+    return fits[-1] if fits else BUSY_WINDOW_LADDER_NS[0]
+
+
+def busiest_windows(df: pl.DataFrame, window_ns: int, count: int = 3) -> list[dict[str, Any]]:
+    """The ``count`` busiest windows of ``window_ns`` that do not overlap, busiest first
+    (ties: the earliest): ``[{"start_ns", "end_ns", "requests", "iops"}, ...]``, times
+    from the trace's first request, ``iops`` = requests / window length. A window
+    starts on a grid of ``window_ns / BUSY_WINDOW_GRID`` and may run past the last
+    request; fewer than ``count`` come back when the trace has room for fewer."""
+    require_trace(df)
+    if window_ns <= 0:
+        raise InputError(f"the window must be longer than 0, got {window_ns} ns", "--busiest-window")
+    if df.height == 0 or count <= 0:
+        return []
+    a = np.sort(df["arrival_ns"].to_numpy().astype(np.int64))  # canonical traces are sorted: a quick pass
+    a -= a[0]
+    grid = max(window_ns // BUSY_WINDOW_GRID, 1)
+    starts = np.unique(a // grid * grid)
+    counts = np.searchsorted(a, starts + window_ns, side="left") - np.searchsorted(a, starts, side="left")
+    out: list[dict[str, Any]] = []
+    for _ in range(count):
+        i = int(np.argmax(counts))  # the first maximum: the earliest of equals
+        if counts[i] <= 0:
+            break
+        s = int(starts[i])
+        out.append({"start_ns": s, "end_ns": s + window_ns, "requests": int(counts[i]),
+                    "iops": float(counts[i]) * 1e9 / window_ns})
+        lo, hi = np.searchsorted(starts, [s - window_ns + 1, s + window_ns], side="left")
+        counts[lo:hi] = -1  # windows overlapping this one
+    return out
 
 
 def size_histogram(df: pl.DataFrame) -> list[dict[str, int]]:

@@ -26,13 +26,17 @@ def _rebase(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(pl.col("arrival_ns") - t0) if t0 else df
 
 
-def time_window(df: pl.DataFrame, start_ns: int, end_ns: int) -> pl.DataFrame:
-    """Requests with ``start_ns <= arrival_ns < end_ns``, rebased to the first kept one."""
+def time_window(df: pl.DataFrame, start_ns: int = 0, end_ns: int | None = None) -> pl.DataFrame:
+    """Requests with ``start_ns <= arrival_ns < end_ns`` (``end_ns=None``: to the end),
+    rebased to the first kept one. Both are times from the trace's start: an experiment
+    file's ``start``/``end`` and ``storqos simulate --start/--end``."""
     require_trace(df)
-    if end_ns < start_ns:
+    if end_ns is not None and end_ns < start_ns:
         raise InputError(f"time window ends ({end_ns} ns) before it starts ({start_ns} ns)")
-    out = df.filter((pl.col("arrival_ns") >= start_ns) & (pl.col("arrival_ns") < end_ns))
-    return _rebase(out)
+    keep = pl.col("arrival_ns") >= start_ns
+    if end_ns is not None:
+        keep &= pl.col("arrival_ns") < end_ns
+    return _rebase(df.filter(keep) if start_ns > 0 or end_ns is not None else df)
 
 
 def scale_rate(df: pl.DataFrame, k: float) -> pl.DataFrame:
