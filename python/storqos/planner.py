@@ -3,7 +3,11 @@ Power Efficiency of Storage Systems").
 
 - :func:`capacity_table`: Cmin(f, δ), the smallest capacity at which RTT lets a fraction
   f of the requests meet δ (Table 4.1), computed by the Rust planner kernel
-  (``storqos_core::shaping::cmin``; within 0.1 % of the true minimum).
+  (``storqos_core::shaping::cmin``; within 0.1 % of the true minimum): the least
+  capacity *any* schedule needs, which RTT decomposition + Miser recombination
+  guarantees on Cmin + ΔC (ΔC·δ ≥ 1). Beside it, the capacity plain FCFS needs for the same target
+  (``storqos_core::shaping::fcfs_capacity``: Lindley's recursion, exact arithmetic,
+  within 0.1 %).
 - :func:`recombine`: FCFS, Split, Fair Queuing and Miser at Cmin + ΔC (§4.4.2, Fig. 4.4):
   per-class summaries and response-time CDFs.
 - :func:`rtd`: an n-tier response-time distribution (``90%@20ms,99%@50ms,100%@500ms``)
@@ -114,21 +118,32 @@ def capacity_table(
     fractions: str | Sequence[str | float] = DEFAULT_FRACTIONS,
     *,
     method: str = "fast",
+    fcfs: bool = True,
 ) -> pl.DataFrame:
     """Cmin (IOPS) for every deadline × fraction: one row per deadline (``deadline_ms``),
-    one column per fraction (``cmin_iops_90%``...), as Table 4.1.
+    one column per fraction (``cmin_iops_90%``...), as Table 4.1; then, with ``fcfs``,
+    the capacity plain FCFS needs for the same fraction and deadline (``fcfs_iops_90%``...).
+
+    Cmin is the least capacity any schedule needs (RTT's optimum); RTT decomposition
+    with Miser recombination guarantees the target on Cmin + ΔC with ΔC·δ ≥ 1 (and
+    often meets it with less). FCFS needs more
+    wherever a burst makes its requests wait behind each other: at 100 % the two are
+    equal (RTT admitting every request is FCFS). Where FCFS meets a target below the
+    search's Cmin (which is up to 0.1 % above the minimum), that capacity is Cmin
+    (RTT meets whatever FCFS meets), so FCFS's column is never below Cmin's.
 
     ``deadlines`` accept units (``"10ms"``; bare numbers are ms); ``fractions`` are
     percentages (``99.9``). ``method="bisect"`` runs the straightforward per-cell
-    bisection instead (same result, for comparison).
+    bisection of Cmin instead (same result, for comparison).
     """
     a = arrivals(trace)
     ds = parse_deadlines(deadlines)
     fs = parse_fractions(fractions)
-    res = _core.capacity_table(a, ds, fs, method=method)
+    res = _core.capacity_table(a, ds, fs, method=method, fcfs=fcfs)
     cols: dict[str, Any] = {"deadline_ms": [d / 1e6 for d in ds]}
-    for j, f in enumerate(fs):
-        cols[f"cmin_iops_{_pct(f)}"] = [row[j] for row in res["cmin_iops"]]
+    for key in ("cmin_iops", "fcfs_iops") if fcfs else ("cmin_iops",):
+        for j, f in enumerate(fs):
+            cols[f"{key}_{_pct(f)}"] = [row[j] for row in res[key]]
     return pl.DataFrame(cols)
 
 
@@ -138,15 +153,23 @@ def table_info(
     fractions: str | Sequence[str | float] = DEFAULT_FRACTIONS,
     *,
     method: str = "fast",
+    fcfs: bool = False,
 ) -> dict[str, Any]:
-    """The raw kernel answer (``cmin_iops`` rows, ``passes``, ``probes``...)."""
+    """The raw kernel answer (``cmin_iops`` rows, ``passes``, ``probes``...; with
+    ``fcfs`` also ``fcfs_iops`` rows, ``fcfs_probes``, ``fcfs_steps``)."""
     a = arrivals(trace)
-    return _core.capacity_table(a, parse_deadlines(deadlines), parse_fractions(fractions), method=method)
+    return _core.capacity_table(a, parse_deadlines(deadlines), parse_fractions(fractions), method=method, fcfs=fcfs)
 
 
 def cmin(trace: pl.DataFrame | np.ndarray, fraction: str | float, deadline: str | float) -> float:
     """Cmin(f, δ) in IOPS for one fraction (percent) and deadline."""
-    return float(capacity_table(trace, [deadline], [fraction])[0, 1])
+    return float(capacity_table(trace, [deadline], [fraction], fcfs=False)[0, 1])
+
+
+def fcfs_capacity(trace: pl.DataFrame | np.ndarray, fraction: str | float, deadline: str | float) -> float:
+    """The capacity (IOPS) at which plain FCFS lets ``fraction`` (percent) of the requests
+    finish within ``deadline`` (within 0.1 % of the least)."""
+    return float(capacity_table(trace, [deadline], [fraction])[0, 2])
 
 
 # --- recombiners -----------------------------------------------------------------------

@@ -35,8 +35,9 @@ def _rtt_admitted(a: np.ndarray, iops: float, d_ns: int) -> int:
 def test_bundled_table_is_monotone_and_minimal() -> None:
     t = storqos.read_trace(storqos.bundled_trace())
     df = planner.capacity_table(t, "5ms,10ms,20ms,50ms", "90,95,99,99.5,99.9,100")
-    assert df.columns == ["deadline_ms", *[f"cmin_iops_{p}%" for p in ("90", "95", "99", "99.5", "99.9", "100")]]
-    m = df.drop("deadline_ms").to_numpy()
+    pcts = ("90", "95", "99", "99.5", "99.9", "100")
+    assert df.columns == ["deadline_ms", *[f"cmin_iops_{p}%" for p in pcts], *[f"fcfs_iops_{p}%" for p in pcts]]
+    m = df.select(f"cmin_iops_{p}%" for p in pcts).to_numpy()
     assert (np.diff(m, axis=1) >= 0).all(), "Cmin grows with the fraction"
     assert (np.diff(m, axis=0) <= 0).all(), "Cmin shrinks as the deadline grows"
     a = planner.arrivals(t)
@@ -51,8 +52,8 @@ def test_bundled_table_is_monotone_and_minimal() -> None:
 
 def test_fast_search_equals_bisection() -> None:
     t = storqos.read_trace(storqos.bundled_trace())
-    fast = planner.capacity_table(t).drop("deadline_ms").to_numpy()
-    slow = planner.capacity_table(t, method="bisect").drop("deadline_ms").to_numpy()
+    fast = planner.capacity_table(t, fcfs=False).drop("deadline_ms").to_numpy()
+    slow = planner.capacity_table(t, method="bisect", fcfs=False).drop("deadline_ms").to_numpy()
     assert np.allclose(fast, slow, rtol=2e-3)
     a, b = planner.table_info(t), planner.table_info(t, method="bisect")
     assert a["passes"] * 3 < b["passes"]
@@ -95,7 +96,7 @@ def test_bursty_traces_need_over_twice_the_capacity_for_100_percent(name: str) -
 
 @needs_shared
 def test_websearch_table_matches_the_thesis_shape() -> None:
-    t = planner.capacity_table(_trace(WEBSEARCH))
+    t = planner.capacity_table(_trace(WEBSEARCH), fcfs=False)
     m = t.drop("deadline_ms").to_numpy()
     # Table 4.1 (WebSearch): 100 % at 5 ms ≈ 2325 IOPS, at 10 ms ≈ 1538; 90 % far lower.
     assert abs(m[0, -1] - 2325) / 2325 < 0.05
@@ -162,6 +163,65 @@ def test_fcfs_compliance_at_cmin90() -> None:
         assert within < 0.85, f"{d}: {within}"
 
 
+def _fcfs_within(t: pl.DataFrame, iops: float, deadline_ns: int) -> float:
+    """The fraction of requests the simulator's FCFS on a constant server of ``iops``
+    finishes within the deadline (its 1/C is rounded to the ns: the planner's slack)."""
+    res = storqos.simulate(t, "fcfs", "constant", capacity=iops, keep_requests=True)
+    assert res.requests is not None
+    return float((res.requests["response_ns"] <= deadline_ns + planner.ROUNDING_SLACK_NS).mean())
+
+
+def _check_fcfs_column(t: pl.DataFrame, deadlines: list[str], fractions: list[float]) -> None:
+    """Every cell: FCFS's capacity ≥ Cmin (equal at 100 %); the simulator's FCFS meets the
+    target there and misses it at 1 % less."""
+    df = planner.capacity_table(t, deadlines, fractions)
+    n = t.height
+    for row in df.iter_rows(named=True):
+        d = int(round(row["deadline_ms"] * 1e6))
+        for f in fractions:
+            key = planner._pct(f / 100)
+            c, fc = row[f"cmin_iops_{key}"], row[f"fcfs_iops_{key}"]
+            assert fc >= c, (d, f, c, fc)
+            if f == 100:
+                assert fc == c, "at 100 % FCFS is RTT admitting every request"
+            need = np.ceil(f / 100 * n - 1e-9) / n
+            assert _fcfs_within(t, fc, d) >= need, (d, f, fc)
+            assert _fcfs_within(t, 0.99 * fc, d) < need, (d, f, fc)
+
+
+def test_fcfs_capacity_is_met_by_the_simulator_and_not_at_one_percent_less() -> None:
+    _check_fcfs_column(storqos.read_trace(storqos.bundled_trace()), ["5ms", "20ms"], [90, 99, 99.9, 100])
+
+
+@needs_shared
+@pytest.mark.parametrize("name", list(BURSTY))
+def test_fcfs_capacity_on_the_shared_traces(name: str) -> None:
+    _check_fcfs_column(_trace(BURSTY[name]), ["10ms", "50ms"], [90, 99, 100])
+
+
+def test_fcfs_capacity_of_a_burst_by_hand() -> None:
+    """Nine requests at 0 and one at 1 ms, δ = 10 ms. For nine on time FCFS must finish
+    the whole burst by 10 ms, 9/C ≤ 10 ms: 900 IOPS (the late request, behind the burst,
+    would need 10/C ≤ 11 ms: 909.09). Any schedule may drop one of the burst and serve
+    the late one ninth: 9/C ≤ 11 ms, 818.18 IOPS. For all ten both need 909.09."""
+    a = np.array([0] * 9 + [1_000_000], dtype=np.uint64)
+    row = planner.capacity_table(a, ["10ms"], [90, 100]).row(0, named=True)
+    assert 900 <= row["fcfs_iops_90%"] <= 900 * 1.001
+    assert 9 / 0.011 <= row["cmin_iops_90%"] <= 9 / 0.011 * 1.001
+    assert row["fcfs_iops_100%"] == row["cmin_iops_100%"] == pytest.approx(10 / 0.011, abs=1e-3)
+    assert planner.fcfs_capacity(a, 90, "10ms") == row["fcfs_iops_90%"]
+
+
+@needs_shared
+def test_fcfs_misses_at_websearchs_cmin_and_meets_at_its_own_capacity() -> None:
+    """The README tour's case: at Cmin(99 %, 10 ms) ≈ 720 IOPS FCFS's p99 is above 10 ms
+    (11.6 ms); the capacity the table gives FCFS meets it."""
+    t = _trace(WEBSEARCH)
+    c, fc = planner.cmin(t, 99, "10ms"), planner.fcfs_capacity(t, 99, "10ms")
+    assert abs(c - 720) < 5 and fc > 1.05 * c
+    assert _fcfs_within(t, c, 10_000_000) < 0.99 <= _fcfs_within(t, fc, 10_000_000)
+
+
 @needs_shared
 def test_rtd_tiers_are_met_in_simulation() -> None:
     r = planner.rtd(_trace(WEBSEARCH), "90%@20ms,99%@50ms,100%@500ms")
@@ -208,17 +268,47 @@ def test_cli_plan_table_csv_and_json(cli, tmp_path) -> None:
     assert r.code == 0, r.err
     assert "IOPS" in r.out and "10 ms" in r.out and "99.9 %" in r.out
     df = pl.read_csv(out)
-    assert df.height == 4 and df.columns[0] == "deadline_ms" and "cmin_iops_100%" in df.columns
+    assert df.height == 4 and df.columns[0] == "deadline_ms" and {"cmin_iops_100%", "fcfs_iops_100%"} <= set(df.columns)
     r = cli("plan", str(trace), "--deadline", "10ms", "--fraction", "90,100", "--json")
     assert r.code == 0, r.err
-    rows = json.loads(r.out)["rows"]
+    doc = json.loads(r.out)
+    rows = doc["rows"]
     assert rows[0]["deadline_ms"] == 10.0 and rows[0]["cmin_iops_90%"] < rows[0]["cmin_iops_100%"]
+    assert rows[0]["cmin_iops_90%"] < rows[0]["fcfs_iops_90%"] and rows[0]["fcfs_iops_100%"] == rows[0]["cmin_iops_100%"]
+    assert "any schedule" in doc["meaning"]["cmin_iops"] and "FCFS" in doc["meaning"]["fcfs_iops"]
+    assert doc["fcfs_over_cmin"]["min"] == 1.0
+    assert doc["fcfs_over_cmin"]["max"] == pytest.approx(rows[0]["fcfs_iops_90%"] / rows[0]["cmin_iops_90%"])
     r = cli("plan", str(trace), "--shift", "1s", "--deadline", "10ms", "--fraction", "90,100", "--json")
     assert r.code == 0, r.err
     assert {row["fraction"] for row in json.loads(r.out)["rows"]} == {0.9, 1.0}
     r = cli("plan", str(trace), "--rtd", "90%@20ms,100%@500ms", "--json")
     assert r.code == 0, r.err
     assert json.loads(r.out)["total_iops"] > 0
+
+
+def test_cli_plan_table_says_what_cmin_means_beside_fcfs_at_80_columns() -> None:
+    """The table gives each bound two rows, Cmin and what FCFS needs, and says under it
+    what Cmin is (the least of any schedule, reached by RTT + Miser) and the ratio."""
+    from conftest import run_cli
+
+    trace = storqos.bundled_trace()
+    r = run_cli("plan", str(trace), "--deadline", "5ms,10ms,20ms,50ms", "--fraction", "90,95,99,99.5,99.9,100",
+                columns=80)
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    assert all(len(ln) <= 80 for ln in lines) and "…" not in r.out
+    cmin_rows = [ln.split() for ln in lines if ln.split()[2:3] == ["Cmin"]]
+    fcfs_rows = [ln.split() for ln in lines if "FCFS needs" in ln and ln.split()[-1][0].isdigit()]
+    assert len(cmin_rows) == len(fcfs_rows) == 4
+    table = planner.capacity_table(storqos.read_trace(trace), "5ms,10ms,20ms,50ms", "90,95,99,99.5,99.9,100")
+    assert fcfs_rows[1][-6:] == [f"{v:,.0f}" for v in table.select(pl.selectors.starts_with("fcfs_iops_")).row(1)]
+    text = " ".join(r.out.split())
+    assert "Cmin: no schedule meets the target with less" in text
+    assert "RTT decomposition + Miser recombination guarantees it on Cmin + ΔC, ΔC ≥ 1/δ (200 IOPS at 5 ms" in text
+    ratio = table.select(pl.selectors.starts_with("fcfs_iops_")).to_numpy() / table.select(
+        pl.selectors.starts_with("cmin_iops_")).to_numpy()
+    assert f"plain FCFS meets the same target, 1.00–{ratio.max():.2f}× Cmin here" in text
+    assert "storqos advise" in text
 
 
 def test_cli_plan_says_fractions_of_one_are_read_as_percent(cli) -> None:
@@ -230,7 +320,8 @@ def test_cli_plan_says_fractions_of_one_are_read_as_percent(cli) -> None:
     assert r.code == 0, r.err
     assert [ln for ln in r.err.splitlines() if ln.strip()] == [
         "warning: --fraction: values are percent: planning for 0.9 %, 0.99 % of the requests (for 90 % give 90)"]
-    assert set(json.loads(r.out)["rows"][0]) == {"deadline_ms", "cmin_iops_0.9%", "cmin_iops_0.99%"}
+    assert set(json.loads(r.out)["rows"][0]) == {"deadline_ms", "cmin_iops_0.9%", "cmin_iops_0.99%", "fcfs_iops_0.9%",
+                                                 "fcfs_iops_0.99%"}
     for ok in ("90,99", "1%"):
         r = cli("plan", trace, "--deadline", "10ms", "--fraction", ok, "--json")
         assert r.code == 0 and r.err == "", (ok, r.err)

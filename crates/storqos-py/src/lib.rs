@@ -449,26 +449,38 @@ fn sorted_arrivals<'a>(arrival_ns: &'a PyReadonlyArray1<'_, u64>) -> PyResult<&'
 /// `method` is "fast" (the planner search) or "bisect" (per-cell bisection, for
 /// comparison). Returns {"cmin_iops": [[...] per deadline], "needed", "requests",
 /// "passes", "probes", "closed_form_sweeps", "sample_requests", "sample_probes",
-/// "lane_steps"} (the search's cost; see `CapacityTable`).
+/// "lane_steps"} (the search's cost; see `CapacityTable`). With `fcfs`, also the
+/// capacity plain FCFS needs per cell ("fcfs_iops", "fcfs_probes", "fcfs_steps"; see
+/// `shaping::fcfs_capacity`), and Cmin lowered where FCFS meets the target below it.
 #[pyfunction]
-#[pyo3(signature = (arrival_ns, deadlines_ns, fractions, method="fast"))]
+#[pyo3(signature = (arrival_ns, deadlines_ns, fractions, method="fast", fcfs=false))]
 fn capacity_table<'py>(
     py: Python<'py>,
     arrival_ns: PyReadonlyArray1<'py, u64>,
     deadlines_ns: Vec<u64>,
     fractions: Vec<f64>,
     method: &str,
+    fcfs: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
-    use storqos_core::shaping::{capacity_table as fast, capacity_table_bisect as bisect};
+    use storqos_core::shaping::{capacity_table as fast, capacity_table_bisect as bisect, fcfs_capacity_table};
     let a = sorted_arrivals(&arrival_ns)?;
     let f = match method {
         "fast" => fast,
         "bisect" => bisect,
         other => return Err(err(Error::InvalidConfig(format!("unknown method {other:?} (fast or bisect)")))),
     };
-    let t = py.detach(|| f(a, &deadlines_ns, &fractions)).map_err(err)?;
+    let (t, ft) = py
+        .detach(|| {
+            let mut t = f(a, &deadlines_ns, &fractions)?;
+            let ft = if fcfs { Some(fcfs_capacity_table(a, &t)?) } else { None };
+            if let Some(ft) = &ft {
+                ft.tighten(&mut t);
+            }
+            Ok::<_, Error>((t, ft))
+        })
+        .map_err(err)?;
     let rows: Vec<Vec<f64>> = t.cmin.iter().map(|r| r.iter().map(|c| c.iops()).collect()).collect();
-    Ok(dict!(py, {
+    let d = dict!(py, {
         "cmin_iops" => rows,
         "needed" => t.needed,
         "requests" => t.requests,
@@ -478,7 +490,14 @@ fn capacity_table<'py>(
         "sample_requests" => t.sample_requests,
         "sample_probes" => t.sample_probes,
         "lane_steps" => t.lane_steps,
-    }))
+    });
+    if let Some(ft) = ft {
+        let fcfs_rows: Vec<Vec<f64>> = ft.capacity.iter().map(|r| r.iter().map(|c| c.iops()).collect()).collect();
+        d.set_item("fcfs_iops", fcfs_rows)?;
+        d.set_item("fcfs_probes", ft.probes)?;
+        d.set_item("fcfs_steps", ft.steps)?;
+    }
+    Ok(d)
 }
 
 /// RTT class of every request (true = primary) at `capacity_iops` and `deadline_ns`.

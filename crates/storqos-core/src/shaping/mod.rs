@@ -8,6 +8,7 @@
 //! | [`rtt`] | the RTT admission rule, exact integer kernel | §3.3.1, Algorithm 1, Lemmas 1–3 |
 //! | [`cmin`](mod@cmin) | Cmin(f, δ) and the capacity table: the planner's search | §3.2.2, §4.2, Table 4.1 |
 //! | [`cmin_all`](mod@cmin_all) | Cmin(100 %, δ) in closed form (max pair ratio, Dinkelbach) | §4.2, Lemma 1 |
+//! | [`fcfs_capacity`] | the capacity plain FCFS needs for the same (f, δ), beside Cmin (Lindley's recursion) | §4.2, Fig. 4.2 |
 //! | [`lanes`] | many RTT runs in one vectorised pass (the planner's kernel) | §3.3.1 |
 //! | [`recombine`] | RTT as a scheduler stage in front of any scheduler; the four recombiners | §3.3.2, §4.4.2 |
 //! | [`miser`] | Miser slack scheduling | §3.3.2, Algorithm 2 |
@@ -20,6 +21,7 @@
 
 pub mod cmin;
 pub mod cmin_all;
+pub mod fcfs_capacity;
 pub mod lanes;
 pub mod miser;
 pub mod power;
@@ -32,6 +34,7 @@ pub use cmin::{
     capacity_table, capacity_table_bisect, capacity_table_with, cmin, cmin_all, cmin_count, CapacityTable,
     SearchOptions,
 };
+pub use fcfs_capacity::{fcfs_capacity_table, fcfs_on_time, FcfsTable};
 pub use miser::Miser;
 pub use recombine::{Recombiner, RttStage, PRIMARY, SECONDARY};
 pub use rtt::{Capacity, Rtt};
