@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from .units import fmt_ms, fmt_number
+
 if TYPE_CHECKING:
     from .experiment import ExperimentResult
 
@@ -69,11 +71,6 @@ def _numeric(v: Any) -> float | None:
             except (InputError, ValueError):
                 continue
     return None
-
-
-def ms_text(ns: Any) -> str:
-    """A time in ns as ms with 3 significant digits, or a dash when there is none."""
-    return "–" if ns is None else f"{ns / 1e6:.3g}"
 
 
 def slo_line(fig: Any, slo_ns: float, row: int, col: int, *, horizontal: bool = False) -> None:
@@ -188,10 +185,10 @@ def _table(result: ExperimentResult, point: dict[str, Any]) -> str:
     for o in (o for o in result.outputs if o.point == point):
         for r in o.tenants.to_dicts():
             def ms(k: str, r: dict[str, Any] = r) -> str:
-                return ms_text(r.get(k))
+                return fmt_ms(r.get(k))
             within = r.get("within_slo")
             met = r.get("slo_met")
-            cells = [o.policy_name, r["name"], f"{r['completed']:,}", f"{(r.get('iops') or 0):.4g}", ms("p50_ns"),
+            cells = [o.policy_name, r["name"], f"{r['completed']:,}", fmt_number(r.get("iops") or 0), ms("p50_ns"),
                      ms("p95_ns"), ms("p99_ns"), ms("max_ns"), "–" if within is None else f"{100 * within:.1f} %",
                      "–" if met is None else ("yes" if met else "no")]
             body.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
@@ -283,9 +280,9 @@ def markdown(result: ExperimentResult, report_path: str | None = None) -> str:
         for o in (o for o in result.outputs if o.point == point):
             for r in o.tenants.to_dicts():
                 def ms(k: str, r: dict[str, Any] = r) -> str:
-                    return ms_text(r.get(k))
+                    return fmt_ms(r.get(k))
                 w = r.get("within_slo")
-                lines.append(f"| {o.policy_name} | {r['name']} | {r['completed']:,} | {(r.get('iops') or 0):.4g} | "
+                lines.append(f"| {o.policy_name} | {r['name']} | {r['completed']:,} | {fmt_number(r.get('iops') or 0)} | "
                              f"{ms('p50_ns')} | {ms('p95_ns')} | {ms('p99_ns')} | {'–' if w is None else f'{100 * w:.1f} %'} |")
         lines.append("")
     return "\n".join(lines)
@@ -301,5 +298,5 @@ def write_report(result: ExperimentResult, path: str | Path) -> int:
     return n
 
 
-__all__ = ["PAGE_CSS", "cdf_figure", "curve_figure", "grid_shape", "markdown", "ms_text", "render", "slo_line", "thin",
+__all__ = ["PAGE_CSS", "cdf_figure", "curve_figure", "grid_shape", "markdown", "render", "slo_line", "thin",
            "timeseries_figure", "write_report"]

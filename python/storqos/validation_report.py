@@ -12,7 +12,8 @@ import numpy as np
 import polars as pl
 
 from .host_steal import took
-from .report import PAGE_CSS, grid_shape, ms_text, thin
+from .report import PAGE_CSS, grid_shape, thin
+from .units import fmt_ms, fmt_number
 from .validate import PERCENTILES, RunValidation, Validation
 
 #: Points per CDF line.
@@ -69,10 +70,10 @@ def _pct(x: float | None) -> str:
 def _cells(r: dict[str, Any], unit: str = "") -> list[str]:
     """One tenant's row: run, tenant, requests, IOPS and each percentile predicted /
     live / Δ (times in ms, followed by ``unit``)."""
-    cells = [r["run"], r["name"], f"{r['requests']:,}", f"{r['iops_pred']:.4g}", f"{r['iops_meas']:.4g}",
+    cells = [r["run"], r["name"], f"{r['requests']:,}", fmt_number(r["iops_pred"]), fmt_number(r["iops_meas"]),
              _pct(r["iops_err"])]
     for q in PERCENTILES:
-        cells += [ms_text(r[f"p{q}_ns_pred"]) + unit, ms_text(r[f"p{q}_ns_meas"]) + unit, _pct(r[f"p{q}_err"])]
+        cells += [fmt_ms(r[f"p{q}_ns_pred"]) + unit, fmt_ms(r[f"p{q}_ns_meas"]) + unit, _pct(r[f"p{q}_err"])]
     return cells
 
 

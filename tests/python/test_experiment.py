@@ -411,6 +411,46 @@ def test_report_renders_every_plot_in_headless_chromium(tmp_path: Path) -> None:
         assert re.search(r'class="trace scatter', fig), f"figure {i} drew no lines"
 
 
+#: A device too slow for its tenants: response times of seconds, thousands of ms.
+OVERLOADED = """
+name = "over"
+description = "an overloaded device"
+seed = 3
+duration = "6s"
+[device]
+kind = "constant"
+capacity = "450"
+[[trace]]
+name = "web"
+path = "bundled:websearch"
+slo = "10ms"
+[[tenant]]
+name = "batch"
+generator = { kind = "poisson", rate = "1.5k" }
+slo = "50ms"
+[[policy]]
+kind = "fcfs"
+"""
+
+
+def test_report_tables_print_figures_as_the_terminal_does(tmp_path: Path, cli) -> None:
+    # The HTML table printed 3.22e+03 where the terminal printed 3,215.
+    r = cli("run", str(write(tmp_path, OVERLOADED)), "--out", str(tmp_path / "out"), "--workers", "1")
+    assert r.code == 0, r.err
+    terminal = {cells[1]: cells[2:6] for cells in (
+        [c.strip() for c in ln.split("│")[1:-1]] for ln in r.out.splitlines() if ln.startswith("│"))}
+    page = (tmp_path / "out" / "report.html").read_text()
+    html_rows = [re.findall(r"<td>(.*?)</td>", row) for row in re.findall(r"<tr><td>.*?</tr>", page)]
+    assert len(html_rows) == 2 and "e+" not in page.split("<tbody>")[1].split("</tbody>")[0]
+    tenants = pl.read_parquet(tmp_path / "out" / "tenants.parquet")
+    for cells in html_rows:
+        name = cells[1]
+        # Terminal: IOPS, p95, p99, ≤ SLO; the page: requests, IOPS, p50, p95, p99, max, ≤ SLO, SLO met.
+        assert [cells[3], cells[5], cells[6], cells[8]] == terminal[name], (cells, terminal)
+        p99_ms = tenants.filter(pl.col("name") == name)["p99_ns"][0] / 1e6
+        assert p99_ms > 1000 and cells[6] == f"{round(p99_ms):,}", (cells, p99_ms)
+
+
 def test_compare_example_parses_with_four_policies() -> None:
     exp = load(REPO / "examples" / "experiments" / "compare.toml")
     assert exp.policies == ["mclock", "sarc+avatar", "wf2q", "fcfs"]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import polars as pl
 
+from ..units import fmt_ms
 from .advice import Advice
 from .capacity_search import TOLERANCE
 from .policies import DISPLAY
@@ -66,7 +67,7 @@ def html_report(a: Advice) -> str:
         body.append("<tr>" + "".join(f"<td>{_html.escape(str(v))}</td>" for v in (
             row["rank"], DISPLAY.get(row["policy"], row["policy"]),
             "never" if row["capacity"] is None else p.family.unit(row["capacity"]), row["tenant"], row["slo"],
-            _ms(row["achieved_ns"]), _pct(row["margin"]), _ms(row["robust_achieved_ns"]), row["simulations"])) + "</tr>")
+            fmt_ms(row["achieved_ns"]), _pct(row["margin"]), fmt_ms(row["robust_achieved_ns"]), row["simulations"])) + "</tr>")
     return (
         "<!doctype html><html><head><meta charset='utf-8'><meta name='storqos-figures' content='1'>"
         f"<title>storqos advise: {_html.escape(p.name)}</title><script>{get_plotlyjs()}</script>"
@@ -78,14 +79,6 @@ def html_report(a: Advice) -> str:
         "<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>" + "".join(body) + "</table>"
         f"<div class='storqos-figure'>{fig.to_html(full_html=False, include_plotlyjs=False)}</div></body></html>"
     )
-
-
-def _ms(ns: float | None) -> str:
-    if ns is None:
-        return "–"
-    if not math.isfinite(ns):
-        return "∞"
-    return f"{ns / 1e6:.3g}"
 
 
 def _pct(m: float | None) -> str:

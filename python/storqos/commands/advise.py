@@ -15,16 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..console import emit_json, err, out
-
-
-def _ms(ns: float | None) -> str:
-    """ns as ms, 3 significant digits (the column header says ms)."""
-    if ns is None:
-        return "–"
-    if not math.isfinite(ns):
-        return "∞"
-    v = ns / 1e6
-    return f"{v:.3g}" if v < 1000 else f"{v:,.0f}"
+from ..units import fmt_ms as _ms  # the ms columns as every table prints them, report.html's too
 
 
 def _margin(m: float | None) -> str:

@@ -16,7 +16,7 @@ from .. import policy_options as po
 from ..console import emit_json, out
 from ..control_client import command
 from ..errors import InputError
-from ..units import parse_duration, parse_rate
+from ..units import fmt_duration, fmt_number, parse_duration, parse_rate
 
 SocketOpt = Annotated[Path, typer.Option("--socket", "-s", help="The gateway's control socket (serve --control PATH).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the gateway's reply as JSON (for scripts).")]
@@ -37,6 +37,43 @@ def _answer(reply: dict[str, Any], json_out: bool, line: Callable[[dict[str, Any
         out.print(line(reply), markup=False, highlight=False)
 
 
+def _value(key: str, v: Any) -> str:
+    """One parameter's value in words: a per-tenant list as ``2:1`` (``none`` for an
+    absent entry), times and rates with their unit (``10ms``, ``160iops``), a tenant's
+    SLO as ``--slo`` writes it (``160iops@400ms``), a nested policy as its words."""
+    if isinstance(v, dict):
+        return policy_words(v) if "kind" in v else "@".join(_value(k, x) for k, x in v.items())
+    if isinstance(v, list):
+        return ":".join(_value(key, x) for x in v)
+    if v is None:
+        return "none"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, (int, float)):
+        if key.endswith("_ns"):
+            return fmt_duration(v).replace(" ", "")
+        return f"{v:g}" + ("iops" if key.endswith("_iops") else "")
+    return str(v)
+
+
+def policy_words(spec: Any) -> str:
+    """A policy as the gateway's stats give it (the simulator's spec) in words, named as
+    ``--policy`` names it, with its parameters: ``fcfs``, ``wf2q weights 2:1``,
+    ``mclock reservations 100:0 weights 1:2 limits none:500 at-limit wait``."""
+    from ..specs import canonical_policy
+
+    if not isinstance(spec, dict) or "kind" not in spec:
+        return "unknown" if spec is None else str(spec)
+    kind = str(spec["kind"])
+    try:
+        name = canonical_policy(kind)
+    except InputError:  # a kind the gateway has and --policy does not name (baa)
+        name = kind
+    params = [f"{k.removesuffix('_ns').removesuffix('_iops').replace('_', '-')} {_value(k, v)}"
+              for k, v in spec.items() if k != "kind"]
+    return " ".join([name, *params])
+
+
 @ctl.command("stats")
 def stats_cmd(socket: SocketOpt, json_out: JsonOpt = False) -> None:
     """Per-tenant operations, IOPS and latency so far, the policy, the connections."""
@@ -46,15 +83,16 @@ def stats_cmd(socket: SocketOpt, json_out: JsonOpt = False) -> None:
         return
     names = {int(k): v for k, v in (r.get("names") or {}).items()}
     t = Table(title=f"{socket}: {r['elapsed_s']:.1f} s, {r['open_connections']} connection(s) open"
-                    + (", draining" if r.get("draining") else ""),
-              caption=f"policy: {r['policy']}")
-    for col in ("tenant", "ops", "IOPS", "p50 µs", "p99 µs", "errors"):
-        t.add_column(col, justify="left" if col == "tenant" else "right")
+                    + (", draining" if r.get("draining") else ""))
+    t.add_column("tenant", overflow="fold")  # "id name": a long name folds rather than ends in "…"
+    for col in ("ops", "IOPS", "p50 µs", "p99 µs", "errors"):
+        t.add_column(col, justify="right", no_wrap=True)
     for x in r.get("tenants") or []:
         name = names.get(int(x["tenant"]))
-        t.add_row(f"{x['tenant']} {name}" if name else str(x["tenant"]), f"{x['ops']:,}", f"{x['iops']:,.1f}",
-                  f"{x['p50_us']:,.1f}", f"{x['p99_us']:,.1f}", f"{x['errors']:,}")
+        t.add_row(f"{x['tenant']} {name}" if name else str(x["tenant"]), f"{x['ops']:,}", fmt_number(x["iops"]),
+                  fmt_number(x["p50_us"]), fmt_number(x["p99_us"]), f"{x['errors']:,}")
     out.print(t)
+    out.print(f"policy: {policy_words(r.get('policy'))}", markup=False, highlight=False)
 
 
 @ctl.command("set")

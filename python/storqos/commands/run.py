@@ -10,9 +10,10 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from ..console import emit_json, err, out
-from ..units import fmt_ms, plural
+from ..units import fmt_ms, fmt_number, plural
 
 
 def _print_schema(value: bool) -> None:
@@ -87,22 +88,35 @@ def run_cmd(
     keys = sorted({k for run in summary["runs"] for k in run["point"]})
     if keys:
         t.caption = "grid: " + ", ".join(keys)
-    for col in ("policy", "grid point", "tenant", "IOPS", "p95 ms", "p99 ms", "≤ SLO"):
-        t.add_column(col, justify="left" if col in ("policy", "grid point", "tenant") else "right")
+    # The run (its policy, then one line per grid key) and the tenant's name fold onto
+    # further lines rather than end in "…"; the figures keep their width: the table
+    # stays within 80 columns.
+    t.add_column("policy, grid point" if keys else "policy", overflow="fold")
+    t.add_column("tenant", overflow="fold")
+    for col in ("IOPS", "p95 ms", "p99 ms", "≤ SLO"):
+        t.add_column(col, justify="right", no_wrap=True)
     for run in summary["runs"]:
-        # One line per grid key, by its last part (the caption names the whole key).
-        point = "\n".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in run["point"].items())
-        for i, row in enumerate(run["tenants"]):
+        # The run's policy, then one line per grid key by its last part (the caption
+        # names the whole key), beside its tenants' rows.
+        label = [Text(run["policy"], style="bold"),
+                 *(Text(f"{k.rsplit('.', 1)[-1]}={v}") for k, v in run["point"].items())]
+        rows = run["tenants"]
+        for i in range(max(len(rows), len(label))):
+            first = label[i] if i < len(label) else ""
+            last = i == max(len(rows), len(label)) - 1
+            if i >= len(rows):
+                t.add_row(first, end_section=last)
+                continue
+            row = rows[i]
             within = row.get("within_slo")
             t.add_row(
-                run["policy"] if i == 0 else "",
-                point if i == 0 else "",
+                first,
                 row["name"],
-                f"{row.get('iops') or 0:.4g}",
+                fmt_number(row.get("iops") or 0),
                 fmt_ms(row.get("p95_ns")),
                 fmt_ms(row.get("p99_ns")),
                 "–" if within is None else f"{100 * within:.1f} %",
-                end_section=i == len(run["tenants"]) - 1,
+                end_section=last,
             )
     out.print(t)
     for name, path in result.files.items():

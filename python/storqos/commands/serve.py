@@ -16,7 +16,7 @@ from ..errors import InputError
 from ..gateway import DEFAULT_LISTEN, DIRECT_READS, serve, uri
 from ..gateway import check as check_gateway
 from ..paths import check_table_file
-from ..units import fmt_duration, fmt_rate, fmt_size, parse_positive_duration, parse_rate
+from ..units import fmt_duration, fmt_number, fmt_rate, fmt_size, parse_positive_duration, parse_rate
 
 if TYPE_CHECKING:
     from ..table_stream import TableStream
@@ -55,21 +55,24 @@ def _where(info: dict[str, Any]) -> str:
 
 
 def _tables(stats: dict[str, Any]) -> tuple[Table, Table]:
-    """What each tenant moved, then its response times: two tables that read at 80 columns."""
+    """What each tenant moved, then its response times and errors: two tables that read
+    at 80 columns (export names fold onto further lines, figures as every table prints
+    them: :func:`~storqos.units.fmt_number`)."""
     traffic = Table(title=f"storqos serve: {stats['policy']} for {stats['elapsed_s']:.1f} s, "
                           f"{stats['connections']} connection(s)")
-    for c in ("tenant", "exports", "ops", "reads", "writes", "MiB", "IOPS", "flushes", "errors"):
-        traffic.add_column(c, justify="left" if c in ("tenant", "exports") else "right")
+    traffic.add_column("tenant")
+    traffic.add_column("exports", overflow="fold")
+    for c in ("ops", "reads", "writes", "flushes", "MiB", "IOPS"):
+        traffic.add_column(c, justify="right", no_wrap=True)
     latency = Table(title="response time per tenant")
-    for c in ("tenant", "mean µs", "p50 µs", "p99 µs", "max µs"):
-        latency.add_column(c, justify="left" if c == "tenant" else "right")
+    latency.add_column("tenant")
+    for c in ("mean µs", "p50 µs", "p99 µs", "max µs", "errors"):
+        latency.add_column(c, justify="right", no_wrap=True)
     for r in stats["tenants"]:
-        traffic.add_row(
-            str(r["tenant"]), ",".join(r["exports"]), f"{r['ops']:,}", f"{r['reads']:,}", f"{r['writes']:,}",
-            f"{r['bytes'] / 2**20:,.3f}", f"{r['iops']:,.1f}", f"{r['flushes']:,}", f"{r['errors']:,}",
-        )
-        latency.add_row(str(r["tenant"]), f"{r['mean_us']:,.1f}", f"{r['p50_us']:,.1f}", f"{r['p99_us']:,.1f}",
-                        f"{r['max_us']:,.1f}")
+        traffic.add_row(str(r["tenant"]), ", ".join(r["exports"]), f"{r['ops']:,}", f"{r['reads']:,}",
+                        f"{r['writes']:,}", f"{r['flushes']:,}", fmt_number(r["bytes"] / 2**20), fmt_number(r["iops"]))
+        latency.add_row(str(r["tenant"]), *(fmt_number(r[k]) for k in ("mean_us", "p50_us", "p99_us", "max_us")),
+                        f"{r['errors']:,}")
     return traffic, latency
 
 
