@@ -88,6 +88,13 @@ def parse_windows(start: str | None, end: str | None, n: int) -> list[Window] | 
     return windows
 
 
+def check_align(align: str) -> str:
+    """``align`` if it is one of :data:`ALIGNS`, else an error naming ``--align``."""
+    if align not in ALIGNS:
+        raise InputError(f"unknown alignment {align!r} (known: {', '.join(ALIGNS)})", "--align")
+    return align
+
+
 def align_traces(
     frames: Sequence[pl.DataFrame],
     names: Sequence[str],
@@ -107,8 +114,7 @@ def align_traces(
     differing by more than :data:`SPAN_RATIO_WARN` are a warning (:func:`span_warning`),
     as are, with ``"none"``, traces that do not overlap on their clock.
     """
-    if align not in ALIGNS:
-        raise InputError(f"unknown alignment {align!r} (known: {', '.join(ALIGNS)})", "--align")
+    check_align(align)
     if len(names) != len(frames) or (windows is not None and len(windows) != len(frames)):
         raise InputError(f"{len(frames)} traces but {len(names)} names and "
                          f"{'no' if windows is None else len(windows)} windows")
@@ -188,4 +194,4 @@ def span_warning(spans_ns: dict[str, int], per_file: bool = True) -> str | None:
             f"pick a part of it with --start/--end ({how}; its busiest windows: storqos trace info {longest})")
 
 
-__all__ = ["ALIGNS", "SPAN_RATIO_WARN", "Window", "align_traces", "parse_windows", "span_warning"]
+__all__ = ["ALIGNS", "SPAN_RATIO_WARN", "Window", "align_traces", "check_align", "parse_windows", "span_warning"]
