@@ -1,9 +1,9 @@
 """Units on the command line and in config files.
 
-Durations: ``10ms``, ``250us``, ``1.5s``, ``2min``, ``1h``, ``500ns`` (a bare number is
-read in the default unit the caller names). Rates: ``1.5k`` IOPS, ``200``, ``2M``.
-Sizes: ``4KiB``, ``64GiB``, ``512B``, ``4k`` (binary multiples for ``Ki``/``k``).
-Bandwidth: ``200MiB/s``. Percent: ``99.9`` or ``99.9%``.
+Durations: ``10ms``, ``250us``, ``1.5s``, ``2min``, ``1h``, ``500ns``, or several units
+summed (``2h10m``, ``1d2h30m``); a bare number is read in the default unit the caller
+names. Rates: ``1.5k`` IOPS, ``200``, ``2M``. Sizes: ``4KiB``, ``64GiB``, ``512B``,
+``4k`` (binary multiples for ``Ki``/``k``). Bandwidth: ``200MiB/s``. Percent: ``99.9`` or ``99.9%``.
 
 Every parser raises :class:`storqos.errors.InputError` naming the flag or field
 (``where``) and saying what a valid value looks like.
@@ -84,6 +84,19 @@ def parse_count(value: object, where: str, *, minimum: int = 0, maximum: int = 2
     return v
 
 
+_PART = r"([0-9]*\.?[0-9]+)\s*([A-Za-zµ]+)"
+
+
+def _compound(text: str) -> list[tuple[float, str]] | None:
+    """``2h10m`` / ``1d 2h 30s``: whole parts, each with a duration unit, summed (None
+    when the text is not such a sum)."""
+    t = text.strip()
+    if not re.fullmatch(rf"(?:{_PART}\s*)+", t):
+        return None
+    parts = [(float(n), u) for n, u in re.findall(_PART, t)]
+    return parts if len(parts) > 1 and all(u in DURATION_NS for _, u in parts) else None
+
+
 def parse_duration(value: str | float | int, where: str = "duration", default_unit: str = "s") -> int:
     """Parse a duration into integer nanoseconds (``"10ms"`` → 10_000_000)."""
     _check_type(value, "duration", "10ms, 1.5s", where)
@@ -92,9 +105,13 @@ def parse_duration(value: str | float | int, where: str = "duration", default_un
     else:
         parsed = _split(value)
         if parsed is None:
-            raise InputError(f"malformed duration {value!r} (expected e.g. 10ms, 250us, 1.5s)", where)
-        v, unit = parsed
-        unit = unit or default_unit
+            parts = _compound(value)
+            if parts is None:
+                raise InputError(f"malformed duration {value!r} (expected e.g. 10ms, 250us, 1.5s, 2h10m)", where)
+            v, unit = sum(n * DURATION_NS[u] for n, u in parts), "ns"
+        else:
+            v, unit = parsed
+            unit = unit or default_unit
     if unit not in DURATION_NS:
         raise InputError(
             f"malformed duration {value!r}: unknown unit {unit!r} (use one of ns, us, ms, s, min, h, d)", where
@@ -225,6 +242,35 @@ def fmt_number(value: float | None) -> str:
         return f"{v:,.0f}"
     text = f"{v:.3g}"
     return format(Decimal(text), "f") if "e" in text else text
+
+
+#: Units of :func:`fmt_span`, longest first, each used from two of it up (``90 s``,
+#: not ``1.5 min``; ``36 h``, not ``1.5 d``).
+_SPAN_UNITS = (("years", 365.25 * 86400e9), ("d", 86400e9), ("h", 3600e9), ("min", 60e9))
+
+
+def fmt_span(ns: float) -> str:
+    """A length of time as a person says it, 3 significant digits in the largest unit
+    that holds at least two (``6.67 d``, ``2.5 h``, ``12 min``, ``60.1 s``)."""
+    for unit, scale in _SPAN_UNITS:
+        if abs(ns) >= 2 * scale:
+            return f"{ns / scale:.3g} {unit}"
+    return fmt_duration(ns)
+
+
+def fmt_offset(ns: int) -> str:
+    """A time from a trace's start, exactly, as :func:`parse_duration` reads it back: whole
+    days, hours and minutes, then seconds (``1d2h13m5s``, ``2h10m``, ``1m0.25s``, ``0s``)."""
+    ns = int(ns)
+    out = ""
+    for unit, scale in (("d", 86_400 * 10**9), ("h", 3_600 * 10**9), ("m", 60 * 10**9)):
+        if ns >= scale:
+            out += f"{ns // scale}{unit}"
+            ns %= scale
+    if ns or not out:
+        whole, frac = divmod(ns, 10**9)
+        out += f"{whole}.{frac:09d}".rstrip("0").rstrip(".") + "s"
+    return out
 
 
 def fmt_ms(ns: float | None) -> str:
