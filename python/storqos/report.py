@@ -180,7 +180,7 @@ def curve_figure(result: ExperimentResult, key: str, stat: str = "p99_ns") -> An
 
 
 def _table(result: ExperimentResult, point: dict[str, Any]) -> str:
-    head = ("policy", "tenant", "requests", "IOPS", "p50 ms", "p95 ms", "p99 ms", "max ms", "≤ SLO", "SLO met")
+    head = ("policy", "tenant", "requests", "own IOPS", "p50 ms", "p95 ms", "p99 ms", "max ms", "≤ SLO", "SLO met")
     body = []
     for o in (o for o in result.outputs if o.point == point):
         for r in o.tenants.to_dicts():
@@ -188,7 +188,7 @@ def _table(result: ExperimentResult, point: dict[str, Any]) -> str:
                 return fmt_ms(r.get(k))
             within = r.get("within_slo")
             met = r.get("slo_met")
-            cells = [o.policy_name, r["name"], f"{r['completed']:,}", fmt_number(r.get("iops") or 0), ms("p50_ns"),
+            cells = [o.policy_name, r["name"], f"{r['completed']:,}", fmt_number(r.get("iops_active") or 0), ms("p50_ns"),
                      ms("p95_ns"), ms("p99_ns"), ms("max_ns"), "–" if within is None else f"{100 * within:.1f} %",
                      "–" if met is None else ("yes" if met else "no")]
             body.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
@@ -267,6 +267,7 @@ def markdown(result: ExperimentResult, report_path: str | None = None) -> str:
                   f" --markdown docs/results/{exp.name}.md` (or `make reproduce`).", ""]
     if report_path:
         lines += [f"Interactive report (CDFs, time series, capacity curves): `{report_path}`.", ""]
+    lines += ["\"own IOPS\" is each tenant's requests over its own span, its first arrival to its last completion.", ""]
     tenants = exp.runs[0].tenants if exp.runs else []
     slo = [f"{t.name} {t.slo_ns / 1e6:g} ms" for t in tenants if t.slo_ns]
     if slo:
@@ -275,14 +276,14 @@ def markdown(result: ExperimentResult, report_path: str | None = None) -> str:
                   f" (met when ≥ {pct:g} %).", ""]
     for point in exp.points:
         lines += [f"## {_point_label(point)}", "",
-                  "| policy | tenant | requests | IOPS | p50 ms | p95 ms | p99 ms | ≤ SLO |",
+                  "| policy | tenant | requests | own IOPS | p50 ms | p95 ms | p99 ms | ≤ SLO |",
                   "|---|---|---:|---:|---:|---:|---:|---:|"]
         for o in (o for o in result.outputs if o.point == point):
             for r in o.tenants.to_dicts():
                 def ms(k: str, r: dict[str, Any] = r) -> str:
                     return fmt_ms(r.get(k))
                 w = r.get("within_slo")
-                lines.append(f"| {o.policy_name} | {r['name']} | {r['completed']:,} | {fmt_number(r.get('iops') or 0)} | "
+                lines.append(f"| {o.policy_name} | {r['name']} | {r['completed']:,} | {fmt_number(r.get('iops_active') or 0)} | "
                              f"{ms('p50_ns')} | {ms('p95_ns')} | {ms('p99_ns')} | {'–' if w is None else f'{100 * w:.1f} %'} |")
         lines.append("")
     return "\n".join(lines)

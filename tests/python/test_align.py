@@ -341,3 +341,23 @@ def test_websearch_beside_a_week_of_msr_shows_its_own_rate() -> None:
     assert web_row["iops_active"] == pytest.approx(trace.height / span, rel=0.001)  # 413, not 0.043
     warning = [ln for ln in r.err.splitlines() if "spans differ" in ln]
     assert len(warning) == 1 and "wsrch-small.trace 60.1 s, rsrch_1.csv 6.67 d" in warning[0], r.err
+
+
+def test_experiment_tables_show_each_tenants_own_rate(tmp_path: Path) -> None:
+    # 100 requests 100 ms apart (9.9 s) beside 100 requests 1 s apart (99 s), served in 1 ms:
+    # own IOPS 100 / 9.901 s = 10.1 and 100 / 99.001 s = 1.01 (over the run's 99 s, 1.01 both)
+    _mqsim(tmp_path / "short.trace", [k * 100_000_000 for k in range(100)])
+    _mqsim(tmp_path / "long.trace", [k * S for k in range(100)])
+    (tmp_path / "e.toml").write_text('[device]\nkind = "constant"\ncapacity = "1k"\n'
+                                     '[[trace]]\npath = "short.trace"\nformat = "mqsim"\n'
+                                     '[[trace]]\npath = "long.trace"\nformat = "mqsim"\n'
+                                     '[[policy]]\nkind = "fcfs"\n')
+    md = tmp_path / "r.md"
+    r = run_cli("run", str(tmp_path / "e.toml"), "--out", str(tmp_path / "out"), "--markdown", str(md), columns=80)
+    assert r.code == 0, r.err
+    rows = {line.split("|")[2].strip(): line.split("|")[4].strip() for line in md.read_text().splitlines()
+            if line.startswith("| fcfs |")}
+    assert rows == {"short": "10.1", "long": "1.01"}, md.read_text()
+    assert "| own IOPS |" in md.read_text()
+    short = next(line for line in r.out.splitlines() if " short " in line)
+    assert "10.1" in short.split("│")[3], r.out

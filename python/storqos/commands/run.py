@@ -93,7 +93,7 @@ def run_cmd(
     # stays within 80 columns.
     t.add_column("policy, grid point" if keys else "policy", overflow="fold")
     t.add_column("tenant", overflow="fold")
-    for col in ("IOPS", "p95 ms", "p99 ms", "≤ SLO"):
+    for col in ("own\nIOPS", "p95 ms", "p99 ms", "≤ SLO"):  # own: over the tenant's own span
         t.add_column(col, justify="right", no_wrap=True)
     for run in summary["runs"]:
         # The run's policy, then one line per grid key by its last part (the caption
@@ -112,7 +112,7 @@ def run_cmd(
             t.add_row(
                 first,
                 row["name"],
-                fmt_number(row.get("iops") or 0),
+                fmt_number(row.get("iops_active") or 0),
                 fmt_ms(row.get("p95_ns")),
                 fmt_ms(row.get("p99_ns")),
                 "–" if within is None else f"{100 * within:.1f} %",
