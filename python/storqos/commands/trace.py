@@ -28,8 +28,8 @@ def trace_info(
     busiest: Annotated[int, typer.Option("--busiest", help="How many busiest windows to show (0 for none).")] = 3,
     busiest_window: Annotated[
         str | None, typer.Option("--busiest-window", help="Length of the busiest windows (1min, 10min); by default "
-                                                          "1 s, 10 s, 1 min or 10 min, the longest a tenth of the "
-                                                          "span holds.")] = None,
+                                                          "the longest of 1 s, 10 s, 1 min and 10 min that fits 10 "
+                                                          "times in the trace's span.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Format, request count, span, read/write mix, IOPS (mean, peak in 100 ms and 1 s
