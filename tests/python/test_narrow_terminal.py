@@ -111,7 +111,7 @@ weight = 2
 name = "batch-neighbour-with-a-long-name"
 generator = { kind = "onoff", rate_on = "1k", rate_off = 0, mean_on = "100ms", mean_off = "900ms" }
 [[policy]]
-kind = "sarc+avatar"
+kind = "mclock"
 [[policy]]
 name = "fair-share-by-weight"
 kind = "wf2q"
@@ -123,7 +123,7 @@ kind = "wf2q"
 
 def test_run_folds_long_names_and_grid_values(tmp_path: Path) -> None:
     exp = tmp_path / "exp.toml"
-    exp.write_text(LONG_NAMES.replace('kind = "sarc+avatar"', 'kind = "mclock"'))
+    exp.write_text(LONG_NAMES)
     r = run_cli("run", str(exp), "--workers", "1", "--no-report", "--out", str(tmp_path / "run"), columns=80)
     assert r.code == 0, r.err
     _assert_fits(r.out)
