@@ -27,7 +27,8 @@ while IFS= read -r script; do
   run env PYTHONPATH="$(dirname "$script")${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" "$script"
 done < <(find examples -name '*.py' | sort)
 
-# Experiment files.
+# Experiment files (storqos makes only the last folder of an output path).
+mkdir -p out/experiments
 for exp in examples/experiments/*.toml; do
   [ -e "$exp" ] || continue
   name=$(basename "$exp" .toml)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from . import synth
     from .errors import InputError
     from .sim import ClosedClient, SimResult, simulate
-    from .specs import DEVICES, POLICIES, device_spec, policy_spec
+    from .specs import DEVICES, POLICIES, PolicyParams, device_spec, policy_spec
     from .traces import FORMATS, detect_format, read_trace
     from .traces import bundled as bundled_trace
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 _FROM: dict[str, tuple[str, ...]] = {
     ".errors": ("InputError",),
     ".sim": ("ClosedClient", "SimResult", "simulate"),
-    ".specs": ("DEVICES", "POLICIES", "device_spec", "policy_spec"),
+    ".specs": ("DEVICES", "POLICIES", "PolicyParams", "device_spec", "policy_spec"),
     ".traces": ("FORMATS", "detect_format", "read_trace"),
 }
 #: Public name → (module, attribute in it; None for the module itself).
@@ -69,6 +69,7 @@ __all__ = [
     "FORMATS",
     "InputError",
     "POLICIES",
+    "PolicyParams",
     "SimResult",
     "bundled_trace",
     "detect_format",

@@ -6,7 +6,9 @@ with status 2; library users catch it as a ``ValueError``.
 
 from __future__ import annotations
 
+import difflib
 import warnings
+from collections.abc import Iterable
 
 
 class InputError(ValueError):
@@ -20,6 +22,38 @@ class InputError(ValueError):
         self.where = where
         self.message = message
         super().__init__(f"{where}: {message}" if where else message)
+
+
+class UnknownKeyword(InputError, TypeError):
+    """A keyword argument a function does not take (``simulate(reservation=...)``):
+    a :class:`TypeError`, as Python's own is, and an :class:`InputError`, so that the CLI
+    and experiment files report it in one line. The message suggests the nearest of the
+    names it takes (:func:`did_you_mean`)."""
+
+    def __init__(self, function: str, keyword: str, known: Iterable[str]) -> None:
+        self.keyword = keyword
+        #: ``"; did you mean 'reservations'?"`` or ``""``
+        self.hint = did_you_mean(keyword, known)
+        super().__init__(f"{function}() got an unexpected keyword argument {keyword!r}{self.hint}")
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``"; did you mean 'reservations'?"`` for the choices nearest ``word``: those it
+    begins (``sarc`` → ``sarc+avatar``), then the most alike by difflib's ratio (at least
+    its default 0.6), three at most; ``""`` when none is near.
+
+    >>> did_you_mean("reservation", ["reservations", "weights", "limits"])
+    "; did you mean 'reservations'?"
+    >>> did_you_mean("sarc", ["sarc+avatar", "sarc+facade", "fcfs"])
+    "; did you mean 'sarc+avatar' or 'sarc+facade'?"
+    """
+    options = list(dict.fromkeys(choices))
+    near = [c for c in options if word and c.startswith(word) and c != word]
+    near += [c for c in difflib.get_close_matches(word, options, n=3) if c not in near]
+    near = near[:3]
+    if not near:
+        return ""
+    return "; did you mean " + " or ".join(repr(n) for n in near) + "?"
 
 
 class CoreError(InputError):

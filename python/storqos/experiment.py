@@ -552,16 +552,18 @@ def _policy(p: Policy, tenants: list[Tenant], percentile: float, where: str) -> 
 
 def run_one(run: Run, trace: pl.DataFrame | None) -> RunOutput:
     """Simulate one run (in a worker process). Pure: same run ⇒ same output."""
-    from .sim import CAPACITY_NAME, simulate
+    from .sim import CAPACITY_NAME, RESERVATIONS_NAME, simulate
 
     closed = [_closed_client(dict(c), run.label) for c in run.closed]
     t0 = time.perf_counter()
-    name = CAPACITY_NAME.set("[device] capacity")  # the file's key, in the run's warnings
+    # The file's keys, in the run's warnings.
+    name, reserved = CAPACITY_NAME.set("[device] capacity"), RESERVATIONS_NAME.set(f"{run.label}: reservations")
     try:
         res = simulate(trace, run.policy, run.device, generators=run.generators, closed=closed, seed=run.seed,
                        window=f"{run.window_ns}ns")
     finally:
         CAPACITY_NAME.reset(name)
+        RESERVATIONS_NAME.reset(reserved)
     wall = time.perf_counter() - t0
     names = pl.DataFrame({
         "tenant": pl.Series(range(len(run.tenants)), dtype=pl.UInt32),

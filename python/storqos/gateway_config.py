@@ -657,7 +657,7 @@ def merged(settings: GatewaySettings | None, *, exports: list[str] | None = None
     ``device_profile`` a measured profile of the backend (``storqos calibrate``): its
     cost model, its parallelism as the default depth and its capacity for the
     policies that need one."""
-    from .specs import canonical_policy, check_tenant_lists, policy_for_tenants
+    from .specs import canonical_policy, check_reservations, check_tenant_lists, policy_for_tenants
 
     file = settings.file if settings else None
     where = settings.policy_key() if settings else "--policy"
@@ -742,6 +742,14 @@ def merged(settings: GatewaySettings | None, *, exports: list[str] | None = None
             if e.where in from_file and e.where not in flags:
                 raise InputError(e.message, settings.policy_key(e.where)) from None
             raise InputError(e.message, f"--{str(e.where).replace('_', '-')}") from None
+    served = device_profile.capacity_iops if device_profile is not None else cap
+    if served is not None:  # mClock's reservations beyond what the device serves: said, not served short silently
+        given_at = ("--reservations" if "reservations" in flags or settings is None else
+                    settings.policy_key("reservations") if "reservations" in from_file else
+                    f"{settings.path}: [[tenant]] reservation")
+        cap_at = ("--device-profile" if device_profile is not None else "--iops" if iops is not None or settings is None
+                  else f"{settings.path}: iops")
+        check_reservations(spec, served, reservations=given_at, capacity=cap_at)
     return _assemble(settings, spec, ex, listen=listen, depth=depth, cap=cap, duration_s=duration_s,
                      window_s=window_s, metrics=metrics, control=control, tls=tls,
                      cost=device_profile.cost() if device_profile is not None else None)

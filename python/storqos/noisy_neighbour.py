@@ -24,7 +24,7 @@ import numpy as np
 import polars as pl
 
 from . import synth
-from .paths import replacing
+from .paths import make_folder, replacing
 from .sim import simulate
 from .traces import bundled, read_trace
 from .units import MAX_RATE_IOPS
@@ -89,7 +89,7 @@ def run_demo(out_dir: Path, trace_path: Path | None = None, capacities: list[flo
         mean = (web.height + burst_requests) / (span_ns / 1e9)
         caps = [(float(round(mean * f)), f"{f:.1f}× mean rate") for f in CAPACITY_FACTORS]
     rows: list[dict[str, Any]] = []
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_folder(out_dir, "--out")
     fig, axes = plt.subplots(1, len(caps), figsize=(5.2 * len(caps), 4.2), sharey=True, squeeze=False)
     colors = {"fcfs": "tab:red", "wf2q+": "tab:blue"}
     for ax, (cap, why) in zip(axes[0], caps, strict=True):

@@ -7,13 +7,14 @@ import json
 from pathlib import Path
 
 from .experiment import ExperimentResult
-from .paths import replacing
+from .paths import make_folder, replacing
 from .report import write_report
 
 
 def write_outputs(result: ExperimentResult, out: Path, *, report: bool = True) -> dict[str, str]:
-    """Write the Parquet tables, the JSON summary and the HTML report into ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
+    """Write the Parquet tables, the JSON summary and the HTML report into ``out`` (made
+if missing, its parent must exist: :func:`storqos.paths.make_folder`)."""
+    make_folder(out, "--out")
     files = {
         "tenants": out / "tenants.parquet",
         "windows": out / "windows.parquet",

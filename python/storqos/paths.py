@@ -2,10 +2,21 @@
 not end with "cannot write --out" and lose its results), and written whole or not at all
 (:func:`replacing`: a failure or a kill mid-write leaves the previous file intact).
 
+Of the folders an output path names, only the last may be missing: it is made (an
+output folder ``runs/a``, the folder ``runs`` of a file ``runs/x.parquet``); a path
+with more missing is an error, not a tree of folders made where a typo put them
+(``/nope/dir/x.parquet`` made ``/nope`` at the root of the file system). The one
+exception is :data:`RESULTS`, the current directory's ``out``, where the commands'
+default outputs go (``out/run``): it is made with its folder.
+
 >>> check_output_file(Path("/dev/null/x.csv"), "--out")
 Traceback (most recent call last):
 ...
 storqos.errors.InputError: --out: /dev/null/x.csv: /dev/null is not a directory
+>>> check_output_file(Path("/nope/dir/x.parquet"), "--out")
+Traceback (most recent call last):
+...
+storqos.errors.InputError: --out: /nope/dir/x.parquet: no folder /nope (only the last folder, /nope/dir, is made: make the others first)
 """
 
 from __future__ import annotations
@@ -26,37 +37,61 @@ if TYPE_CHECKING:
     import polars as pl
 
 
-def _check_parent(path: Path, where: str) -> None:
-    """The nearest existing ancestor of ``path`` must be a writable directory."""
-    anc = path.parent
-    while not anc.exists() and anc != anc.parent:
-        anc = anc.parent
+#: The folder of the commands' default outputs (``out/run``, ``out/demo``,
+#: ``out/validate``), in the current directory: made when missing with a folder in it.
+RESULTS = Path("out")
+
+
+def _check_folder(path: Path, folder: Path, where: str | None) -> None:
+    """``folder`` (``path``'s own: a file's, or an output folder itself) is a writable
+    directory, or can be made as one: its parent exists, as a writable directory (or is
+    :data:`RESULTS`, which can be made in the current one)."""
+    anc = folder if folder.exists() else folder.parent
+    if anc == RESULTS and not anc.exists():
+        anc = Path.cwd()
+    if not anc.exists():
+        top = anc
+        while not top.parent.exists() and top != top.parent:
+            top = top.parent
+        raise InputError(f"{path}: no folder {top} (only the last folder, {folder}, is made: make the others first)",
+                         where)
     if not anc.is_dir():
         raise InputError(f"{path}: {anc} is not a directory", where)
     if not os.access(anc, os.W_OK | os.X_OK):
         raise InputError(f"{path}: permission denied (cannot write in {anc})", where)
 
 
+def make_folder(folder: Path, where: str | None = None) -> None:
+    """Make ``folder`` if it is missing, and it alone (its parent must exist)."""
+    if folder.is_dir():
+        return
+    _check_folder(folder, folder, where)
+    if folder.parent == RESULTS:
+        RESULTS.mkdir(exist_ok=True)
+    folder.mkdir(exist_ok=True)
+
+
 def check_output_file(path: Path, where: str) -> None:
-    """``path`` can be created or overwritten as a file (its directories are made later)."""
+    """``path`` can be created or overwritten as a file (its folder, if missing, is made
+    when it is written)."""
     if path.exists():
         if path.is_dir():
             raise InputError(f"{path}: is a directory, expected a file", where)
         if not os.access(path, os.W_OK):
             raise InputError(f"{path}: permission denied", where)
         return
-    _check_parent(path, where)
+    _check_folder(path, path.parent, where)
 
 
 def check_output_dir(path: Path, where: str) -> None:
-    """``path`` is a writable directory or can be created as one."""
+    """``path`` is a writable directory or can be made as one (:func:`make_folder`)."""
     if path.exists():
         if not path.is_dir():
             raise InputError(f"{path}: exists and is not a directory", where)
         if not os.access(path, os.W_OK | os.X_OK):
             raise InputError(f"{path}: permission denied", where)
         return
-    _check_parent(path, where)
+    _check_folder(path, path, where)
 
 
 class Replacement:
@@ -82,7 +117,7 @@ class Replacement:
             self.part = Path(self._tmp) / path.name
         else:
             self.path = Path(os.path.realpath(path)) if path.is_symlink() else path
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_folder(self.path.parent)
             self.part = self.path.with_name(f".{self.path.name}.{os.getpid()}.part")
 
     def commit(self) -> None:
@@ -144,5 +179,5 @@ def write_table(df: pl.DataFrame, path: Path, where: str = "--out") -> None:
             df.write_parquet(part)
 
 
-__all__ = ["TABLE_SUFFIXES", "Replacement", "check_output_dir", "check_output_file", "check_table_file", "replacing",
-           "write_table"]
+__all__ = ["RESULTS", "TABLE_SUFFIXES", "Replacement", "check_output_dir", "check_output_file", "check_table_file", "make_folder",
+           "replacing", "write_table"]

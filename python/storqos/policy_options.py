@@ -8,12 +8,15 @@ from typing import Annotated
 
 import typer
 
-from .specs import POLICIES
+from .specs import POLICIES, aliases_text
 
-PolicyOpt = Annotated[str, typer.Option("--policy", "-p", help="Scheduling policy: " + " | ".join(POLICIES) + ".")]
+#: ``--policy``'s help: the policies, and the other names each is taken by (nothing else is).
+POLICY_HELP = "Scheduling policy: " + " | ".join(POLICIES) + f". Also taken by these names: {aliases_text()}."
+PolicyOpt = Annotated[str, typer.Option("--policy", "-p", help=POLICY_HELP)]
 WeightsOpt = Annotated[str | None, typer.Option(help="Per-tenant weights (wf2q, sfq, yfq, mclock), in tenant order, e.g. 2,1.")]
 DeadlineOpt = Annotated[
-    str | None, typer.Option(help="EDF per-class relative deadlines (10ms,50ms); RTT policies: the deadline δ.")
+    str | None, typer.Option(help="edf: per-tenant relative deadlines, in tenant order (10ms,50ms); miser, rtt-fq: "
+                                  "the one deadline δ of the primary class.")
 ]
 CminOpt = Annotated[str | None, typer.Option(help="miser / rtt-fq: primary-class capacity Cmin (IOPS).")]
 SloOpt = Annotated[

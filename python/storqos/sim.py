@@ -7,12 +7,13 @@ columns in and DataFrames out. Every column name carries its unit.
 
 from __future__ import annotations
 
-import inspect
+import functools
 import math
 import time
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ParamSpec, TypedDict, TypeVar, Unpack
 
 import numpy as np
 import polars as pl
@@ -20,8 +21,20 @@ import polars as pl
 from . import _core
 from .core_json import core_json
 from .errors import InputError, warn_input
-from .specs import check, check_tenant_lists, device_spec, policy_spec
-from .units import check_seed, parse_count, parse_duration, parse_size
+from .specs import (
+    PolicyParams,
+    check,
+    check_keywords,
+    check_reservations,
+    check_tenant_lists,
+    device_capacity_iops,
+    device_spec,
+    in_python_names,
+    policy_spec,
+    python_names,
+    with_keywords,
+)
+from .units import check_seed, parse_count, parse_duration, parse_rate, parse_size
 
 
 @dataclass
@@ -164,6 +177,17 @@ def _columns(trace: pl.DataFrame | None) -> _Columns:
 
 #: How warnings name the capacity a run was given: the flag, or an experiment file's key.
 CAPACITY_NAME: ContextVar[str] = ContextVar("capacity_name", default="--capacity")
+#: How warnings name the reservations a run was given: the flag, or an experiment file's key.
+RESERVATIONS_NAME: ContextVar[str] = ContextVar("reservations_name", default="--reservations")
+#: Whether the run's errors and warnings name :func:`simulate`'s keyword arguments
+#: (``reservations=``: called from Python) or the command line's options
+#: (``--reservations``: :func:`simulate_cli`).
+_PYTHON_NAMES: ContextVar[bool] = ContextVar("python_names", default=True)
+
+
+def _named(text: str) -> str:
+    """``text`` (naming options) as the caller of the run names them."""
+    return python_names(text) if _PYTHON_NAMES.get() else text
 
 
 def miser_slack(cmin_iops: float, capacity_iops: float, deadline_ns: float) -> tuple[str, int] | None:
@@ -187,7 +211,7 @@ def _warn_miser_slack(pspec: dict[str, Any], dspec: dict[str, Any]) -> None:
         return
     short = miser_slack(float(pspec["capacity_iops"]), float(dspec["iops"]), pspec["deadline_ns"])
     if short is not None:
-        name = CAPACITY_NAME.get()
+        name = _named(CAPACITY_NAME.get())
         warn_input(f"{short[0]}; give {name} ≥ {short[1]:g}", name)
 
 
@@ -200,6 +224,34 @@ def _tenant_count(trace_tenants: np.ndarray, generators: list[dict[str, Any]] | 
     return max(ids) + 1 if ids else 0
 
 
+class DeviceParams(TypedDict, total=False):
+    """The device model's parameters, as :func:`simulate`'s keyword arguments (a device
+    kind that does not take one given it is an error, not ignored):
+
+    - ``servers``: an array's servers k (default 1).
+    - ``profile``: the disk model of ``disk`` and of a striped ``array``
+      (``enterprise-10k``, ``desktop-7200``).
+    - ``queue``: the disk model's queue order, ``fifo``, ``scan`` or ``sptf``.
+    - ``hit_ratio``: the share of a ``tiered`` device's requests served by its fast tier.
+    - ``bandwidth``: a ``constant`` server's media rate (bytes/s, or ``"200MB/s"``): a
+      request of b bytes takes 1/C + b / bandwidth.
+    - ``device_depth``: requests the device takes at once (``array``, ``tiered``).
+    """
+
+    servers: int | None
+    profile: str | None
+    queue: str | None
+    hit_ratio: float | None
+    bandwidth: float | str | None
+    device_depth: int | None
+
+
+class SimParams(PolicyParams, DeviceParams, total=False):
+    """:func:`simulate`'s policy and device keyword arguments: those of
+    :class:`storqos.specs.PolicyParams` and of :class:`DeviceParams`."""
+
+
+@with_keywords(PolicyParams, DeviceParams)
 def simulate(
     trace: pl.DataFrame | None = None,
     policy: str | dict[str, Any] = "fcfs",
@@ -212,24 +264,70 @@ def simulate(
     window: str | float = "1s",
     keep_requests: bool = False,
     until: str | float | None = None,
-    **params: Any,
+    **params: Unpack[SimParams],
 ) -> SimResult:
     """Simulate ``trace`` through ``policy`` in front of ``device``.
 
-    ``policy``/``device`` are names (see ``storqos.specs.POLICIES``/``DEVICES``) with
-    parameters passed as keywords (any parameter of ``storqos.specs.policy_spec``:
-    ``weights=[2, 1]``, ``depth=4``, ``deadlines=["10ms"]``, ``cmin="400"``...; device:
-    ``servers=4``, ``hit_ratio=0.9``...), or ready spec dicts. ``capacity`` accepts units
-    (``"1.5k"``). ``generators`` streams synthetic arrivals (``storqos.synth`` specs)
-    without materialising them. Returns a :class:`SimResult`.
+    ``policy``/``device`` are names (``storqos.POLICIES``, their aliases
+    ``storqos.specs.POLICY_ALIASES``, and ``storqos.DEVICES``) or ready spec dicts. The
+    policy's parameters are keyword arguments, those of
+    :class:`storqos.specs.PolicyParams` (``weights=[2, 1]``, ``depth=4``,
+    ``deadlines=["10ms", "50ms"]``, ``cmin="400"``, ``reservations=[300, 0]``,
+    ``limits=[None, "1k"]``, ``slo="web:160iops@400ms"``...; :data:`storqos.specs.POLICY_PARAMS`
+    says which each policy takes), the device's those of :class:`DeviceParams`
+    (``servers=4``, ``hit_ratio=0.9``...). A keyword neither knows is a
+    :class:`TypeError` suggesting the nearest; per-tenant lists must have one entry per
+    tenant. ``capacity`` accepts units (``"1.5k"``). ``generators`` streams synthetic
+    arrivals (``storqos.synth`` specs) without materialising them. Errors
+    (:class:`storqos.InputError`, a :class:`ValueError`) and warnings name the keyword
+    argument at fault (``reservations=``). Returns a :class:`SimResult`.
+
+    >>> simulate(None, "mclock", capacity=500, reservation=[100])
+    Traceback (most recent call last):
+    ...
+    storqos.errors.UnknownKeyword: simulate() got an unexpected keyword argument 'reservation'; did you mean 'reservations'?
     """
-    pkeys = set(inspect.signature(policy_spec).parameters) - {"name"}
-    dkeys = {"servers", "profile", "queue", "hit_ratio", "bandwidth", "device_depth"}
-    unknown = set(params) - pkeys - dkeys
-    if unknown:
-        raise InputError(f"unknown parameter(s): {', '.join(sorted(unknown))}")
-    pparams = {k: v for k, v in params.items() if k in pkeys and v is not None}
-    if "total_capacity" in pkeys and capacity is not None:
+    check_keywords("simulate", params, PolicyParams, DeviceParams)
+    try:
+        return _simulate(trace, policy, device, capacity=capacity, generators=generators, closed=closed, seed=seed,
+                         window=window, keep_requests=keep_requests, until=until, params=dict(params))
+    except InputError as e:
+        if not _PYTHON_NAMES.get():
+            raise
+        raise in_python_names(e) from None
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _naming_options(f: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``f`` with its errors and warnings naming the command line's options."""
+    @functools.wraps(f)
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        token = _PYTHON_NAMES.set(False)
+        try:
+            return f(*args, **kwargs)
+        finally:
+            _PYTHON_NAMES.reset(token)
+
+    run.__doc__ = (":func:`simulate` for ``storqos simulate``: its errors and warnings name the command line's "
+                   "options (``--reservations``) instead of its keyword arguments.")
+    return run
+
+
+#: :func:`simulate` for ``storqos simulate``: errors and warnings name the options.
+simulate_cli = _naming_options(simulate)
+
+
+def _simulate(trace: pl.DataFrame | None, policy: str | dict[str, Any], device: str | dict[str, Any], *,
+              capacity: str | float | None, generators: list[dict[str, Any]] | None, closed: list[ClosedClient] | None,
+              seed: int, window: str | float, keep_requests: bool, until: str | float | None,
+              params: dict[str, Any]) -> SimResult:
+    """:func:`simulate`'s run, its errors naming the options."""
+    dkeys = DeviceParams.__annotations__.keys()
+    pparams = {k: v for k, v in params.items() if k not in dkeys and v is not None}
+    if capacity is not None:
         pparams.setdefault("total_capacity", capacity)
     pspec = policy_spec(policy, **pparams)
     dparams = {k: v for k, v in params.items() if k in dkeys and k != "device_depth"}
@@ -246,6 +344,10 @@ def simulate(
     cols = _columns(trace)
     closed_specs = [c.to_spec() for c in closed or []]
     check_tenant_lists(pspec, _tenant_count(cols[1], generators, closed_specs))
+    # A device given as a spec (a device profile's) has its capacity beside it.
+    served = device_capacity_iops(dspec) if not isinstance(device, dict) or capacity is None else \
+        parse_rate(capacity, "--capacity")
+    check_reservations(pspec, served, reservations=_named(RESERVATIONS_NAME.get()), capacity=_named(CAPACITY_NAME.get()))
     t0 = time.perf_counter()
     arrival, tenant, size, offset, is_read, target = cols
     out = _core.simulate(

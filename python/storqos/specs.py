@@ -10,13 +10,15 @@ gateway).
 
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import Sequence
-from typing import Any, Protocol
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypedDict, TypeVar, Unpack
 
 from . import _core
 from .core_json import core_json
-from .errors import InputError
+from .errors import InputError, UnknownKeyword, did_you_mean, warn_input
 from .fclb.spec import fclb_spec, yfq_spec
 from .twolevel.spec import twolevel_spec
 from .units import parse_bandwidth, parse_count, parse_duration, parse_percent, parse_rate, parse_size
@@ -55,14 +57,22 @@ POLICY_PARAMS: dict[str, tuple[str, ...]] = {
 #: total), and the SLO and percentile the run is judged on.
 _RUN_PARAMS = ("total_capacity", "slo", "percentile")
 
-#: Other accepted spellings.
+#: The other names a policy may be given by (``--policy``, ``kind`` in files, the Python
+#: API), each the same algorithm under its usual name, the core's, or seed 001's name of
+#: the baseline (SARC+AVATAR's FIXED and ADAPTIVE run over AVATAR): nothing else is
+#: taken for a policy (``wfq``, the Demers-Keshav-Shenker WFQ, is not WF2Q+).
 POLICY_ALIASES: dict[str, str] = {
-    "wfq": "wf2q", "wf2q+": "wf2q", "sfq(d)": "sfq", "fifo": "fcfs", "rtt+miser": "miser", "rtt+fq": "rtt-fq",
+    "wf2q+": "wf2q", "sfq(d)": "sfq", "fifo": "fcfs", "rtt+miser": "miser", "rtt+fq": "rtt-fq",
+    "sarc": "sarc+avatar", "sarc_avatar": "sarc+avatar", "sarc_facade": "sarc+facade",
+    "fixed": "fixed+avatar", "fixed_avatar": "fixed+avatar", "adaptive": "adaptive+avatar",
+    "adaptive_avatar": "adaptive+avatar",
 }
 
-POLICY_ALIASES.update({"sarc": "sarc+avatar", "sarc_avatar": "sarc+avatar", "sarc_facade": "sarc+facade",
-                       "fixed": "fixed+avatar", "fixed_avatar": "fixed+avatar",
-                       "adaptive": "adaptive+avatar", "adaptive_avatar": "adaptive+avatar"})
+
+def aliases_text() -> str:
+    """The aliases as help and docs give them: ``wf2q+ (wf2q), fifo (fcfs), …``."""
+    return ", ".join(f"{a} ({k})" for a, k in POLICY_ALIASES.items())
+
 
 #: Device names and what they model (``storqos simulate --device``).
 DEVICES: dict[str, str] = {
@@ -75,11 +85,21 @@ DEVICES: dict[str, str] = {
 
 
 def canonical_policy(name: str) -> str:
-    """The canonical policy name for ``name`` or an :class:`InputError` listing them."""
+    """The canonical policy name for ``name`` (a name of :data:`POLICIES` or an alias of
+    :data:`POLICY_ALIASES`), or an :class:`InputError` listing them, with the nearest.
+
+    >>> canonical_policy("WF2Q+")
+    'wf2q'
+    >>> canonical_policy("wfq")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    storqos.errors.InputError: --policy: unknown policy 'wfq'; did you mean 'wf2q' or ...? (known: fcfs, edf, ...)
+    """
     key = name.strip().lower()
     key = POLICY_ALIASES.get(key, key)
     if key not in POLICIES:
-        raise InputError(f"unknown policy {name!r} (known: {', '.join(POLICIES)})", "--policy")
+        near = did_you_mean(key, POLICIES)
+        raise InputError(f"unknown policy {name!r}{near} (known: {', '.join(POLICIES)})", "--policy")
     return key
 
 
@@ -95,6 +115,13 @@ def _weights(weights: Sequence[float] | str | None) -> list[float] | None:
     if not out or any(not (w > 0 and math.isfinite(w)) for w in out):
         raise InputError(f"weights must all be finite and > 0, got {weights!r}", "--weights")
     return out
+
+
+def _listed(values: Sequence[Any] | str) -> list[Any]:
+    """A list given as a list or as a comma-separated string (empty entries dropped)."""
+    if isinstance(values, str):
+        return [v for v in values.split(",") if v.strip()]
+    return list(values)
 
 
 def _iops_list(values: Sequence[Any] | str, where: str, *, allow_none: bool) -> list[float | None]:
@@ -166,59 +193,118 @@ def mclock_spec(
 AT_LIMIT = ("wait", "allow", "reject")
 
 
-def policy_spec(
-    name: str | dict[str, Any],
-    *,
-    weights: Sequence[float] | str | None = None,
-    depth: int | None = None,
-    deadlines: Sequence[str | float] | str | None = None,
-    by: str | None = None,
-    cost: str | None = None,
-    cmin: str | float | None = None,
-    total_capacity: str | float | None = None,
-    batch: int | None = None,
-    workloads: Sequence[Any] | str | None = None,
-    gain: float | str | None = None,
-    pole: float | None = None,
-    plant_gain: float | None = None,
-    mode: str | None = None,
-    slo: str | Sequence[Any] | None = None,
-    percentile: str | float | None = None,
-    period: str | float | None = None,
-    control_window: str | float | None = None,
-    p_rt: float | None = None,
-    p_inc: float | None = None,
-    p_dec: float | None = None,
-    facade_overload: str | None = None,
-    reservations: Sequence[Any] | str | None = None,
-    limits: Sequence[Any] | str | None = None,
-    limit_break: bool | None = None,
-    at_limit: str | None = None,
-) -> dict[str, Any]:
-    """Build a policy spec from a name and its parameters (a dict is passed through).
+class PolicyParams(TypedDict, total=False):
+    """The parameters of a policy, as keyword arguments of :func:`policy_spec` and
+    :func:`storqos.simulate` (each policy takes those :data:`POLICY_PARAMS` lists; any
+    other given to it is an error, not ignored). Times and rates take units (``"10ms"``,
+    ``"1.5k"`` IOPS); per-tenant lists are in tenant order, one entry per tenant, as a
+    list or a comma-separated string.
 
-    ``yfq`` takes ``weights`` and ``batch``; ``fclb`` takes ``workloads`` (``"40:35ms:8"``
-    = IOPS:RT[:bucket] strings or dicts, see :func:`storqos.fclb.spec.workload_spec`), the
-    back end's ``weights`` and ``batch``, the controller ``gain`` (IOPS/ms, or
-    ``"online"``: the plant gain measured by the loop) or ``pole``,
-    the ``plant_gain`` G (ms/IOPS) and ``mode`` (feedback, fixed, off).
-
-    ``cmin`` is the primary-class capacity of the RTT policies; ``total_capacity`` the
-    device's Cmin + ΔC (rtt-fq derives the class weights from both).
-
-    The seed-001 policies (``sarc+avatar``, ``sarc+facade``, ``fixed+avatar``,
-    ``adaptive+avatar``) take ``slo`` (``"web:160iops@400ms,oltp:190iops@900ms"``),
-    ``percentile``, ``period`` (T_SARC), ``control_window`` and ADAPTIVE's ``p_rt``,
-    ``p_inc``, ``p_dec`` (see :func:`storqos.twolevel.spec.twolevel_spec`).
+    - ``weights``: per-tenant weights (wf2q, sfq, yfq, mclock; fclb's back end), ``[2, 1]``.
+    - ``depth``: SFQ(D)'s dispatch depth D (sfq; default 1).
+    - ``deadlines``: edf's per-tenant relative deadlines (``["10ms", "50ms"]``); miser and
+      rtt-fq: the one deadline δ of the primary class (``"10ms"``).
+    - ``by``: what the fair queues and mclock share between, ``"tenant"`` (default) or
+      ``"class"``.
+    - ``cost``: what a request costs the fair queues and mclock, ``"iops"`` (default) or a
+      reference size (``"512KiB"``: a request of b bytes costs 1 + b / size).
+    - ``cmin``: the primary class's capacity Cmin in IOPS (miser, rtt-fq).
+    - ``total_capacity``: the device's capacity Cmin + ΔC in IOPS (rtt-fq; :func:`storqos.simulate`
+      takes it from ``capacity``).
+    - ``batch``: YFQ's batch size (yfq, fclb).
+    - ``workloads``: fclb's per-tenant workloads, ``"IOPS:RT[:bucket]"`` (``"40:35ms:8"``) or
+      dicts (:func:`storqos.fclb.spec.workload_spec`).
+    - ``gain``: fclb's controller gain K in IOPS/ms, or ``"online"`` (the plant gain measured
+      by the loop); ``pole``: the closed-loop pole to place instead; ``plant_gain``: the plant
+      gain G in ms/IOPS; ``mode``: ``feedback`` (default), ``fixed`` or ``off``.
+    - ``slo``: the two-level policies' per-tenant SLOs, ``"web:160iops@400ms,oltp:190iops@900ms"``;
+      ``percentile``: the latency percentile they are judged at (default 95).
+    - ``period``: SARC's credit period T_SARC (default 100 ms); ``control_window``: AVATAR's
+      and Facade's control window (default 1 s); ``p_rt``, ``p_inc``, ``p_dec``: ADAPTIVE's
+      margins (adaptive+avatar); ``facade_overload``: how Facade detects overload,
+      ``"per_class"`` or ``"total"`` (sarc+facade).
+    - ``reservations``: mclock's per-tenant reservations in IOPS (0 = none); ``limits``: its
+      per-tenant limits in IOPS (``None`` or ``"none"`` = no limit); ``limit_break``: serve
+      beyond the limits when the device would idle; ``at_limit``: what a request beyond its
+      tenant's limit gets, ``"wait"`` (default), ``"allow"`` or ``"reject[:THRESHOLD]"``.
     """
+
+    weights: Sequence[float] | str | None
+    depth: int | None
+    deadlines: Sequence[str | float] | str | None
+    by: str | None
+    cost: str | None
+    cmin: str | float | None
+    total_capacity: str | float | None
+    batch: int | None
+    workloads: Sequence[Any] | str | None
+    gain: float | str | None
+    pole: float | None
+    plant_gain: float | None
+    mode: str | None
+    slo: str | Sequence[Any] | None
+    percentile: str | float | None
+    period: str | float | None
+    control_window: str | float | None
+    p_rt: float | None
+    p_inc: float | None
+    p_dec: float | None
+    facade_overload: str | None
+    reservations: Sequence[Any] | str | None
+    limits: Sequence[Any] | str | None
+    limit_break: bool | None
+    at_limit: str | None
+
+
+def check_keywords(function: str, given: Mapping[str, Any], *takes: type) -> None:
+    """``given`` has only keys of the TypedDicts ``takes``: else an :class:`UnknownKeyword`
+    (a :class:`TypeError`) naming the first other one and the nearest it may have meant,
+    as Python would for a function's own parameters."""
+    known = [k for t in takes for k in t.__annotations__]
+    for key in given:
+        if key not in known:
+            raise UnknownKeyword(function, key, known)
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def with_keywords(*takes: type) -> Callable[[_F], _F]:
+    """Show a function's ``**params`` (typed by the TypedDicts ``takes``) as the keyword
+    parameters they are, each defaulting to None, to :func:`help` and :func:`inspect.signature`."""
+    def apply(f: _F) -> _F:
+        sig = inspect.signature(f)
+        params = [q for q in sig.parameters.values() if q.kind is not inspect.Parameter.VAR_KEYWORD]
+        params += [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=None,
+                                     annotation=getattr(a, "__forward_arg__", a))  # as written, not ForwardRef(…)
+                   for t in takes for k, a in t.__annotations__.items()]
+        f.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        return f
+    return apply
+
+
+@with_keywords(PolicyParams)
+def policy_spec(name: str | dict[str, Any], **params: Unpack[PolicyParams]) -> dict[str, Any]:
+    """Build a policy spec from a name and its parameters (a dict is passed through);
+    the parameters are :class:`PolicyParams`' (a keyword it does not know is a
+    :class:`TypeError` suggesting the nearest, one the policy does not take an
+    :class:`InputError`).
+
+    >>> policy_spec("mclock", reservation=[100, 0])
+    Traceback (most recent call last):
+    ...
+    storqos.errors.UnknownKeyword: policy_spec() got an unexpected keyword argument 'reservation'; did you mean 'reservations'?
+    """
+    check_keywords("policy_spec", params, PolicyParams)
     if isinstance(name, dict):
         return name
     kind = canonical_policy(name)
-    given = {k: v for k, v in locals().items() if k not in ("name", "kind")}  # the keyword parameters
-    for param, value in given.items():
+    for param, value in params.items():
         if value is not None and param not in POLICY_PARAMS[kind] and param not in _RUN_PARAMS:
             takes = ", ".join(POLICY_PARAMS[kind]) or "no parameters"
-            raise InputError(f"{kind} does not take {param} (it takes {takes})", "--" + param.replace("_", "-"))
+            raise InputError(f"{kind} does not take {param} (it takes {takes})", flag_of(param))
+    weights, by, cost, deadlines = params.get("weights"), params.get("by"), params.get("cost"), params.get("deadlines")
+    percentile, slo = params.get("percentile"), params.get("slo")
     if percentile is not None:
         parse_percent(percentile, "--percentile")
         if slo is None:  # alone it changes nothing
@@ -233,23 +319,26 @@ def policy_spec(
         if cost is not None:
             spec["cost"] = cost
     if kind == "sfq":
+        depth = params.get("depth")
         d = 1 if depth is None else parse_count(depth, "--depth", maximum=2**32 - 1)
         if d < 1:
             raise InputError(f"dispatch depth must be >= 1, got {depth}", "--depth")
         spec["depth"] = d
     if kind in ("miser", "rtt-fq"):
+        cmin = params.get("cmin")
         if cmin is None or deadlines is None:
             raise InputError(f"{kind} needs --cmin (the primary-class capacity, IOPS) and --deadline (δ)", "--cmin")
         c = parse_rate(cmin, "--cmin")
-        listed = deadlines.split(",") if isinstance(deadlines, str) else list(deadlines)
-        if not listed:
-            raise InputError(f"{kind} needs a deadline δ, e.g. --deadline 10ms", "--deadline")
-        first = listed[0]
-        delta = parse_duration(first, "--deadline", default_unit="ms")
+        listed = _listed(deadlines)
+        if len(listed) != 1:  # one δ for the primary class: more were dropped without a word
+            raise InputError(f"{kind} takes one deadline δ (the primary class's), got {len(listed)}: "
+                             f"{deadlines!r}", "--deadline")
+        delta = parse_duration(listed[0], "--deadline", default_unit="ms")
         if delta <= 0:
             raise InputError("the deadline must be > 0", "--deadline")
         if kind == "miser":
             return {"kind": "miser", "capacity_iops": c, "deadline_ns": delta}
+        total_capacity = params.get("total_capacity")
         if total_capacity is None:
             raise InputError("rtt-fq needs the total capacity Cmin + ΔC (--capacity)", "--capacity")
         total = parse_rate(total_capacity, "--capacity")
@@ -258,24 +347,26 @@ def policy_spec(
         return {"kind": "rtt", "capacity_iops": c, "deadline_ns": delta,
                 "then": {"kind": "wf2q", "weights": [c, total - c], "by": "class"}}
     if kind == "mclock":
-        return mclock_spec(reservations=reservations, weights=weights, limits=limits, cost=cost,
-                           limit_break=limit_break, at_limit=at_limit, by=by)
+        return mclock_spec(reservations=params.get("reservations"), weights=weights, limits=params.get("limits"),
+                           cost=cost, limit_break=params.get("limit_break"), at_limit=params.get("at_limit"), by=by)
     if kind in ("yfq", "fclb"):
-        back = yfq_spec(weights=_weights(weights), batch=batch)
+        back = yfq_spec(weights=_weights(weights), batch=params.get("batch"))
         if kind == "yfq":
             return back
+        workloads = params.get("workloads")
         if workloads is None:
             raise InputError("fclb needs its workloads, e.g. 40:35ms:8,20:38ms:4 (IOPS:RT[:bucket])", "--workloads")
-        return fclb_spec(workloads, backend=back, gain=gain, pole=pole, plant_gain=plant_gain, mode=mode)
+        return fclb_spec(workloads, backend=back, gain=params.get("gain"), pole=params.get("pole"),
+                         plant_gain=params.get("plant_gain"), mode=params.get("mode"))
     if kind in ("sarc+avatar", "sarc+facade", "fixed+avatar", "adaptive+avatar"):
-        return twolevel_spec(kind, slo, percentile=percentile, period=period, window=control_window,
-                             p_rt=p_rt, p_inc=p_inc, p_dec=p_dec, facade_overload=facade_overload)
+        return twolevel_spec(kind, slo, percentile=percentile, period=params.get("period"),
+                             window=params.get("control_window"), p_rt=params.get("p_rt"), p_inc=params.get("p_inc"),
+                             p_dec=params.get("p_dec"), facade_overload=params.get("facade_overload"))
     if kind == "edf":
         if deadlines is None:
-            raise InputError("edf needs per-class deadlines, e.g. --deadline 10ms,50ms", "--deadline")
-        if isinstance(deadlines, str):
-            deadlines = [d for d in deadlines.split(",") if d.strip()]
-        ns = [parse_duration(d, "--deadline", default_unit="ms") for d in deadlines]
+            raise InputError("edf needs per-tenant deadlines, e.g. --deadline 10ms,50ms", "--deadline")
+        listed = _listed(deadlines)
+        ns = [parse_duration(d, "--deadline", default_unit="ms") for d in listed]
         if not ns:
             raise InputError(f"edf needs at least one deadline, e.g. --deadline 10ms,50ms, got {deadlines!r}", "--deadline")
         if any(d <= 0 for d in ns):
@@ -354,7 +445,7 @@ def device_spec(
             spec = {"kind": "array", "servers": k, "assign": "shared",
                     "service": {"kind": "exponential", "iops": cap(capacity)}}
         if depth is not None:
-            spec["depth"] = parse_count(depth, "--depth", minimum=1, maximum=2**63 - 1)
+            spec["depth"] = parse_count(depth, _DEVICE_FLAGS["depth"], minimum=1, maximum=2**63 - 1)
         return spec
     if kind == "disk":
         spec = {"kind": "disk"}
@@ -382,17 +473,66 @@ def device_spec(
             raise InputError(f"hit ratio must be in [0, 1], got {hit_ratio}", "--hit-ratio")
         spec["hit_ratio"] = float(hit_ratio)
     if depth is not None:
-        spec["depth"] = parse_count(depth, "--depth", minimum=1, maximum=2**63 - 1)
+        spec["depth"] = parse_count(depth, _DEVICE_FLAGS["depth"], minimum=1, maximum=2**63 - 1)
     return spec
 
 
-#: Per-tenant lists of a policy spec, and the option that gives each.
+#: The command-line options whose parameter (in :class:`PolicyParams`, experiment files'
+#: and gateway configs' keys, :func:`storqos.simulate`'s keywords) is not their name with
+#: ``_`` for ``-``.
+_FLAG_PARAMS: dict[str, str] = {"--deadline": "deadlines", "--workload": "workloads"}
+
+
+def param_of_flag(flag: str) -> str:
+    """The parameter an option gives: ``--control-window`` → ``control_window``,
+    ``--deadline`` → ``deadlines``."""
+    return _FLAG_PARAMS.get(flag, flag.lstrip("-").replace("-", "_"))
+
+
+def flag_of(param: str) -> str:
+    """The option that gives a parameter: ``deadlines`` → ``--deadline``."""
+    return next((f for f, p in _FLAG_PARAMS.items() if p == param), "--" + param.replace("_", "-"))
+
+
+#: An option in a message, and the example value after it if there is one (a word with a
+#: digit in it: ``--deadline 10ms,50ms``, not ``--slo too``).
+_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*)(?: (?=[\w.:]*\d)([^\s(),;]+(?:,[^\s(),;]+)*))?")
+
+
+def python_names(text: str) -> str:
+    """``text`` with the options it names said as :func:`storqos.simulate`'s keyword
+    arguments: ``--reservations`` → ``reservations=``, an example value with it
+    (``--deadline 10ms,50ms``) → ``deadlines="10ms,50ms"``.
+
+    >>> python_names("give --slo too; e.g. --capacity 500, or --deadline 10ms,50ms")
+    'give slo= too; e.g. capacity="500", or deadlines="10ms,50ms"'
+    """
+    def say(m: re.Match[str]) -> str:
+        name = param_of_flag("--" + m.group(1))
+        return f'{name}="{m.group(2)}"' if m.group(2) else f"{name}="
+
+    return _FLAG.sub(say, text)
+
+
+def in_python_names(e: InputError) -> InputError:
+    """The same error, its options said as :func:`python_names` says them (the error
+    itself when it names none)."""
+    where = None if e.where is None else python_names(e.where)
+    message = python_names(e.message)
+    if (where, message) == (e.where, e.message) or isinstance(e, UnknownKeyword):
+        return e
+    return type(e)(message, where)
+
+
+#: Per-tenant lists of a policy spec, and the option that gives each (the parameter is
+#: :func:`param_of_flag`'s).
 TENANT_LISTS: dict[str, str] = {
     "weights": "--weights",
     "reservations": "--reservations",
     "limits": "--limits",
     "slo": "--slo",
     "workloads": "--workloads",
+    "deadlines_ns": "--deadline",
 }
 
 
@@ -400,9 +540,15 @@ def check_tenant_lists(policy: dict[str, Any], tenants: int, *, flags: bool = Tr
     """Every per-tenant list of ``policy`` has one entry per tenant: a list of another
     length is an :class:`InputError` naming the option (``--weights``; with ``flags``
     false the file's key, ``weights``) and both counts (it was padded or cut without a
-    word). Policies that key their lists by class (``by = "class"``) and composite specs
-    (RTT's inner policy) are checked by the core."""
-    if tenants <= 0 or policy.get("by", "tenant") != "tenant":
+    word). A back end over the same tenants (fclb's YFQ, ``then``) is checked too;
+    lists keyed by class (``by = "class"``: RTT's fair queue between its two classes)
+    are checked by the core."""
+    if tenants <= 0:
+        return
+    inner = policy.get("then")
+    if isinstance(inner, dict):
+        check_tenant_lists(inner, tenants, flags=flags)
+    if policy.get("by", "tenant") != "tenant":
         return
     for key, option in TENANT_LISTS.items():
         values = policy.get(key)
@@ -410,8 +556,36 @@ def check_tenant_lists(policy: dict[str, Any], tenants: int, *, flags: bool = Tr
             ids = "id 0" if tenants == 1 else f"ids 0-{tenants - 1}"
             raise InputError(
                 f"{len(values)} value(s) for {tenants} tenant(s) ({ids}); give one per tenant, in tenant order",
-                option if flags else key,
+                option if flags else param_of_flag(option),
             )
+
+
+def device_capacity_iops(device: dict[str, Any]) -> float | None:
+    """What a device spec serves at most, in IOPS, where its spec says (a constant or
+    exponential server, a shared array of them); None for disk models and measured
+    service times, whose speed depends on the requests."""
+    kind = device.get("kind")
+    if kind in ("constant", "exponential"):
+        return float(device["iops"])
+    if kind == "array" and device.get("assign", "shared") == "shared":
+        one = device_capacity_iops(device.get("service", {}))
+        return None if one is None else one * int(device.get("servers", 1))
+    return None
+
+
+def check_reservations(policy: dict[str, Any], capacity_iops: float | None, *, reservations: str = "--reservations",
+                       capacity: str = "--capacity") -> None:
+    """Warn (the run goes on) when mClock's reservations add up to more than the
+    device's capacity (``capacity_iops``; None: not known): the device cannot serve
+    every tenant its reservation, and some fall short of what they were promised.
+    ``reservations`` and ``capacity`` name where each was given (the options, a file's
+    keys, the keyword arguments)."""
+    if policy.get("kind") != "mclock" or not capacity_iops:
+        return
+    total = sum(float(r) for r in policy.get("reservations") or [] if r)
+    if total > capacity_iops * (1 + 1e-9):
+        warn_input(f"they add up to {total:,.6g} IOPS, more than the device's {capacity_iops:,.6g} IOPS "
+                   f"({capacity}): they cannot all be met", reservations)
 
 
 def check(policy: dict[str, Any], device: dict[str, Any]) -> tuple[str, str]:
@@ -466,8 +640,10 @@ def policy_for_tenants(kind: str, params: dict[str, Any], tenants: Sequence[Tena
             params["slo"] = ",".join(f"{_slo_name(t.name)}:{t.reservation}iops@{t.slo_ns}ns" for t in tenants)
             params.setdefault("percentile", percentile * 100)
         return policy_spec(kind, **params)
-    except TypeError as e:
-        raise InputError(f"unknown parameter ({e})") from None
+    except UnknownKeyword as e:  # a file's key: said as one
+        raise InputError(f"unknown parameter {e.keyword!r}{e.hint}") from None
+    except TypeError as e:  # a value of a type the parameter's parser does not take
+        raise InputError(f"a parameter of the wrong type ({e})") from None
 
 
 def _slo_name(name: str) -> str:

@@ -47,7 +47,7 @@ def test_simulate_json_and_parquet(tmp_path: Path) -> None:
     f = tmp_path / "t.mqsim"
     f.write_text(MQSIM_OK)
     pq = tmp_path / "out.parquet"
-    r = run_cli("simulate", str(f), "--policy", "wfq", "--weights", "2,1", "--split-by", "device",
+    r = run_cli("simulate", str(f), "--policy", "wf2q+", "--weights", "2,1", "--split-by", "device",
                 "--capacity", "1k", "--out", str(pq), "--json")
     assert r.code == 0, r.err
     j = json.loads(r.out)

@@ -89,8 +89,7 @@ def serve_cmd(
     ] = None,
     check: Annotated[bool, typer.Option("--check", help="Only check the configuration (the file, the flags, the export "
                                                         "files, the policy) and say what would be served.")] = False,
-    policy: Annotated[str | None, typer.Option("--policy", "-p", help="Scheduling policy: " + " | ".join(po.POLICIES)
-                                               + " (default fcfs).")] = None,
+    policy: Annotated[str | None, typer.Option("--policy", "-p", help=po.POLICY_HELP + " Default fcfs.")] = None,
     weights: po.WeightsOpt = None,
     deadline: po.DeadlineOpt = None,
     cmin: po.CminOpt = None,

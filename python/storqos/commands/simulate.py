@@ -127,7 +127,7 @@ def simulate(
     import polars as pl
 
     from ..paths import check_table_file
-    from ..sim import simulate as run
+    from ..sim import simulate_cli as run
 
     if out_file is not None:
         check_table_file(out_file, "--out")

@@ -115,7 +115,7 @@ def validate(
     from ..cpu_latency import can_keep_awake
     from ..device_profile import dump_profile, load_profile
     from ..experiment import load
-    from ..paths import check_output_dir, check_output_file, replacing, write_table
+    from ..paths import check_output_dir, check_output_file, make_folder, replacing, write_table
     from ..validate import CALIBRATE_PASSES, CALIBRATE_SECONDS, MODES
     from ..validate import validate as run
     from ..validation_report import markdown, notes, write_html
@@ -150,7 +150,7 @@ def validate(
               calibrate_passes=CALIBRATE_PASSES if calibration_passes is None else calibration_passes,
               calibrate_seconds=CALIBRATE_SECONDS if calibration_time is None else calibration_time, progress=say)
     table = res.table()
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_folder(out_dir, "--out")
     write_table(table, out_dir / "validation.parquet")
     for what in ("predicted", "measured"):
         logs = [getattr(r, what).with_columns(pl.lit(r.label).alias("run")) for r in res.runs]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
+from ..paths import make_folder
 from ..sim import SimResult
 from ..slo import ClassSlo, judge, parse_slo
 from .analysis import timeseries
@@ -74,7 +75,7 @@ def plot(
         fig.suptitle(title)
     fig.tight_layout()
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(out.parent)
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
