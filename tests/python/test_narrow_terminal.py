@@ -176,3 +176,18 @@ def test_ctl_stats_names_the_policy_in_words_at_80_columns(tmp_path: Path) -> No
         assert r.code == 0 and code == 0, (r.err, err)
         _assert_fits(r.out)
         assert r.out.splitlines()[-1] == words, r.out
+
+
+@pytest.mark.parametrize(("policy", "params", "words"), [
+    ("mclock", {"reservations": "100,0", "limits": "none,500", "weights": "1,2", "at_limit": "wait"},
+     "mclock reservations 100:0 weights 1:2 limits none:500 at-limit wait"),
+    ("edf", {"deadlines": "10ms,50ms"}, "edf deadlines 10ms:50ms default-deadline 50ms"),
+    ("sarc+avatar", {"slo": "web:160iops@400ms,oltp:190iops@900ms"}, "sarc+avatar slo 160iops@400ms:190iops@900ms"),
+])
+def test_ctl_names_every_parameter_of_a_policy(policy: str, params: dict[str, str], words: str) -> None:
+    # The gateway's stats carry the policy as the simulator's spec; ctl says it as
+    # --policy and its options do: per-tenant lists with ":", times and rates with units.
+    from storqos.commands.ctl import policy_words
+    from storqos.specs import policy_spec
+
+    assert policy_words(policy_spec(policy, **params)) == words
