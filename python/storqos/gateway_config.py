@@ -244,15 +244,26 @@ class LimitsTable(Table):
     """[limits]: what keeps a shared gateway serving when clients misbehave."""
 
     max_connections: Annotated[int, Field(ge=1)] = 1024
+    #: at once from one client address (an IPv4 address, an IPv6 /64)
+    max_connections_per_address: Annotated[int, Field(ge=1)] = 128
+    #: handshakes in progress at once from one client address
+    max_handshakes_per_address: Annotated[int, Field(ge=1)] = 32
     max_connections_per_export: Annotated[int | None, Field(ge=1)] = None
     handshake_timeout: PositiveDurationNs = 10_000_000_000
+    #: once a request's first byte came, the longest wait for its next byte
+    request_timeout: PositiveDurationNs = 10_000_000_000
+    #: the longest a client with replies waiting may take no byte of them
+    reply_timeout: PositiveDurationNs = 30_000_000_000
     idle_timeout: PositiveDurationNs | None = None
     max_inflight: Annotated[int, BeforeValidator(_inflight)] = 256 << 20
 
     def to_json(self) -> dict[str, Any]:
         """The gateway's ``limits`` object."""
         return {"max_connections": self.max_connections, "max_connections_per_export": self.max_connections_per_export,
+                "max_connections_per_address": self.max_connections_per_address,
+                "max_handshakes_per_address": self.max_handshakes_per_address,
                 "handshake_timeout_s": self.handshake_timeout / 1e9,
+                "request_timeout_s": self.request_timeout / 1e9, "reply_timeout_s": self.reply_timeout / 1e9,
                 "idle_timeout_s": None if self.idle_timeout is None else self.idle_timeout / 1e9,
                 "max_inflight_bytes": self.max_inflight}
 

@@ -39,6 +39,8 @@ def test_the_example_config_checks_and_its_tenants_fill_the_policy(gw: Path) -> 
     assert (cfg["listen"], cfg["depth"], cfg["iops"], cfg["window_s"]) == ("127.0.0.1:10809", 1, 2000.0, 1.0)
     assert cfg["exports"][0]["allow"] == ["127.0.0.1", "::1"] and not cfg["exports"][1]["read_only"]
     assert cfg["limits"] == {"max_connections": 256, "max_connections_per_export": None, "handshake_timeout_s": 10.0,
+                             "max_connections_per_address": 128, "max_handshakes_per_address": 32,
+                             "request_timeout_s": 10.0, "reply_timeout_s": 30.0,
                              "idle_timeout_s": 1800.0, "max_inflight_bytes": 256 << 20}
     r = run_cli("serve", "--config", str(gw), "--check")
     assert r.code == 0, r.err

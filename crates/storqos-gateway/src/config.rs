@@ -163,23 +163,36 @@ impl ExportConfig {
 }
 
 /// Bounds that keep a shared gateway serving when clients misbehave: how many
-/// connections, how long a handshake or an idle connection may last, how many bytes of
-/// requests may be in flight in all.
+/// connections (in all and per client address), how long a handshake, the rest of a
+/// request, a reply or an idle connection may take, how many bytes of requests may be
+/// in flight. docs/gateway.md ("Limits") gives the attack each one answers.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
-    /// Connections at once, handshakes included; more are closed as they arrive (and
-    /// the limit is logged once a minute while it lasts).
+    /// Connections at once, handshakes included; when it is reached, a newcomer takes
+    /// the place of an idle connection of the address holding the most, if one can give
+    /// one up, else it is closed ([`crate::peer_limits`]).
     pub max_connections: usize,
+    /// Connections at once from one client address (an IPv4 address, an IPv6 /64).
+    pub max_connections_per_address: usize,
+    /// Handshakes in progress at once from one client address.
+    pub max_handshakes_per_address: usize,
     /// Connections at once to one export (`None`: only the global limit).
     pub max_connections_per_export: Option<usize>,
     /// A client that has not finished the handshake within this many seconds is cut off.
     pub handshake_timeout_s: f64,
+    /// Once a request's first byte came, a client that sends no further byte of it
+    /// (header or write payload) for this many seconds is cut off ([`crate::deadline`]).
+    pub request_timeout_s: f64,
+    /// A client with replies waiting that takes no byte of them for this many seconds
+    /// is cut off, and what its replies held is given back.
+    pub reply_timeout_s: f64,
     /// A connection with nothing in flight that sends no request for this many seconds
     /// is closed (`None`: never; NBD clients such as qemu keep idle connections for hours).
     pub idle_timeout_s: Option<f64>,
     /// Bytes of requests in flight (queued, on the backend, or replies not yet taken by
-    /// the client) over all connections; a connection also holds at most 64 MiB.
+    /// the client) over all connections, divided into equal shares among the tenants
+    /// ([`crate::budget`]).
     pub max_inflight_bytes: u64,
 }
 
@@ -187,8 +200,12 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_address: crate::peer_limits::DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+            max_handshakes_per_address: crate::peer_limits::DEFAULT_MAX_HANDSHAKES_PER_ADDRESS,
             max_connections_per_export: None,
             handshake_timeout_s: DEFAULT_HANDSHAKE_TIMEOUT_S,
+            request_timeout_s: crate::deadline::DEFAULT_REQUEST_TIMEOUT_S,
+            reply_timeout_s: crate::deadline::DEFAULT_REPLY_TIMEOUT_S,
             idle_timeout_s: None,
             max_inflight_bytes: DEFAULT_MAX_INFLIGHT_BYTES,
         }
@@ -466,6 +483,14 @@ impl Config {
         if l.max_connections == 0 {
             return bad("limits.max_connections: must be >= 1");
         }
+        for (key, n) in [
+            ("max_connections_per_address", l.max_connections_per_address),
+            ("max_handshakes_per_address", l.max_handshakes_per_address),
+        ] {
+            if n == 0 {
+                return bad(format!("limits.{key}: must be >= 1"));
+            }
+        }
         if l.max_connections_per_export == Some(0) {
             return bad("limits.max_connections_per_export: must be >= 1 (or null)");
         }
@@ -474,6 +499,11 @@ impl Config {
                 "limits.handshake_timeout_s: must be a number of seconds > 0, got {}",
                 l.handshake_timeout_s
             ));
+        }
+        for (key, t) in [("request_timeout_s", l.request_timeout_s), ("reply_timeout_s", l.reply_timeout_s)] {
+            if !(t.is_finite() && t > 0.0 && t <= MAX_SECONDS) {
+                return bad(format!("limits.{key}: must be a number of seconds > 0 and <= {MAX_SECONDS}, got {t:?}"));
+            }
         }
         if let Some(t) = l.idle_timeout_s.filter(|t| !(t.is_finite() && *t > 0.0 && *t <= MAX_SECONDS)) {
             return bad(format!("limits.idle_timeout_s: must be a number of seconds > 0 (or null), got {t}"));
@@ -600,6 +630,10 @@ mod tests {
         assert_eq!((d.listen.as_str(), d.depth, d.iops, d.duration_s), (DEFAULT_LISTEN, DEFAULT_DEPTH, None, None));
         assert_eq!(d.policy, SchedulerSpec::Fcfs);
         assert_eq!(d.direct_reads, DirectReads::Threads);
+        // The limits are on by default (docs/gateway.md, "Limits").
+        let l = &d.limits;
+        assert_eq!((l.max_connections, l.max_connections_per_address, l.max_handshakes_per_address), (1024, 128, 32));
+        assert_eq!((l.request_timeout_s, l.reply_timeout_s, l.idle_timeout_s), (10.0, 30.0, None));
         let r = Config::from_json(
             r#"{"exports":[{"name":"a","path":"/x","tenant":0,"direct":true}],"direct_reads":"io_uring"}"#,
         )
@@ -652,6 +686,23 @@ mod tests {
                 "window_s: must be a finite number of seconds >= 1e-6 and <= 9223372036",
             ),
             (format!(r#"{{{ex},"policy":{{"kind":"wfq"}}}}"#), "policy: unknown variant `wfq`"),
+            (
+                format!(r#"{{{ex},"limits":{{"max_connections_per_address":0}}}}"#),
+                "limits.max_connections_per_address: must be >= 1",
+            ),
+            (
+                format!(r#"{{{ex},"limits":{{"max_handshakes_per_address":0}}}}"#),
+                "limits.max_handshakes_per_address: must be >= 1",
+            ),
+            (
+                format!(r#"{{{ex},"limits":{{"request_timeout_s":0}}}}"#),
+                "limits.request_timeout_s: must be a number of seconds > 0 and <= 9223372036, got 0.0",
+            ),
+            (
+                format!(r#"{{{ex},"limits":{{"reply_timeout_s":1e300}}}}"#),
+                "limits.reply_timeout_s: must be a number of seconds > 0 and <= 9223372036, got 1e300",
+            ),
+            (format!(r#"{{{ex},"limits":{{"reply_timeout":30}}}}"#), "limits: unknown field `reply_timeout`"),
             (format!(r#"{{{ex},"cost":{{"op_time_s":-1}}}}"#), "cost.op_time_s: must be a time per operation"),
             (format!(r#"{{{ex},"cost":{{"bytes_per_s":0}}}}"#), "cost.bytes_per_s: must be a bandwidth"),
             (format!(r#"{{{ex},"cost":{{"seek":1}}}}"#), "cost: unknown field `seek`"),

@@ -17,6 +17,9 @@
 //! - [`protocol`]: the NBD wire format, pure parse / encode with typed errors;
 //! - [`config`]: the JSON configuration and its validation;
 //! - [`admission`]: seed 003's admission control at connect time (an `fclb` policy);
+//! - [`budget`]: the in-flight budgets of the tenants and connections, and what a request is charged;
+//! - [`deadline`]: the deadlines on a connection's reads and writes while it transmits;
+//! - [`peer_limits`]: connection limits per client address, and who makes room when full;
 //! - [`export`]: exports and their backing files;
 //! - [`fault`]: requests an export fails on purpose (EIO, ENOSPC, short writes);
 //! - [`pool`]: the `depth` threads that run the blocking backend I/O;
@@ -44,13 +47,16 @@
 #![deny(missing_docs)]
 
 pub mod admission;
+pub mod budget;
 pub mod config;
 pub mod control;
+pub mod deadline;
 pub mod direct;
 pub mod emulate;
 pub mod export;
 pub mod fault;
 pub mod metrics;
+pub mod peer_limits;
 pub mod pool;
 pub mod protocol;
 pub mod sched;

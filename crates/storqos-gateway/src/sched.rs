@@ -49,7 +49,6 @@ use storqos_core::scheduler::Scheduler;
 use storqos_core::spec::AnyScheduler;
 use storqos_core::time::Nanos;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
-use tokio::sync::OwnedSemaphorePermit;
 
 use crate::emulate::Emulated;
 use crate::export::Export;
@@ -95,16 +94,11 @@ impl Clock {
     }
 }
 
-/// A request's share of the in-flight budgets, its connection's and the gateway's:
-/// taken before its data is read, given back once its reply is written to the client
-/// (so a client that does not read its replies cannot make the gateway buffer more).
-#[derive(Debug)]
-pub struct Inflight {
-    /// The connection's share.
-    pub connection: OwnedSemaphorePermit,
-    /// The gateway's share.
-    pub gateway: OwnedSemaphorePermit,
-}
+/// A request's charge to the in-flight budgets, its connection's and its tenant's
+/// ([`crate::budget`]): taken before its data is read, given back once its reply is
+/// written to the client (so a client that does not read its replies cannot make the
+/// gateway buffer more).
+pub use crate::budget::Inflight;
 
 /// A reply for a connection's writer: the cookie, an NBD error value (0 = success),
 /// for a successful read the data, and the request's in-flight share (released when
