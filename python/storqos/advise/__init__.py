@@ -6,16 +6,17 @@ method runs (each imports only those above it):
 
 - :mod:`.family`: device families, a capacity → the core's device spec (a calibrated
   device profile is scaled);
-- :mod:`.problem`: the tenants, their SLOs (``pP<=D``, judged end to end), the trace;
+- :mod:`.problem`: the tenants, their SLOs (``pP<=D``, judged end to end), the trace,
+  the headroom (every SLO must also hold at that much more load: 10 % by default);
 - :mod:`.bounds`: the planner's Cmin bounds on the capacity (seed 000), bad input
   against the device;
 - :mod:`.inputs`: reading an advise file (an experiment file with SLOs);
 - :mod:`.policies`: each policy's parameters from the SLOs (seeds 000, 001, 003, mClock);
 - :mod:`.evaluation`: one simulation at a capacity, judged end to end (seed 001's own
-  metric beside);
+  metric beside); a capacity tried at both loads;
 - :mod:`.bracket`: closing [fails, holds], interpolation never worse than bisection
   (regula falsi, Illinois, ITP's projection);
-- :mod:`.proof`: minimality at 0.98 ×, robustness at +10 % load;
+- :mod:`.proof`: minimality at 0.98 ×, why a policy is ``never``;
 - :mod:`.capacity_search`: one policy's least capacity: bracket, close, prove;
 - :mod:`.advice`: the ranking and the recommendation in words;
 - :mod:`.parallel`: every policy's search on the sweep back ends;
@@ -27,28 +28,29 @@ benchmark use.
 
 from __future__ import annotations
 
-from .advice import Advice, explain
+from .advice import Advice, explain, reason
 from .bounds import CMIN_SLACK, MAX_CAPACITY_OVER_LOAD, prepare
 from .bracket import bisection_steps, close
 from .capacity_search import MAX_RESTARTS, TOLERANCE, plain_bisection, search
-from .evaluation import Evaluation, Runner, evaluate
+from .evaluation import Evaluation, Runner, Trial, evaluate
 from .family import FAMILIES, DeviceFamily, device_family
-from .inputs import load_problem, parse_slo, problem_from_dict
+from .inputs import load_problem, parse_headroom, parse_slo, problem_from_dict
 from .parallel import advise
 from .policies import DEFAULT_POLICIES, DISPLAY, SUPPORTED_POLICIES, parse_policies, policy_floor, policy_for, rates
-from .problem import Problem, Slo, TenantInfo, to_capacity, to_iops
-from .proof import PROOF_FACTOR, ROBUST_LOAD, PolicyAdvice
+from .problem import DEFAULT_HEADROOM, MAX_HEADROOM, Problem, Slo, TenantInfo, scaled_trace, to_capacity, to_iops
+from .proof import PROOF_FACTOR, PolicyAdvice
 from .report import html_report, write_outputs
 
 __all__ = [
     "CMIN_SLACK",
+    "DEFAULT_HEADROOM",
     "DEFAULT_POLICIES",
     "DISPLAY",
     "FAMILIES",
     "MAX_CAPACITY_OVER_LOAD",
+    "MAX_HEADROOM",
     "MAX_RESTARTS",
     "PROOF_FACTOR",
-    "ROBUST_LOAD",
     "SUPPORTED_POLICIES",
     "TOLERANCE",
     "Advice",
@@ -59,6 +61,7 @@ __all__ = [
     "Runner",
     "Slo",
     "TenantInfo",
+    "Trial",
     "advise",
     "bisection_steps",
     "close",
@@ -67,6 +70,7 @@ __all__ = [
     "explain",
     "html_report",
     "load_problem",
+    "parse_headroom",
     "parse_policies",
     "parse_slo",
     "plain_bisection",
@@ -75,6 +79,8 @@ __all__ = [
     "prepare",
     "problem_from_dict",
     "rates",
+    "reason",
+    "scaled_trace",
     "search",
     "to_capacity",
     "to_iops",

@@ -5,7 +5,9 @@ The HTML report and the files are :mod:`.report`.
 
 The explanation compares the cheapest policy with FCFS (else the runner-up): by how
 much less capacity it needs, what the policy does that saves it (:data:`WHY`), and which
-tenant's SLO sets the other's capacity (the tenant with the least margin).
+tenant's SLO sets the other's capacity (the tenant with the least margin). Every answer
+holds at the headroom's extra load too (:mod:`.capacity_search`), and the explanation
+says so; a policy that is ``never`` says why (:func:`reason`).
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ import polars as pl
 from .capacity_search import TOLERANCE
 from .evaluation import FRACTION_EPS, Evaluation
 from .policies import DISPLAY
-from .problem import Problem, max_units, to_iops
-from .proof import ROBUST_LOAD, PolicyAdvice
+from .problem import Problem, headroom_text, max_units, to_iops
+from .proof import PolicyAdvice
 
 
 @dataclass
@@ -44,7 +46,8 @@ class Advice:
         return explain(self)
 
     def rows(self) -> pl.DataFrame:
-        """One row per (policy, tenant), ranked: capacity, SLO, achieved, margin, +10 %."""
+        """One row per (policy, tenant), ranked: capacity, SLO, achieved and margin at the
+        trace's load and at the headroom's (``robust_*``)."""
         p = self.problem
         out = []
         for rank, r in enumerate(self.ranked, 1):
@@ -63,11 +66,14 @@ class Advice:
                     "margin": r.at.margin[i],
                     "paper_miss_ratio": r.at.paper_miss[i],
                     "below_capacity": r.below.capacity if r.below else None,
-                    "below_met": (r.below.within[i] is None or r.below.within[i] >= t.slo.percentile - FRACTION_EPS)  # type: ignore[operator, union-attr]
+                    "below_met": all(w is None or w >= t.slo.percentile - FRACTION_EPS
+                                     for w in (e.within[i] for e in r.below.evaluations))
                     if r.below and t.slo else None,
+                    "headroom": p.headroom,
                     "robust_achieved_ns": r.robust.achieved_ns[i] if r.robust else None,
                     "robust_margin": r.robust.margin[i] if r.robust else None,
                     "simulations": r.simulations,
+                    "reason": r.reason or None,
                 })
         return pl.DataFrame(out, infer_schema_length=None)
 
@@ -81,9 +87,10 @@ class Advice:
                          "percentile": t.slo.percentile if t.slo else None,
                          "latency_ns": t.slo.latency_ns if t.slo else None,
                          "reservation_iops": t.reservation, "limit_iops": t.limit, "requests": t.requests,
-                         "mean_iops": t.mean_iops, "needs_alone_iops": need}
-                        for t, need in zip(p.tenants, p.need, strict=True)],
+                         "mean_iops": t.mean_iops, "needs_alone_iops": need, "needs_alone_planned_iops": planned}
+                        for t, need, planned in zip(p.tenants, p.need, p.need_planned, strict=True)],
             "bounds_iops": {"lower": p.lower, "fcfs_upper": p.upper, "max": p.max_capacity},
+            "headroom": p.headroom,
             "tolerance": TOLERANCE,
             "backend": self.backend,
             "wall_s": self.wall_s,
@@ -94,11 +101,14 @@ class Advice:
                  "capacity_unit": "disks" if p.family.integer else "IOPS",
                  "capacity_iops": to_iops(p, r.capacity) if r.status != "never" else None,
                  "capacity_multiple": p.family.multiple(r.capacity) if r.status != "never" else None,
-                 "simulations": r.simulations, "search_simulations": r.search_simulations, "wall_s": r.wall_s, "notes": r.notes,
+                 "simulations": r.simulations, "search_simulations": r.search_simulations,
+                 "search_trials": r.search_trials, "wall_s": r.wall_s, "notes": r.notes,
+                 "reason": reason(p, r) if r.status == "never" else None,
                  "search": [{"capacity": c, "met": m, "worst_ratio": w} for c, m, w in r.history],
                  "tenants": [_tenant_json(p, r, i) for i in range(len(p.tenants))],
-                 "below": {"capacity": r.below.capacity, "met": r.below.met} if r.below else None,
-                 "robust": {"load": ROBUST_LOAD, "met": r.robust.met} if r.robust else None}
+                 "below": {"capacity": r.below.capacity, "met": r.below.met, "failed": r.below.failures(p)}
+                 if r.below else None,
+                 "robust": {"load": p.load, "met": r.robust.met} if r.robust else None}
                 for r in self.ranked
             ],
         }
@@ -113,7 +123,7 @@ def _tenant_json(p: Problem, r: PolicyAdvice, i: int) -> dict[str, Any]:
         "margin": _finite(r.at.margin[i]),
         "end_to_end_miss_ratio": None if r.at.within[i] is None else 1 - r.at.within[i],  # type: ignore[operator]
         "paper_miss_ratio": r.at.paper_miss[i],
-        "below_achieved_ns": _finite(r.below.achieved_ns[i]) if r.below else None,
+        "below_achieved_ns": _finite(r.below.nominal.achieved_ns[i]) if r.below and r.below.nominal else None,
         "robust_achieved_ns": _finite(r.robust.achieved_ns[i]) if r.robust else None,
         "robust_margin": _finite(r.robust.margin[i]) if r.robust else None,
     }
@@ -154,39 +164,53 @@ WHY_NOT: dict[str, str] = {
 }
 
 
+def reason(p: Problem, r: PolicyAdvice) -> str:
+    """Why a ``never`` policy never meets the SLOs: what failed at the most the search
+    allows (or the constraint that rules every capacity out), and what the policy does
+    that causes it (:data:`WHY_NOT`)."""
+    why = WHY_NOT.get(r.policy)
+    return r.reason + (f": {why}" if why else "")
+
+
+def _holds(p: Problem) -> str:
+    """What every answer was also checked at, in words ('' without headroom)."""
+    if p.headroom <= 0:
+        return ""
+    return f" Every answer also holds at {headroom_text(p.headroom).removeprefix('+')} more load (--headroom)."
+
+
 def explain(a: Advice) -> str:
     """One or two sentences: the cheapest policy, against FCFS (or the runner-up), and why."""
     p = a.problem
     ranked = a.ranked
     ok = [r for r in ranked if r.status != "never"]
+    at_load = f" (also at {headroom_text(p.headroom)} load)" if p.headroom > 0 else ""
     if not ok:
-        return (f"No policy meets every SLO at any capacity up to {p.family.unit(max_units(p))}: relax the SLOs, "
-                "or raise --max-capacity.")
+        return (f"No policy meets every SLO{at_load} at any capacity up to {p.family.unit(max_units(p))}: relax the "
+                "SLOs, lower --headroom, or raise --max-capacity.")
     best = ok[0]
     name = DISPLAY.get(best.policy, best.policy)
     others = [r for r in ranked if r is not best]
     ref = next((r for r in others if r.policy == "fcfs"), others[0] if others else None)
     if ref is None:
-        return f"{name} meets every SLO at {p.family.unit(best.capacity)}."
+        return f"{name} meets every SLO at {p.family.unit(best.capacity)}.{_holds(p)}"
     rname = DISPLAY.get(ref.policy, ref.policy)
     b = _binding(p, best.at)
     tb = p.tenants[b] if b is not None else None
     if ref.status == "never":
-        rb = _binding(p, ref.at)
-        who = f"{p.tenants[rb].name} misses {p.tenants[rb].slo.text}" if rb is not None and p.tenants[rb].slo else "an SLO fails"  # type: ignore[union-attr]
-        why = WHY_NOT.get(ref.policy, "its parameters, derived from the SLOs, do not fit this workload")
-        return (f"{name} meets every SLO at {p.family.unit(best.capacity)}; under {rname} {who} at every capacity "
-                f"up to {p.family.unit(ref.capacity)}: {why}.")
+        return (f"{name} meets every SLO at {p.family.unit(best.capacity)}; {rname} never does ({reason(p, ref)})."
+                f"{_holds(p)}")
     if ref.capacity <= best.capacity * (1 + TOLERANCE):
         return (f"{name} and {rname} need the same capacity ({p.family.unit(best.capacity)}) within {100 * TOLERANCE:g} %: "
-                f"the binding tenant {tb.name if tb else '?'} is limited by the device, not by the schedule.")
+                f"the binding tenant {tb.name if tb else '?'} is limited by the device, not by the schedule.{_holds(p)}")
     saving = 100 * (1 - best.capacity / ref.capacity)
-    rb = _binding(p, ref.at)
+    rb = _binding(p, ref.robust or ref.at)
     tr = p.tenants[rb] if rb is not None else None
     because = f"it {WHY.get(best.policy, 'schedules differently')}"
     if tr is not None and tr.slo is not None:
         because += f"; under {rname} it is {tr.name} ({tr.slo.text}) that sets the capacity"
-    return f"{name} needs {saving:.0f} % less capacity than {rname} ({p.family.unit(best.capacity)} vs {p.family.unit(ref.capacity)}) because {because}."
+    return (f"{name} needs {saving:.0f} % less capacity than {rname} ({p.family.unit(best.capacity)} vs "
+            f"{p.family.unit(ref.capacity)}) because {because}.{_holds(p)}")
 
 
-__all__ = ["WHY", "WHY_NOT", "Advice", "explain"]
+__all__ = ["WHY", "WHY_NOT", "Advice", "explain", "reason"]

@@ -9,6 +9,11 @@ together not below ``Cmin(merged, ΣP_i·n_i/N, max D_i)``: their maximum (÷
 and elsewhere a first guess the search checks by simulation. FCFS meets every SLO on a
 constant server of ``Cmin(merged, 100 %, min D_i)``: the first upper guess.
 
+With a headroom h every SLO must also hold with the load × (1 + h), so the bounds are
+those of the trace at that load (:func:`.problem.scaled_trace`; more load needs no less
+capacity, and FCFS at the loaded trace's Cmin(100 %) meets every SLO at both loads);
+``need_planned`` is each tenant's need there, the rate the policies are sized for.
+
 Issue 19's bad input is refused here, before any search: an SLO below the device's
 service time at the largest capacity allowed, reservations adding up to more than it, a
 cap below a reservation or below what the tenant's SLO needs alone.
@@ -25,7 +30,7 @@ from .. import _core
 from ..errors import InputError
 from ..units import fmt_duration
 from .family import DeviceFamily
-from .problem import Problem, max_units
+from .problem import Problem, max_units, scaled_trace
 
 #: The planner's Cmin is within 0.1 % above the true minimum (storqos_core::shaping::cmin):
 #: the lower bound divides it by this.
@@ -51,21 +56,22 @@ def prepare(p: Problem, max_capacity: float | None = None, where: str = "advise"
     if not judged:
         raise InputError("no tenant has an SLO (give e.g. slo = \"p99<=10ms\" to at least one)", where)
     p.max_capacity = max_capacity if max_capacity is not None else MAX_CAPACITY_OVER_LOAD * p.total_iops
-    arrivals = p.trace["arrival_ns"].to_numpy().astype(np.uint64)
     tenant = p.trace["tenant"].to_numpy()
-    p.need = []
-    for i, t in enumerate(p.tenants):
-        if t.slo is None:
-            p.need.append(0.0)
-            continue
-        p.need.append(cmin(np.ascontiguousarray(arrivals[tenant == i]), t.slo.percentile, t.slo.latency_ns))
     n = sum(t.requests for t in p.tenants)
     f_all = sum(t.slo.percentile * t.requests for t in judged if t.slo is not None) / n
     d_max = max(t.slo.latency_ns for t in judged)  # type: ignore[union-attr]
     d_min = min(t.slo.latency_ns for t in judged)  # type: ignore[union-attr]
-    merged = cmin(arrivals, f_all, d_max)
-    p.lower = max(max(p.need), merged) / CMIN_SLACK
-    p.upper = cmin(arrivals, 1.0, d_min)
+
+    def needs(arrivals: np.ndarray) -> list[float]:
+        return [0.0 if t.slo is None else cmin(np.ascontiguousarray(arrivals[tenant == i]), t.slo.percentile,
+                                               t.slo.latency_ns) for i, t in enumerate(p.tenants)]
+
+    nominal = p.trace["arrival_ns"].to_numpy().astype(np.uint64)
+    p.need = needs(nominal)
+    planned = scaled_trace(p.trace, p.load)["arrival_ns"].to_numpy().astype(np.uint64) if p.headroom > 0 else nominal
+    p.need_planned = needs(planned) if p.headroom > 0 else list(p.need)
+    p.lower = max(max(p.need_planned), cmin(planned, f_all, d_max)) / CMIN_SLACK
+    p.upper = cmin(planned, 1.0, d_min)
     if p.family.integer:
         p.disk_iops = disk_iops(p.family)
     check_feasible(p, where)

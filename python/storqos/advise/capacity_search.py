@@ -1,14 +1,17 @@
 """The least capacity at which every tenant meets its SLO under one policy (issue 19,
-point 2), then its proof (:mod:`.proof`).
+point 2), at the trace's load and at (1 + headroom) × it (each capacity is a
+:class:`.evaluation.Trial` of both), then its proof (:mod:`.proof`).
 
-1. **Bracket.** The planner's bounds (seed 000, :mod:`.bounds`): the top starts at the
-   capacity where FCFS meets every SLO on a constant server, doubled until every SLO
-   holds (up to ``--max-capacity``: else ``never``); the bottom is the proven lower
-   bound (constant-rate device: no simulation spent there) or, on the other families,
-   that guess simulated and halved while every SLO still holds (down to the least
-   capacity the policy runs at: then ``any``).
+1. **Bracket.** The planner's bounds (seed 000, :mod:`.bounds`, at the headroom's
+   load): the top starts at the capacity where FCFS meets every SLO on a constant
+   server, doubled until every SLO holds (up to ``--max-capacity``: else ``never``);
+   the bottom is the proven lower bound (constant-rate device: no simulation spent
+   there) or, on the other families, that guess simulated and halved while every SLO
+   still holds (down to the least capacity the policy runs at: then ``any``).
 2. **Close** it to :data:`TOLERANCE` by interpolation safeguarded to need no more
-   simulations than bisection of the bracket (:mod:`.bracket`).
+   trials than bisection of the bracket (:mod:`.bracket`).
+   A policy a constraint rules out at every capacity (:func:`.proof.ruled_out`) is
+   ``never`` at once.
 3. **Prove** minimality at 0.98 ×; when every SLO held there too (a policy whose
    compliance is not monotone in capacity), search again below it, up to
    :data:`MAX_RESTARTS` times.
@@ -26,7 +29,7 @@ from .bracket import close
 from .evaluation import Runner
 from .policies import policy_floor
 from .problem import Problem, max_units, to_capacity
-from .proof import PolicyAdvice, below, prove
+from .proof import PolicyAdvice, below, prove, ruled_out
 
 #: The search stops when the smallest capacity that met every SLO is within this of the
 #: largest that did not (issue 19: "to 0.5 %").
@@ -55,6 +58,8 @@ def search(p: Problem, kind: str, *, tol: float = TOLERANCE) -> PolicyAdvice:
     constant = p.family.kind == "constant"
     lower = max(to_capacity(p, p.lower), floor)
     lower = run.quantize(lower) if not p.family.integer else max(1.0, math.floor(lower))
+    if ruled_out(p, kind) is not None:  # no capacity can help: said, simulated once (at the top) for the table
+        return prove(p, kind, run, "never", top, run(top), notes, t0)
     # hi: the planner's FCFS point, doubled until every SLO holds.
     hi = run.quantize(min(max(to_capacity(p, p.upper), lower * (1 + 2 * tol)), top))
     e_hi = run(hi)
@@ -83,11 +88,11 @@ def search(p: Problem, kind: str, *, tol: float = TOLERANCE) -> PolicyAdvice:
             lo = run.quantize(max(lo / 2, bottom))
             e_lo = run(lo)
         r_lo = e_lo.worst
-    searched = len(run.history)
+    searched, tried = run.simulations, len(run.history)
     for _ in range(MAX_RESTARTS + 1):
         lo, hi = _close(run, lo, r_lo, hi, tol)
         # Minimality: just below the answer some SLO must fail.
-        searched = len(run.history)
+        searched, tried = run.simulations, len(run.history)
         below_c = below(p, hi)
         if below_c < (1 if p.family.integer else floor) or below_c <= 0:
             break
@@ -109,7 +114,7 @@ def search(p: Problem, kind: str, *, tol: float = TOLERANCE) -> PolicyAdvice:
         if e.met:
             return prove(p, kind, run, "any", lo, e, notes, t0)
         r_lo = e.worst
-    return prove(p, kind, run, "ok", hi, run(hi), notes, t0, searched)
+    return prove(p, kind, run, "ok", hi, run(hi), notes, t0, searched, tried)
 
 
 def _close(run: Runner, lo: float, r_lo: float | None, hi: float, tol: float) -> tuple[float, float]:
@@ -131,7 +136,7 @@ def plain_bisection(p: Problem, kind: str, *, tol: float = TOLERANCE) -> tuple[f
     hi = run.quantize(max(to_capacity(p, p.total_iops), 1.0))
     while not run(hi).met:
         if hi >= top:
-            return None, len(run.history)
+            return None, run.simulations
         hi = run.quantize(min(hi * 2, top))
     lo = 0.0
     while (hi - lo > 1) if p.family.integer else (hi - lo > tol * hi):
@@ -142,7 +147,7 @@ def plain_bisection(p: Problem, kind: str, *, tol: float = TOLERANCE) -> tuple[f
             hi = mid
         else:
             lo = mid
-    return hi, len(run.history)
+    return hi, run.simulations
 
 
 __all__ = ["MAX_RESTARTS", "TOLERANCE", "plain_bisection", "search"]

@@ -4,11 +4,14 @@ A request's response time runs from its *arrival* to its completion, whatever th
 policy does between: what a client sees. Unfinished requests count as misses. For
 SARC+AVATAR the paper's own metric (seed 001: deadline misses counted from SARC's
 release, which does not see the time SARC holds a request back) is kept beside it; see
-"Both metrics" in docs/results/twolevel.md. The robustness check compresses the trace's
-time (arrivals ÷ load) instead of adding requests, so the same requests arrive faster.
+"Both metrics" in docs/results/twolevel.md. More load compresses the trace's time
+(arrivals ÷ load, :func:`.problem.scaled_trace`) instead of adding requests, so the same
+requests arrive faster.
 
-:class:`Runner` counts and remembers the simulations of one search (a capacity is
-simulated once).
+A capacity is tried (:class:`Trial`) at every load of :attr:`.problem.Problem.loads`:
+first at the headroom's, which fails first, then, if every SLO held there, at the
+trace's own; it holds when every SLO holds at both. :class:`Runner` counts and
+remembers the trials and simulations of one search (a capacity is tried once).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import numpy as np
 import polars as pl
 
 from .policies import policy_for
-from .problem import Problem
+from .problem import Problem, headroom_text, scaled_trace
 
 #: Two fractions closer than this are equal (a fraction of requests P is met at P − ε).
 FRACTION_EPS = 1e-12
@@ -54,12 +57,6 @@ class Evaluation:
         return 1.0 - min(m) if m else 0.0
 
 
-def _scaled(trace: pl.DataFrame, load: float) -> pl.DataFrame:
-    if load == 1.0:
-        return trace
-    return trace.with_columns((pl.col("arrival_ns").cast(pl.Float64) / load).round().cast(pl.Int64))
-
-
 def evaluate(p: Problem, kind: str, capacity: float, *, load: float = 1.0, keep_cdf: bool = False) -> Evaluation:
     """Simulate ``kind`` (parameters from the SLOs) at ``capacity`` with the load × ``load``
     and judge every tenant end to end (arrival to completion)."""
@@ -69,7 +66,7 @@ def evaluate(p: Problem, kind: str, capacity: float, *, load: float = 1.0, keep_
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = simulate(_scaled(p.trace, load), pspec, p.family.spec(capacity), seed=p.seed)
+        res = simulate(scaled_trace(p.trace, load), pspec, p.family.spec(capacity), seed=p.seed)
     wall = time.perf_counter() - t0
     cdf = res.cdf
     achieved: list[float | None] = []
@@ -111,23 +108,78 @@ def evaluate(p: Problem, kind: str, capacity: float, *, load: float = 1.0, keep_
 # ----------------------------------------------------------------------------- search
 
 
+@dataclass
+class Trial:
+    """One capacity tried at every load the SLOs are judged at (the headroom's first):
+    ``evaluations`` in that order, stopped at the first load where an SLO failed."""
+
+    capacity: float
+    evaluations: list[Evaluation]
+
+    @property
+    def met(self) -> bool:
+        """Every SLO held at every load."""
+        return all(e.met for e in self.evaluations)
+
+    @property
+    def worst(self) -> float:
+        """The worst tenant's achieved / bound over the loads tried (> 1: an SLO fails)."""
+        return max(e.worst for e in self.evaluations)
+
+    @property
+    def nominal(self) -> Evaluation | None:
+        """The evaluation at the trace's own load (None: not run, an SLO failed at more)."""
+        return next((e for e in self.evaluations if e.load == 1.0), None)
+
+    @property
+    def loaded(self) -> Evaluation | None:
+        """The evaluation at the headroom's load (None without headroom)."""
+        return next((e for e in self.evaluations if e.load != 1.0), None)
+
+    def failures(self, p: Problem) -> list[str]:
+        """Which SLOs failed, and at which load: ``burst (p95≤100ms: 143 ms at +10 % load)``."""
+        out = []
+        for e in self.evaluations:
+            for t, m, q in zip(p.tenants, e.margin, e.achieved_ns, strict=True):
+                if m is not None and m < 0 and t.slo is not None:
+                    got = "unfinished" if q is None or not math.isfinite(q) else f"{q / 1e6:.3g} ms"
+                    at = "" if e.load == 1.0 else f" at {headroom_text(e.load - 1)} load"
+                    out.append(f"{t.name} ({t.slo.text}: {got}{at})")
+        return out
+
+
 class Runner:
-    """Counts and remembers the simulations of one search: ``run(c)`` simulates the
-    policy at the capacity ``c`` (quantized: :meth:`quantize`) unless it was before."""
+    """Counts and remembers the trials of one search: ``run(c)`` tries the policy at the
+    capacity ``c`` (quantized: :meth:`quantize`) at every load of ``p.loads`` unless it
+    was before; ``run(c, every_load=True)`` runs the loads a failure skipped too."""
 
-    def __init__(self, p: Problem, kind: str, load: float = 1.0) -> None:
-        self.p, self.kind, self.load = p, kind, load
-        #: (capacity, every SLO met, worst tenant's achieved / bound), in the order run
+    def __init__(self, p: Problem, kind: str) -> None:
+        self.p, self.kind = p, kind
+        #: (capacity, every SLO met at every load, worst tenant's achieved / bound), in the order tried
         self.history: list[tuple[float, bool, float]] = []
-        self.cache: dict[float, Evaluation] = {}
+        self.cache: dict[float, Trial] = {}
+        #: simulations run (a trial runs one per load, fewer when an SLO fails at the first)
+        self.simulations = 0
 
-    def __call__(self, c: float) -> Evaluation:
+    def __call__(self, c: float, *, every_load: bool = False) -> Trial:
         c = self.quantize(c)
-        if c not in self.cache:
-            e = evaluate(self.p, self.kind, c, load=self.load, keep_cdf=True)
-            self.cache[c] = e
-            self.history.append((c, e.met, e.worst))
-        return self.cache[c]
+        trial = self.cache.get(c)
+        if trial is None:
+            trial = self.cache[c] = Trial(c, [])
+            for load in self.p.loads:
+                self._run(trial, load)
+                if not trial.met:
+                    break
+            self.history.append((c, trial.met, trial.worst))
+        if every_load:
+            for load in self.p.loads:
+                if all(e.load != load for e in trial.evaluations):
+                    self._run(trial, load)
+        return trial
+
+    def _run(self, trial: Trial, load: float) -> None:
+        trial.evaluations.append(evaluate(self.p, self.kind, trial.capacity, load=load, keep_cdf=load == 1.0))
+        self.simulations += 1
 
     def quantize(self, c: float) -> float:
         """A whole number of disks (at least 1), else :data:`CAPACITY_DIGITS` digits."""
@@ -136,4 +188,4 @@ class Runner:
         return float(f"{c:.{CAPACITY_DIGITS}g}")
 
 
-__all__ = ["Evaluation", "Runner", "evaluate"]
+__all__ = ["Evaluation", "Runner", "Trial", "evaluate"]

@@ -16,11 +16,11 @@ from typing import Any
 
 import polars as pl
 
-from ..errors import InputError
+from ..errors import InputError, warn_input
 from ..units import parse_duration, parse_percent, parse_rate
 from .bounds import prepare
 from .family import device_family
-from .problem import Problem, Slo, TenantInfo
+from .problem import DEFAULT_HEADROOM, MAX_HEADROOM, Problem, Slo, TenantInfo
 
 #: ``p99<=10ms``, ``99.9% <= 5ms``, ``p99≤250us``.
 _SLO = re.compile(r"^\s*(?:p(?P<p>[0-9.]+)|(?P<pc>[0-9.]+)\s*%)\s*(?:<=|≤)\s*(?P<d>.+?)\s*$", re.I)
@@ -47,21 +47,48 @@ def parse_slo(text: str | int | float, default_percentile: float, where: str = "
     return Slo(default_percentile, d)
 
 
-def load_problem(path: str | Path, *, max_capacity: str | float | None = None) -> Problem:
+def parse_headroom(value: str | float, where: str = "--headroom") -> float:
+    """The extra load every answer must hold at, as a fraction of the load: a string is
+    a percentage (``"10%"``, ``"10"``, ``"0"`` for none), a number a fraction (``0.1``);
+    from 0 to :data:`MAX_HEADROOM`. A string of at most 1 without ``%`` (``"0.1"``) reads
+    as a percentage where a fraction may be meant: a warning says what is taken."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise InputError(f"expected a percentage such as 10% (or 0 for none), got {value!r}", where)
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            h = float(text.removesuffix("%").strip()) / 100
+        except ValueError:
+            raise InputError(f"malformed headroom {value!r} (expected a percentage such as 10% or 0)", where) from None
+        if "%" not in text and 0 < h <= 0.01:
+            warn_input(f"the value is a percentage: planning for {100 * h:g} % more load (for 10 % give 10)", where)
+    else:
+        h = float(value)
+    if not 0 <= h <= MAX_HEADROOM:  # also NaN
+        raise InputError(f"headroom must be between 0 % and {100 * MAX_HEADROOM:g} %, got {value!r}", where)
+    return h
+
+
+def load_problem(path: str | Path, *, max_capacity: str | float | None = None,
+                 headroom: str | float = DEFAULT_HEADROOM) -> Problem:
     """Read an advise file (an experiment file whose tenants' ``slo`` may read
     ``p99<=10ms``, whose ``[device]`` names a family without a capacity, and whose
-    ``[[policy]]`` tables are optional) and check it (one-line :class:`InputError`)."""
+    ``[[policy]]`` tables are optional) and check it (one-line :class:`InputError`).
+    ``headroom`` (:func:`parse_headroom`; default 10 %): every answer must also meet
+    every SLO with every tenant's load that much higher."""
     from ..toml_schema import read_toml
 
     path = Path(path)
     text, raw = read_toml(path)
     return problem_from_dict(raw, base=path.parent, where=path.name, text=text, name=path.stem,
-                             max_capacity=max_capacity)
+                             max_capacity=max_capacity, headroom=headroom)
 
 
 def problem_from_dict(raw: dict[str, Any], *, base: Path = Path("."), where: str = "advise", text: str | None = None,
-                      name: str = "advise", max_capacity: str | float | None = None) -> Problem:
+                      name: str = "advise", max_capacity: str | float | None = None,
+                      headroom: str | float = DEFAULT_HEADROOM) -> Problem:
     """:func:`load_problem` on a parsed file."""
+    h = parse_headroom(headroom)
     from .. import experiment
     from ..toml_schema import entry_where, one_or_many
 
@@ -129,10 +156,10 @@ def problem_from_dict(raw: dict[str, Any], *, base: Path = Path("."), where: str
         tenants.append(TenantInfo(name=t.name, slo=s, reservation=t.reservation or None, limit=t.limit,
                                   weight=t.weight, requests=n, mean_iops=n / (span_ns / 1e9)))
     p = Problem(name=str(raw.get("name", name)), trace=df, tenants=tenants, family=family,
-                seed=int(raw.get("seed", 1)), span_ns=span_ns)
+                seed=int(raw.get("seed", 1)), span_ns=span_ns, headroom=h)
     cap = None if max_capacity is None else parse_rate(max_capacity, "--max-capacity")
     prepare(p, cap, where)
     return p
 
 
-__all__ = ["DEFAULT_PERCENTILE", "load_problem", "parse_slo", "problem_from_dict"]
+__all__ = ["DEFAULT_PERCENTILE", "load_problem", "parse_headroom", "parse_slo", "problem_from_dict"]

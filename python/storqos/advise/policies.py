@@ -4,18 +4,19 @@ advise implements no policy: every one it tries is a core ``Scheduler`` built by
 
 A tenant's contracted rate is its reservation, else what its SLO needs alone
 (``need_i = Cmin_i(P_i, D_i)``, seed 000's planner, :mod:`.bounds`), else (best effort)
-its mean arrival rate. Then, per policy:
+its mean arrival rate, each at the load planned for (the headroom's: a policy whose
+rates fit only today's load cannot hold at more, whatever the capacity). Then, per policy:
 
 - **FCFS**: nothing to derive (the baseline).
 - **WF2Q+ / SFQ / YFQ**: weights ∝ rates (or the file's ``weight``).
 - **EDF**: deadlines = D_i.
-- **mClock** (Gulati et al., OSDI'10): reservations = rates, limits = caps.
+- **mClock** (Gulati et al., OSDI'10): reservations = rates (at most the cap), limits = caps.
 - **SARC+AVATAR** (seed 001): ⟨R_i, D_i⟩ = ⟨rate_i, D_i⟩ at the strictest percentile; its
   control window :data:`AVATAR_WINDOW_DEADLINES` × the largest D_i and T_SARC a tenth of
   it (seed 001's 1 s window held 2.5 of its 400 ms deadline; E1 on the WebSearch trace,
   docs/results/twolevel.md, shows a window of many deadlines throws AVATAR into overload).
 - **RTT+Miser** (seed 000, Algorithm 2): Cmin of the merged stream at the strictest SLO
-  (``Cmin(merged, max P_i, min D_i)``), δ = min D_i; provisioned from Cmin + 1/δ up
+  (``Cmin(merged, max P_i, min D_i)``, at the planned load), δ = min D_i; provisioned from Cmin + 1/δ up
   (ΔC·δ ≥ 1), so that is the least capacity it is tried at (:func:`policy_floor`).
 - **FCLB+YFQ** (seed 003): ⟨IOPS_i, RT_i⟩ = ⟨rate_i, D_i⟩ over YFQ weighted by rate.
 """
@@ -30,7 +31,7 @@ import numpy as np
 from ..errors import InputError
 from ..specs import canonical_policy, policy_spec
 from .bounds import cmin
-from .problem import Problem
+from .problem import Problem, scaled_trace
 
 #: The policies tried when none are named: one per seed plus the two baselines.
 DEFAULT_POLICIES: tuple[str, ...] = ("fcfs", "wf2q", "mclock", "sarc+avatar", "miser", "fclb")
@@ -56,10 +57,11 @@ BEST_EFFORT_DEADLINES = 10
 
 def rates(p: Problem) -> list[float]:
     """Each tenant's contracted rate (IOPS): its reservation, else what its SLO needs
-    alone (Cmin_i), else (best effort) its mean arrival rate."""
+    alone (Cmin_i), else (best effort) its mean arrival rate; at the planned load
+    (× (1 + headroom))."""
     out = []
-    for t, need in zip(p.tenants, p.need, strict=True):
-        out.append(float(t.reservation) if t.reservation else (need if need > 0 else max(t.mean_iops, 1.0)))
+    for t, need in zip(p.tenants, p.need_planned, strict=True):
+        out.append(float(t.reservation) if t.reservation else (need if need > 0 else max(t.mean_iops * p.load, 1.0)))
     return out
 
 
@@ -71,11 +73,12 @@ def avatar_timing(p: Problem) -> tuple[int, int]:
 
 
 def miser_point(p: Problem) -> tuple[float, int]:
-    """RTT+Miser's Cmin (IOPS) and δ (ns): the merged stream at the strictest SLO."""
+    """RTT+Miser's Cmin (IOPS) and δ (ns): the merged stream at the strictest SLO, at the
+    planned load."""
     judged = [t.slo for t in p.tenants if t.slo is not None]
     f = max(s.percentile for s in judged)
     d = min(s.latency_ns for s in judged)
-    arrivals = p.trace["arrival_ns"].to_numpy().astype(np.uint64)
+    arrivals = scaled_trace(p.trace, p.load)["arrival_ns"].to_numpy().astype(np.uint64)
     return cmin(arrivals, f, d), d
 
 
@@ -96,7 +99,10 @@ def policy_for(p: Problem, kind: str, capacity: float) -> dict[str, Any]:
         return policy_spec("edf", deadlines=[f"{d}ns" for d in deadlines])
     if kind == "mclock":
         limits = [t.limit for t in p.tenants]
-        return policy_spec("mclock", reservations=r, weights=weights,
+        # A reservation never above the cap (the planned load's rate may pass a cap that
+        # the trace's own does not: then the cap is what the tenant gets).
+        reserved = [x if cap is None else min(x, cap) for x, cap in zip(r, limits, strict=True)]
+        return policy_spec("mclock", reservations=reserved, weights=weights,
                            limits=limits if any(x is not None for x in limits) else None)
     if kind == "sarc+avatar":
         window, period = avatar_timing(p)

@@ -16,7 +16,8 @@ from ..units import fmt_ms
 from .advice import Advice
 from .capacity_search import TOLERANCE
 from .policies import DISPLAY
-from .proof import PROOF_FACTOR, ROBUST_LOAD
+from .problem import headroom_text
+from .proof import PROOF_FACTOR
 
 #: Points per CDF curve in the report (thinned; the curves stay stepwise).
 CDF_POINTS = 300
@@ -60,7 +61,7 @@ def html_report(a: Advice) -> str:
     fig.update_layout(title="Response-time CDF per tenant, each policy at its reported capacity",
                       height=330 * rows + 80, template="plotly_white", legend_title_text="policy")
     table = a.rows()
-    head = ["rank", "policy", "capacity", "tenant", "SLO", "achieved (ms)", "margin", f"at +{100 * (ROBUST_LOAD - 1):.0f} % load (ms)",
+    head = ["rank", "policy", "capacity", "tenant", "SLO", "achieved (ms)", "margin", f"at {headroom_text(p.headroom)} load (ms)",
             "simulations"]
     body = []
     for row in table.iter_rows(named=True):
@@ -75,10 +76,18 @@ def html_report(a: Advice) -> str:
         "border-bottom:1px solid #ddd;text-align:right}</style></head><body>"
         f"<h1>storqos advise: {_html.escape(p.name)}</h1><p>{_html.escape(a.explanation())}</p>"
         f"<p>Device: {_html.escape(p.family.describe())}. SLOs judged end to end (arrival to completion). "
-        f"Capacity to within {100 * TOLERANCE:g} %; at {PROOF_FACTOR:g}× it some SLO fails.</p>"
+        f"Capacity to within {100 * TOLERANCE:g} %; at {PROOF_FACTOR:g}× it some SLO fails. "
+        f"{_html.escape(_headroom_sentence(p.headroom))}</p>"
         "<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>" + "".join(body) + "</table>"
         f"<div class='storqos-figure'>{fig.to_html(full_html=False, include_plotlyjs=False)}</div></body></html>"
     )
+
+
+def _headroom_sentence(h: float) -> str:
+    """What the capacities hold at besides the trace's load."""
+    if h <= 0:
+        return "No headroom: each capacity is the least at the trace's own load."
+    return f"Every capacity also meets every SLO with {headroom_text(h).removeprefix('+')} more load (--headroom)."
 
 
 def _pct(m: float | None) -> str:

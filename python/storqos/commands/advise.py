@@ -43,15 +43,30 @@ def advise_cmd(
         "--dask", help="Search on a Dask cluster: tcp://HOST:8786, or local:N for a LocalCluster of N workers.")] = None,
     workers: Annotated[int | None, typer.Option(
         "--workers", "-w", help="Local processes, one policy's search each (default 2; 1 = in this process).")] = None,
+    headroom: Annotated[str, typer.Option(
+        "--headroom", help="Extra load every answer must also survive: a capacity counts only if every SLO still "
+        "holds with every tenant's arrival rate this much higher (the same requests arriving faster); 0 turns it "
+        "off.")] = "10%",
     json_out: Annotated[bool, typer.Option("--json", help="Print the advice as JSON (for scripts) instead of tables.")] = False,
 ) -> None:
     """Find the least capacity at which each policy keeps every tenant's SLO, rank the policies, and prove it by simulation.
 
-    The file lists the tenants as an experiment file does ([bold]\\[\\[trace]][/bold] with an optional split, [bold]\\[\\[tenant]][/bold] with a trace or a generator), each with an SLO such as slo = "p99<=10ms" (99 % of its requests finish within 10 ms of arriving), an optional reservation and limit (IOPS); and a \\[device] family whose capacity advise finds: constant, exponential, array (servers = N), disk (N striped disk models), tiered, or profile (path = a device profile from storqos calibrate, scaled: the answer is also a multiple of the measured device). Each policy's parameters come from the SLOs (weights, reservations, SARC+AVATAR and FCLB targets, Miser's Cmin from the planner). The answer is proven: every SLO holds at the capacity shown, some SLO fails at 0.98 × it; the last column is each tenant at 10 % more load. docs/advise.md explains the method.
+    The file lists the tenants as an experiment file does ([bold]\\[\\[trace]][/bold] with an optional split, [bold]\\[\\[tenant]][/bold] with a trace or a generator), each with an SLO such as slo = "p99<=10ms" (99 % of its requests finish within 10 ms of arriving), an optional reservation and limit (IOPS); and a \\[device] family whose capacity advise finds: constant, exponential, array (servers = N), disk (N striped disk models), tiered, or profile (path = a device profile from storqos calibrate, scaled: the answer is also a multiple of the measured device). Each policy's parameters come from the SLOs (weights, reservations, SARC+AVATAR and FCLB targets, Miser's Cmin from the planner). The answer holds with headroom: every SLO holds at the capacity shown both at the trace's load and at 10 % more (--headroom), and some SLO fails at 0.98 × it; the last column is each tenant at the extra load. A policy that meets the SLOs at no capacity the search allows is "never", with the reason. docs/advise.md explains the method.
 
     Example: [bold]storqos advise examples/advise/advise.toml --out out/advise[/bold]
     """
-    from ..advise import DISPLAY, PROOF_FACTOR, ROBUST_LOAD, TOLERANCE, advise, load_problem, parse_policies, write_outputs
+    from ..advise import (
+        DISPLAY,
+        PROOF_FACTOR,
+        TOLERANCE,
+        advise,
+        load_problem,
+        parse_headroom,
+        parse_policies,
+        reason,
+        write_outputs,
+    )
+    from ..advise.problem import headroom_text
     from ..paths import check_output_dir
     from ..sweep import backend_from_flags
 
@@ -60,7 +75,8 @@ def advise_cmd(
     if out_dir is not None:
         check_output_dir(out_dir, "--out")
     kinds = parse_policies(policy)
-    problem = load_problem(file, max_capacity=max_capacity)
+    h = parse_headroom(headroom)
+    problem = load_problem(file, max_capacity=max_capacity, headroom=h)
     show = sys.stderr.isatty() and not json_out
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True, disable=not show) as progress:
@@ -71,15 +87,21 @@ def advise_cmd(
         emit_json({**advice.summary(), "files": files})
         return
     fam = problem.family
-    load = f"+{100 * (ROBUST_LOAD - 1):.0f} % ms"
-    caption = (f"achieved: the SLO's percentile, arrival to completion; margin: 1 − achieved / bound; "
-               f"capacity to within {100 * TOLERANCE:g} %; last column: achieved at {100 * (ROBUST_LOAD - 1):.0f} % more load")
+    more = headroom_text(problem.headroom)
+    if problem.headroom > 0:
+        held = (f"capacity: the least at which every SLO holds at the trace's load and at {more.removeprefix('+')} "
+                f"more (--headroom), to within {100 * TOLERANCE:g} %; last column: achieved at {more} load")
+    else:
+        held = f"capacity: the least at which every SLO holds at the trace's load (no headroom), to within {100 * TOLERANCE:g} %"
+    caption = f"{held}; achieved: the SLO's percentile, arrival to completion; margin: 1 − achieved / bound"
     if fam.measured is not None:
         caption += f"; ×: the capacity over the measured device's {fam.measured.capacity_iops:,.0f} IOPS"
-    t = Table(title=f"{problem.name}: least capacity per policy, cheapest first ({fam.describe()})", box=box.SIMPLE_HEAD,
-              caption=caption, padding=(0, 1))
+    room = f" with {more.removeprefix('+')} headroom" if problem.headroom > 0 else ""
+    t = Table(title=f"{problem.name}: least capacity per policy{room}, cheapest first ({fam.describe()})",
+              box=box.SIMPLE_HEAD, caption=caption, padding=(0, 1))
     unit = "disks" if fam.integer else "IOPS"
-    for col in ("policy", unit, "tenant", "SLO", "achieved ms", "margin", load):
+    cols = ["policy", unit, "tenant", "SLO", "achieved ms", "margin"] + ([f"{more} ms"] if problem.headroom > 0 else [])
+    for col in cols:
         t.add_column(col, justify="left" if col in ("policy", "tenant", "SLO") else "right", no_wrap=col == "policy")
     for r in advice.ranked:
         value = f"{r.capacity:,.0f}"
@@ -98,18 +120,20 @@ def advise_cmd(
                 ten.slo.text if ten.slo else "–",
                 _ms(r.at.achieved_ns[i]),
                 _margin(r.at.margin[i]),
-                _robust(r.robust.achieved_ns[i], r.robust.margin[i]) if r.robust else "–",
+                *([_robust(r.robust.achieved_ns[i], r.robust.margin[i]) if r.robust else "–"] if problem.headroom > 0 else []),
                 end_section=i == n - 1,
             )
     out.print(t)
-    checks = Table(title=f"proof: every SLO at the capacity, some SLO fails at {PROOF_FACTOR:g} ×", box=box.SIMPLE_HEAD,
-                   padding=(0, 1))
+    checks = Table(title=f"proof: met at the capacity{' (both loads)' if problem.headroom > 0 else ''}, not at "
+                         f"{PROOF_FACTOR:g} ×", box=box.SIMPLE_HEAD, padding=(0, 1))
     for col in ("policy", "at capacity", f"at {PROOF_FACTOR:g} ×", "fails there", "sims"):
         checks.add_column(col, justify="left" if col in ("policy", "fails there") else "right")
     for r in advice.ranked:
-        held = "all met" if r.at.met else "missed"
+        met = r.at.met and (r.robust is None or r.robust.met)
+        held = "all met" if met else "missed"
         if r.below is not None:
-            fails = [problem.tenants[i].name for i, m in enumerate(r.below.margin) if m is not None and m < 0]
+            fails = [f"{problem.tenants[i].name}{'' if e.load == 1.0 else f' at {more}'}" for e in r.below.evaluations
+                     for i, m in enumerate(e.margin) if m is not None and m < 0]
             below = fam.unit(r.below.capacity)
             why = ", ".join(fails) if fails else "none (!)"
         else:
@@ -126,6 +150,8 @@ def advise_cmd(
                       + ", ".join(f"{100 * m:.1f} %" for m in e2e), soft_wrap=False)
         for note in r.notes:
             out.print(f"{DISPLAY.get(r.policy, r.policy)}: {note}")
+        if r.status == "never":
+            out.print(f"{DISPLAY.get(r.policy, r.policy)}: never: {reason(problem, r)}")
     out.print(Text.assemble(("advice:", "bold"), f" {advice.explanation()}"))
     for name, path in files.items():
         out.print(f"{name}: {path}")
