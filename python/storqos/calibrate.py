@@ -108,6 +108,74 @@ BURSTS = 32
 BURST_PERIOD_US = 10_000
 
 
+#: What a point takes besides its measuring time, by engine: fio started, its
+#: ``ramp_time`` of 0.1 s and its report (0.34 s a point: 15 points of 0.2 s on a
+#: file took 6.1 s more than 4, 2026-12-01); a replay's connection and warm-up (0.03 s:
+#: validate's calibration of direct files took 26.9 s a pass of 39 points measuring
+#: 25.7 s, 2026-12-01).
+POINT_OVERHEAD_S = {"fio": 0.34, "replay": 0.03}
+
+
+def rest_seconds(seconds: float) -> float:
+    """How long the requests at rest (one every :data:`SPACED_US`) are measured."""
+    return max(seconds, AT_REST_SAMPLES * SPACED_US / 1e6)
+
+
+def idle_seconds(seconds: float, spacing_us: int) -> float:
+    """How long the requests at rest one every ``spacing_us`` are measured."""
+    return max(seconds, IDLE_SAMPLES * spacing_us / 1e6)
+
+
+def burst_seconds(lone_us: float) -> float:
+    """How long a burst point of requests that take ``lone_us`` alone lasts (its
+    :data:`BURSTS` bursts, one every :func:`burst_period_us`), its replay's start aside."""
+    return BURSTS * burst_period_us(lone_us) / 1e6
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one pass of :func:`calibrate` measures, in this order: each request class
+    at depth 1, the 4 KiB random reads at each depth, the requests at rest (reads, and
+    writes with writes), at the other spacings, then the bursts."""
+
+    service: tuple[tuple[Op, Pattern, int], ...]
+    depths: tuple[int, ...]
+    rest: tuple[Op, ...]
+    idles: tuple[tuple[Op, int], ...]
+    bursts: tuple[tuple[Op, Pattern], ...]
+    seconds: float
+    engine: str
+    rest_engine: str
+
+    @property
+    def points(self) -> int:
+        """Points a pass measures."""
+        return len(self.service) + len(self.depths) + len(self.rest) + len(self.bursts) + len(self.idles)
+
+    def pass_seconds(self, lone_us: float = 0.0) -> float:
+        """About how long a pass takes (the bursts of requests that take ``lone_us`` alone)."""
+        by_engine = (len(self.service) + len(self.depths)) * (self.seconds + POINT_OVERHEAD_S[self.engine])
+        at_rest = len(self.rest) * (rest_seconds(self.seconds) + POINT_OVERHEAD_S[self.rest_engine])
+        idle = sum(idle_seconds(self.seconds, sp) + POINT_OVERHEAD_S[self.rest_engine] for _, sp in self.idles)
+        return by_engine + at_rest + idle + len(self.bursts) * (burst_seconds(lone_us) + POINT_OVERHEAD_S["replay"])
+
+
+def plan(*, sizes: Sequence[int] = (), depths: Sequence[int] = (), writes: bool = False, seconds: float = 1.0,
+         engine: str = "fio", rest_engine: str | None = None, idle_spacings_us: Sequence[int] = (),
+         bursts: bool = True) -> Plan:
+    """The :class:`Plan` of a pass of :func:`calibrate` with these settings."""
+    rest = rest_engine or engine
+    ops: tuple[Op, ...] = ("read", "write") if writes else ("read",)
+    pats: tuple[Pattern, ...] = ("random", "sequential")
+    return Plan(
+        service=tuple((op, pat, s) for op in ops for pat in pats for s in sorted(set(sizes))),
+        depths=tuple(sorted(set(depths))), rest=ops,
+        idles=tuple((op, sp) for sp in sorted(set(idle_spacings_us)) for op in ops),
+        bursts=tuple((op, pat) for op in ops for pat in pats) if bursts and "replay" in (engine, rest) else (),
+        seconds=seconds, engine=engine if engine in POINT_OVERHEAD_S else "fio",
+        rest_engine=rest if rest in POINT_OVERHEAD_S else "fio")
+
+
 @dataclass(frozen=True)
 class Target:
     """What fio is pointed at."""
@@ -415,16 +483,13 @@ def calibrate(
                          "measured always, got " + ", ".join(f"{sp / 1000:g} ms" for sp in idle_spacings_us),
                          "--idle-spacings")
     check_mode(awake)
-    ops: tuple[Op, ...] = ("read", "write") if writes else ("read",)
-    pats: tuple[Pattern, ...] = ("random", "sequential")
-    plan = [(op, pat, s) for op in ops for pat in pats for s in sorted(set(sizes))]
-    qds = sorted(set(depths))
-    plan_bursts = [(op, pat) for op in ops for pat in pats] if bursts and "replay" in (engine, rest) else []
-    idles = [(op, sp) for sp in sorted(set(idle_spacings_us)) for op in ops]
-    per_pass = len(plan) + len(qds) + (2 if writes else 1) + len(plan_bursts) + len(idles)
+    todo = plan(sizes=sizes, depths=depths, writes=writes, seconds=seconds, engine=engine, rest_engine=rest,
+                idle_spacings_us=idle_spacings_us, bursts=bursts)
+    ops, classes, qds, plan_bursts, idles = todo.rest, todo.service, todo.depths, todo.bursts, todo.idles
+    per_pass = todo.points
     total = per_pass * passes
     # Per point, its measurement in each pass (in the order of the plan).
-    service: list[list[ServicePoint]] = [[] for _ in plan]
+    service: list[list[ServicePoint]] = [[] for _ in classes]
     curve: list[list[DepthPoint]] = [[] for _ in qds]
     at_rest: list[list[ServicePoint]] = [[] for _ in range(2 if writes else 1)]
     at_idle: list[list[ServicePoint]] = [[] for _ in idles]
@@ -454,16 +519,16 @@ def calibrate(
         idle_base = per_pass + 2 + len(plan_bursts)
         for k in range(passes):
             seed = k * (idle_base + len(idles))  # each pass its own offsets
-            for i, (op, pat, s) in enumerate(plan):
+            for i, (op, pat, s) in enumerate(classes):
                 say(f"{pat} {op} {s // 1024} KiB")
                 service[i].append(measure(op, pat, s, 1, seed + i))
             for j, qd in enumerate(qds):
                 say(f"4 KiB random read, depth {qd}")
-                pt = measure("read", "random", 4096, qd, seed + len(plan) + j)
+                pt = measure("read", "random", 4096, qd, seed + len(classes) + j)
                 p = dict(pt.percentiles_us)
                 curve[j].append(DepthPoint(qd=qd, iops=pt.iops, mean_us=pt.mean_us, p50_us=p.get(50.0, pt.mean_us),
                                            p99_us=p.get(99.0, pt.mean_us)))
-            rest_secs = max(seconds, AT_REST_SAMPLES * SPACED_US / 1e6)
+            rest_secs = rest_seconds(seconds)
             for r, op in enumerate(ops):
                 say(f"4 KiB random {op} at rest (one every {SPACED_US / 1000:g} ms)")
                 at_rest[r].append(measure(op, "random", 4096, 1, seed + per_pass + r, SPACED_US, by=rest,
@@ -471,10 +536,10 @@ def calibrate(
             for x, (op, sp) in enumerate(idles):
                 say(f"4 KiB random {op} at rest (one every {sp / 1000:g} ms)")
                 at_idle[x].append(measure(op, "random", 4096, 1, seed + idle_base + x, sp, by=rest,
-                                          secs=max(seconds, IDLE_SAMPLES * sp / 1e6)))
+                                          secs=idle_seconds(seconds, sp)))
             for b, (op, pattern) in enumerate(plan_bursts):
                 say(f"bursts of {BURST_REQUESTS} 4 KiB {pattern} {op}s from rest")
-                lone = float(np.median([p.mean_us for pts, (o, pat, s) in zip(service, plan, strict=True)
+                lone = float(np.median([p.mean_us for pts, (o, pat, s) in zip(service, classes, strict=True)
                                         if o == op and pat == pattern and s == min(sizes) for p in pts]))
                 burst[b].append(burst_point(text, export_bytes, op, seed=seed + per_pass + 2 + b,
                                             period_us=burst_period_us(lone), pattern=pattern))
@@ -502,6 +567,6 @@ def calibrate(
     )
 
 
-__all__ = ["BURST_REQUESTS", "DEFAULT_DEPTHS", "DEFAULT_SIZES", "ENGINES", "IDLE_SPACINGS_US", "MAX_PASSES", "MIN_SPACING_US", "Target", "burst_period_us", "burst_point",
-           "busy_warning", "calibrate", "median_point", "replay_point", "run_point", "stolen_share", "target",
-           "train_trace"]
+__all__ = ["BURST_REQUESTS", "DEFAULT_DEPTHS", "DEFAULT_SIZES", "ENGINES", "IDLE_SPACINGS_US", "MAX_PASSES", "MIN_SPACING_US", "POINT_OVERHEAD_S", "Plan", "Target", "burst_period_us", "burst_point",
+           "burst_seconds", "busy_warning", "calibrate", "idle_seconds", "median_point", "plan", "replay_point", "rest_seconds",
+           "run_point", "stolen_share", "target", "train_trace"]

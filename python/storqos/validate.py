@@ -34,12 +34,15 @@ import numpy as np
 import polars as pl
 
 from .calibrate import MAX_PASSES
+from .calibrate import Plan as CalibrationPlan
 from .cpu_latency import can_keep_awake
 from .device_profile import DeviceProfile, Op
 from .errors import InputError, warn_input
 from .experiment import Experiment, Run
 from .gateway_process import GatewayProcess
+from .progress import StageSink, sink
 from .replay import ReplayResult, replay
+from .units import fmt_size, fmt_span
 
 #: Percentiles compared, besides IOPS.
 PERCENTILES = (50, 95, 99)
@@ -82,6 +85,21 @@ CALIBRATION_BUSY_SHARE = 0.05
 REST_CHECK_S = 1.0
 #: Live replays of each run at most (``--repeats``).
 MAX_REPEATS = 9
+#: For the estimate said at the start: bytes a second the exports are written at
+#: (:func:`fill_file`: 256 MiB in 0.79 s through the page cache, in 0.89 s to the disk,
+#: fsync included, 2026-12-01).
+FILL_BYTES_PER_S = 300e6
+#: What a gateway started and stopped around a measurement adds to it: replays of a
+#: 20 s trace took 20.1-20.2 s, the 1 s check at rest 1.1 s (2026-12-01).
+GATEWAY_S = 0.2
+#: A simulation's time: 0.1 s, and 1 µs a request beside (8,940 requests kept in 0.1 s).
+SIMULATE_S, SIMULATE_S_PER_REQUEST = 0.1, 1e-6
+#: A lone 4 KiB read's mean time at depth 1 through a gateway, for the bursts' time in
+#: the estimate made before the calibration has measured it (the bursts are spaced by
+#: it, :func:`storqos.calibrate.burst_period_us`): page-cached files 64-105 µs, direct
+#: 171-242 µs (:data:`CALIBRATION_BUSY_SHARE`'s profiles); 300 µs made direct files'
+#: bursts 0.92 s a point, as measured (0.7-1.2 s, 2026-12-01).
+LONE_US_GUESS = {"file": 100.0, "direct": 300.0}
 
 
 @dataclass
@@ -250,9 +268,17 @@ def _into_page_cache(paths: list[Path]) -> None:
                 pass
 
 
+def calibration_plan(seconds: float = CALIBRATE_SECONDS) -> CalibrationPlan:
+    """What a pass of :func:`calibrate_file`'s calibration measures (points of ``seconds``)."""
+    from .calibrate import DEFAULT_DEPTHS, DEFAULT_SIZES, IDLE_SPACINGS_US, plan
+
+    return plan(sizes=DEFAULT_SIZES, depths=DEFAULT_DEPTHS, writes=True, seconds=seconds, engine="replay",
+                idle_spacings_us=IDLE_SPACINGS_US, bursts=False)
+
+
 def calibrate_file(path: Path, *, seconds: float = CALIBRATE_SECONDS, passes: int = CALIBRATE_PASSES, awake: str = "no",
                    direct: bool = False, direct_reads: str = "threads", attempts: int = ATTEMPTS,
-                   progress: Callable[[str], None] | None = None) -> DeviceProfile:
+                   progress: StageSink | Callable[[str], None] | None = None) -> DeviceProfile:
     """Profile of a file as the gateway serves it and the replay sees it: a FCFS
     gateway in front of ``path``, measured over NBD by the replay's own engine, the
     client whose times validate compares (service times, parallelism and capacity with
@@ -276,7 +302,8 @@ def calibrate_file(path: Path, *, seconds: float = CALIBRATE_SECONDS, passes: in
     profile's ``direct`` and ``direct_reads`` say which. A calibration during which the
     host took more than :data:`CALIBRATION_BUSY_SHARE` of the machine's CPU time is made
     again, up to ``attempts`` in all, and the least disturbed profile kept (warned of if
-    the host took over 1 % of it)."""
+    the host took over 1 % of it). ``progress`` is told of each stage (a line of
+    text, or a :class:`storqos.progress.StageSink` that hears of the steps too)."""
     from .calibrate import IDLE_SPACINGS_US, busy_warning, calibrate, stolen_share
     from .gateway import gateway_config
     from .host_steal import host_busy
@@ -284,7 +311,8 @@ def calibrate_file(path: Path, *, seconds: float = CALIBRATE_SECONDS, passes: in
 
     cfg = gateway_config([_entry("cal", path, 0, direct)], policy_spec("fcfs"), listen="127.0.0.1:0",
                          direct_reads=_reads(direct, direct_reads))
-    say = progress or (lambda _msg: None)
+    stages = sink(progress)
+    todo = calibration_plan(seconds)
 
     def disturbed(p: DeviceProfile) -> str | None:
         share = stolen_share(p)
@@ -293,19 +321,22 @@ def calibrate_file(path: Path, *, seconds: float = CALIBRATE_SECONDS, passes: in
         return (f"the host took {p.steal_ms:,.0f} ms of CPU time from this machine meanwhile "
                 f"({100 * share:.1f} % of it): a profile measured so comes out slower than the device")
 
+    took = passes * todo.pass_seconds() + GATEWAY_S
+    stages.stage(f"calibrating: {passes} pass{'es' if passes > 1 else ''} of {todo.points} points through a "
+                 "gateway, as the replays will find the file", took)
     with GatewayProcess(cfg) as gw:
         kept, _ = _least_disturbed(
             attempts,
             lambda: calibrate(gw.uri("cal"), writes=True, seconds=seconds, passes=passes, engine="replay",
                               awake=awake, idle_spacings_us=IDLE_SPACINGS_US, warn_busy=False, bursts=False,
-                              progress=(lambda i, n, what: say(f"calibrating: {what} ({i}/{n})"))),
+                              progress=(lambda i, n, _what: stages.step(i, n))),
             disturbed, stolen_share,
-            lambda why, n: say(f"calibrating: {why}; calibrating again ({n}/{attempts})"))
+            lambda why, n: stages.stage(f"calibrating: {why}; calibrating again ({n}/{attempts})", took, keep=True))
     busy = host_busy(kept.steal_ms, kept.measured_s or 0.0)
     if busy:
         warn_input(busy_warning(busy))
     kept = bursts_at_depth(kept, path, direct=direct, direct_reads=direct_reads, awake=awake, passes=passes,
-                           progress=say)
+                           progress=stages)
     # An NBD target's profile says nothing of the page cache; this one went past it or not.
     return kept.model_copy(update={"direct": direct, "direct_reads": _reads(direct, direct_reads)})
 
@@ -317,7 +348,7 @@ BURST_SEED = 1_000_003
 
 def bursts_at_depth(profile: DeviceProfile, path: Path, *, direct: bool = False, direct_reads: str = "threads",
                     awake: str = "no", passes: int = CALIBRATE_PASSES,
-                    progress: Callable[[str], None] | None = None) -> DeviceProfile:
+                    progress: StageSink | Callable[[str], None] | None = None) -> DeviceProfile:
     """``profile`` with its bursts from rest measured through a FCFS gateway of depth k
     (the profile's parallelism) in front of ``path``, the depth a validation's gateways
     serve at (``burst_depth`` says so): random and sequential, of each op the profile
@@ -330,28 +361,76 @@ def bursts_at_depth(profile: DeviceProfile, path: Path, *, direct: bool = False,
     bursts at the first rate put the live p50s of FIU mail (swap-ins in trains of ten
     reads 38 µs apart) 27-87 % above the prediction in three rounds of four, at the
     second rate 1-49 % (docs/validation.md)."""
-    from .calibrate import BURST_REQUESTS, burst_period_us, burst_point, median_point
+    from .calibrate import BURST_REQUESTS, POINT_OVERHEAD_S, burst_period_us, burst_point, burst_seconds, median_point
     from .cpu_latency import cpus_awake
     from .gateway import gateway_config
     from .replay import export_size
     from .specs import policy_spec
 
-    say = progress or (lambda _msg: None)
+    stages = sink(progress)
     cfg = gateway_config([_entry("cal", path, 0, direct)], policy_spec("fcfs"), listen="127.0.0.1:0",
                          depth=profile.parallelism, direct_reads=_reads(direct, direct_reads))
     classes = sorted({(p.op, p.pattern) for p in profile.service})  # reads before writes, random first
+    lones = [min((p for p in profile.service if (p.op, p.pattern) == c), key=lambda p: p.size) for c in classes]
+    stages.stage(f"calibrating: bursts of {BURST_REQUESTS} 4 KiB requests from rest through {profile.parallelism} "
+                 f"slots ({len(classes)} kinds, {passes} pass{'es' if passes > 1 else ''})",
+                 GATEWAY_S + passes * sum(burst_seconds(lone.mean_us) + POINT_OVERHEAD_S["replay"] for lone in lones))
     got = []
     with cpus_awake(awake), GatewayProcess(cfg) as gw:
         uri = gw.uri("cal")
         export_bytes = export_size(uri, "calibrate")
-        for b, (op, pattern) in enumerate(classes):
-            say(f"calibrating: bursts of {BURST_REQUESTS} 4 KiB {pattern} {op}s from rest through "
-                f"{profile.parallelism} slots ({b + 1}/{len(classes)})")
-            lone = min((p for p in profile.service if (p.op, p.pattern) == (op, pattern)), key=lambda p: p.size)
-            got.append(median_point([burst_point(uri, export_bytes, op, seed=BURST_SEED + passes * b + k,
-                                                 period_us=burst_period_us(lone.mean_us), pattern=pattern)
-                                     for k in range(passes)]))
+        for b, ((op, pattern), lone) in enumerate(zip(classes, lones, strict=True)):
+            points = []
+            for k in range(passes):
+                stages.step(b * passes + k, len(classes) * passes)
+                points.append(burst_point(uri, export_bytes, op, seed=BURST_SEED + passes * b + k,
+                                          period_us=burst_period_us(lone.mean_us), pattern=pattern))
+            got.append(median_point(points))
     return profile.model_copy(update={"burst": got, "burst_depth": profile.parallelism})
+
+
+class Estimate:
+    """About how long :func:`validate` takes, stage by stage, from what it will do: the
+    exports written (real files), the calibration and the bursts (real files without a
+    profile), each run simulated, each replay (its trace's time, and on real files the
+    check at rest after it)."""
+
+    def __init__(self, exp: Experiment, requests: list[pl.DataFrame], mode: str, *, calibrating: bool, repeats: int,
+                 passes: int, seconds: float, export_bytes: int, tenants: int) -> None:
+        from .calibrate import POINT_OVERHEAD_S, burst_seconds
+
+        self.exp, self.requests, self.mode, self.repeats, self.calibrating = exp, requests, mode, repeats, calibrating
+        real = mode != "emulated"
+        self.fill_s = tenants * export_bytes / FILL_BYTES_PER_S if real else 0.0
+        self.rest_s = REST_CHECK_S + GATEWAY_S if real else 0.0
+        # The calibration, then the bursts of reads and writes, random and sequential.
+        lone = LONE_US_GUESS.get(mode, 0.0)
+        bursts = 2 * GATEWAY_S + passes * 4 * (burst_seconds(lone) + POINT_OVERHEAD_S["replay"])
+        self.calibrate_s = passes * calibration_plan(seconds).pass_seconds() + bursts if calibrating else 0.0
+
+    def simulate_s(self, df: pl.DataFrame) -> float:
+        return SIMULATE_S + df.height * SIMULATE_S_PER_REQUEST
+
+    def replay_s(self, df: pl.DataFrame) -> float:
+        """A replay's time: the trace's, from time 0 (the replay keeps to it), and its gateway's."""
+        last = int(df["arrival_ns"].to_numpy().max()) if df.height else 0
+        return last / 1e9 + GATEWAY_S
+
+    def total(self, attempts: int = 1) -> float:
+        """Seconds the whole takes, with ``attempts`` of every calibration and replay."""
+        replays = self.repeats * sum(self.replay_s(df) + self.rest_s for df in self.requests)
+        return (self.fill_s + attempts * self.calibrate_s + sum(self.simulate_s(df) for df in self.requests)
+                + attempts * replays)
+
+    def plan(self) -> str:
+        """``3 policies × 1 replay of 20 s on direct-I/O files, calibrated first``."""
+        n, grid = len(self.exp.runs), any(r.point for r in self.exp.runs)
+        runs = f"{n} {('run' if grid else 'policy') if n == 1 else ('runs' if grid else 'policies')}"
+        longest = max((self.replay_s(df) - GATEWAY_S for df in self.requests), default=0.0)
+        where = {"emulated": "on an emulated device", "file": "on page-cached files",
+                 "direct": "on direct-I/O files"}.get(self.mode, "")
+        return (f"{runs} × {self.repeats} replay{'s' if self.repeats > 1 else ''} of {fmt_span(longest * 1e9)}"
+                f"{' each' if n * self.repeats > 1 else ''} {where}{', calibrated first' if self.calibrating else ''}")
 
 
 def _reads(direct: bool, direct_reads: str) -> str | None:
@@ -372,7 +451,7 @@ def validate(
     repeats: int = 1,
     awake: str = "no",
     direct_reads: str = "threads",
-    progress: Callable[[str], None] | None = None,
+    progress: StageSink | Callable[[str], None] | None = None,
 ) -> Validation:
     """Run every run of ``exp`` simulated and live (see the module's description). A run
     whose replay was disturbed (it fell behind the trace, over 1 % of requests issued more
@@ -385,7 +464,10 @@ def validate(
     ``repeats``: live replays counted per run, the runs taken in turn (every run once,
     then every run again), so that a device that moves from minute to minute moves under
     all of them alike; each tenant's measured IOPS and percentiles are the medians over
-    its run's replays (:meth:`RunValidation.spread` gives how far they spread)."""
+    its run's replays (:meth:`RunValidation.spread` gives how far they spread).
+    ``progress`` hears first what it will do and about how long it takes, then of each
+    stage (a function gets each as a line; a :class:`storqos.progress.StageSink`, such as
+    :class:`storqos.progress.Stages`, each stage's estimate and its steps too)."""
     from .gateway import DIRECT_READS, gateway_config
     from .gateway_config import LimitsTable, one_of
     from .sim import simulate
@@ -419,24 +501,30 @@ def validate(
         warn_input(f"the device profile was measured through a gateway reading with {profile.direct_reads} and the "
                    f"live one reads with {direct_reads}: the prediction will not be the live one (calibrate again, "
                    f"or give --direct-reads {profile.direct_reads})")
-    say = progress or (lambda _msg: None)
+    if mode == "emulated" and any(r.device.get("kind") != "constant" or r.device.get("bandwidth") for r in exp.runs):
+        raise InputError("the gateway emulates a constant-rate device only: give the experiment [device] kind = "
+                         "\"constant\", or --live-device file or direct", "validate")
+    stages = sink(progress)
     with tempfile.TemporaryDirectory(prefix="storqos-validate-", dir=workdir) as tmp:
         work = Path(tmp)
         tenants = max(len(r.tenants) for r in exp.runs)
+        requests = [_requests(exp, run) for run in exp.runs]
+        took = Estimate(exp, requests, mode, calibrating=real and profile is None, repeats=repeats,
+                         passes=calibrate_passes, seconds=calibrate_seconds, export_bytes=export_bytes, tenants=tenants)
+        stages.begin(took.plan(), took.total(), took.total(attempts) if attempts > 1 else None)
+        if real:
+            stages.stage(f"writing {tenants} export{'s' if tenants > 1 else ''} of {fmt_size(export_bytes)}, "
+                         f"{'to the disk' if direct else 'into the page cache'}", took.fill_s)
         files = _exports(work, tenants, export_bytes, fill=real, direct=direct)
         paths = [Path(f["path"]) for f in files]
         if real and profile is None:
             profile = calibrate_file(paths[0], seconds=calibrate_seconds, passes=calibrate_passes, awake=awake,
-                                     direct=direct, direct_reads=direct_reads, attempts=attempts, progress=say)
+                                     direct=direct, direct_reads=direct_reads, attempts=attempts, progress=stages)
         result = Validation(name=exp.name, mode=mode, device="", profile=profile)
         plans: list[tuple[Run, list[str], pl.DataFrame, pl.DataFrame, dict[str, Any]]] = []
-        for i, run in enumerate(exp.runs):
+        for i, (run, df) in enumerate(zip(exp.runs, requests, strict=True)):
             names = [t.name for t in run.tenants]
-            df = _requests(exp, run)
             if mode == "emulated":
-                if run.device.get("kind") != "constant" or run.device.get("bandwidth"):
-                    raise InputError("the gateway emulates a constant-rate device only: give the experiment "
-                                     "[device] kind = \"constant\", or --live-device file or direct", "validate")
                 device: dict[str, Any] = run.device
                 iops: float | None = float(run.device["iops"])
                 depth, cost = 1, None
@@ -449,7 +537,8 @@ def validate(
                     result.device += f", read through {direct_reads}"
             if held:
                 result.device += ", CPUs kept awake"
-            say(f"{run.label}: simulating {df.height:,} requests ({i + 1}/{len(exp.runs)})")
+            stages.stage(f"{run.label}: simulating {df.height:,} requests ({i + 1}/{len(exp.runs)})",
+                         took.simulate_s(df))
             sim = simulate(df, run.policy, device, seed=run.seed, keep_requests=True)
             assert sim.requests is not None
             predicted = (sim.requests if profile is None or not real else
@@ -462,9 +551,10 @@ def validate(
         for rep in range(repeats):
             for i, (run, names, df, _, cfg) in enumerate(plans):
                 which = f" (replay {rep + 1} of {repeats})" if repeats > 1 else ""
-                say(f"{run.label}: replaying {df.height:,} requests live ({i + 1}/{len(exp.runs)}){which}")
-                live, n = _replay_on_schedule(df, cfg, len(names), attempts, say, run.label, awake,
-                                              paths[: len(names)] if mode == "file" else [])
+                stages.stage(f"{run.label}: replaying {df.height:,} requests live ({i + 1}/{len(exp.runs)}){which}",
+                             took.replay_s(df))
+                live, n = _replay_on_schedule(df, cfg, len(names), attempts, stages, run.label, awake,
+                                              paths[: len(names)] if mode == "file" else [], took.replay_s(df))
                 rest_us = (_rest_p50_us(paths[0], export_bytes, direct, direct_reads, awake, seed=i + rep * len(plans))
                            if real else None)
                 made[i].append((live, n, rest_us))
@@ -766,22 +856,26 @@ def with_path(requests: pl.DataFrame, profile: DeviceProfile, offsets: np.ndarra
 
 
 def _replay_on_schedule(df: pl.DataFrame, cfg: dict[str, Any], tenants: int, attempts: int,
-                        say: Callable[[str], None], label: str, awake: str,
-                        warm: list[Path]) -> tuple[ReplayResult, int]:
+                        progress: StageSink | Callable[[str], None], label: str, awake: str,
+                        warm: list[Path], seconds: float = 0.0) -> tuple[ReplayResult, int]:
     """Replay ``df`` through a fresh gateway of ``cfg`` until a replay is undisturbed
     (:meth:`ReplayResult.disturbed`: it kept to the schedule and the host left the
     machine alone) or ``attempts`` were made; the least disturbed replay (on schedule
     first, then left alone by the host, then the fewest late requests) and how many were
-    made. The files ``warm`` are read into the page cache before each replay."""
+    made. The files ``warm`` are read into the page cache before each replay. A replay
+    made again is a stage of ``progress``, of about ``seconds``."""
+    stages = sink(progress)
+
     def once() -> ReplayResult:
         _into_page_cache(warm)
         with GatewayProcess(cfg) as gw:
             return replay(df, {t: gw.uri(f"t{t}") for t in range(tenants)}, connections=CONNECTIONS, warmup=True,
-                          awake=awake)
+                          awake=awake, progress=stages.step)
 
     return _least_disturbed(attempts, once, ReplayResult.disturbed,
                             lambda r: (r.fell_behind() is not None, r.disturbed() is not None, r.late),
-                            lambda why, n: say(f"{label}: {why}; replaying again ({n}/{attempts})"))
+                            lambda why, n: stages.stage(f"{label}: {why}; replaying again ({n}/{attempts})",
+                                                        seconds, keep=True))
 
 
 _M = TypeVar("_M")
@@ -804,6 +898,6 @@ def _least_disturbed(attempts: int, measure: Callable[[], _M], disturbed: Callab
     return min(made, key=rank), len(made)
 
 
-__all__ = ["ATTEMPTS", "BURST_SEED", "CALIBRATE_PASSES", "CALIBRATE_SECONDS", "CALIBRATION_BUSY_SHARE", "DEFAULT_EXPORT_BYTES", "MAX_REPEATS", "MODES", "PERCENTILES", "REST_CHECK_S", "RunValidation", "Validation", "burst_delay_ns",
-           "burst_hold", "burst_hold_ns", "bursts_at_depth", "calibrate_file", "continues", "fill_file", "per_tenant", "serve_times_ns", "validate",
+__all__ = ["ATTEMPTS", "BURST_SEED", "CALIBRATE_PASSES", "CALIBRATE_SECONDS", "CALIBRATION_BUSY_SHARE", "DEFAULT_EXPORT_BYTES", "MAX_REPEATS", "MODES", "PERCENTILES", "REST_CHECK_S", "Estimate", "RunValidation", "Validation", "burst_delay_ns",
+           "burst_hold", "burst_hold_ns", "bursts_at_depth", "calibrate_file", "calibration_plan", "continues", "fill_file", "per_tenant", "serve_times_ns", "validate",
            "with_path"]

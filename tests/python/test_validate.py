@@ -110,6 +110,23 @@ def test_emulated_device_live_matches_the_prediction(tmp_path: Path) -> None:
         rows = t.filter(pl.col("run") == run).sort("tenant")["p50_ns_meas"].to_list()
         assert rows == pytest.approx([(a + b) / 2 for a, b in zip(*per_replay, strict=True)])
     assert "medians over 2 replays" in " ".join(r.out.split()), r.out
+    # Progress on stderr, stdout the result: first the plan and about how long it takes
+    # (2 policies × 2 replays of the trace's 4 s: 16 s, up to 3 attempts each), then one
+    # line per stage: each run simulated, each replay and each replay made again.
+    assert not re.search(r"simulating|replaying|^\[\d+:\d\d\]", r.out, re.M), r.out
+    said = [ln for ln in r.err.splitlines() if ln.strip() and not ln.startswith("warning:")]
+    plan = re.fullmatch(r"validate: 2 policies × 2 replays of [\d.]+ s each on an emulated device, about (\d+) s "
+                        r"\(up to (\d+) s if measurements are made again\)", said[0])
+    assert plan and abs(int(plan.group(1)) - 16) <= 5 and abs(int(plan.group(2)) - 3 * 16) <= 10, said[0]
+    stages = [re.sub(r"^\[\d+:\d\d\] ", "", ln) for ln in said[1:-1]]
+    assert all(re.match(r"^\[\d+:\d\d\] ", ln) for ln in said[1:-1]), said
+    n = trace_requests
+    assert [ln for ln in stages if "replaying again" not in ln] == [
+        f"fcfs: simulating {n:,} requests (1/2)", f"wf2q: simulating {n:,} requests (2/2)",
+        *(f"{run}: replaying {n:,} requests live ({i}/2) (replay {k} of 2)" for k in (1, 2)
+          for i, run in ((1, "fcfs"), (2, "wf2q")))]
+    assert sum("replaying again" in ln for ln in stages) == sum(s["attempts"] for s in replays.values()) - 4
+    assert re.fullmatch(r"validate: done in \d+:\d\d \(expected about \d+ s\)", said[-1]), said
     close = t.filter(pl.col("run").is_in(on_time))
     assert (close["p99_err"].abs() < 0.25).all(), close.select("run", "name", "p99_ns_pred", "p99_ns_meas")
     # WF2Q+ with weights 2:1:1 favours disk/0 over FCFS, predicted and measured alike.

@@ -85,10 +85,11 @@ def calibrate(
     Example: [bold]storqos calibrate /srv/images/test.img --writes --time 2 --out file.toml[/bold]
     """
     from ..calibrate import calibrate as run
+    from ..calibrate import plan
     from ..cpu_latency import can_keep_awake
     from ..device_profile import AT_REST_SPACING_US, dump_profile
     from ..paths import check_output_file, replacing
-    from ..progress import progress_bar
+    from ..progress import Stages
 
     if not 0 < time <= MAX_POINT_S:  # nan and inf too: a point measured for ever
         raise InputError(f"must be > 0 and at most {MAX_POINT_S:g} seconds, got {time:g}", "--time")
@@ -97,12 +98,21 @@ def calibrate(
     size_list = _list(sizes, None, "--sizes")
     spacings_us = [parse_duration(x.strip(), "--idle-spacings") // 1000 for x in idle_spacings.split(",") if x.strip()]
     depth_list = _list(queue_depths, int, "--queue-depths")
-    points = len(set(size_list)) * 2 * (2 if writes else 1) + len(set(depth_list)) + 1
-    with progress_bar(f"measuring {target} ({points} points of {time:g} s"
-                      + (f", {passes} passes" if passes > 1 else "") + ")", points * passes) as update:
+    todo = plan(sizes=size_list, depths=depth_list, writes=writes, seconds=time, engine=engine,
+                idle_spacings_us=spacings_us)
+    per_pass = todo.points
+
+    def progress(i: int, n: int, _what: str) -> None:
+        if i % per_pass == 0 and i < n:  # a pass begins: a stage
+            stages.stage(f"pass {i // per_pass + 1} of {passes}: {per_pass} points", todo.pass_seconds())
+        stages.step(i % per_pass if i < n else per_pass, per_pass)
+
+    # Progress on stderr: the plan and its estimate, then a line per pass (a bar on a terminal).
+    with Stages("calibrate") as stages:
+        stages.begin(f"{target}: {passes} pass{'es' if passes > 1 else ''} of {per_pass} points of {time:g} s",
+                     passes * todo.pass_seconds())
         profile = run(target, sizes=size_list, depths=depth_list, writes=writes, direct=not buffered, seconds=time,
-                      passes=passes, engine=engine, idle_spacings_us=spacings_us, awake=awake_cpus,
-                      progress=lambda i, n, _what: update(i, n))
+                      passes=passes, engine=engine, idle_spacings_us=spacings_us, awake=awake_cpus, progress=progress)
     with replacing(out_file) as part:
         part.write_text(dump_profile(profile))
     if json_out:

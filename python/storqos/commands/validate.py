@@ -116,6 +116,7 @@ def validate(
     from ..device_profile import dump_profile, load_profile
     from ..experiment import load
     from ..paths import check_output_dir, check_output_file, make_folder, replacing, write_table
+    from ..progress import Stages
     from ..validate import CALIBRATE_PASSES, CALIBRATE_SECONDS, MODES
     from ..validate import validate as run
     from ..validation_report import markdown, notes, write_html
@@ -137,18 +138,15 @@ def validate(
     can_keep_awake(awake_cpus)  # a typo, or `yes` where it cannot, fails before anything starts
     profile = load_profile(device_profile) if device_profile is not None else None
     exp = load(experiment)
-    lines: list[str] = []
-
-    def say(msg: str) -> None:
-        lines.append(msg)
-        if not json_out:
-            out.print(msg, style="dim")
-
-    res = run(exp, mode=live_device, profile=profile, export_bytes=size, attempts=attempts, repeats=repeats,
-              awake=awake_cpus,
-              direct_reads=direct_reads,
-              calibrate_passes=CALIBRATE_PASSES if calibration_passes is None else calibration_passes,
-              calibrate_seconds=CALIBRATE_SECONDS if calibration_time is None else calibration_time, progress=say)
+    # Progress on stderr, stdout keeping the result: the plan and its estimate first, then
+    # a line per stage (a bar on a terminal).
+    with Stages("validate") as stages:
+        res = run(exp, mode=live_device, profile=profile, export_bytes=size, attempts=attempts, repeats=repeats,
+                  awake=awake_cpus,
+                  direct_reads=direct_reads,
+                  calibrate_passes=CALIBRATE_PASSES if calibration_passes is None else calibration_passes,
+                  calibrate_seconds=CALIBRATE_SECONDS if calibration_time is None else calibration_time,
+                  progress=stages)
     table = res.table()
     make_folder(out_dir, "--out")
     write_table(table, out_dir / "validation.parquet")
