@@ -243,7 +243,7 @@ def test_headroom_changes_a_pick_that_breaks_at_ten_percent_more_load() -> None:
     assert pick1.robust is not None and pick1.robust.met and pick1.robust.load == pytest.approx(1.1)
     never = [r for r in a1.ranked if r.status == "never"]
     assert [r.policy for r in never] == ["fclb"] and a1.ranked[-1] is never[0]
-    why = A.reason(p1, never[0])
+    why = A.reason(never[0])
     assert why.startswith(f"at {p1.family.unit(p1.max_capacity)}, the most the search allows (--max-capacity), "
                           "bursty (p99≤50ms: "), why
     assert "ms at +10 % load) still failed: the token buckets hold bursts" in why

@@ -103,7 +103,7 @@ class Advice:
                  "capacity_multiple": p.family.multiple(r.capacity) if r.status != "never" else None,
                  "simulations": r.simulations, "search_simulations": r.search_simulations,
                  "search_trials": r.search_trials, "wall_s": r.wall_s, "notes": r.notes,
-                 "reason": reason(p, r) if r.status == "never" else None,
+                 "reason": reason(r) if r.status == "never" else None,
                  "search": [{"capacity": c, "met": m, "worst_ratio": w} for c, m, w in r.history],
                  "tenants": [_tenant_json(p, r, i) for i in range(len(p.tenants))],
                  "below": {"capacity": r.below.capacity, "met": r.below.met, "failed": r.below.failures(p)}
@@ -164,7 +164,7 @@ WHY_NOT: dict[str, str] = {
 }
 
 
-def reason(p: Problem, r: PolicyAdvice) -> str:
+def reason(r: PolicyAdvice) -> str:
     """Why a ``never`` policy never meets the SLOs: what failed at the most the search
     allows (or the constraint that rules every capacity out), and what the policy does
     that causes it (:data:`WHY_NOT`)."""
@@ -198,7 +198,7 @@ def explain(a: Advice) -> str:
     b = _binding(p, best.at)
     tb = p.tenants[b] if b is not None else None
     if ref.status == "never":
-        return (f"{name} meets every SLO at {p.family.unit(best.capacity)}; {rname} never does ({reason(p, ref)})."
+        return (f"{name} meets every SLO at {p.family.unit(best.capacity)}; {rname} never does ({reason(ref)})."
                 f"{_holds(p)}")
     if ref.capacity <= best.capacity * (1 + TOLERANCE):
         return (f"{name} and {rname} need the same capacity ({p.family.unit(best.capacity)}) within {100 * TOLERANCE:g} %: "

@@ -151,7 +151,7 @@ def advise_cmd(
         for note in r.notes:
             out.print(f"{DISPLAY.get(r.policy, r.policy)}: {note}")
         if r.status == "never":
-            out.print(f"{DISPLAY.get(r.policy, r.policy)}: never: {reason(problem, r)}")
+            out.print(f"{DISPLAY.get(r.policy, r.policy)}: never: {reason(r)}")
     out.print(Text.assemble(("advice:", "bold"), f" {advice.explanation()}"))
     for name, path in files.items():
         out.print(f"{name}: {path}")
