@@ -165,7 +165,7 @@ def plan_cmd(
     out_file: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the table to this .csv, .json or .parquet file.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON (for scripts) instead of tables.")] = False,
 ) -> None:
-    """Capacity planning by workload shaping: for each fraction of the requests and each response-time bound, Cmin (IOPS), the least capacity any schedule needs (RTT decomposition with Miser recombination reaches it), beside the capacity plain FCFS needs for the same target; consolidation, RTD tiers, power pools and recombiners on request.
+    """Capacity planning by workload shaping: for each fraction of the requests and each response-time bound, Cmin (IOPS), the least capacity any schedule needs (RTT decomposition with Miser recombination guarantees the target on Cmin + ΔC, ΔC ≥ 1/δ), beside the capacity plain FCFS needs for the same target; consolidation, RTD tiers, power pools and recombiners on request.
 
     Example: [bold]storqos plan wsrch-small.trace --deadline 5ms,10ms,20ms,50ms --fraction 90,95,99,99.5,99.9,100 --out table.csv[/bold]
     """
