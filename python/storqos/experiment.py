@@ -72,7 +72,7 @@ from pydantic import BaseModel
 
 from .errors import InputError, warn_input
 from .experiment_schema import ExperimentFile, Policy, Qos, TraceReading, check_grid, validate
-from .specs import check, check_tenant_lists, device_spec, policy_for_tenants
+from .specs import check, check_tenant_lists, device_spec, param_of_flag, policy_for_tenants
 from .toml_schema import entry_where, line_of, one_or_many, read_toml
 from .units import parse_duration
 
@@ -355,8 +355,8 @@ def _qos(e: Qos) -> dict[str, Any]:
 
 def _file_key(flag: str | None) -> str:
     """The experiment file's key for the flag a parser names (``--capacity`` →
-    ``capacity``, ``--device-depth`` → ``depth``); empty for none."""
-    return {"--device": "kind", "--device-depth": "depth"}.get(flag or "", (flag or "").lstrip("-").replace("-", "_"))
+    ``capacity``, ``--device-depth`` → ``depth``, ``--deadline`` → ``deadlines``); empty for none."""
+    return {"--device": "kind", "--device-depth": "depth"}.get(flag or "", param_of_flag(flag or ""))
 
 
 def _as_key(e: InputError, where: str, prefix: str = "") -> InputError:

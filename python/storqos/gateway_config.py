@@ -647,13 +647,12 @@ def fclb_policy(params: dict[str, Any], tenants: list[Tenant], capacity: float |
     return spec, adm
 
 
-#: Policy flags whose parameter has another name.
-_FLAG_KEYS = {"--deadline": "deadlines"}
-
-
 def _key(flag: str) -> str:
-    """A policy flag's parameter name in the file: ``--control-window`` → ``control_window``."""
-    return _FLAG_KEYS.get(flag, flag.lstrip("-").replace("-", "_"))
+    """A policy flag's parameter name in the file: ``--control-window`` →
+    ``control_window`` (:func:`storqos.specs.param_of_flag`)."""
+    from .specs import param_of_flag
+
+    return param_of_flag(flag)
 
 
 def merged(settings: GatewaySettings | None, *, exports: list[str] | None = None, policy: str | None = None,

@@ -143,6 +143,9 @@ def test_an_experiment_file_names_its_key(tmp_path: Path) -> None:
     assert_one_line_error(run_cli("run", str(exp), "--out", str(tmp_path / "out")),
                           "[[policy]] 1 (edf)", "deadlines: 3 value(s) for 2 tenant(s)")
     assert not (tmp_path / "out").exists()
+    # A value the parser refuses is said under the file's key too (not --deadline's "deadline").
+    exp.write_text(exp.read_text().replace('["10ms", "20ms", "30ms"]', '["10ms", "0ms"]'))
+    assert_one_line_error(run_cli("run", str(exp), "--check"), "[[policy]] 1 (edf): deadlines: deadlines must be > 0")
 
 
 @pytest.mark.parametrize("policy", ["miser", "rtt-fq"])
