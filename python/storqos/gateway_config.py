@@ -78,6 +78,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -90,7 +91,7 @@ from .device_profile import DeviceProfile
 from .errors import ConfigError, InputError
 from .experiment_schema import Policy, Qos
 from .gateway import DEFAULT_DEPTH, DEFAULT_LISTEN, DIRECT_READS, check_export_file
-from .toml_schema import PositiveDurationNs, Rate, Table, entry_where, line_of, one_or_many, read_toml, unit
+from .toml_schema import PositiveDurationNs, Rate, SourceLines, Table, entry_where, one_or_many, read_toml, unit
 from .toml_schema import validate as toml_validate
 from .units import parse_bandwidth, parse_duration, parse_rate, parse_size
 
@@ -223,8 +224,10 @@ class ExportTable(Table):
     path: str
     tenant: str | int = 0
     read_only: bool = False
-    allow: Annotated[list[Annotated[str, BeforeValidator(_network)]], AfterValidator(_some_clients)] = []
-    fault: Annotated[list[FaultTable], BeforeValidator(one_or_many)] = []
+    # (default_factory, not `= []`: pydantic deep-copies a default for each of 20,000 exports)
+    allow: Annotated[list[Annotated[str, BeforeValidator(_network)]], AfterValidator(_some_clients),
+                     Field(default_factory=list)]
+    fault: Annotated[list[FaultTable], BeforeValidator(one_or_many), Field(default_factory=list)]
     tier: TierTable | None = None
     #: an earlier tiered export whose file and block map this one serves for its own
     #: tenant (a background job's view of the users' volume, seed 002)
@@ -341,7 +344,7 @@ class GatewayFile(Table):
     @model_validator(mode="after")
     def _names(self) -> GatewayFile:
         for what, names in (("tenant", [t.name for t in self.tenant]), ("export", [e.name for e in self.export])):
-            dup = sorted({n for n in names if names.count(n) > 1})
+            dup = sorted(n for n, k in Counter(names).items() if k > 1)
             if dup:
                 raise ValueError(f"[[{what}]] name(s) {', '.join(dup)} given twice")
         return self
@@ -367,61 +370,69 @@ class GatewaySettings:
     file: GatewayFile
     tenants: list[Tenant]
     exports: list[dict[str, Any]]
+    #: where the file's keys are written (its sections, indexed once)
+    lines: SourceLines
 
     def policy_key(self, key: str | None = None) -> str:
         """Where the file gives a [policy] key (or the table): ``gw.toml:12: [policy]: weights``."""
-        line = line_of(self.text, ["policy"] + ([key] if key else []))
+        line = self.lines.line(["policy"] + ([key] if key else []))
         return f"{self.path}{f':{line}' if line else ''}: [policy]" + (f": {key}" if key else "")
 
 
 def load(path: str | Path) -> GatewaySettings:
-    """Read and check a gateway config file (InputError naming the file, line and key)."""
+    """Read and check a gateway config file (InputError naming the file, line and key).
+
+    Each export costs the same whatever the number of exports: the file's sections are
+    indexed once and a line is looked up only for an error (20,000 exports check in
+    about a second; BENCHMARKS.md)."""
     path = Path(path)
     text, raw = read_toml(path)
     file = toml_validate(GatewayFile, raw, str(path), text)
+    lines = SourceLines(text)
     tenants = [Tenant(t.name, t.weight, t.reservation, t.limit, t.slo) for t in file.tenant]
-    names = [t.name for t in tenants]
+    ids = {t.name: i for i, t in enumerate(tenants)}
     exports: list[dict[str, Any]] = []
+    by_name: dict[str, dict[str, Any]] = {}
     for i, x in enumerate(file.export):
-        where = entry_where(f"{path}:{line_of(text, ['export', i, 'tenant'])}", "export", i, x.name)
+        def at(*key: str | int, i: int = i, x: ExportTable = x) -> str:
+            """``gw.toml:31: [[export]] 2 (batch)``: where the export gives ``key``."""
+            return entry_where(f"{path}:{lines.line(['export', i, *key])}", "export", i, x.name)
+
         if isinstance(x.tenant, str):
-            if x.tenant not in names:
-                known = ", ".join(names) or "none: add [[tenant]] tables, or give a tenant id"
-                raise InputError(f"tenant: no [[tenant]] named {x.tenant!r} (known: {known})", where)
-            tid = names.index(x.tenant)
+            if x.tenant not in ids:
+                known = ", ".join(ids) or "none: add [[tenant]] tables, or give a tenant id"
+                raise InputError(f"tenant: no [[tenant]] named {x.tenant!r} (known: {known})", at("tenant"))
+            tid = ids[x.tenant]
         elif not 0 <= x.tenant < _core.MAX_TENANTS:
-            raise InputError(f"tenant: must be an id in [0, {_core.MAX_TENANTS}), got {x.tenant}", where)
+            raise InputError(f"tenant: must be an id in [0, {_core.MAX_TENANTS}), got {x.tenant}", at("tenant"))
         else:
             tid = x.tenant
         p = Path(x.path).expanduser()
         p = p if p.is_absolute() else path.parent / p
-        check_export_file(p, x.name, entry_where(f"{path}:{line_of(text, ['export', i, 'path'])}", "export", i, x.name)
-                          + ": path")
+        if not p.is_file():  # which it is not, said by check_export_file
+            check_export_file(p, x.name, at("path") + ": path")
         entry = {"name": x.name, "path": str(p), "tenant": tid, "read_only": x.read_only, "allow": list(x.allow)}
         if x.direct:
             if x.tier is not None or x.shares is not None:
                 raise InputError("a tiered export goes through the page cache; direct I/O is for plain exports",
-                                 entry_where(f"{path}:{line_of(text, ['export', i, 'direct'])}", "export", i, x.name)
-                                 + ": direct")
+                                 at("direct") + ": direct")
             entry["direct"] = True
         if x.fault:
             size = p.stat().st_size
             for j, f in enumerate(x.fault):
                 if f.offset >= size:  # a range past the export's end: no request ever matches it
                     raise InputError(f"fault: {j}: offset: {f.offset:,} bytes is past the end of the export "
-                                     f"({size:,} bytes): the rule would never apply",
-                                     entry_where(f"{path}:{line_of(text, ['export', i, 'fault', j, 'offset'])}",
-                                                 "export", i, x.name))
+                                     f"({size:,} bytes): the rule would never apply", at("fault", j, "offset"))
             entry["faults"] = [f.to_json() for f in x.fault]
         if x.tier is not None:
             fast = Path(x.tier.fast).expanduser()
             fast = fast if fast.is_absolute() else path.parent / fast
-            check_export_file(fast, x.name, entry_where(f"{path}:{line_of(text, ['export', i, 'tier', 'fast'])}",
-                                                        "export", i, x.name) + ": tier: fast")
+            if not fast.is_file():
+                check_export_file(fast, x.name, at("tier", "fast") + ": tier: fast")
             entry["tier"] = {"fast": str(fast), "block_bytes": x.tier.block, "pin": x.tier.pin, "lru": x.tier.lru}
         if x.shares is not None:
-            swhere = entry_where(f"{path}:{line_of(text, ['export', i, 'shares'])}", "export", i, x.name) + ": shares"
-            owner = next((e for e in exports if e["name"] == x.shares), None)
+            swhere = at("shares") + ": shares"
+            owner = by_name.get(x.shares)
             if owner is None:
                 known = ", ".join(e["name"] for e in exports) or "none"
                 raise InputError(f"no earlier [[export]] named {x.shares!r} (earlier: {known})", swhere)
@@ -433,7 +444,8 @@ def load(path: str | Path) -> GatewaySettings:
                 raise InputError(f"{p} is not the file of export {x.shares!r} ({owner['path']})", swhere)
             entry["shares"] = x.shares
         exports.append(entry)
-    return GatewaySettings(path=path, text=text, file=file, tenants=tenants, exports=exports)
+        by_name[x.name] = entry
+    return GatewaySettings(path=path, text=text, file=file, tenants=tenants, exports=exports, lines=lines)
 
 
 def _relative(settings: GatewaySettings, path: str | None) -> str | None:

@@ -91,12 +91,18 @@ class Table(BaseModel):
 
 def read_toml(path: Path) -> tuple[str, dict[str, Any]]:
     """A TOML file's text and its parsed tables, or an InputError naming the file (not
-    there, a directory, not a regular file, too large, not UTF-8 text, a syntax error)."""
+    there, a directory, not a regular file, too large, not UTF-8 text, a syntax error,
+    nested too deeply)."""
     text = read_config_text(path, "TOML")
     try:
         return text, tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"TOML syntax error: {e}", str(path)) from None
+    except RecursionError:
+        # tomllib reads nested arrays and inline tables recursively: a few hundred
+        # levels exhaust Python's stack (none of storqos' files nests more than three).
+        raise InputError("arrays or inline tables nested too deeply to read (a few levels are all any of "
+                         "storqos' files uses)", str(path)) from None
 
 
 # ----------------------------------------------------------------------------- errors
@@ -288,6 +294,9 @@ class _Section:
     def __init__(self, name: str | None, array: bool, line: int | None) -> None:
         self.name, self.array, self.line = name, array, line
         self.body: list[tuple[int, str]] = []
+        #: the tables and arrays of tables written under this [[name]] entry
+        #: (``[[export.fault]]`` under ``[[export]]``), until the next ``[[name]]``
+        self.nested: list[_Section] = []
 
     def key_line(self, keys: list[Any]) -> int | None:
         key = next((str(k) for k in keys if not isinstance(k, int)), None)
@@ -297,15 +306,56 @@ class _Section:
         return next((n for n, ln in self.body if pattern.match(ln)), None)
 
 
-def _sections(text: str) -> list[_Section]:
-    secs = [_Section(None, False, None)]
-    for n, ln in enumerate(text.splitlines(), start=1):
-        m = _HEADER.match(ln)
-        if m:
-            secs.append(_Section(m.group(2).strip().strip("\"'"), bool(m.group(1)), n))
-        else:
-            secs[-1].body.append((n, ln))
-    return secs
+class SourceLines:
+    """Where the keys of one TOML text are written: its sections read once, indexed by
+    name, so that each look-up costs the entry it looks in (a file of 20,000 [[export]]
+    tables was read again for each of them, and checked in minutes)."""
+
+    def __init__(self, text: str) -> None:
+        self.top = _Section(None, False, None)
+        self.arrays: dict[str, list[_Section]] = {}
+        self.tables: dict[str, _Section] = {}
+        #: the [[name]] entry each name's nested sections belong to, as they are read
+        current: dict[str, _Section] = {}
+        sec = self.top
+        for n, ln in enumerate(text.splitlines(), start=1):
+            m = _HEADER.match(ln) if "[" in ln else None
+            if not m:
+                sec.body.append((n, ln))
+                continue
+            sec = _Section(m.group(2).strip().strip("\"'"), bool(m.group(1)), n)
+            name = sec.name or ""
+            if sec.array:
+                self.arrays.setdefault(name, []).append(sec)
+            else:
+                self.tables.setdefault(name, sec)
+            head, dot, _ = name.partition(".")
+            if dot and head in current:
+                current[head].nested.append(sec)
+            elif sec.array:
+                current[name] = sec
+            elif not dot:
+                current.pop(name, None)
+
+    def line(self, loc: list[Any]) -> int | None:
+        """The 1-based line where the key at ``loc`` is written (see :func:`line_of`)."""
+        if not loc or isinstance(loc[0], int):
+            return None
+        head = str(loc[0])
+        arrays = self.arrays.get(head, [])
+        if len(loc) >= 2 and isinstance(loc[1], int):
+            if loc[1] < len(arrays):
+                entry, rest = arrays[loc[1]], loc[2:]
+                if len(rest) >= 2 and isinstance(rest[1], int):
+                    nested = [s for s in entry.nested if s.array and s.name == f"{head}.{rest[0]}"]
+                    if rest[1] < len(nested):
+                        return nested[rest[1]].key_line(rest[2:]) or nested[rest[1]].line
+                return entry.key_line(rest) or entry.line
+            return self.top.key_line([head]) or (arrays[0].line if arrays else None)
+        table = self.tables.get(head)
+        if table is not None:
+            return table.key_line(loc[1:]) or table.line
+        return self.top.key_line([head]) or (arrays[0].line if arrays else None)
 
 
 def line_of(text: str, loc: list[Any]) -> int | None:
@@ -314,24 +364,6 @@ def line_of(text: str, loc: list[Any]) -> int | None:
     key is not there (a missing key); None when neither is found. A key inside an inline
     table gives the line of the key that holds the table; a key of an array nested in
     an array entry (``["export", 1, "fault", 0, "delay"]``: ``[[export.fault]]``) the
-    line in that nested entry."""
-    if not loc or isinstance(loc[0], int):
-        return None
-    secs = _sections(text)
-    top, head = secs[0], str(loc[0])
-    arrays = [s for s in secs if s.name == head and s.array]
-    if len(loc) >= 2 and isinstance(loc[1], int):
-        if loc[1] < len(arrays):
-            entry, rest = arrays[loc[1]], loc[2:]
-            if len(rest) >= 2 and isinstance(rest[1], int):
-                at = secs.index(entry) + 1
-                until = next((i for i in range(at, len(secs)) if secs[i].name == head), len(secs))
-                nested = [s for s in secs[at:until] if s.array and s.name == f"{head}.{rest[0]}"]
-                if rest[1] < len(nested):
-                    return nested[rest[1]].key_line(rest[2:]) or nested[rest[1]].line
-            return entry.key_line(rest) or entry.line
-        return top.key_line([head]) or (arrays[0].line if arrays else None)
-    table = next((s for s in secs if s.name == head and not s.array), None)
-    if table is not None:
-        return table.key_line(loc[1:]) or table.line
-    return top.key_line([head]) or (arrays[0].line if arrays else None)
+    line in that nested entry. (For many look-ups in one text, build its
+    :class:`SourceLines` once.)"""
+    return SourceLines(text).line(loc)

@@ -167,3 +167,47 @@ def test_the_control_socket_never_replaces_a_file_that_is_not_a_socket(tmp_path:
     assert_one_line_error(run_cli("serve", "--export", f"a={img}", "--control", str(keep), "--for", "1s"),
                           f"control: cannot create the socket {keep}: a file that is not a socket is there")
     assert keep.read_text() == "# the operator's config\n"
+
+
+@pytest.mark.untimed
+def test_weights_reservations_and_limits_outside_their_range_are_refused(tmp_path: Path) -> None:
+    """`ctl set` took weights of 1e308 or 5e-324 (which then served the tenants 1 : 1):
+    outside 0.001 to 1e9 (reservations and limits in IOPS: the same range, a reservation
+    also 0) they are refused, by `storqos ctl` before it sends them and by the
+    gateway's control socket for any client; the policy stays as it was."""
+    from storqos.control_client import RATE_RANGE, WEIGHT_RANGE, command
+    from storqos.errors import InputError
+
+    sock = tmp_path / "gw.sock"
+    a, b = _image(tmp_path / "a.img"), _image(tmp_path / "b.img")
+    s = Server("-e", f"a={a}:0", "-e", f"b={b}:1", "--policy", "mclock", "--weights", "1,1", "--listen",
+               "127.0.0.1:0", "--control", str(sock))
+    s.ready()
+
+    def policy() -> dict:
+        return json.loads(run_cli("ctl", "stats", "--socket", str(sock), "--json").out)["policy"]
+
+    try:
+        for flag, value in (("--weight", "1e308"), ("--weight", "5e-324"), ("--weight", "0.0009"),
+                            ("--reservation", "0.0001"), ("--limit", "0.0005")):
+            assert_one_line_error(run_cli("ctl", "set", "1", flag, value, "--socket", str(sock)),
+                                  f"{flag}: ", "is outside the range taken, 0.001 to 1e9")
+        # The same values sent by another client: the gateway refuses them itself.
+        for key, value in (("weight", 1e308), ("weight", 5e-324), ("reservation", 1e-4), ("limit", 2e9)):
+            with pytest.raises(InputError, match=f"{key}: .* is outside the range taken, 0.001 to 1e9"):
+                command(sock, {"cmd": "set", "tenant": 1, key: value})
+        with pytest.raises(InputError, match=r"policy: weights\[1\]: 1e\+308 is outside the range taken"):
+            command(sock, {"cmd": "policy", "spec": {"kind": "wf2q", "weights": [1, 1e308]}})
+        assert policy() == {"kind": "mclock", "weights": [1.0, 1.0]}
+        # Both ends of each range are taken, by both.
+        assert (WEIGHT_RANGE, RATE_RANGE) == ((1e-3, 1e9), (1e-3, 1e9))
+        for flag, value in (("--weight", "0.001"), ("--weight", "1e9"), ("--reservation", "0.001"),
+                            ("--reservation", "0"), ("--limit", "1G")):
+            r = run_cli("ctl", "set", "1", flag, value, "--socket", str(sock))
+            assert r.code == 0, (flag, value, r.err)
+        assert policy() == {"kind": "mclock", "weights": [1.0, 1e9], "reservations": [0.0, 0.0], "limits": [None, 1e9]}
+        command(sock, {"cmd": "set", "tenant": 0, "weight": 1e-3, "limit": 1e-3})
+        assert policy()["weights"] == [1e-3, 1e9] and policy()["limits"] == [1e-3, 1e9]
+    finally:
+        s.p.kill()
+        s.p.wait(timeout=10)

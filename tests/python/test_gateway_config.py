@@ -158,3 +158,116 @@ def test_serving_a_config_file_with_a_real_client(gw: Path) -> None:
     data = (gw.parent / "batch.img").read_bytes()
     assert data[4096:12288] == b"\x5a" * 8192 and data[:4096] == bytes(4096)
     assert (gw.parent / "web.img").read_bytes() == bytes(16 << 20)
+
+
+def _config(tmp_path: Path, **top: str) -> Path:
+    """A config of one export with the given top-level keys (strings)."""
+    img = tmp_path / "a.img"
+    if not img.exists():
+        with open(img, "wb") as f:
+            f.truncate(1 << 20)
+    keys = "".join(f'{k} = "{v}"\n' for k, v in top.items())
+    cfg = tmp_path / "gw.toml"
+    cfg.write_text(keys + '[[export]]\nname = "a"\npath = "a.img"\n')
+    return cfg
+
+
+def test_check_refuses_the_sockets_the_start_refuses(tmp_path: Path) -> None:
+    """`--check` took a control path that the start then refused; both ask one function
+    now, and say the same line: a file that is not a socket (never replaced), a missing
+    directory, a path longer than a socket's address holds, for the control socket and
+    for a Unix listen socket."""
+    keep = tmp_path / "notes.txt"
+    keep.write_text("keep me")
+    long = tmp_path / ("d" * 60) / ("s" * 60)
+    long.parent.mkdir()
+    cases = [
+        ({"listen": "127.0.0.1:0", "control": str(keep)}, "control: cannot create the socket",
+         "a file that is not a socket is there: not replacing it"),
+        ({"listen": "127.0.0.1:0", "control": str(tmp_path / "none" / "gw.sock")}, "control: cannot create the socket",
+         "no directory"),
+        ({"listen": "127.0.0.1:0", "control": str(long)}, "control: cannot create the socket",
+         "longer than the 107 a Unix socket's address holds"),
+        ({"listen": f"unix:{keep}"}, "listen: cannot listen on", "a file that is not a socket is there"),
+        ({"listen": f"unix:{tmp_path / 'none' / 'nbd.sock'}"}, "listen: cannot listen on", "no directory"),
+    ]
+    for top, *needles in cases:
+        cfg = _config(tmp_path, **top)
+        checked = run_cli("serve", "--config", str(cfg), "--check")
+        started = run_cli("serve", "--config", str(cfg), "--for", "1s")
+        assert_one_line_error(checked, *needles)
+        assert_one_line_error(started, *needles)
+        assert checked.err == started.err, (checked.err, started.err)
+    assert keep.read_text() == "keep me"
+    # Two sockets at one place: the start's second bind is refused; the check says why.
+    same = tmp_path / "nbd.sock"
+    cfg = _config(tmp_path, listen=f"unix:{same}", control=str(same))
+    assert_one_line_error(run_cli("serve", "--config", str(cfg), "--check"),
+                          f"control: {same} is also the listen socket")
+    assert_one_line_error(run_cli("serve", "--config", str(cfg), "--for", "1s"), "control: cannot create the socket")
+    cfg = _config(tmp_path, listen="127.0.0.1:19109", metrics="127.0.0.1:19109")
+    assert_one_line_error(run_cli("serve", "--config", str(cfg), "--check"),
+                          "metrics: 127.0.0.1:19109 is also the listen address")
+
+
+def test_check_warns_of_a_control_socket_a_running_gateway_answers_on(tmp_path: Path) -> None:
+    """A socket a gateway answers on: the start is refused, the check warns (it may be
+    the running gateway's own file, checked before a reload)."""
+    import signal
+
+    from test_serve import Server
+
+    sock = tmp_path / "gw.sock"
+    cfg = _config(tmp_path, listen="127.0.0.1:0", control=str(sock))
+    s = Server("--config", str(cfg))
+    s.ready()
+    try:
+        r = run_cli("serve", "--config", str(cfg), "--check")
+        assert r.code == 0, r.err
+        assert r.err.strip() == (f"warning: control: a running gateway answers on {sock} now: a start would be "
+                                 "refused (that gateway's reload keeps it)"), r.err
+        assert_one_line_error(run_cli("serve", "--config", str(cfg), "--for", "1s"),
+                              f"control: cannot create the socket {sock}: a running gateway already uses it")
+    finally:
+        assert s.finish(signal.SIGTERM)[0] == 0
+
+
+def test_a_deeply_nested_file_is_one_line(tmp_path: Path) -> None:
+    """Nested arrays or inline tables gave `internal error: RecursionError`, exit 1."""
+    for value in ("[" * 5000 + "]" * 5000, "{a = " * 400 + "1" + "}" * 400):
+        cfg = tmp_path / "deep.toml"
+        cfg.write_text(f'listen = "127.0.0.1:0"\nx = {value}\n')
+        assert_one_line_error(run_cli("serve", "--config", str(cfg), "--check"),
+                              f"{cfg}: arrays or inline tables nested too deeply to read")
+
+
+def test_more_exports_than_the_open_files_limit_holds_are_refused_at_check(tmp_path: Path) -> None:
+    """Each export keeps its file open: past the process's limit the start failed at
+    the export whose file did not open (`Too many open files`), and the check, which
+    opens them all, with it. Both say it up front now; close to the limit, the check
+    warns of the connections left."""
+    import resource
+    import subprocess
+    import sys
+
+    img = tmp_path / "a.img"
+    with open(img, "wb") as f:
+        f.truncate(1 << 20)
+
+    def check(n: int) -> subprocess.CompletedProcess[str]:
+        cfg = tmp_path / f"gw{n}.toml"
+        cfg.write_text('listen = "127.0.0.1:0"\n' + "".join(f'[[export]]\nname = "e{i}"\npath = "a.img"\n'
+                                                             for i in range(n)))
+        return subprocess.run([sys.executable, "-m", "storqos.cli", "serve", "--config", str(cfg), "--check"],
+                              capture_output=True, text=True, timeout=120, cwd=REPO,
+                              preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256)))
+
+    refused = check(250)
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert ("exports: 250 export(s) keep 250 file(s) open, and this process may have 256 open at once"
+            in refused.stderr), refused.stderr
+    ok = check(150)
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stderr.strip() == ("warning: 150 export(s) keep 150 file(s) open: with a limit of 256 open files "
+                                 "(ulimit -n), 42 connection(s) can be open at once, not "
+                                 "limits.max_connections = 1024"), ok.stderr

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 from pathlib import Path
@@ -227,3 +228,90 @@ def test_bad_tls_settings_are_one_line_errors(tmp_path: Path) -> None:
     cfg.write_text('listen = "127.0.0.1:0"\n[[export]]\nname = "a"\npath = "a.img"\n'
                    '[tls]\nmode = "sometimes"\n')
     assert_one_line_error(run_cli("serve", "--config", str(cfg), "--check"), "gw.toml:6", "tls", "mode")
+
+
+def _exactly(s: socket.socket | ssl.SSLSocket, n: int) -> bytes:
+    """``n`` bytes from ``s`` (an SSL socket takes no MSG_WAITALL)."""
+    out = b""
+    while len(out) < n:
+        chunk = s.recv(n - len(out))
+        assert chunk, f"the gateway closed after {len(out)} of {n} bytes"
+        out += chunk
+    return out
+
+
+def _option(s: socket.socket | ssl.SSLSocket, option: int, data: bytes = b"") -> list[tuple[int, bytes]]:
+    """Send an option; its replies (type, data) up to the final one (an ACK or an error)."""
+    s.sendall(IHAVEOPT + struct.pack(">II", option, len(data)) + data)
+    replies = []
+    while True:
+        magic, opt, kind, length = struct.unpack(">QIII", _exactly(s, 20))
+        assert (magic, opt) == (0x3E889045565A9, option), (hex(magic), opt)
+        replies.append((kind, _exactly(s, length)))
+        if kind == 1 or kind & 0x8000_0000:
+            return replies
+
+
+def _greet(port: int) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    assert _exactly(s, 18)[:16] == b"NBDMAGIC" + IHAVEOPT
+    s.sendall(struct.pack(">I", 3))  # FIXED_NEWSTYLE | NO_ZEROES
+    return s
+
+
+def _read_reply(s: ssl.SSLSocket, command: int, length: int) -> tuple[int, int, bytes]:
+    """Send a request (cookie 7, offset 0), return (reply magic, error, data of a simple reply)."""
+    s.sendall(struct.pack(">IHHQQI", 0x25609513, 0, command, 7, 0, length))
+    magic = struct.unpack(">I", _exactly(s, 4))[0]
+    if magic != 0x67446698:  # a structured chunk: its header's rest and payload
+        _flags, _type, _cookie, n = struct.unpack(">HHQI", _exactly(s, 16))
+        return magic, 0, _exactly(s, n)
+    error, cookie = struct.unpack(">IQ", _exactly(s, 12))
+    assert cookie == 7
+    return magic, error, _exactly(s, length) if error == 0 and command == 0 else b""
+
+
+@pytest.mark.untimed
+def test_what_was_negotiated_before_starttls_is_forgotten(tmp_path: Path) -> None:
+    """The class of nbdkit's CVE-2021-3716: someone on the path injects
+    NBD_OPT_STRUCTURED_REPLY and NBD_OPT_SET_META_CONTEXT in the clear before the
+    client's STARTTLS; the gateway used to keep them, and answered the encrypted client
+    (which asked for neither) in structured chunks it cannot read. After STARTTLS the
+    client is answered as it negotiated over TLS."""
+    pki = _pki(tmp_path / "pki")
+    a = _image(tmp_path / "a.img", 1 << 20)  # sparse: 4 KiB of data, then a hole
+    with open(a, "r+b") as f:
+        f.write(b"\x5a" * 4096)
+    s = Server("--export", f"a={a}:0", "--listen", "127.0.0.1:0", "--tls", "on", *_tls_flags(pki), "--for", "60s")
+    _, port = s.ready()
+    tls = ssl.create_default_context(cafile=str(pki["ca"]))
+    try:
+        plain = _greet(port)
+        assert _option(plain, 8) == [(1, b"")]  # NBD_OPT_STRUCTURED_REPLY: ACK
+        query = struct.pack(">I", 1) + b"a" + struct.pack(">II", 1, 15) + b"base:allocation"
+        assert [k for k, _ in _option(plain, 10, query)] == [4, 1]  # SET_META_CONTEXT: the context, ACK
+        assert _option(plain, 5) == [(1, b"")]  # NBD_OPT_STARTTLS: ACK
+        with tls.wrap_socket(plain, server_hostname="localhost") as c:
+            go = _option(c, 7, struct.pack(">I", 1) + b"a" + struct.pack(">H", 0))
+            assert go[-1] == (1, b""), go
+            magic, error, data = _read_reply(c, 0, 4096)  # NBD_CMD_READ
+            assert (hex(magic), error) == ("0x67446698", 0), "a structured reply the client never asked for"
+            assert data == b"\x5a" * 4096
+            magic, error, _ = _read_reply(c, 7, 4096)  # NBD_CMD_BLOCK_STATUS: no context selected over TLS
+            assert (hex(magic), error) == ("0x67446698", 22)
+            c.sendall(struct.pack(">IHHQQI", 0x25609513, 0, 2, 8, 0, 0))  # NBD_CMD_DISC
+        # A client that asks for structured replies over TLS gets them.
+        plain = _greet(port)
+        assert _option(plain, 5) == [(1, b"")]
+        with tls.wrap_socket(plain, server_hostname="localhost") as c:
+            assert _option(c, 8) == [(1, b"")]
+            assert _option(c, 7, struct.pack(">I", 1) + b"a" + struct.pack(">H", 0))[-1] == (1, b"")
+            magic, _, data = _read_reply(c, 0, 4096)
+            assert hex(magic) == "0x668e33ef" and data[8:] == b"\x5a" * 4096  # an offset-data chunk
+        # libnbd negotiates everything after STARTTLS: nbdinfo maps the export over nbds://.
+        m = _run(_tool("nbdinfo", "libnbd-bin"), "--map", f"nbds://127.0.0.1:{port}/a?tls-certificates={pki['trust']}")
+        assert m.returncode == 0, m.stdout + m.stderr
+        assert m.stdout.split()[:4] == ["0", "4096", "0", "data"], m.stdout
+    finally:
+        code, _, err = s.finish(signal.SIGTERM)
+    assert code == 0, err

@@ -90,3 +90,55 @@ runtime=6
     assert 600 <= fio_iops <= 850, fio_iops
     assert abs(rate - fio_iops) <= 0.15 * fio_iops, (rate, fio_iops)
     print(f"fio {fio_iops:.0f} IOPS, Prometheus rate() {rate:.0f} /s")
+
+
+def test_slow_clients_never_keep_the_scrapes_out(tmp_path: Path) -> None:
+    """Four times as many slow clients as the endpoint answers at once, each sending its
+    request one byte at a time (a slowloris): each used to keep its place for 10 s, and
+    a scrape waited behind them. curl's scrapes beside them are answered at once now."""
+    import threading
+
+    curl = _tool("curl", "curl")
+    a = _image(tmp_path / "a.img")
+    s = Server("-e", f"a={a}:0", "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--for", "120s")
+    stop = threading.Event()
+    slow: list[socket.socket] = []
+    try:
+        line, _ = s.ready()
+        m = re.search(r"metrics at http://(127\.0\.0\.1:\d+)/metrics", line)
+        assert m, line
+        host, port = m.group(1).split(":")
+        for _ in range(64):  # the endpoint's 16 places, four times over
+            c = socket.create_connection((host, int(port)), timeout=5)
+            c.sendall(b"GET /met")
+            slow.append(c)
+
+        def trickle() -> None:  # one more byte on each, twice a second, for at most 10 s
+            for _ in range(20):
+                if stop.wait(0.5):
+                    return
+                for c in slow:
+                    try:
+                        c.send(b"r")
+                    except OSError:
+                        pass
+
+        t = threading.Thread(target=trickle, daemon=True)
+        t.start()
+        took = []
+        for _ in range(10):
+            r = subprocess.run([curl, "-s", "-o", "/dev/null", "-w", "%{http_code} %{time_total}", "--max-time", "10",
+                                f"http://{m.group(1)}/metrics"], capture_output=True, text=True, timeout=30)
+            code, seconds = r.stdout.split()
+            assert code == "200", r.stdout + r.stderr
+            took.append(float(seconds))
+        stop.set()
+        t.join(timeout=5)
+    finally:
+        stop.set()
+        for c in slow:
+            c.close()
+        code, out, err = s.finish(signal.SIGINT)
+    assert code == 0, (out, err)
+    print(f"10 scrapes beside 64 slow clients: {min(took) * 1e3:.1f}-{max(took) * 1e3:.1f} ms")
+    assert max(took) < 2.0, took

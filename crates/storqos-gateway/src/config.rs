@@ -466,18 +466,23 @@ impl Config {
         if self.exports.is_empty() {
             return bad("exports: give at least one export");
         }
+        // The earlier exports by name: each export is checked in the same time, however
+        // many there are (a scan of the earlier ones made 20,000 exports take a second).
+        let mut earlier: std::collections::HashMap<&str, (usize, &ExportConfig)> =
+            std::collections::HashMap::with_capacity(self.exports.len());
         for (i, e) in self.exports.iter().enumerate() {
             e.check(&format!("exports[{i}]"))?;
-            if let Some(j) = self.exports[..i].iter().position(|o| o.name == e.name) {
+            if let Some((j, _)) = earlier.get(e.name.as_str()) {
                 return bad(format!("exports[{i}].name: {:?} is already the name of exports[{j}]", e.name));
             }
             if let Some(s) = &e.shares {
-                match self.exports[..i].iter().find(|o| &o.name == s) {
+                match earlier.get(s.as_str()).map(|(_, o)| o) {
                     Some(o) if o.tier.is_some() => {}
                     Some(_) => return bad(format!("exports[{i}].shares: export {s:?} has no tier to share")),
                     None => return bad(format!("exports[{i}].shares: no earlier export named {s:?}")),
                 }
             }
+            earlier.insert(e.name.as_str(), (i, e));
         }
         let l = &self.limits;
         if l.max_connections == 0 {
@@ -568,6 +573,7 @@ impl Config {
             return bad("direct_reads: io_uring reads the files of direct exports, and no export is direct");
         }
         self.policy.validate().map_err(|e| Error::Config(format!("policy: {e}")))?;
+        crate::control::check_tenant_values(&self.policy_json).map_err(|e| Error::Config(format!("policy: {e}")))?;
         Ok(())
     }
 

@@ -37,6 +37,61 @@ use crate::stats::Recorder;
 /// Longest command line accepted.
 pub const MAX_COMMAND_BYTES: u64 = 64 << 10;
 
+/// The weights taken (a tenant's share under wf2q, sfq, yfq, mclock), both ends
+/// included: up to 10^9, the span of rates (a weight is often an IOPS share: BAA's
+/// allocations, rtt-fq's Cmin : ΔC), down to a thousandth. Outside it the arithmetic
+/// stops telling the weights apart: `set --weight 1e308` and `5e-324` were taken and
+/// served the tenants 1 : 1.
+pub const WEIGHT_RANGE: (f64, f64) = (1e-3, 1e9);
+
+/// The rates taken (IOPS) as a reservation or a limit (mclock), both ends included: up
+/// to 10^9, one request per ns (storqos' time resolution), down to one request in
+/// 1,000 s. A reservation may also be 0 (none), a limit null (none).
+pub const RATE_RANGE: (f64, f64) = (1e-3, 1e9);
+
+/// Check one tenant's value of a policy list (`weights`, `reservations`, `limits`)
+/// against [`WEIGHT_RANGE`] or [`RATE_RANGE`]; `what` names it in the error. Values that
+/// are not numbers are left to the policy's own parser to refuse.
+fn check_value(list: &str, what: &str, v: &Value) -> Result<(), String> {
+    let (range, unit) = match list {
+        "weights" => (WEIGHT_RANGE, ""),
+        "reservations" | "limits" => (RATE_RANGE, " IOPS"),
+        _ => return Ok(()),
+    };
+    let Some(x) = v.as_f64() else { return Ok(()) };
+    if (list == "reservations" && x == 0.0) || (range.0..=range.1).contains(&x) {
+        return Ok(());
+    }
+    let none = match list {
+        "reservations" => " (or 0: none)",
+        _ => "",
+    };
+    Err(format!("{what}: {v} is outside the range taken, {} to {:e}{unit}{none}", range.0, range.1))
+}
+
+/// Check every tenant's weight, reservation and limit in a policy spec (at any depth:
+/// rtt-fq's and fclb's inner policies too) against [`WEIGHT_RANGE`] and [`RATE_RANGE`].
+pub fn check_tenant_values(spec: &Value) -> Result<(), String> {
+    match spec {
+        Value::Object(o) => {
+            for (key, v) in o {
+                if let Some(list) =
+                    v.as_array().filter(|_| matches!(key.as_str(), "weights" | "reservations" | "limits"))
+                {
+                    for (i, x) in list.iter().enumerate() {
+                        check_value(key, &format!("{key}[{i}]"), x)?;
+                    }
+                } else {
+                    check_tenant_values(v)?;
+                }
+            }
+            Ok(())
+        }
+        Value::Array(a) => a.iter().try_for_each(check_tenant_values),
+        _ => Ok(()),
+    }
+}
+
 /// What the control socket acts on.
 pub struct Control {
     /// The exports being served.
@@ -60,23 +115,18 @@ pub struct Control {
     pub clock: crate::sched::Clock,
 }
 
-/// Create the socket at `path` (replacing a stale socket, and nothing else), mode 0600.
+/// Create the socket at `path` (replacing a stale socket, and nothing else: see
+/// [`crate::transport::socket_path`], which `check` asks too), mode 0600.
 pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
-    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
-    if let Ok(meta) = std::fs::symlink_metadata(path) {
-        // Only a socket is replaced: `--control gw.toml` (or /dev/zero) once removed the
-        // file it named to put the socket there.
-        if !meta.file_type().is_socket() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::AlreadyExists,
-                "a file that is not a socket is there: not replacing it (name a new path)",
-            ));
-        }
+    use crate::transport::{socket_path, SocketPath};
+    use std::os::unix::fs::PermissionsExt;
+    match socket_path(path)? {
+        SocketPath::Free => {}
         // A socket left by a gateway that is gone (one that is alive answers).
-        if std::os::unix::net::UnixStream::connect(path).is_ok() {
-            return Err(std::io::Error::new(std::io::ErrorKind::AddrInUse, "a running gateway already uses it"));
+        SocketPath::Stale => std::fs::remove_file(path)?,
+        SocketPath::Live => {
+            return Err(std::io::Error::new(std::io::ErrorKind::AddrInUse, "a running gateway already uses it"))
         }
-        std::fs::remove_file(path)?;
     }
     let l = UnixListener::bind(path)?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
@@ -197,6 +247,7 @@ impl Control {
             ("limit", "limits", Value::Null),
         ] {
             let Some(v) = cmd.get(key) else { continue };
+            check_value(list, key, v)?;
             let takes_it = |spec: &Value| {
                 let mut probe = spec.clone();
                 probe.as_object_mut().map(|o| o.insert(list.into(), json!([])));
@@ -272,6 +323,7 @@ impl Control {
 
     /// Check `spec`, build it, and put it in place of the running policy (its name).
     pub async fn apply(&self, spec: Value) -> Result<String, String> {
+        check_tenant_values(&spec).map_err(|e| format!("policy: {e}"))?;
         let parsed: SchedulerSpec = serde_json::from_value(spec.clone()).map_err(|e| format!("policy: {e}"))?;
         let sched = parsed.build().map_err(|e| format!("policy: {e}"))?;
         let (done, rx) = tokio::sync::oneshot::channel();
@@ -289,7 +341,44 @@ impl Control {
 
 #[cfg(test)]
 mod tests {
-    use super::bind;
+    use super::{bind, check_tenant_values};
+    use serde_json::json;
+
+    #[test]
+    fn weights_reservations_and_limits_outside_their_range_are_refused() {
+        let ok = [
+            json!({"kind": "wf2q", "weights": [0.001, 1e9, 2]}),
+            json!({"kind": "mclock", "reservations": [0, 0.001, 1e9], "limits": [null, 0.001, 1e9], "weights": [1]}),
+            json!({"kind": "rtt", "then": {"kind": "wf2q", "weights": [417, 83]}}),
+        ];
+        for spec in ok {
+            assert_eq!(check_tenant_values(&spec), Ok(()), "{spec}");
+        }
+        let refused = [
+            (
+                json!({"kind": "wf2q", "weights": [1, 1e308]}),
+                "weights[1]: 1e+308 is outside the range taken, 0.001 to 1e9",
+            ),
+            (json!({"kind": "wf2q", "weights": [5e-324]}), "weights[0]: 5e-324 is outside"),
+            (
+                json!({"kind": "mclock", "reservations": [1e-4]}),
+                "reservations[0]: 0.0001 is outside the range taken, 0.001 to 1e9 IOPS (or 0: none)",
+            ),
+            (
+                json!({"kind": "mclock", "limits": [null, 2e9]}),
+                "limits[1]: 2000000000.0 is outside the range taken, 0.001 to 1e9 IOPS",
+            ),
+            (json!({"kind": "mclock", "limits": [0]}), "limits[0]: 0 is outside"),
+            (
+                json!({"kind": "fclb", "then": {"kind": "yfq", "weights": [1e10]}}),
+                "weights[0]: 10000000000.0 is outside",
+            ),
+        ];
+        for (spec, needle) in refused {
+            let e = check_tenant_values(&spec).unwrap_err();
+            assert!(e.starts_with(needle), "{spec}: {e}");
+        }
+    }
 
     #[tokio::test]
     async fn only_a_stale_socket_is_replaced() {

@@ -25,6 +25,8 @@
 //! - [`pool`]: the `depth` threads that run the blocking backend I/O;
 //! - [`sched`]: the task that owns the policy and drives it with injected time;
 //! - [`metrics`]: Prometheus metrics at `GET /metrics`;
+//! - [`notices`]: log lines that could repeat without end, said once a minute or
+//!   rate-limited per client address;
 //! - [`control`]: the control socket (`storqos ctl`): stats, live policy changes, drain;
 //! - [`server`]: accept loop, connections, and the run API;
 //! - [`stats`]: per-tenant operations, bytes and latency histograms;
@@ -56,6 +58,7 @@ pub mod emulate;
 pub mod export;
 pub mod fault;
 pub mod metrics;
+pub mod notices;
 pub mod peer_limits;
 pub mod pool;
 pub mod protocol;

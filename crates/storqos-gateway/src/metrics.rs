@@ -225,38 +225,155 @@ const MAX_REQUEST_HEAD: usize = 8 << 10;
 /// connections waited (3.4 s at a limit of 1,024) for one to time out.
 pub const MAX_SCRAPES: usize = 16;
 
-/// How long one scrape may take, from its connection to its reply.
+/// How long a scraper may take to send its request head once connected. Prometheus
+/// sends it in one write as it connects; a slow client that sent one header byte a
+/// second kept its place for the whole [`SCRAPE_TIMEOUT`].
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long the reply may take to be written (a scraper that reads it slowly, or not).
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long one scrape may take, from its connection to its reply: Prometheus's own
+/// default `scrape_timeout`, after which it has given up anyway.
 pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The connections still reading their request head, oldest first: when every place
+/// is taken, a newcomer closes the oldest of them. A scraper's head is in its first
+/// packet, read as soon as it is accepted, so a flood of connections that say nothing
+/// (or one byte a second) only ever closes itself.
+#[derive(Default)]
+struct Reading {
+    next: u64,
+    heads: std::collections::VecDeque<(u64, tokio::sync::oneshot::Sender<()>)>,
+}
+
+impl Reading {
+    /// A connection starts reading its head: its id, and what closes it.
+    fn start(&mut self) -> (u64, tokio::sync::oneshot::Receiver<()>) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.next += 1;
+        self.heads.push_back((self.next, tx));
+        (self.next, rx)
+    }
+
+    /// Connection `id` has its head (or ended).
+    fn done(&mut self, id: u64) {
+        self.heads.retain(|(i, _)| *i != id);
+    }
+
+    /// Close the oldest connection still reading its head, if there is one.
+    fn close_oldest(&mut self) -> bool {
+        while let Some((_, close)) = self.heads.pop_front() {
+            if close.send(()).is_ok() {
+                return true;
+            }
+        }
+        false
+    }
+}
 
 /// Serve `GET /metrics` on `listener` until the task is dropped, [`MAX_SCRAPES`] at once.
 pub async fn serve(listener: TcpListener, source: Arc<Source>) {
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_SCRAPES));
+    let reading = Arc::new(std::sync::Mutex::new(Reading::default()));
     loop {
-        let Ok(slot) = slots.clone().acquire_owned().await else { return };
+        // With a place free, take the next connection. With none, take it only if a
+        // connection still reading its head can be closed to make room; else wait for
+        // a scrape to end (connections wait in the backlog meanwhile).
+        let free = match slots.clone().try_acquire_owned() {
+            Ok(slot) => Some(slot),
+            Err(_) if reading.lock().is_ok_and(|r| !r.heads.is_empty()) => None,
+            Err(_) => match slots.clone().acquire_owned().await {
+                Ok(slot) => Some(slot),
+                Err(_) => return,
+            },
+        };
+        let slot = match free {
+            Some(slot) => slot,
+            None => tokio::select! {
+                slot = slots.clone().acquire_owned() => match slot {
+                    Ok(slot) => slot,
+                    Err(_) => return,
+                },
+                accepted = listener.accept() => {
+                    let Ok((stream, _)) = accepted else { continue };
+                    if let Ok(mut r) = reading.lock() {
+                        r.close_oldest();
+                    }
+                    let Ok(slot) = slots.clone().acquire_owned().await else { return };
+                    spawn_scrape(stream, slot, &reading, &source);
+                    continue;
+                }
+            },
+        };
         let Ok((stream, _)) = listener.accept().await else {
+            drop(slot);
             tokio::time::sleep(Duration::from_millis(50)).await;
             continue;
         };
-        let source = source.clone();
-        tokio::spawn(async move {
-            let _ = tokio::time::timeout(SCRAPE_TIMEOUT, answer(stream, &source)).await;
-            drop(slot);
-        });
+        spawn_scrape(stream, slot, &reading, &source);
     }
 }
 
-/// Answer one HTTP/1.x request and close (a scraper opens a connection per scrape or
-/// reopens it: keep-alive is not needed).
-async fn answer(mut s: TcpStream, source: &Source) -> std::io::Result<()> {
+/// Answer `stream` on a task of its own, holding `slot` until it ends.
+fn spawn_scrape(
+    stream: TcpStream,
+    slot: tokio::sync::OwnedSemaphorePermit,
+    reading: &Arc<std::sync::Mutex<Reading>>,
+    source: &Arc<Source>,
+) {
+    let (source, reading) = (source.clone(), reading.clone());
+    let Ok((id, closed)) = reading.lock().map(|mut r| r.start()) else { return };
+    tokio::spawn(async move {
+        let _ = tokio::time::timeout(
+            SCRAPE_TIMEOUT,
+            answer(stream, &source, closed, || {
+                if let Ok(mut r) = reading.lock() {
+                    r.done(id);
+                }
+            }),
+        )
+        .await;
+        if let Ok(mut r) = reading.lock() {
+            r.done(id);
+        }
+        drop(slot);
+    });
+}
+
+/// Read an HTTP request head (up to the blank line), or `None` if the client closes or
+/// sends more than [`MAX_REQUEST_HEAD`].
+async fn read_head(s: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
     let mut head = Vec::with_capacity(512);
     let mut buf = [0u8; 1024];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
         let n = s.read(&mut buf).await?;
         if n == 0 || head.len() + n > MAX_REQUEST_HEAD {
-            return Ok(());
+            return Ok(None);
         }
         head.extend_from_slice(&buf[..n]);
     }
+    Ok(Some(head))
+}
+
+/// Answer one HTTP/1.x request and close (a scraper opens a connection per scrape or
+/// reopens it: keep-alive is not needed). The head must come within [`HEAD_TIMEOUT`]
+/// (and before `closed` fires: a newcomer needed the place), `have_head` is called once
+/// it has; the reply must be written within [`WRITE_TIMEOUT`].
+async fn answer(
+    mut s: TcpStream,
+    source: &Source,
+    closed: tokio::sync::oneshot::Receiver<()>,
+    have_head: impl FnOnce(),
+) -> std::io::Result<()> {
+    let head = tokio::select! {
+        head = tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut s)) => match head {
+            Ok(Ok(Some(head))) => head,
+            _ => return Ok(()),
+        },
+        _ = closed => return Ok(()),
+    };
+    have_head();
     let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
     let mut parts = line.split(|&b| b == b' ');
     let (method, path) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
@@ -272,6 +389,87 @@ async fn answer(mut s: TcpStream, source: &Source) -> std::io::Result<()> {
         "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
-    s.write_all(reply.as_bytes()).await?;
-    s.shutdown().await
+    let write = async {
+        s.write_all(reply.as_bytes()).await?;
+        s.shutdown().await
+    };
+    tokio::time::timeout(WRITE_TIMEOUT, write)
+        .await
+        .unwrap_or_else(|_| Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the scraper took no reply")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    /// A metrics server over one tenant's empty statistics, on a loopback port.
+    async fn server() -> std::net::SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let at = listener.local_addr().unwrap();
+        let (sched, _) = tokio::sync::mpsc::unbounded_channel();
+        let source = Source {
+            stats: Arc::new(std::sync::Mutex::new(crate::stats::Recorder::new([(0, "a")]))),
+            sched,
+            clock: crate::sched::Clock::start(),
+            bounds: bounds([]),
+            open: Arc::default(),
+            total: Arc::default(),
+        };
+        tokio::spawn(serve(listener, Arc::new(source)));
+        at
+    }
+
+    /// One scrape: the status line, and how long it took.
+    async fn scrape(at: std::net::SocketAddr) -> (String, Duration) {
+        let t0 = Instant::now();
+        let mut s = TcpStream::connect(at).await.unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        (out.lines().next().unwrap_or_default().to_string(), t0.elapsed())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn slow_clients_never_keep_scrapes_out() {
+        let at = server().await;
+        // Four times the places, each with half a request head, then one byte at a
+        // time: before, each held its place for the whole scrape timeout (10 s), and
+        // a scrape waited behind 4 rounds of them.
+        let mut slow = Vec::new();
+        for _ in 0..4 * MAX_SCRAPES {
+            let mut s = TcpStream::connect(at).await.unwrap();
+            s.write_all(b"GET /met").await.unwrap();
+            slow.push(s);
+        }
+        for _ in 0..5 {
+            for s in &mut slow {
+                let _ = s.write_all(b"r").await;
+            }
+            let (status, took) = scrape(at).await;
+            assert_eq!(status, "HTTP/1.1 200 OK");
+            assert!(took < HEAD_TIMEOUT, "a scrape beside slow clients took {took:?}");
+        }
+        // A slow client that sends its head within the deadline is answered too.
+        let mut late = TcpStream::connect(at).await.unwrap();
+        late.write_all(b"GET /metrics HTTP/1.1\r\n").await.unwrap();
+        late.write_all(b"\r\n").await.unwrap();
+        let mut out = String::new();
+        late.read_to_string(&mut out).await.unwrap();
+        assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_head_not_sent_within_the_deadline_is_closed() {
+        let at = server().await;
+        let mut s = TcpStream::connect(at).await.unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\n").await.unwrap();
+        let t0 = Instant::now();
+        let mut out = Vec::new();
+        // The gateway closes it: the read ends without a reply.
+        s.read_to_end(&mut out).await.unwrap();
+        assert!(out.is_empty());
+        let took = t0.elapsed();
+        assert!(took >= HEAD_TIMEOUT - Duration::from_millis(100) && took < SCRAPE_TIMEOUT, "{took:?}");
+    }
 }

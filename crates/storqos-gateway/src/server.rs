@@ -31,6 +31,7 @@ use crate::budget::{charge, Budgets, ConnectionBudget, PAYLOAD_PIECE};
 use crate::config::{Config, Error, ExportConfig, Limits, Result, TlsMode};
 use crate::deadline::Deadline;
 use crate::export::{Export, Exports};
+use crate::notices::{Notices, PeerLog};
 use crate::peer_limits::{Origin, PeerLimits, PeerLimitsConfig, Ticket};
 use crate::protocol::*;
 use crate::sched::{Clock, Form, Inflight, Io, Job, Msg, Reply, SchedLoop};
@@ -38,8 +39,7 @@ use crate::stats::{GaugeRow, Recorder, Stats, WindowRow};
 use crate::transport::{Listener, Peer, Plain, ReadHalf, Stream, WriteHalf};
 use storqos_core::request::Completion;
 
-/// Where one-line log messages go.
-pub type Logger = Arc<dyn Fn(&str) + Send + Sync>;
+pub use crate::notices::{Logger, NOTICE_EVERY};
 
 /// How [`start_with`] runs the gateway beyond its [`Config`].
 #[derive(Clone, Default)]
@@ -95,6 +95,9 @@ pub struct ReadyInfo {
     pub direct_reads: String,
     /// The exports.
     pub exports: Vec<ExportInfo>,
+    /// What [`check`] found doubtful without refusing it (a socket a running gateway
+    /// answers on); empty when the gateway starts.
+    pub warnings: Vec<String>,
 }
 
 struct Shared {
@@ -115,6 +118,8 @@ struct Shared {
     /// Flushes running at once (each holds a blocking thread).
     flushes: Arc<Semaphore>,
     notices: Notices,
+    /// Lines about what one client did, rate-limited per client address.
+    peer_log: PeerLog,
     /// Set by the control socket's `drain`: no new connection; stop once none is open.
     draining: Arc<AtomicBool>,
     /// Set by SIGHUP, taken by [`Handle::take_hangup`].
@@ -131,36 +136,6 @@ struct Shared {
 /// Most flushes running at once: each `fdatasync` holds a blocking thread, so 4,000
 /// flushes in flight must not start 4,000 threads.
 pub const MAX_CONCURRENT_FLUSHES: usize = 4;
-
-/// How often a repeated condition (a limit reached, `accept` failing) is logged.
-pub const NOTICE_EVERY: Duration = Duration::from_secs(60);
-
-/// Log lines that would repeat while a condition lasts, said once per [`NOTICE_EVERY`].
-#[derive(Default)]
-struct Notices {
-    last: Mutex<std::collections::HashMap<&'static str, std::time::Instant>>,
-}
-
-impl Notices {
-    /// Log `msg` (built only when it is logged) unless `key` was logged within
-    /// [`NOTICE_EVERY`].
-    fn say(&self, log: &Logger, key: &'static str, msg: impl FnOnce() -> String) {
-        let now = std::time::Instant::now();
-        let due = match self.last.lock() {
-            Ok(mut last) => match last.get(key) {
-                Some(t) if now.duration_since(*t) < NOTICE_EVERY => false,
-                _ => {
-                    last.insert(key, now);
-                    true
-                }
-            },
-            Err(_) => true,
-        };
-        if due {
-            log(&msg());
-        }
-    }
-}
 
 /// Counts a connection as open until dropped.
 struct OpenGuard(Arc<Shared>);
@@ -370,7 +345,65 @@ pub fn start(config: Config) -> Result<Handle> {
 /// be served, with `listen` as configured (nothing is bound).
 pub fn check(config: &Config) -> Result<ReadyInfo> {
     let (exports, sched, _) = prepare(config)?;
-    Ok(ready_info(config, config.listen.clone(), sched.name(), &exports))
+    let mut warnings = check_sockets(config)?;
+    warnings.extend(open_files(config).tight);
+    Ok(ReadyInfo { warnings, ..ready_info(config, config.listen.clone(), sched.name(), &exports) })
+}
+
+/// The sockets [`start_with`] creates, checked as it creates them but binding nothing
+/// (`check`): a Unix listen socket and the control socket as
+/// [`crate::transport::socket_path`] sees them (what the start refuses is an error, a
+/// socket a running gateway answers on a warning: a start would be refused, while that
+/// gateway's own reload keeps it), and two of them given one place. A TCP address in
+/// use is only found by the start.
+fn check_sockets(config: &Config) -> Result<Vec<String>> {
+    use crate::transport::{socket_path, ListenAt, SocketPath};
+    let at = config.listen_at()?;
+    let mut sockets = Vec::new();
+    if let ListenAt::Unix(p) = &at {
+        sockets.push(("listen", p));
+    }
+    if let Some(p) = &config.control {
+        sockets.push(("control", p));
+    }
+    if let [(_, listen), ("control", control)] = sockets[..] {
+        if listen == control {
+            return Err(Error::Config(format!(
+                "control: {} is also the listen socket: give the control socket a path of its own",
+                control.display()
+            )));
+        }
+    }
+    let mut warnings = Vec::new();
+    for (key, p) in sockets {
+        match socket_path(p) {
+            Ok(SocketPath::Live) => warnings.push(format!(
+                "{key}: a running gateway answers on {} now: a start would be refused (that gateway's reload keeps it)",
+                p.display()
+            )),
+            Ok(_) => {}
+            Err(e) if key == "listen" => return Err(listen_error(config, &e)),
+            Err(e) => return Err(control_error(p, &e)),
+        }
+    }
+    if let (Some(m), ListenAt::Tcp(listen)) = (&config.metrics, &at) {
+        if crate::config::resolve(m).is_some_and(|m| m == *listen && m.port() != 0) {
+            return Err(Error::Config(format!(
+                "metrics: {m} is also the listen address: give the metrics a port of their own"
+            )));
+        }
+    }
+    Ok(warnings)
+}
+
+/// The start's refusal of its listen address.
+fn listen_error(config: &Config, e: &std::io::Error) -> Error {
+    Error::Config(format!("listen: cannot listen on {}: {}", config.listen, bind_reason(e)))
+}
+
+/// The start's refusal of its control socket.
+fn control_error(path: &std::path::Path, e: &std::io::Error) -> Error {
+    Error::Config(format!("control: cannot create the socket {}: {e}", path.display()))
 }
 
 /// The exports, the policy and the admission control a configuration prepares.
@@ -381,10 +414,17 @@ type Prepared = (Vec<Arc<Export>>, storqos_core::spec::AnyScheduler, Option<Arc<
 fn prepare(config: &Config) -> Result<Prepared> {
     config.validate()?;
     crate::tls::acceptor(&config.tls)?;
-    let mut exports = Vec::with_capacity(config.exports.len());
+    raise_open_files_limit();
+    if let Some(why) = open_files(config).refused {
+        return Err(Error::Config(why));
+    }
+    let mut exports: Vec<Arc<Export>> = Vec::with_capacity(config.exports.len());
+    let mut by_name = std::collections::HashMap::with_capacity(config.exports.len());
     for (i, e) in config.exports.iter().enumerate() {
-        let shared = e.shares.as_ref().and_then(|s| exports.iter().find(|o: &&Arc<Export>| &o.name == s));
-        exports.push(Arc::new(Export::open_sharing(e, &format!("exports[{i}]"), shared.map(|o| o.as_ref()))?));
+        let shared = e.shares.as_ref().and_then(|s| by_name.get(s.as_str())).map(|&j: &usize| exports[j].as_ref());
+        let opened = Arc::new(Export::open_sharing(e, &format!("exports[{i}]"), shared)?);
+        by_name.insert(e.name.as_str(), i);
+        exports.push(opened);
     }
     if let Some(a) = &config.admission {
         let (admission, board) = Admission::new(a, &config.policy, &config.tenant_names)?;
@@ -417,6 +457,7 @@ fn ready_info(config: &Config, listen: String, policy: String, exports: &[Arc<Ex
                 allow: e.allow.iter().map(|n| n.to_string()).collect(),
             })
             .collect(),
+        warnings: Vec::new(),
     }
 }
 
@@ -440,9 +481,7 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
         .enable_time()
         .build()
         .map_err(|e| Error::Io(format!("cannot start the runtime: {e}")))?;
-    let listener = runtime
-        .block_on(Listener::bind(&at))
-        .map_err(|e| Error::Config(format!("listen: cannot listen on {}: {}", config.listen, bind_reason(&e))))?;
+    let listener = runtime.block_on(Listener::bind(&at)).map_err(|e| listen_error(&config, &e))?;
     let listen = listener.describe().map_err(|e| Error::Io(e.to_string()))?;
     let addr = listener.tcp_addr();
     let metrics_listener = match &config.metrics {
@@ -475,7 +514,9 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
              the exports in the clear (require TLS, and give each export an allow list of client addresses)"
         ));
     }
-    raise_open_files_limit();
+    if let Some(why) = open_files(&config).tight {
+        log(&why);
+    }
     ignore_file_size_signal();
     let limits = config.limits.clone();
     let budgets = Budgets::new(limits.max_inflight_bytes);
@@ -501,6 +542,7 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
         flushes: Arc::new(Semaphore::new(MAX_CONCURRENT_FLUSHES)),
         limits,
         notices: Notices::default(),
+        peer_log: PeerLog::default(),
         draining: Arc::new(AtomicBool::new(false)),
         hangup: Arc::new(AtomicBool::new(false)),
         clock,
@@ -535,10 +577,7 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
     let control_listener = match &config.control {
         Some(path) => {
             let _in_runtime = runtime.enter();
-            Some(
-                crate::control::bind(path)
-                    .map_err(|e| Error::Config(format!("control: cannot create the socket {}: {e}", path.display())))?,
-            )
+            Some(crate::control::bind(path).map_err(|e| control_error(path, &e))?)
         }
         None => None,
     };
@@ -570,9 +609,21 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
         };
         runtime.spawn(crate::metrics::serve(listener, Arc::new(source)));
     }
+    // What the client lines' rate limit held back is said as each interval ends.
+    let peer_log = Arc::downgrade(&shared);
+    runtime.spawn(async move {
+        let mut every = tokio::time::interval(crate::notices::PEER_INTERVAL);
+        every.tick().await;
+        loop {
+            every.tick().await;
+            let Some(s) = peer_log.upgrade() else { return };
+            s.peer_log.flush(&s.log, false);
+        }
+    });
     runtime.spawn(async move {
         let sched_task = tokio::spawn(sched_loop.run(sched_rx));
         serve(listener, shared.clone(), stop_rx, duration, signals).await;
+        shared.peer_log.flush(&shared.log, true);
         let elapsed_s = clock.now() as f64 / 1e9;
         let _ = sched_tx.send(Msg::Stop);
         let _ = sched_task.await;
@@ -610,6 +661,60 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
 /// Serve `config` until Ctrl-C, SIGTERM or `duration_s`, then return the statistics.
 pub fn run(config: Config) -> Result<Stats> {
     Ok(start_with(config, Options { sigterm: true, sigint: true, log: None })?.wait())
+}
+
+/// Descriptors a gateway holds beside its exports' files and its connections: the
+/// standard streams, the listeners, the runtime's epoll and wake-ups, an io_uring ring,
+/// the embedding interpreter's own. A generous count, so that a configuration the
+/// limit cannot hold is refused before an export's file fails to open.
+pub const OTHER_OPEN_FILES: u64 = 64;
+
+/// What the process's limit of open files (`ulimit -n`, once raised to its hard limit)
+/// says of a configuration.
+#[derive(Default)]
+struct OpenFiles {
+    /// Why it cannot start: its exports' files alone do not fit.
+    refused: Option<String>,
+    /// What it would lack: room for `max_connections` connections.
+    tight: Option<String>,
+}
+
+/// Check the exports' files (one each, two for a tiered export) and the connections
+/// against the limit of open files.
+fn open_files(config: &Config) -> OpenFiles {
+    let Some(limit) = open_files_limit() else { return OpenFiles::default() };
+    let n = config.exports.len();
+    let files: u64 = config.exports.iter().map(|e| 1 + u64::from(e.tier.is_some())).sum();
+    let mut out = OpenFiles::default();
+    if files + OTHER_OPEN_FILES > limit {
+        out.refused = Some(format!(
+            "exports: {n} export(s) keep {files} file(s) open, and this process may have {limit} open at once \
+             (ulimit -n, its hard limit; {OTHER_OPEN_FILES} are for the rest): serve fewer exports, or raise the limit"
+        ));
+        return out;
+    }
+    let room = limit - files - OTHER_OPEN_FILES;
+    let max = config.limits.max_connections as u64;
+    if room < max {
+        out.tight = Some(format!(
+            "{n} export(s) keep {files} file(s) open: with a limit of {limit} open files (ulimit -n), {room} \
+             connection(s) can be open at once, not limits.max_connections = {max}"
+        ));
+    }
+    out
+}
+
+/// The process's limit of open files (the soft one), where the platform says.
+fn open_files_limit() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    // SAFETY: getrlimit with a valid pointer to a local struct.
+    unsafe {
+        let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur != libc::RLIM_INFINITY {
+            return Some(r.rlim_cur);
+        }
+    }
+    None
 }
 
 /// Let the process hold as many open files as its hard limit allows (every connection
@@ -974,10 +1079,14 @@ fn report(shared: &Shared, peer: &Peer, phase: &str, e: ConnError) {
     match e {
         ConnError::Protocol(p) => {
             shared.protocol_errors.fetch_add(1, Ordering::Relaxed);
-            (shared.log)(&format!("client {peer}: {p} during {phase}; connection closed"));
+            shared.peer_log.say(&shared.log, Origin::of(peer.ip()), || {
+                format!("client {peer}: {p} during {phase}; connection closed")
+            });
         }
         ConnError::Io(io) if io.kind() == std::io::ErrorKind::ConnectionReset => {}
-        ConnError::Io(io) => (shared.log)(&format!("client {peer}: I/O error during {phase}: {io}; connection closed")),
+        ConnError::Io(io) => shared.peer_log.say(&shared.log, Origin::of(peer.ip()), || {
+            format!("client {peer}: I/O error during {phase}: {io}; connection closed")
+        }),
         ConnError::Refused(why) => shared
             .notices
             .say(&shared.log, "refused", || format!("client {peer}: {why}; connection closed (said once a minute)")),
@@ -1102,6 +1211,11 @@ async fn negotiate(
                     )),
                     tls => tls,
                 };
+                // Whatever was negotiated in the clear may have been injected by someone
+                // on the path (the class of nbdkit's CVE-2021-3716): the client that now
+                // speaks TLS negotiates again what it wants.
+                structured = false;
+                meta_for = None;
             }
             OPT_ABORT => {}
             OPT_EXPORT_NAME if tls_wanted => {
@@ -1157,18 +1271,22 @@ async fn negotiate(
                         continue;
                     }
                 };
-                let Some(e) = find_export(shared, &go.name) else {
+                // An export the client's address may not use is answered as one that
+                // does not exist (it is not listed to it either): the answer tells
+                // nothing of what is served to others.
+                let found = find_export(shared, &go.name);
+                let Some(e) = found.clone().filter(|e| e.allows(peer.ip())) else {
+                    if let Some(hidden) = &found {
+                        let why = not_allowed(hidden, peer);
+                        shared.notices.say(&shared.log, "refused", || {
+                            format!("client {peer}: {why}; answered as an unknown export (said once a minute)")
+                        });
+                    }
                     let msg = format!("no export named {}", shown_name(&go.name));
                     send(&mut stream, &encode_option_reply(h.option, REP_ERR_UNKNOWN, msg.as_bytes())).await?;
                     continue;
                 };
-                let slot = if h.option == OPT_GO {
-                    Some(admit(&e, peer, shared))
-                } else if !e.allows(peer.ip()) {
-                    Some(Err(Refusal::Policy(not_allowed(&e, peer))))
-                } else {
-                    None
-                };
+                let slot = if h.option == OPT_GO { Some(admit(&e, peer, shared)) } else { None };
                 if let Some(Err(why)) = &slot {
                     if let Refusal::Policy(why) = why {
                         shared

@@ -117,14 +117,57 @@ impl Listener {
 }
 
 async fn take_over_stale_socket(p: &Path) -> io::Result<()> {
-    use std::os::unix::fs::FileTypeExt;
-    let Ok(meta) = std::fs::symlink_metadata(p) else { return Ok(()) };
-    if !meta.file_type().is_socket() {
-        return Err(io::Error::new(io::ErrorKind::AlreadyExists, "the path exists and is not a socket"));
+    match socket_path(p)? {
+        SocketPath::Free => Ok(()),
+        SocketPath::Stale => std::fs::remove_file(p),
+        SocketPath::Live => Err(io::Error::new(io::ErrorKind::AddrInUse, "another server listens on this socket")),
     }
-    match UnixStream::connect(p).await {
-        Ok(_) => Err(io::Error::new(io::ErrorKind::AddrInUse, "another server listens on this socket")),
-        Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => std::fs::remove_file(p),
+}
+
+/// Longest path of a Unix socket: Linux's `sockaddr_un` holds 108 bytes, the last a NUL.
+pub const MAX_SOCKET_PATH_BYTES: usize = 107;
+
+/// What is at the path of a Unix socket the gateway is to create.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SocketPath {
+    /// Nothing: the socket can be created there.
+    Free,
+    /// A socket nobody listens on (left by a gateway that was killed): it is replaced.
+    Stale,
+    /// A socket a running server answers on.
+    Live,
+}
+
+/// What is at `p`, or why no socket can be created there: a file that is not a socket
+/// (never replaced: `--control gw.toml` once removed the file), a directory that does
+/// not exist, a path longer than a socket address holds. The listen socket, the control
+/// socket and `storqos serve --check` all ask this one function.
+pub fn socket_path(p: &Path) -> io::Result<SocketPath> {
+    use std::os::unix::fs::FileTypeExt;
+    let len = p.as_os_str().len();
+    if len > MAX_SOCKET_PATH_BYTES {
+        let why =
+            format!("the path is {len} bytes, longer than the {MAX_SOCKET_PATH_BYTES} a Unix socket's address holds");
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, why));
+    }
+    let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(io::Error::new(io::ErrorKind::NotADirectory, format!("{} is not a directory", dir.display())))
+        }
+        Err(e) => return Err(io::Error::new(e.kind(), format!("no directory {} ({e})", dir.display()))),
+    }
+    let Ok(meta) = std::fs::symlink_metadata(p) else { return Ok(SocketPath::Free) };
+    if !meta.file_type().is_socket() {
+        return Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            "a file that is not a socket is there: not replacing it (name a new path)",
+        ));
+    }
+    match std::os::unix::net::UnixStream::connect(p) {
+        Ok(_) => Ok(SocketPath::Live),
+        Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => Ok(SocketPath::Stale),
         Err(e) => Err(e),
     }
 }

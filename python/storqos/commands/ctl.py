@@ -14,7 +14,7 @@ from rich.table import Table
 
 from .. import policy_options as po
 from ..console import emit_json, out
-from ..control_client import command
+from ..control_client import check_in_range, command
 from ..errors import InputError
 from ..units import fmt_duration, fmt_number, parse_duration, parse_rate
 
@@ -99,9 +99,10 @@ def stats_cmd(socket: SocketOpt, json_out: JsonOpt = False) -> None:
 def set_cmd(
     tenant: Annotated[str, typer.Argument(help="The tenant: its name in the config file, or its id.", show_default=False)],
     socket: SocketOpt,
-    weight: Annotated[float | None, typer.Option(help="Its weight (wf2q, sfq, yfq, mclock).")] = None,
-    reservation: Annotated[str | None, typer.Option(help="Its reservation in IOPS (mclock), e.g. 300.")] = None,
-    limit: Annotated[str | None, typer.Option(help="Its limit in IOPS (mclock), e.g. 1k.")] = None,
+    weight: Annotated[float | None, typer.Option(help="Its weight (wf2q, sfq, yfq, mclock), from 0.001 to 1e9.")] = None,
+    reservation: Annotated[str | None, typer.Option(help="Its reservation in IOPS (mclock), e.g. 300: 0 (none) or "
+                                                         "from 0.001 to 1e9.")] = None,
+    limit: Annotated[str | None, typer.Option(help="Its limit in IOPS (mclock), e.g. 1k: from 0.001 to 1e9.")] = None,
     slo: Annotated[str | None, typer.Option(help="Its latency target, e.g. 10ms (the SLO metrics).")] = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -115,11 +116,12 @@ def set_cmd(
     if weight is not None:
         if not (math.isfinite(weight) and weight > 0):
             raise InputError(f"must be a finite number > 0, got {weight:g}", "--weight")
-        cmd["weight"] = weight
+        cmd["weight"] = check_in_range(weight, "weight", "--weight")
     if reservation is not None:
-        cmd["reservation"] = 0.0 if reservation.strip() == "0" else parse_rate(reservation, "--reservation")
+        rate = 0.0 if reservation.strip() == "0" else parse_rate(reservation, "--reservation")
+        cmd["reservation"] = check_in_range(rate, "reservation", "--reservation")
     if limit is not None:
-        cmd["limit"] = parse_rate(limit, "--limit")
+        cmd["limit"] = check_in_range(parse_rate(limit, "--limit"), "limit", "--limit")
     if slo is not None:
         cmd["slo_s"] = parse_duration(slo, "--slo", default_unit="ms") / 1e9
     r = command(socket, cmd)

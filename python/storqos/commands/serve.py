@@ -12,7 +12,7 @@ from rich.text import Text
 
 from .. import policy_options as po
 from ..console import emit_json, out
-from ..errors import InputError
+from ..errors import InputError, warn_input
 from ..gateway import DEFAULT_LISTEN, DIRECT_READS, serve, uri
 from ..gateway import check as check_gateway
 from ..paths import check_table_file
@@ -196,14 +196,16 @@ def serve_cmd(
         raise InputError("give --window too: --out writes the per-window series", "--out")
     if check:
         info = check_gateway(cfg)
+        for w in info.get("warnings") or []:
+            warn_input(w)
         what = f"{config}: ok" if config is not None else "ok"
-        out.print(f"{what}, would serve {len(info['exports'])} export(s) on {_where(info)} "
-                  f"(policy {info['policy']}, depth {info['depth']}"
-                  f"{', emulated ' + fmt_rate(info['iops']) if info.get('iops') else ''}{_ring(info)})",
-                  markup=False, highlight=False, soft_wrap=True)
-        for e in info["exports"]:
-            out.print(f"  {e['name']}: tenant {e['tenant']}, {fmt_size(e['size_bytes'])}{_access(e)}, {e['path']}",
-                      markup=False, highlight=False, soft_wrap=True)
+        lines = [f"{what}, would serve {len(info['exports'])} export(s) on {_where(info)} "
+                 f"(policy {info['policy']}, depth {info['depth']}"
+                 f"{', emulated ' + fmt_rate(info['iops']) if info.get('iops') else ''}{_ring(info)})"]
+        lines += [f"  {e['name']}: tenant {e['tenant']}, {fmt_size(e['size_bytes'])}{_access(e)}, {e['path']}"
+                  for e in info["exports"]]
+        # Plain lines, written at once: printed one by one through rich, 20,000 exports took 3 s.
+        sys.stdout.write("\n".join(lines) + "\n")
         return
     if out_file is not None:
         # Checked before serving: the series of a long session must not be lost at the end.
