@@ -103,14 +103,19 @@ def calibrate(
     per_pass = todo.points
 
     def progress(i: int, n: int, _what: str) -> None:
-        if i % per_pass == 0 and i < n:  # a pass begins: a stage
+        # Said once the first point is measured: a target that does not answer, or a
+        # setting refused, is one error line.
+        if i == 0:
+            return
+        if stages.estimate_s is None:
+            stages.begin(f"{target}: {passes} pass{'es' if passes > 1 else ''} of {per_pass} points of {time:g} s",
+                         passes * todo.pass_seconds())
+        if i < n and (i % per_pass == 0 or i == 1):  # a pass begins: a stage
             stages.stage(f"pass {i // per_pass + 1} of {passes}: {per_pass} points", todo.pass_seconds())
         stages.step(i % per_pass if i < n else per_pass, per_pass)
 
     # Progress on stderr: the plan and its estimate, then a line per pass (a bar on a terminal).
     with Stages("calibrate") as stages:
-        stages.begin(f"{target}: {passes} pass{'es' if passes > 1 else ''} of {per_pass} points of {time:g} s",
-                     passes * todo.pass_seconds())
         profile = run(target, sizes=size_list, depths=depth_list, writes=writes, direct=not buffered, seconds=time,
                       passes=passes, engine=engine, idle_spacings_us=spacings_us, awake=awake_cpus, progress=progress)
     with replacing(out_file) as part:
