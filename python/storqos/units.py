@@ -227,23 +227,6 @@ def fmt_duration(ns: float) -> str:
     return f"{ns:.0f} ns"
 
 
-def fmt_number(value: float | None) -> str:
-    """A figure for a column whose header gives the unit (``IOPS``, ``p99 ms``), as
-    every table prints it, in the terminal and in the HTML reports: 3 significant
-    digits below 100, whole with thousands separators from 100 up, never in exponent
-    form (``0.0412``, ``9.81``, ``413``, ``3,215``); ``–`` for none, ``∞`` for an
-    infinite one."""
-    if value is None or math.isnan(value):
-        return "–"
-    v = float(value)
-    if math.isinf(v):
-        return "∞" if v > 0 else "-∞"
-    if abs(v) >= 100:
-        return f"{v:,.0f}"
-    text = f"{v:.3g}"
-    return format(Decimal(text), "f") if "e" in text else text
-
-
 #: Units of :func:`fmt_span`, longest first, each used from two of it up (``90 s``,
 #: not ``1.5 min``; ``36 h``, not ``1.5 d``).
 _SPAN_UNITS = (("years", 365.25 * 86400e9), ("d", 86400e9), ("h", 3600e9), ("min", 60e9))
@@ -271,6 +254,23 @@ def fmt_offset(ns: int) -> str:
         whole, frac = divmod(ns, 10**9)
         out += f"{whole}.{frac:09d}".rstrip("0").rstrip(".") + "s"
     return out
+
+
+def fmt_number(value: float | None) -> str:
+    """A figure for a column whose header gives the unit (``IOPS``, ``p99 ms``), as
+    every table prints it, in the terminal and in the HTML reports: 3 significant
+    digits below 100, whole with thousands separators from 100 up, never in exponent
+    form (``0.0412``, ``9.81``, ``413``, ``3,215``); ``–`` for none, ``∞`` for an
+    infinite one."""
+    if value is None or math.isnan(value):
+        return "–"
+    v = float(value)
+    if math.isinf(v):
+        return "∞" if v > 0 else "-∞"
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    text = f"{v:.3g}"
+    return format(Decimal(text), "f") if "e" in text else text
 
 
 def fmt_ms(ns: float | None) -> str:
