@@ -552,7 +552,7 @@ def validate(
             for i, (run, names, df, _, cfg) in enumerate(plans):
                 which = f" (replay {rep + 1} of {repeats})" if repeats > 1 else ""
                 stages.stage(f"{run.label}: replaying {df.height:,} requests live ({i + 1}/{len(exp.runs)}){which}",
-                             took.replay_s(df))
+                             took.replay_s(df) + took.rest_s)
                 live, n = _replay_on_schedule(df, cfg, len(names), attempts, stages, run.label, awake,
                                               paths[: len(names)] if mode == "file" else [], took.replay_s(df))
                 rest_us = (_rest_p50_us(paths[0], export_bytes, direct, direct_reads, awake, seed=i + rep * len(plans))
