@@ -13,7 +13,7 @@ from .. import policy_options as po
 from ..console import emit_json, out
 from ..errors import InputError
 from ..progress import run_with_progress
-from ..units import fmt_ms, fmt_rate
+from ..units import fmt_ms, fmt_number, fmt_rate
 from .options import (
     AlignOpt,
     CapacityOpt,
@@ -55,7 +55,7 @@ def _summary_table(title: str, res_rows: list[dict[str, Any]], key: str, names: 
         t.add_row(
             label,
             f"{r['completed']:,}",
-            f"{iops:,.4g}" if iops >= 1 else f"{iops:.2g}",
+            fmt_number(iops),
             *(fmt_ms(r[c]) for c in cols),
         )
     return t
