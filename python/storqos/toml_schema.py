@@ -289,11 +289,12 @@ _HEADER = re.compile(r"^\s*\[(\[)?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
 
 
 class _Section:
-    """A run of lines under one header (``[name]`` or ``[[name]]``), or the top of the file."""
+    """A run of lines under one header (``[name]`` or ``[[name]]``), or the top of the
+    file: lines ``start`` to ``end`` (1-based, ``end`` excluded) of the text."""
 
-    def __init__(self, name: str | None, array: bool, line: int | None) -> None:
-        self.name, self.array, self.line = name, array, line
-        self.body: list[tuple[int, str]] = []
+    def __init__(self, lines: list[str], name: str | None, array: bool, line: int | None, start: int) -> None:
+        self.lines, self.name, self.array, self.line = lines, name, array, line
+        self.start = self.end = start
         #: the tables and arrays of tables written under this [[name]] entry
         #: (``[[export.fault]]`` under ``[[export]]``), until the next ``[[name]]``
         self.nested: list[_Section] = []
@@ -303,7 +304,7 @@ class _Section:
         if key is None:
             return None
         pattern = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
-        return next((n for n, ln in self.body if pattern.match(ln)), None)
+        return next((n for n in range(self.start, self.end) if pattern.match(self.lines[n - 1])), None)
 
 
 class SourceLines:
@@ -312,18 +313,19 @@ class SourceLines:
     tables was read again for each of them, and checked in minutes)."""
 
     def __init__(self, text: str) -> None:
-        self.top = _Section(None, False, None)
+        lines = text.splitlines()
+        self.top = _Section(lines, None, False, None, 1)
         self.arrays: dict[str, list[_Section]] = {}
         self.tables: dict[str, _Section] = {}
         #: the [[name]] entry each name's nested sections belong to, as they are read
         current: dict[str, _Section] = {}
         sec = self.top
-        for n, ln in enumerate(text.splitlines(), start=1):
+        for n, ln in enumerate(lines, start=1):
             m = _HEADER.match(ln) if "[" in ln else None
             if not m:
-                sec.body.append((n, ln))
                 continue
-            sec = _Section(m.group(2).strip().strip("\"'"), bool(m.group(1)), n)
+            sec.end = n
+            sec = _Section(lines, m.group(2).strip().strip("\"'"), bool(m.group(1)), n, n + 1)
             name = sec.name or ""
             if sec.array:
                 self.arrays.setdefault(name, []).append(sec)
@@ -336,6 +338,7 @@ class SourceLines:
                 current[name] = sec
             elif not dot:
                 current.pop(name, None)
+        sec.end = len(lines) + 1
 
     def line(self, loc: list[Any]) -> int | None:
         """The 1-based line where the key at ``loc`` is written (see :func:`line_of`)."""

@@ -88,7 +88,8 @@ def serve_cmd(
                                             "flags override it. See docs/gateway.md."),
     ] = None,
     check: Annotated[bool, typer.Option("--check", help="Only check the configuration (the file, the flags, the export "
-                                                        "files, the policy) and say what would be served.")] = False,
+                                                        "files, the policy, the sockets it would create) and say what "
+                                                        "would be served, as the start would, binding nothing.")] = False,
     policy: Annotated[str | None, typer.Option("--policy", "-p", help=po.POLICY_HELP + " Default fcfs.")] = None,
     weights: po.WeightsOpt = None,
     deadline: po.DeadlineOpt = None,
