@@ -383,8 +383,8 @@ def load(path: str | Path) -> GatewaySettings:
     """Read and check a gateway config file (InputError naming the file, line and key).
 
     Each export costs the same whatever the number of exports: the file's sections are
-    indexed once and a line is looked up only for an error (20,000 exports check in
-    about a second; BENCHMARKS.md)."""
+    indexed once and a line is looked up only for an error (19,000 exports check in
+    under 2 s; BENCHMARKS.md)."""
     path = Path(path)
     text, raw = read_toml(path)
     file = toml_validate(GatewayFile, raw, str(path), text)

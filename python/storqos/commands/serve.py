@@ -205,7 +205,7 @@ def serve_cmd(
                  f"{', emulated ' + fmt_rate(info['iops']) if info.get('iops') else ''}{_ring(info)})"]
         lines += [f"  {e['name']}: tenant {e['tenant']}, {fmt_size(e['size_bytes'])}{_access(e)}, {e['path']}"
                   for e in info["exports"]]
-        # Plain lines, written at once: printed one by one through rich, 20,000 exports took 3 s.
+        # Plain lines, written at once: printed one by one through rich, 19,000 exports took 0.6 s more.
         sys.stdout.write("\n".join(lines) + "\n")
         return
     if out_file is not None:
