@@ -1,4 +1,4 @@
-"""Issue 19's benchmark: ``storqos advise`` for 4 tenants × 6 policies on a mix of about
+"""Benchmark: ``storqos advise`` for 4 tenants × 6 policies on a mix of about
 1 M requests, on 2 cores (target ≤ 60 s), and the number of simulations each policy's
 search needed against a plain bisection from zero (the top doubled from the tenants'
 mean load until every SLO holds, then [0, top] halved to 0.5 %), which is run after it,

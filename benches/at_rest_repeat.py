@@ -1,5 +1,5 @@
 """Benchmark: how far one measurement of a lone request moves from one run to the next
-(issue 16: the real-file target asks for p50 within 20 % of the prediction).
+(the real-file target asks for p50 within 20 % of the prediction).
 
 The measurement is `storqos calibrate`'s own point "at rest": 4 KiB random reads, one
 every 2 ms, replayed open loop by the replay engine through a FCFS gateway over a

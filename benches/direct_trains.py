@@ -1,5 +1,5 @@
 """Benchmark: how a disk behind a direct-I/O gateway answers trains of requests that
-start from rest, by how far apart the requests of a train come (issue 16: FIU mail's
+start from rest, by how far apart the requests of a train come (FIU mail's
 trains are predicted too quick on direct files, docs/validation.md, "On direct-I/O
 files").
 

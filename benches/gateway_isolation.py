@@ -1,4 +1,4 @@
-"""QoS on a real file without an emulated capacity (issue 15, point 8): the victim's
+"""QoS on a real file without an emulated capacity: the victim's
 p99 alone and beside a noisy tenant, with the gateway's backend cost model on and off.
 
 A victim of 4 KiB random reads at queue depth 1 and a noisy tenant of 1 MiB random reads

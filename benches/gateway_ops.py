@@ -1,4 +1,4 @@
-"""Benchmark: what running the gateway as an operator would costs (issue 15's targets).
+"""Benchmark: what running the gateway as an operator would cost, against its targets.
 
 Three measurements, each side by side in one run, with fio's nbd engine (libnbd) as the
 client and a file of random data (a sparse file would let qemu-nbd answer reads as holes

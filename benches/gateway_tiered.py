@@ -1,5 +1,5 @@
 """Benchmark: what a tiered export (crates/storqos-gateway/src/tier.rs) adds to the
-gateway's path per I/O, side by side with a plain export in one run (issue 17's target:
+gateway's path per I/O, side by side with a plain export in one run (the target:
 ≤ 5 µs per I/O).
 
 One gateway (FCFS, no emulated capacity) serves a plain export `d` and two tiered

@@ -1,4 +1,4 @@
-"""Benchmark: where a replayed request's time goes, on the wire (issue 16: why a
+"""Benchmark: where a replayed request's time goes, on the wire (why a
 page-cached or direct-I/O file's live response times move with the trace's pattern).
 
 `storqos replay` records a request's response time from its libnbd call to the moment

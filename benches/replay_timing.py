@@ -1,5 +1,5 @@
 """Benchmark: how closely `storqos replay` keeps a trace's timing, beside fio's
-`read_iolog` replay of the same trace (issue 16's target: issue-time error p99 ≤ 100 µs
+`read_iolog` replay of the same trace (the target: issue-time error p99 ≤ 100 µs
 at 10k IOPS).
 
 The trace: Poisson arrivals at 10k IOPS of 4 KiB random reads (--seconds long). The

@@ -1,4 +1,4 @@
-"""Cost of tenants (issue 18, points 1 and 2): wall time per request and peak memory of
+"""Cost of tenants: wall time per request and peak memory of
 ``storqos.simulate`` with 1 M requests spread over 2 … 65,536 tenants, per policy.
 
 Each request goes to a tenant drawn uniformly at random (the worst case for per-tenant

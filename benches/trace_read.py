@@ -9,7 +9,7 @@ afterwards), then timed in the same process:
   ``has_header=False`` for the header-less formats, ``separator=" "`` for the blank
   separated ones), or a bare ``pl.read_parquet``: the cost of parsing alone, with no
   validation. The ratio printed is polars' time / storqos' time (1.0 = as fast as
-  polars; issue 18 asks >= 0.8 for the delimited text formats): of the median wall
+  polars; the target is >= 0.8 for the delimited text formats): of the median wall
   times; in brackets the median of the rounds' own ratios (paired: each round runs
   both readers back to back, so load that drifts between rounds cancels), of the best
   times, and of the median CPU times (all threads: the work done, which another

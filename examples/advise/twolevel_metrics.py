@@ -1,4 +1,4 @@
-"""Seed 001's E1 judged two ways (issue 19, point 5): the paper's deadline-miss ratio,
+"""Seed 001's E1 judged two ways: the paper's deadline-miss ratio,
 counted from the moment SARC releases a request to AVATAR, beside the end-to-end miss
 ratio (arrival to completion: what a client sees, and what ``storqos advise`` judges),
 for SARC+AVATAR, SARC+Facade and plain FCFS on the same 8-disk array and workload.

@@ -1,5 +1,4 @@
-"""Seed 004's Example III live, simulated and allocated, side by side (issue 17, points 2
-and 5).
+"""Seed 004's Example III live, simulated and allocated, side by side.
 
 One experiment description, three answers: examples/gateway/baa.toml (four tenants on
 tiered exports placing 0.75, 0.5, 0.9, 0.95 of their blocks on an emulated 1,000 IOPS

@@ -1,4 +1,4 @@
-"""Seed 003's step case live and simulated, side by side (issue 17, points 3 and 5).
+"""Seed 003's step case live and simulated, side by side.
 
 One experiment description, two runs: examples/gateway/fclb.toml (the gateway: FCLB over
 YFQ on an emulated 1,000 IOPS server, admission control at connect time) and

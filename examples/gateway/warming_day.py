@@ -1,4 +1,4 @@
-"""Seed 002's tier warming live and simulated, side by side (issue 17, points 4 and 5).
+"""Seed 002's tier warming live and simulated, side by side.
 
 One experiment description, two runs of the same schedule: examples/gateway/warming.toml
 (a tiered export `data` for the users, `scrub` and `warm` sharing its file and block map

@@ -43,7 +43,7 @@ from storqos.validate import calibrate_file, fill_file, validate
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 EXPERIMENTS = ("websearch", "hm_0", "fiu_mail")
-#: The issue's target on files: p50 within 20 % of the prediction.
+#: The target on files: p50 within 20 % of the prediction.
 P50_TARGET = 0.20
 
 

@@ -26,7 +26,7 @@ from storqos.validation_report import markdown, write_html
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 EXPERIMENTS = ("websearch", "hm_0", "fiu_mail")
-#: The issue's targets on the emulated device: IOPS within 3 %, p99 within 10 %; on
+#: The targets on the emulated device: IOPS within 3 %, p99 within 10 %; on
 #: files with a calibrated profile: p50 within 20 %.
 TARGETS = {"emulated": {"iops_err": 0.03, "p99_err": 0.10}, "direct": {"iops_err": 0.03, "p50_err": 0.20},
            "file": {"iops_err": 0.03, "p50_err": 0.20}}

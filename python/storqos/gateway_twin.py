@@ -1,4 +1,4 @@
-"""The simulated twin of a live gateway experiment (issue 17, point 5): one experiment
+"""The simulated twin of a live gateway experiment: one experiment
 description, a gateway config file (``storqos serve --config``) plus the fio job file of
 its clients, run live (the gateway, fio's nbd engine) or simulated (the same policy
 spec, the emulated capacity as the simulator's constant-rate device, fio's jobs as

@@ -1,4 +1,4 @@
-"""``storqos advise`` (issue 19): the capacity it reports meets every SLO, at the trace's
+"""``storqos advise``: the capacity it reports meets every SLO, at the trace's
 load and at 10 % more (the default headroom), and 0.98 × it does not, checked here
 without the advisor's own judging (FCFS by Lindley's recursion, other policies from the
 simulator's per-request log); a pick that breaks at 10 % more load is not made with the

@@ -1,4 +1,4 @@
-"""`storqos calibrate` and device profiles (issue 16, point 2): a profile of the
+"""`storqos calibrate` and device profiles: a profile of the
 gateway's own 2k-IOPS emulation comes out as 2k IOPS ± 3 %; simulate and serve take the
 profile; a profile of another version, or a bad target, is one line, exit 2."""
 

@@ -1,4 +1,4 @@
-"""`storqos ctl` (issue 15, point 3): the control socket of a running gateway, from the
+"""`storqos ctl`: the control socket of a running gateway, from the
 command line: stats, a tenant's weight changed live (the Rust test
 `weights_changed_live_move_the_shares_within_2_s_and_lose_nothing` measures the shares),
 bad commands as one line and exit 2, and drain stopping the gateway by itself."""

@@ -1,4 +1,4 @@
-"""BAA live (issue 17, point 2; seed 004): examples/gateway/baa.toml, the paper's
+"""BAA live (seed 004): examples/gateway/baa.toml, the paper's
 Example III on an emulated HDD (200 IOPS) and SSD (1,000 IOPS) behind tiered exports
 whose placed fractions are the tenants' hit ratios. The gateway's monitor measures the
 hit ratios, the core's allocator re-allocates every second, WF2Q+ enforces it: each

@@ -1,4 +1,4 @@
-"""`storqos serve --config gw.toml` (issue 15, point 1): the gateway's config file is
+"""`storqos serve --config gw.toml`: the gateway's config file is
 typed and checked before anything starts, errors name the file, the line and the key,
 `--check` only checks, and flags override the file."""
 

@@ -1,4 +1,4 @@
-"""QoS on real storage without an emulated capacity (issue 15, point 8): a noisy tenant
+"""QoS on real storage without an emulated capacity: a noisy tenant
 of 1 MiB reads at queue depth 8 beside a victim of 4 KiB reads at queue depth 1, on a
 slow disk: the noisy tenant's export delays each read by 10 ms before it starts (a
 `delay` fault rule), so its reads hold backend slots without using a CPU, as a disk's
@@ -79,7 +79,7 @@ def test_with_the_cost_model_the_victim_never_waits_for_a_slow_tenants_read(tmp_
     # With it the noisy tenant has one read on the backend at a time and the victim's
     # requests go to the free slots: no victim request waits even half a noisy read's
     # delay (66-84 µs in the same runs; before the fix of 2026-11-27 it waited behind several: p99 5.8-6.5 ms with
-    # a 2 ms delay). Its ratio to the p99 alone is the benchmark's (issue 15: <= 2x;
+    # a 2 ms delay). Its ratio to the p99 alone is the benchmark's (target <= 2x;
     # 1.78-1.98x on a quiet machine, BENCHMARKS.md) and not measured here: a busy CPU
     # beside the test makes the victim *alone* quicker (40-42 µs with a busy loop on one
     # CPU, its wake-ups gone, against 82-102 µs quiet) and the ratio 3.5-5.4x, while the

@@ -1,4 +1,4 @@
-"""Acknowledged writes survive a crash (issue 15, point 6): a client writes numbered
+"""Acknowledged writes survive a crash: a client writes numbered
 4 KiB blocks through the gateway, flushing every 64 writes and setting FUA on every 16th;
 the gateway is SIGKILLed in the middle; after a restart every write acknowledged before
 the last completed flush, and every acknowledged FUA write, reads back intact through

@@ -1,4 +1,4 @@
-"""A failing backend (issue 15, point 6): the requests it fails get NBD errors — EIO,
+"""A failing backend: the requests it fails get NBD errors — EIO,
 a short write, ENOSPC — while the connection, the export's other requests and the
 other tenants go on being served. EIO and the short write come from the export's fault
 rules (`[[export.fault]]`); ENOSPC is the kernel's own, from a write past the gateway's

@@ -1,4 +1,4 @@
-"""FCLB live (issue 17, point 3; seed 003): examples/gateway/fclb.toml, the feedback-
+"""FCLB live (seed 003): examples/gateway/fclb.toml, the feedback-
 controlled leaky bucket over YFQ in front of an emulated 1,000 IOPS server, driven by
 examples/gateway/fclb.fio (two closed-loop readers, 32 outstanding each; the neighbour
 w2 steps in at 3 s).

@@ -1,4 +1,4 @@
-"""Structured replies and `base:allocation` block status (issue 15, point 9), with real
+"""Structured replies and `base:allocation` block status, with real
 clients: nbdinfo --map and qemu-img map see the holes of a sparse export, and nbdcopy
 copies it without writing its holes (the copy is as sparse as the source)."""
 

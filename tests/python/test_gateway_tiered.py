@@ -1,4 +1,4 @@
-"""Tiered exports (issue 17, point 1): a slow file and a fast file with a block map
+"""Tiered exports: a slow file and a fast file with a block map
 (placed blocks plus an LRU cache), write-through. Data read equals data written
 whichever tier holds it (nbdcopy in and out, qemu-io patterns, unaligned), both tiers
 serve, the map is rebuilt at a restart (the slow file alone holds the data), a fast

@@ -1,4 +1,4 @@
-"""TLS and Unix sockets on the gateway (issue 15, points 5 and 7), with real clients:
+"""TLS and Unix sockets on the gateway, with real clients:
 qemu-io with ``--object tls-creds-x509``, libnbd's nbdinfo and nbdcopy with
 ``nbds://`` and ``nbd+unix://``. A plain client is refused under ``--tls require``;
 client certificates are checked against ``--tls-client-ca``. The certificates are made

@@ -1,4 +1,4 @@
-"""BAA's simulated twin (issue 17, point 5; seed 004): the same two files as BAA live,
+"""BAA's simulated twin (seed 004): the same two files as BAA live,
 examples/gateway/baa.toml + baa.fio, run by storqos.gateway_twin in simulated time (the
 config's kind "baa" spec, the simulator's tiered device with the tiers' emulated
 capacities and each export's `pin` as its tenant's hit ratio, fio's jobs as closed-loop

@@ -1,4 +1,4 @@
-"""Tier warming live (issue 17, point 4; seed 002): one day of the synthetic diurnal
+"""Tier warming live (seed 002): one day of the synthetic diurnal
 workload, compressed into 2.5 s, replayed through `storqos serve` with
 examples/gateway/warming.toml (a tiered export and the scrub's and warm-up's exports
 sharing its block map) and through its simulated twin. Both take the same schedule

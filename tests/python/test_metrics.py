@@ -1,4 +1,4 @@
-"""`storqos serve --metrics` (issue 15, point 2): a real Prometheus (Debian's
+"""`storqos serve --metrics`: a real Prometheus (Debian's
 `prometheus`, installed by `make test`) scrapes the gateway every second during a short
 fio run, and its query API returns the tenant's request rate as fio measured it."""
 

@@ -1,4 +1,4 @@
-"""`storqos replay` (issue 16, point 1): a trace sent over NBD (libnbd) to a gateway on
+"""`storqos replay`: a trace sent over NBD (libnbd) to a gateway on
 loopback, at the trace's timing or closed loop; its log reads like the simulator's; bad
 URIs, exports and traces are one line, exit 2, with no partial output."""
 

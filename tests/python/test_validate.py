@@ -1,4 +1,4 @@
-"""`storqos validate` (issue 16, point 3): an experiment simulated and replayed live
+"""`storqos validate`: an experiment simulated and replayed live
 through a gateway it starts and stops; per-tenant IOPS and percentiles predicted beside
 measured, CDF plots in the report. Short traces and generous bounds here; the full
 validation table is docs/results/validation.md (`make reproduce`)."""
@@ -91,7 +91,7 @@ def test_emulated_device_live_matches_the_prediction(tmp_path: Path) -> None:
     assert pl.read_parquet(out / "requests_measured.parquet").height == 2 * trace_requests
     assert (t["iops_err"].abs() < 0.03).all(), t
     # The emulated device is the simulator's constant device: the tails agree (the
-    # issue's target is 10 %; 2 shared cores, a short trace: 25 % here) wherever the
+    # target is 10 %; 2 shared cores, a short trace: 25 % here) wherever the
     # replay kept to the trace's timing. A replay held back by a busy machine (CI saw one
     # with 19 % of its requests over 1 ms late, and its p99 at 2x) is made again, up to
     # three times; one that never kept up is reported, not compared.
@@ -178,7 +178,7 @@ def test_file_device_with_its_profile(tmp_path: Path, device: str, reads: str | 
     # were fixed, 2.2x the other way).
     # With O_DIRECT (the disk answers every request), WebSearch's tenants came out at
     # 1.11-1.37 in four validations on 2026-11-28.
-    # The issue's 20 % is a benchmark figure (docs/results/validation.md);
+    # The target of 20 % is a benchmark figure (docs/results/validation.md);
     # asserted here is what survives this noise: within 2.5x either way, which the
     # old model (the device's back-to-back time alone: 5-6 µs predicted against 100 µs
     # measured on a loaded run, 17x) fails.

@@ -1,4 +1,4 @@
-"""The path in a burst (issue 16, file mode): the replay issues one request at a time
+"""The path in a burst (file mode): the replay issues one request at a time
 and the path behind it answers one at a time, both timed by `storqos calibrate` on
 bursts from rest; validate makes a request wait for the requests before it in that
 queue where the simulated device's k servers let it through sooner, and counts its

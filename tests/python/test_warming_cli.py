@@ -1,4 +1,4 @@
-"""``storqos warm`` (issue 7, point 6): learned model, schedule and comparison table;
+"""``storqos warm``: learned model, schedule and comparison table;
 one-line errors with exit status 2."""
 
 from __future__ import annotations

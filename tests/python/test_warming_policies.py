@@ -1,6 +1,6 @@
 """Seed 002 §3.2–4.2: the fast-tier model (Eqs. 1–14) against a request-level LRU
 simulation, the per-minute planner, and the four policies on the 35-day synthetic
-workload (train days 0–13, evaluate 14–34): the Fig. 14/15 claims of the issue are
+workload (train days 0–13, evaluate 14–34): the claims of Figs. 14 and 15 are
 checked at request level (all 21 evaluated days replayed through the simulator with
 the cache-tier device, :mod:`storqos.warming.multiday`)."""
 
@@ -72,7 +72,7 @@ def req60(synth):
 
 
 def test_prediction_beats_feedback_and_is_close_to_oracle_at_60_min_request_level(req60):
-    # The issue's claim, on the request-level replay of days 14-34 with T_fast = 60 min.
+    # The claim of Figs. 14 and 15, on the request-level replay of days 14-34 with T_fast = 60 min.
     pred, fb, oracle = req60["prediction"], req60["feedback"], req60["oracle"]
     assert pred.user_requests == fb.user_requests == oracle.user_requests > 500_000
     assert pred.p90_ms <= fb.p90_ms

@@ -1,5 +1,5 @@
 //! FCLB live: admission control at connect time (seed 003 §2 "Simple Admission
-//! Control", Fig. 1, and §4.3; issue 17 point 3).
+//! Control", Fig. 1, and §4.3).
 //!
 //! The policy itself is the core's [`storqos_core::fclb::Fclb`] over YFQ, built from the
 //! same `SchedulerSpec::Fclb` the simulator runs; nothing of the controller is here. What

@@ -1,5 +1,5 @@
 """``storqos advise``: from tenants' traces and SLOs to the cheapest (policy, capacity)
-pair, proven by simulation (issue 19; docs/advise.md). It composes the seed papers
+pair, proven by simulation (docs/advise.md). It composes the seed papers
 rather than implementing a new policy: every policy it tries is a core ``Scheduler``
 built by :func:`storqos.specs.policy_spec`. One concept per module, in the order the
 method runs (each imports only those above it):

@@ -1,5 +1,5 @@
 """The answer to the operator's question: every policy's least capacity, ranked, with the
-recommendation explained in one or two sentences (issue 19, points 4 and 6), as tables
+recommendation explained in one or two sentences, as tables
 (:meth:`Advice.rows`, one row per policy × tenant) and JSON (:meth:`Advice.summary`).
 The HTML report and the files are :mod:`.report`.
 

@@ -14,7 +14,7 @@ those of the trace at that load (:func:`.problem.scaled_trace`; more load needs 
 capacity, and FCFS at the loaded trace's Cmin(100 %) meets every SLO at both loads);
 ``need_planned`` is each tenant's need there, the rate the policies are sized for.
 
-Issue 19's bad input is refused here, before any search: an SLO below the device's
+Bad input is refused here, before any search: an SLO below the device's
 service time at the largest capacity allowed, reservations adding up to more than it, a
 cap below a reservation or below what the tenant's SLO needs alone.
 """
@@ -87,7 +87,7 @@ def disk_iops(fam: DeviceFamily) -> float:
 
 
 def check_feasible(p: Problem, where: str) -> None:
-    """The bad-input rules of issue 19: an SLO below the device's service time at the
+    """The bad-input rules: an SLO below the device's service time at the
     largest capacity allowed, a reservation sum above it, a cap below a reservation or
     below what the tenant's SLO needs."""
     top = max_units(p)

@@ -21,12 +21,12 @@ SLO fails), which falls with capacity. Three ideas, each from a known root finde
    n probes it is closed. Interpolation aims freely while it gains on bisection and is
    pulled towards the midpoint as it falls behind.
 
-Issue 19's benchmark prompted 3: FCLB+YFQ's ratio is flat over a wide range above the
-answer and then jumps, so the line through the ends overshot again and again (12
-simulations against bisection's 10). ITP's own default, n₀ = 1 (one probe more than
-bisection at worst), saved another 5 % of the simulations in our searches (108 against
-114 over the benchmark, the tests' mix and the worked example); we keep n₀ = 0, the
-bound the issue asks for.
+The advise benchmark (benches/advise.py) prompted 3: FCLB+YFQ's ratio is flat over a
+wide range above the answer and then jumps, so the line through the ends overshot again
+and again (12 simulations against bisection's 10). ITP's own default, n₀ = 1 (one probe
+more than bisection at worst), saved another 5 % of the simulations in our searches (108
+against 114 over the benchmark, the tests' mix and the worked example); we keep n₀ = 0,
+the bound promised above (never more than bisection).
 """
 
 from __future__ import annotations

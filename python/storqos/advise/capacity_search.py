@@ -1,5 +1,5 @@
-"""The least capacity at which every tenant meets its SLO under one policy (issue 19,
-point 2), at the trace's load and at (1 + headroom) × it (each capacity is a
+"""The least capacity at which every tenant meets its SLO under one policy, at the
+trace's load and at (1 + headroom) × it (each capacity is a
 :class:`.evaluation.Trial` of both), then its proof (:mod:`.proof`).
 
 1. **Bracket.** The planner's bounds (seed 000, :mod:`.bounds`, at the headroom's
@@ -16,7 +16,7 @@ point 2), at the trace's load and at (1 + headroom) × it (each capacity is a
    compliance is not monotone in capacity), search again below it, up to
    :data:`MAX_RESTARTS` times.
 
-:func:`plain_bisection` is the reference issue 19's benchmark counts against: bisection
+:func:`plain_bisection` is the reference the advise benchmark counts against: bisection
 from zero with no planner bounds.
 """
 
@@ -32,7 +32,7 @@ from .problem import Problem, max_units, to_capacity
 from .proof import PolicyAdvice, below, prove, ruled_out
 
 #: The search stops when the smallest capacity that met every SLO is within this of the
-#: largest that did not (issue 19: "to 0.5 %").
+#: largest that did not (the advisor's promise: the capacity to 0.5 %).
 TOLERANCE = 0.005
 #: Largest number of restarts when a capacity below the reported one meets every SLO
 #: (a policy whose compliance is not monotone in capacity).

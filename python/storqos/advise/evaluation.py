@@ -1,4 +1,4 @@
-"""One simulation of a policy at a capacity, judged end to end (issue 19, point 5).
+"""One simulation of a policy at a capacity, judged end to end.
 
 A request's response time runs from its *arrival* to its completion, whatever the
 policy does between: what a client sees. Unfinished requests count as misses. For

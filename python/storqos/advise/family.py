@@ -1,5 +1,5 @@
 """Device families: a device model whose capacity is the unknown advise searches
-(issue 19, point 1: constant, array of N, disk model, tiered, or a device profile from
+(constant, array of N, disk model, tiered, or a device profile from
 ``storqos calibrate``), read from an advise file's ``[device]`` table.
 
 A family turns a capacity into the core's device spec (:meth:`DeviceFamily.spec`):

@@ -1,5 +1,5 @@
-"""Reading an advise file: the tenants and their SLOs, the device family (issue 19,
-point 1). An advise file is an experiment file (docs/experiments.md, read by
+"""Reading an advise file: the tenants and their SLOs, the device family. An advise
+file is an experiment file (docs/experiments.md, read by
 :mod:`storqos.experiment`) whose tenants' ``slo`` may read ``p99<=10ms`` (a percentile
 per tenant), whose ``[device]`` names a family without a capacity (:mod:`.family`) and
 whose ``[[policy]]`` tables are ignored (advise chooses the policies). Everything wrong

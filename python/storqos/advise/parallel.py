@@ -1,4 +1,4 @@
-"""Every policy's search at once (issue 19, point 4): one task per policy on
+"""Every policy's search at once: one task per policy on
 :mod:`storqos.sweep`'s back ends, a local process pool (default 2 processes) or Dask;
 the problem (its trace) is sent once per worker. A policy's search is sequential by
 nature (each simulation decides the next), so the policies are what runs in parallel.
@@ -15,7 +15,7 @@ from .policies import DEFAULT_POLICIES, parse_policies
 from .problem import Problem
 from .proof import PolicyAdvice
 
-#: Local processes when none are asked for (issue 19's target: 2 cores).
+#: Local processes when none are asked for (the machine advise is sized for: 2 cores).
 DEFAULT_WORKERS = 2
 
 

@@ -1,4 +1,4 @@
-"""Each candidate policy's parameters, derived from the tenants' SLOs (issue 19, point 2).
+"""Each candidate policy's parameters, derived from the tenants' SLOs.
 advise implements no policy: every one it tries is a core ``Scheduler`` built by
 :func:`storqos.specs.policy_spec`; this module only says how each is configured.
 

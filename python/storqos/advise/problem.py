@@ -2,7 +2,7 @@
 the device family whose capacity is the unknown, and the planner's bounds on it
 (filled in by :mod:`.bounds`). Plain data; reading a file into it is :mod:`.inputs`.
 
-An SLO ``pP<=D`` (issue 19) says that a fraction P of a tenant's requests finish within
+An SLO ``pP<=D`` says that a fraction P of a tenant's requests finish within
 D of their *arrival*: end to end, what a client sees, whatever the policy does between.
 
 The **headroom** h is the extra load an answer must also survive: every SLO must hold

@@ -1,4 +1,4 @@
-"""The proof of a search's answer (issue 19, point 3), under the headroom rule.
+"""The proof of a search's answer, under the headroom rule.
 
 - **At the answer** every SLO holds at the trace's load and at (1 + headroom) × it:
   the search's last holding trial (:class:`.evaluation.Trial`).
@@ -24,7 +24,7 @@ from .evaluation import Evaluation, Runner, Trial
 from .problem import Problem, headroom_text, max_units
 
 #: The minimality check: at this fraction of the reported capacity some SLO must fail
-#: (issue 19: "at 0.98× of it at least one fails").
+#: (the advisor's promise: at 0.98× of it at least one SLO fails).
 PROOF_FACTOR = 0.98
 #: What a search may conclude.
 STATUSES = ("ok", "any", "never")

@@ -1,4 +1,4 @@
-"""advise's files (issue 19, point 4): ``advice.json`` (:meth:`.advice.Advice.summary`),
+"""advise's files: ``advice.json`` (:meth:`.advice.Advice.summary`),
 ``advice.parquet`` (one row per policy × tenant) and a self-contained ``report.html``:
 the ranked table, the recommendation, and per tenant the response-time CDF (arrival to
 completion) of every policy at its reported capacity.

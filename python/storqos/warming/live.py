@@ -1,5 +1,5 @@
-"""Tier warming live (seed 002, Xue et al., ICAC'14, §3.3 Fig. 8 and §4.2; issue 17,
-point 4): a day of the diurnal workload replayed through ``storqos serve`` with time
+"""Tier warming live (seed 002, Xue et al., ICAC'14, §3.3 Fig. 8 and §4.2): a day
+of the diurnal workload replayed through ``storqos serve`` with time
 compressed, a background scrub in the idle periods the day model predicts, and the
 fast tier (the gateway's tiered export, its LRU) warmed with the users' working set
 before their predicted return. Its simulated twin runs the very same requests.

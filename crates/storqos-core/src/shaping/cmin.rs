@@ -52,7 +52,7 @@
 //! Capacities live on the exact 1/1000 IOPS grid of [`super::rtt`]; a cell is done when
 //! its bracket (infeasible lo, feasible hi] is narrower than [`TOLERANCE`] · lo (or one
 //! grid step), and the table reports hi: feasible, and within 0.1 % of the true minimum.
-//! The issue asks for 0.5 %; 0.1 % costs about one probe per cell more.
+//! The target is 0.5 %; 0.1 % costs about one probe per cell more.
 
 use crate::error::{Error, Result};
 use crate::shaping::cmin_all::cmin_all_many;
