@@ -143,7 +143,10 @@ class Shell:
         return "set -e -o pipefail\n" + "\n".join(self.state) + "\n" + command + "\n"
 
     def should_run(self, command: str) -> bool:
-        if _needs_shared(command) and shared_traces() is None:
+        """Whether to run ``command``: not when it reads the shared traces and they are
+        absent, nor when it reads what such a command would have written (``out/…``)."""
+        unmade = {p for c in self.left for p in re.findall(r"\bout/\S+", c)}
+        if (_needs_shared(command) and shared_traces() is None) or any(p in command for p in unmade):
             self.left.append(command)
             return False
         return True
