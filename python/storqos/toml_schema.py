@@ -94,15 +94,43 @@ def read_toml(path: Path) -> tuple[str, dict[str, Any]]:
     there, a directory, not a regular file, too large, not UTF-8 text, a syntax error,
     nested too deeply)."""
     text = read_config_text(path, "TOML")
+    too_deep = InputError(f"arrays or inline tables nested too deeply to read (more than {MAX_NESTING} levels; "
+                          "a few are all any of storqos' files uses)", str(path))
     try:
-        return text, tomllib.loads(text)
+        parsed = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"TOML syntax error: {e}", str(path)) from None
     except RecursionError:
         # tomllib reads nested arrays and inline tables recursively: a few hundred
-        # levels exhaust Python's stack (none of storqos' files nests more than three).
-        raise InputError("arrays or inline tables nested too deeply to read (a few levels are all any of "
-                         "storqos' files uses)", str(path)) from None
+        # levels exhaust Python's stack where its recursion limit is the default.
+        raise too_deep from None
+    if _depth(parsed) > MAX_NESTING:
+        # Where the recursion limit is higher, the parse succeeds and what reads the
+        # tables next (pydantic, the gateway's JSON) would recurse as deep.
+        raise too_deep
+    return text, parsed
+
+
+#: The deepest nesting of tables, arrays and inline tables a file may have: storqos'
+#: own files nest three levels; this leaves room and stays far from any stack's limit.
+MAX_NESTING = 64
+
+
+def _depth(value: object) -> int:
+    """How deeply ``value``'s dicts and lists nest (1 for a flat table), counted
+    without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            children: list[object] = list(v.values())
+        elif isinstance(v, list):
+            children = v
+        else:
+            continue
+        deepest = max(deepest, d)
+        stack.extend((c, d + 1) for c in children)
+    return deepest
 
 
 # ----------------------------------------------------------------------------- errors

@@ -89,3 +89,26 @@ def test_a_deeply_nested_file_is_an_input_error(tmp_path: Path) -> None:
     f.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
     with pytest.raises(InputError, match="nested too deeply"):
         read_toml(f)
+
+
+@pytest.mark.parametrize("limit", [None, 50_000])
+def test_nesting_is_refused_whatever_the_recursion_limit(tmp_path: Path, limit: int | None) -> None:
+    # Where the interpreter's recursion limit is raised (a library may do it), tomllib
+    # parses 200 levels: the file is refused all the same, and 10 levels are read.
+    import sys
+
+    from storqos.errors import InputError
+    from storqos.toml_schema import MAX_NESTING, read_toml
+
+    old = sys.getrecursionlimit()
+    if limit is not None:
+        sys.setrecursionlimit(limit)
+    try:
+        f = tmp_path / "deep.toml"
+        f.write_text("x = " + "[" * 200 + "]" * 200 + "\n")
+        with pytest.raises(InputError, match=f"more than {MAX_NESTING} levels"):
+            read_toml(f)
+        f.write_text("x = " + "[" * 10 + "1" + "]" * 10 + "\n")
+        assert read_toml(f)[1]["x"] == [[[[[[[[[[1]]]]]]]]]]
+    finally:
+        sys.setrecursionlimit(old)
