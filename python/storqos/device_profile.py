@@ -341,9 +341,12 @@ class DeviceProfile(Table):
         spaced = [p for p in self.at_rest_idle or [] if p.op == op] or [
             p for p in self.at_rest_idle or [] if p.op == "read"]
         # A spacing that more than a tenth of its requests outlasted (its p90) left them
-        # queueing, not at rest (O_DIRECT reads 250 µs apart on a slow minute: mean 250).
+        # queueing, not at rest (O_DIRECT reads 250 µs apart on a slow minute: mean 250);
+        # so did one its mean outlasts (a tail so heavy that the mean is past the p90, on
+        # a busy host): it has no idle time to place on the log scale.
         found = [(max(AT_REST_SPACING_US - base.mean_us, 1.0), first)] + [
-            (p.spacing_us - p.mean_us, self.path_at_rest_us(op, p)) for p in spaced if p.spacing_us > p.percentile_us(90.0)]
+            (p.spacing_us - p.mean_us, self.path_at_rest_us(op, p)) for p in spaced
+            if p.spacing_us > p.percentile_us(90.0) and p.spacing_us - p.mean_us >= 1.0]
         levels: list[tuple[float, list[tuple[float, float]]]] = []
         for idle, path in sorted(found, key=lambda x: x[0]):  # stable: the 2 ms point first on a tie
             if not levels or idle > levels[-1][0]:

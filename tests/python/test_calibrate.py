@@ -436,6 +436,14 @@ def test_the_path_at_rest_grows_with_the_time_the_target_was_idle() -> None:
                             pl.Series("finish_ns", [100_000, 250_000, 500_000, 750_000, 1_000_000], dtype=pl.UInt64))
     assert [ns / 1e3 for ns in with_path(soon, short)["response_ns"].to_list()] == pytest.approx(
         [370, 110, 110, 110, 110], abs=0.01)
+    # A tail so heavy that the mean (300 µs) is past the spacing (250) while the p90
+    # (240) is under it: no idle time, no level (its log was NaN and a prediction's
+    # response time came out negative).
+    heavy = RestPoint(op="read", pattern="random", size=4096, iops=3_000, mean_us=300, min_us=60,
+                      percentiles_us=[(50.0, 90.0), (90.0, 240.0), (99.0, 9_000.0)], spacing_us=250)
+    tailed = short.model_copy(update={"at_rest_idle": [*(short.at_rest_idle or []), heavy]})
+    assert tailed.rest_levels() == short.rest_levels()
+    assert with_path(req, tailed)["response_ns"].to_list() == with_path(req, short)["response_ns"].to_list()
 
 
 @pytest.mark.untimed
