@@ -211,6 +211,7 @@ bench: build nbd-client
 	$(VPY) benches/gateway_ops.py --seconds 4 --repeats 3
 	$(VPY) benches/gateway_latency.py --seconds 6 --rounds 3
 	$(VPY) benches/gateway_isolation.py
+	$(VPY) benches/gateway_attacks.py
 	$(VPY) benches/gateway_tiered.py --count 30000 --repeats 5
 	@command -v tcpdump >/dev/null 2>&1 || { echo "installing tcpdump with apt-get (benches/replay_timing.py and replay_path.py measure on the wire)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tcpdump; }
