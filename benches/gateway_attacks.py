@@ -10,8 +10,9 @@ then the victim under the attack, then the wait until the gateway has closed the
 attacker's connections. Printed: the victim's p99 alone and under attack, the ratio,
 the victim's errors (a request or a connection that failed, or took longer than
 ``--timeout``), when the gateway closed the attacker's connections (seconds after the
-attack was in place), and the gateway's peak RSS (``VmHWM``, the Python interpreter
-that runs it included).
+attack was in place), the gateway's peak RSS (``VmHWM``, with the Python interpreter
+that runs it, or without with ``--gateway-bin``) and the CPU the gateway and the
+attacker took.
 
 The attacker speaks NBD from raw sockets, from 127.0.0.2 and up (Linux routes all of
 127.0.0.0/8 to the loopback interface):
@@ -29,8 +30,10 @@ The attacker speaks NBD from raw sockets, from 127.0.0.2 and up (Linux routes al
   the time, about what the connection floods take of it.
 
 The attacks that open connection after connection do so at most ``--flood-rate`` times
-a second: on this 2-CPU machine an attacker that loops as fast as it can takes a CPU
-from the gateway and its victim, which a remote attacker would not.
+a second, and the attacker's process runs at ``SCHED_IDLE`` (``--attacker-cpu idle``):
+on this 2-CPU machine its own CPU would otherwise be taken from the gateway and the
+victim, which a remote attacker's is not (``busy-only`` measures what that does alone;
+``--attacker-cpu shared`` lets it compete).
 
     .venv/bin/python benches/gateway_attacks.py                    # every attack, 6 s each way
     .venv/bin/python benches/gateway_attacks.py --attack slow-body --attack unread-replies --seconds 3
