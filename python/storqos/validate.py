@@ -48,9 +48,10 @@ from .units import fmt_size, fmt_span
 PERCENTILES = (50, 95, 99)
 #: Size of each tenant's export (bytes); offsets wrap into it.
 DEFAULT_EXPORT_BYTES = 256 << 20
-#: Connections per tenant in the replay: the gateway lets one connection have 1,024
-#: requests in flight, and a burst of a trace may hold more; past that the gateway stops
-#: reading the connection, and the policy sees the requests later than the trace says.
+#: Connections per tenant in the replay: the gateway lets one connection have 64 MiB of
+#: requests in flight (about 13,000 reads of 4 KiB, each charged its bytes and 1 KiB),
+#: and a burst of a trace may hold more; past that the gateway stops reading the
+#: connection, and the policy sees the requests later than the trace says.
 CONNECTIONS = 4
 #: The gateway's in-flight budget in a validation (the default 256 MiB would hold back
 #: the same bursts).

@@ -71,7 +71,7 @@ def replay(
                                       "the trace's times.")] = None,
     connections: Annotated[
         int, typer.Option(help="Connections per tenant, its requests round robin over them (a gateway bounds "
-                               "what one connection has in flight: 1,024 requests or 64 MiB).")] = 1,
+                               "what one connection has in flight: 64 MiB of requests).")] = 1,
     offsets: Annotated[
         str, typer.Option(help="Offsets beyond the export: wrap (fold into it) or error.")] = "wrap",
     max_requests: Annotated[int | None, typer.Option(help="Replay only the first N requests.")] = None,
