@@ -1,4 +1,4 @@
-"""A shared gateway keeps serving when clients misbehave (issue 15, points 4 and 7):
+"""A shared gateway keeps serving when clients misbehave:
 thousands of idle connections plus a client that floods writes without reading its
 replies keep the gateway's memory bounded, the limit is said once, and a good client is
 still served; 4,000 flushes in flight do not start 4,000 threads.
