@@ -8,6 +8,7 @@
 pub mod device;
 pub mod dispatch;
 pub mod generator;
+pub mod registry;
 pub mod scheduler;
 
 pub use device::DeviceSpec;
