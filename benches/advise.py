@@ -4,7 +4,7 @@ search needed against a plain bisection from zero (the top doubled from the tena
 mean load until every SLO holds, then [0, top] halved to 0.5 %), which is run after it,
 serially, to count its simulations and check both find the same capacity. It also
 prints what bisection of the planner's bracket would take: the most trials the search's
-closing of its bracket may take (storqos.advise.bracket), after the one at its top.
+closing of its bracket may take (storqos.planning.advise.bracket), after the one at its top.
 With the headroom (default 10 %, ``--headroom 0`` for none) a trial is a simulation at
 10 % more load and, when every SLO held there, one at the mix's own load.
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from storqos import advise as A
+from storqos.planning import advise as A
 
 MIX = """
 name = "bench-1M"

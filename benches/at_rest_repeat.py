@@ -3,7 +3,7 @@
 
 The measurement is `storqos calibrate`'s own point "at rest": 4 KiB random reads, one
 every 2 ms, replayed open loop by the replay engine through a FCFS gateway over a
-page-cached file (:func:`storqos.calibrate.replay_point`); with ``--direct``, a file the
+page-cached file (:func:`storqos.live.calibrate.replay_point`); with ``--direct``, a file the
 gateway reads with O_DIRECT (the disk's time, as ``storqos validate --live-device
 direct``), and ``--spacing-us`` another spacing. It is taken ``--repeats`` times, back
 to back or ``--pause`` seconds apart, against the same gateway and file, nothing
@@ -26,12 +26,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from storqos.calibrate import SPACED_US, replay_point
-from storqos.gateway import gateway_config
-from storqos.gateway_process import GatewayProcess
-from storqos.host_steal import steal_between, steal_ms
-from storqos.specs import policy_spec
-from storqos.validate import _exports
+from storqos.live.calibrate import SPACED_US, replay_point
+from storqos.live.gateway import gateway_config
+from storqos.live.gateway_process import GatewayProcess
+from storqos.live.host_steal import steal_between, steal_ms
+from storqos.live.validate import _exports
+from storqos.model.specs import policy_spec
 
 FILE_BYTES = 256 << 20
 

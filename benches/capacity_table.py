@@ -32,8 +32,8 @@ def bursty_arrivals(n: int, seed: int = 7) -> np.ndarray:
     """On/off MMPP: 300 IOPS background, 3 000 IOPS bursts (mean on 0.2 s, off 2 s)."""
     mean_rate = 300 + 3000 * 0.2 / 2.2
     dur = f"{1.02 * n / mean_rate:.0f}s"
-    bg = storqos.synth.poisson(300, duration=dur, seed=seed, materialize=False)
-    burst = storqos.synth.onoff(3000, 0, "200ms", "2s", duration=dur, seed=seed + 1, materialize=False)
+    bg = storqos.model.synth.poisson(300, duration=dur, seed=seed, materialize=False)
+    burst = storqos.model.synth.onoff(3000, 0, "200ms", "2s", duration=dur, seed=seed + 1, materialize=False)
     cols = _core.generate(json.dumps([bg, burst]))
     return np.ascontiguousarray(cols["arrival_ns"][:n], dtype=np.uint64)
 

@@ -22,12 +22,12 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from storqos.calibrate import train_trace
-from storqos.gateway import gateway_config
-from storqos.gateway_process import GatewayProcess
-from storqos.replay import replay
-from storqos.specs import policy_spec
-from storqos.validate import _exports
+from storqos.live.calibrate import train_trace
+from storqos.live.gateway import gateway_config
+from storqos.live.gateway_process import GatewayProcess
+from storqos.live.replay import replay
+from storqos.live.validate import _exports
+from storqos.model.specs import policy_spec
 
 FILE_BYTES = 256 << 20
 

@@ -86,7 +86,7 @@ def rss_child(n: int, closed: bool) -> None:
         clients = [storqos.ClosedClient(tenant=i % 2, outstanding=1, stop=f"{n / CAPACITY_IOPS}s") for i in range(8)]
         res = storqos.simulate(None, "fcfs", "constant", capacity=CAPACITY_IOPS, closed=clients)
     else:
-        spec = cast(dict[str, Any], storqos.synth.poisson(RATE_IOPS, count=n, seed=11, materialize=False))
+        spec = cast(dict[str, Any], storqos.model.synth.poisson(RATE_IOPS, count=n, seed=11, materialize=False))
         res = storqos.simulate(None, "fcfs", "constant", capacity=CAPACITY_IOPS, generators=[spec])
     wall = time.perf_counter() - t0
     # VmHWM is this process's own peak (ru_maxrss would carry the forking parent's
@@ -139,7 +139,7 @@ def main() -> None:
         return
 
     n = args.requests
-    trace = cast(pl.DataFrame, storqos.synth.poisson(RATE_IOPS, count=n, seed=7))
+    trace = cast(pl.DataFrame, storqos.model.synth.poisson(RATE_IOPS, count=n, seed=7))
     arrivals = trace["arrival_ns"].to_numpy().astype(np.uint64)
     service = round(1e9 / CAPACITY_IOPS)
 
@@ -152,9 +152,9 @@ def main() -> None:
     storqos.simulate(trace.head(100_000), "fcfs", "constant", capacity=CAPACITY_IOPS)
     t_sq = median_time(run_storqos)
     # Where the Python call's time goes: handing the columns over, the Rust run itself.
-    cols = storqos.sim._columns(trace)
+    cols = storqos.model.sim._columns(trace)
     specs = (json.dumps({"kind": "fcfs"}), json.dumps({"kind": "constant", "iops": CAPACITY_IOPS}))
-    t_cols = median_time(lambda: storqos.sim._columns(trace))
+    t_cols = median_time(lambda: storqos.model.sim._columns(trace))
     t_core = median_time(lambda: _core.simulate(*cols, *specs, closed_json="[]", generators_json="[]", seed=1,
                                                 window_ns=1_000_000_000, keep_requests=False, until_ns=None))
     kernels = reference_kernels(arrivals, service)

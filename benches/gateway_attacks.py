@@ -393,14 +393,14 @@ def attacks(flood_rate: float) -> dict[str, Callable[[], Attack]]:
 
 
 class Gateway:
-    """A gateway (``python -m storqos.gateway_process``) serving ``victim`` (tenant 0,
+    """A gateway (``python -m storqos.live.gateway_process``) serving ``victim`` (tenant 0,
     random data) and ``attacker`` (tenant 1), its log in a file so that no pipe fills."""
 
     def __init__(self, workdir: Path, limits: dict[str, Any] | None = None, policy: str = "wf2q",
                  binary: Path | None = None) -> None:
-        from storqos.core_json import core_json
-        from storqos.gateway import gateway_config
-        from storqos.specs import policy_spec
+        from storqos.base.core_json import core_json
+        from storqos.live.gateway import gateway_config
+        from storqos.model.specs import policy_spec
 
         victim, attacker = workdir / "victim.img", workdir / "attacker.img"
         if not victim.exists():
@@ -428,7 +428,7 @@ class Gateway:
                 time.sleep(0.05)  # waiting for the ready line, not measuring
             self.port = int(m.group(1))
             return
-        self.proc = subprocess.Popen([sys.executable, "-m", "storqos.gateway_process", str(path)],
+        self.proc = subprocess.Popen([sys.executable, "-m", "storqos.live.gateway_process", str(path)],
                                      stdout=subprocess.PIPE, stderr=self._log, text=True, preexec_fn=_normal_cpu)
         box: dict[str, str] = {}
 

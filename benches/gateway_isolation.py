@@ -78,9 +78,9 @@ def measure(workdir: Path, data: Path, cost: bool, runs: int, seconds: float, de
             depth: int = 8) -> tuple[float, float, float]:
     """Medians of the victim's p99 alone and beside the noisy tenant (µs), and the noisy
     tenant's median throughput (MB/s)."""
-    from storqos.gateway import gateway_config
-    from storqos.gateway_process import GatewayProcess
-    from storqos.specs import policy_spec
+    from storqos.live.gateway import gateway_config
+    from storqos.live.gateway_process import GatewayProcess
+    from storqos.model.specs import policy_spec
 
     noisy: dict[str, object] = {"name": "noisy", "path": str(data), "tenant": 1}
     if delay_s > 0:
@@ -105,7 +105,7 @@ def main() -> None:
     ap.add_argument("--delay", default="0", help="wait before each noisy read, e.g. 2ms (default: none)")
     ap.add_argument("--depth", type=int, default=8, help="backend slots (default 8)")
     a = ap.parse_args()
-    from storqos.units import parse_duration
+    from storqos.base.units import parse_duration
 
     delay_s = parse_duration(a.delay, "--delay") / 1e9
     with tempfile.TemporaryDirectory(prefix="storqos-isolation-") as tmp:

@@ -44,11 +44,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 from nbd_capture import CMD_READ, capture, read, reply_times, request_times
-from storqos.gateway import gateway_config
-from storqos.gateway_process import GatewayProcess
-from storqos.replay import replay
-from storqos.specs import policy_spec
-from storqos.validate import _exports
+from storqos.live.gateway import gateway_config
+from storqos.live.gateway_process import GatewayProcess
+from storqos.live.replay import replay
+from storqos.live.validate import _exports
+from storqos.model.specs import policy_spec
 
 FILE_BYTES = 256 << 20
 #: name -> (trains, requests per train, µs between a train's requests, ms between trains)

@@ -42,11 +42,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 from nbd_capture import CMD_READ, capture, read, request_times
-from storqos.gateway import gateway_config
-from storqos.gateway_process import GatewayProcess
-from storqos.host_steal import steal_between, steal_ms
-from storqos.replay import replay
-from storqos.specs import policy_spec
+from storqos.live.gateway import gateway_config
+from storqos.live.gateway_process import GatewayProcess
+from storqos.live.host_steal import steal_between, steal_ms
+from storqos.live.replay import replay
+from storqos.model.specs import policy_spec
 
 REPEATS = 3
 RATE = 10_000.0

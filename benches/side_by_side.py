@@ -24,7 +24,7 @@ from multiprocessing.sharedctypes import Synchronized
 from multiprocessing.synchronize import Event
 from pathlib import Path
 
-from storqos.experiment import Experiment, from_dict, run_one
+from storqos.experiments.experiment import Experiment, from_dict, run_one
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "experiments" / "compare.toml"
 SETTLE_S = 0.5  # after the neighbour is turned on or off (it ends its run first), before timing again
@@ -54,7 +54,7 @@ def neighbour(policy: str, duration: str, busy: Synchronized, stop: Event) -> No
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--policy", default="wf2q", help="the run's policy (a kind of storqos.specs.POLICIES)")
+    ap.add_argument("--policy", default="wf2q", help="the run's policy (a kind of storqos.model.specs.POLICIES)")
     ap.add_argument("--duration", default="3000s", help="simulated time per run")
     ap.add_argument("--seconds", type=float, default=90.0, help="how long to measure (s)")
     ap.add_argument("--period", type=float, default=4.0, help="the neighbour's busy and idle spells (s)")

@@ -49,8 +49,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from storqos.experiment import Experiment, ExperimentResult, from_dict, run_experiment
-from storqos.host_steal import CpuTimes, cpu_times, steal_between, steal_share
+from storqos.experiments.experiment import Experiment, ExperimentResult, from_dict, run_experiment
+from storqos.live.host_steal import CpuTimes, cpu_times, steal_between, steal_share
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "experiments" / "compare.toml"

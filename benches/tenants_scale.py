@@ -32,7 +32,7 @@ POLICIES = ("fcfs", "edf", "wf2q", "sfq", "yfq", "mclock", "fclb", "sarc+avatar"
 
 def policy(name: str, n: int) -> dict[str, object]:
     """The policy spec for ``n`` tenants (tenant i is class i)."""
-    from storqos.specs import policy_spec
+    from storqos.model.specs import policy_spec
 
     per = 0.9 * CAPACITY / n
     if name in ("wf2q", "sfq", "yfq"):

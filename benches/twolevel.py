@@ -20,8 +20,8 @@ import time
 from typing import Any, cast
 
 import storqos
-from storqos import synth
-from storqos.twolevel import spec
+from storqos.model import synth
+from storqos.model.twolevel import spec
 
 CLASSES = 8
 TOTAL_IOPS = 1500.0

@@ -13,12 +13,12 @@ from __future__ import annotations
 import argparse
 
 import polars as pl
-from storqos.shared import shared_path
-from storqos.sim import simulate
-from storqos.slo import parse_slo
+from storqos.base.shared import shared_path
+from storqos.model.sim import simulate
+from storqos.model.slo import parse_slo
+from storqos.model.twolevel import analysis, workloads
+from storqos.model.twolevel.spec import ARRAY_8_DISKS
 from storqos.traces import read_trace
-from storqos.twolevel import analysis, workloads
-from storqos.twolevel.spec import ARRAY_8_DISKS
 
 
 def end_to_end_miss(res, slos) -> list[float]:  # type: ignore[no-untyped-def]

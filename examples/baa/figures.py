@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
-from storqos.alloc import Client, Device, allocate, simulate_tiered
+from storqos.planning.alloc import Client, Device, allocate, simulate_tiered
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "docs" / "results"

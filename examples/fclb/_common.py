@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import polars as pl
-from storqos.fclb.cases import COMPARED, Experiment, run_experiment
+from storqos.model.fclb.cases import COMPARED, Experiment, run_experiment
 
 OUT = Path(__file__).resolve().parents[2] / "out" / "fclb"
 

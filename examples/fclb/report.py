@@ -10,7 +10,7 @@ from pathlib import Path
 
 import polars as pl
 from _common import OUT, plot_case
-from storqos.fclb.cases import CASES, COMPARED, run_experiment
+from storqos.model.fclb.cases import CASES, COMPARED, run_experiment
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "results" / "fclb.md"
 TITLES = {

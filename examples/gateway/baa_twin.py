@@ -6,10 +6,10 @@ SSD, the rest on a 200 IOPS HDD; the gateway's BAA re-allocates every second) wi
 examples/gateway/baa.fio (four backlogged sequential readers, 10 s):
 
 - live: `storqos serve` + fio's nbd engine in a scratch folder;
-- twin: storqos.gateway_twin reads the same two files (the config's policy spec, the
+- twin: storqos.live.gateway_twin reads the same two files (the config's policy spec, the
   simulator's tiered device with the tiers' capacities and each export's `pin` as its
   tenant's hit ratio, fio's jobs as closed-loop clients);
-- LP: `storqos allocate` for the same capacities and hit ratios (storqos.alloc).
+- LP: `storqos allocate` for the same capacities and hit ratios (storqos.planning.alloc).
 
 Each for the allocator in the file (BAA) and the FQ baseline: per-tenant IOPS and the
 devices' utilisation from 3 s on (after the third re-allocation).
@@ -28,8 +28,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from storqos.alloc import Client, Device, allocate
-from storqos.gateway_twin import Experiment, read_live_series
+from storqos.live.gateway_twin import Experiment, read_live_series
+from storqos.planning.alloc import Client, Device, allocate
 
 HERE = Path(__file__).resolve().parent
 WINDOW_S = 0.5  # statistics window (s)

@@ -3,7 +3,7 @@
 One experiment description, two runs: examples/gateway/fclb.toml (the gateway: FCLB over
 YFQ on an emulated 1,000 IOPS server, admission control at connect time) and
 examples/gateway/fclb.fio (w1 reads from 0 s, the neighbour w2 steps in at 3 s). Live:
-`storqos serve` + fio's nbd engine in a scratch folder; simulated: storqos.gateway_twin
+`storqos serve` + fio's nbd engine in a scratch folder; simulated: storqos.live.gateway_twin
 (the same policy spec, the constant-rate device, fio's jobs as closed-loop clients).
 Prints w1's and w2's p95 (from the bucket, as the paper's monitor measures it) and
 bucket rates per control period, and where w1's p95 came back within its target.
@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from storqos.gateway_twin import Experiment
+from storqos.live.gateway_twin import Experiment
 
 HERE = Path(__file__).resolve().parent
 PERIOD = 0.25  # the example's control period (s)

@@ -3,7 +3,7 @@
 One experiment description, two runs of the same schedule: examples/gateway/warming.toml
 (a tiered export `data` for the users, `scrub` and `warm` sharing its file and block map
 as background tenants, WF2Q+ 8:1:1, the slow tier emulated at 1,000 IOPS) and
-storqos.warming.live.DayReplay (day 16 of the synthetic diurnal workload, the day model
+storqos.live.tier_warming.DayReplay (day 16 of the synthetic diurnal workload, the day model
 trained on days 0-13, T_fast = 4 h, 1 user request in 80). The warming package's
 planner decides each policy's scrub minutes; its request streams are replayed live
 (storqos serve + libnbd, open loop) and simulated (the same policy spec in front of the
@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from storqos.warming.live import DayReplay, live, p90_order, read_gateway, schedule, simulated
+from storqos.live.tier_warming import DayReplay, live, p90_order, read_gateway, schedule, simulated
 
 HERE = Path(__file__).resolve().parent
 

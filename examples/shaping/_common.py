@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 import storqos
-from storqos.shared import shared_dir
+from storqos.base.shared import shared_dir
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs" / "results"
-SHARED = (shared_dir() or Path("../shared")) / "traces"  # storqos.shared: $STORQOS_SHARED, else ../shared
+SHARED = (shared_dir() or Path("../shared")) / "traces"  # storqos.base.shared: $STORQOS_SHARED, else ../shared
 BUNDLED = REPO / "python" / "storqos" / "data" / "websearch-excerpt.mqsim"
 
 #: The four excerpts of ../shared/traces used by the thesis-style results.
@@ -62,7 +62,7 @@ SECTIONS: list[tuple[str, str]] = [
 
 
 def cli(doc: str | None) -> argparse.Namespace:
-    """``--shared DIR`` (default: the traces of storqos.shared's folder) and ``--docs DIR``
+    """``--shared DIR`` (default: the traces of storqos.base.shared's folder) and ``--docs DIR``
     (default: docs/results)."""
     ap = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
     ap.add_argument(
@@ -291,7 +291,7 @@ def write_index(docs: Path) -> Path:
         "",
         (
             "Lu, *Workload Shaping for QoS and Power Efficiency of Storage Systems*: RTT decomposition, "
-            "the Miser recombiner, capacity planning (`storqos plan`, `python/storqos/planner.py`). Each "
+            "the Miser recombiner, capacity planning (`storqos plan`, `python/storqos/planning/planner.py`). Each "
             "section below is written by one script in `examples/shaping/` (one command each, from the "
             "repository root, e.g. `.venv/bin/python examples/shaping/capacity_tables.py`); "
             "`scripts/reproduce.sh` runs them all. This index is rewritten by every one of them. "

@@ -21,7 +21,7 @@ from _common import (
     write_section,
 )
 from matplotlib.ticker import FuncFormatter
-from storqos import planner
+from storqos.planning import planner
 
 DEADLINES = planner.DEFAULT_DEADLINES
 FRACTIONS = planner.DEFAULT_FRACTIONS

@@ -1,7 +1,7 @@
 """Figs. 4.5–4.6 on the trace excerpts: the capacity a merged workload needs to meet
 δ = 10 ms, against the estimate "sum of the individual Cmin", for 100 % and for the
 decomposed 90 % / 95 %. Fig. 4.5: a trace merged with a copy of itself shifted by 1 s and
-100 s (wrapped around the excerpt, see storqos.planner.consolidate); Fig. 4.6: pairs of
+100 s (wrapped around the excerpt, see storqos.planning.planner.consolidate); Fig. 4.6: pairs of
 different traces. Writes docs/results/shaping_consolidation.md and
 shaping_consolidation.png (merged ÷ sum per combination and fraction).
 
@@ -14,7 +14,7 @@ from itertools import combinations
 
 import polars as pl
 from _common import cli, load_traces, md, pct, pyplot, save, write_section
-from storqos import planner
+from storqos.planning import planner
 
 DEADLINE = "10ms"
 DEADLINE_TXT = "10 ms"

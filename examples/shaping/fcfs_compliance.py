@@ -24,7 +24,8 @@ from _common import (
     save,
     write_section,
 )
-from storqos import _core, planner
+from storqos import _core
+from storqos.planning import planner
 
 #: Fig. 4.2: f = 90 % at δ = 10, 20, 50 ms; Fig. 4.3: f = 95 %, 99 % at 50 ms.
 CASES = [(90.0, "10ms"), (90.0, "20ms"), (90.0, "50ms"), (95.0, "50ms"), (99.0, "50ms")]

@@ -21,7 +21,7 @@ from _common import (
     save,
     write_section,
 )
-from storqos import planner
+from storqos.planning import planner
 
 FRACTION = 99
 DEADLINE = "20ms"

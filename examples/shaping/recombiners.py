@@ -28,7 +28,7 @@ from _common import (
     save,
     write_section,
 )
-from storqos import planner
+from storqos.planning import planner
 
 #: (f, δ) cases of the Miser/FQ table; the first two are Fig. 4.4(a–b).
 CASES = [(90.0, "50ms"), (95.0, "50ms"), (90.0, "20ms"), (90.0, "10ms")]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 from _common import cli, load_traces, md, num, pct, write_section
-from storqos import planner
+from storqos.planning import planner
 
 SPEC = "90%@20ms,99%@50ms,100%@500ms"
 

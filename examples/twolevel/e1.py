@@ -3,7 +3,7 @@
 A steady WebSearch class and a bursty OLTP class, SLOs (160 IOPS, 400 ms) and (190 IOPS,
 900 ms) scaled to the 8-disk array: rates ×4, latencies ÷4, and — so that time runs 4×
 faster everywhere — the controllers' window (1 s → 250 ms) and T_SARC (100 ms → 25 ms)
-÷4 too (storqos.twolevel.workloads.E1_SCALE, e1_timing); SLO compliance is judged per 250 ms.
+÷4 too (storqos.model.twolevel.workloads.E1_SCALE, e1_timing); SLO compliance is judged per 250 ms.
 Two variants of the web class: the UMass WebSearch excerpt (../shared/traces,
 rate-scaled; the bundled excerpt otherwise) and synthetic random 16 KiB reads.
 Writes docs/results/twolevel_e1.png (trace variant) and prints the miss-ratio table
@@ -19,10 +19,10 @@ import argparse
 from pathlib import Path
 
 import polars as pl
-from storqos import slo
-from storqos.shared import shared_path
+from storqos.base.shared import shared_path
+from storqos.model import slo
+from storqos.model.twolevel import analysis, plots, workloads
 from storqos.traces import read_trace
-from storqos.twolevel import analysis, plots, workloads
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """Seed 001 E2 (§4.2, Table 1): average throughput of FIXED, ADAPTIVE and SARC (each
 over AVATAR) with two bursty classes near capacity and loose SLOs, (250 IOPS, 900 ms)
-and (200 IOPS, 600 ms), rates ×3.3 for the 8-disk array (storqos.twolevel.workloads.E2_SCALE).
+and (200 IOPS, 600 ms), rates ×3.3 for the 8-disk array (storqos.model.twolevel.workloads.E2_SCALE).
 ADAPTIVE runs with the paper's P_rt = 20 %, P_inc = 2.5 %, P_dec = 5 %.
 Prints the table (markdown), IOPS per class, total and low-level miss ratio.
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 
 import polars as pl
-from storqos.shared import shared_path
+from storqos.base.shared import shared_path
+from storqos.model.twolevel import analysis, workloads
 from storqos.traces import read_trace
-from storqos.twolevel import analysis, workloads
 
 
 def main() -> None:

@@ -35,10 +35,10 @@ import time
 from pathlib import Path
 
 import polars as pl
-from storqos.device_profile import DeviceProfile, dump_profile
-from storqos.experiment import load
-from storqos.gateway import DIRECT_READS
-from storqos.validate import calibrate_file, fill_file, validate
+from storqos.experiments.experiment import load
+from storqos.live.gateway import DIRECT_READS
+from storqos.live.validate import calibrate_file, fill_file, validate
+from storqos.model.device_profile import DeviceProfile, dump_profile
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]

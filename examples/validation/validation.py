@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 
 import polars as pl
-from storqos.device_profile import DeviceProfile
-from storqos.experiment import load
-from storqos.validate import PERCENTILES, Validation, validate
-from storqos.validation_report import markdown, write_html
+from storqos.experiments.experiment import load
+from storqos.live.validate import PERCENTILES, Validation, validate
+from storqos.live.validation_report import markdown, write_html
+from storqos.model.device_profile import DeviceProfile
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -30,7 +30,7 @@ EXPERIMENTS = ("websearch", "hm_0", "fiu_mail")
 #: files with a calibrated profile: p50 within 20 %.
 TARGETS = {"emulated": {"iops_err": 0.03, "p99_err": 0.10}, "direct": {"iops_err": 0.03, "p50_err": 0.20},
            "file": {"iops_err": 0.03, "p50_err": 0.20}}
-#: The live devices, in the page's order (storqos.validate.MODES).
+#: The live devices, in the page's order (storqos.live.validate.MODES).
 MODES = ("emulated", "direct", "file")
 #: Live replays counted per run (`storqos validate --repeats`), the runs in turn: real
 #: files move from minute to minute under one replay (the device at rest by ±10-37 %),
@@ -123,7 +123,7 @@ def main() -> int:
         "model plus its path at rest (by the time the target was idle before the request) and, in bursts, "
         "the live path's time between two replies; each experiment's profile is measured just before its "
         "replays (as `storqos validate --live-device` does) through a FCFS gateway over such a file, served the "
-        "same way, by the replay's own engine, the client measured live (`storqos.validate.calibrate_file`). "
+        "same way, by the replay's own engine, the client measured live (`storqos.live.validate.calibrate_file`). "
         f"On real files every run is replayed {REPEATS['direct']} times, the policies in turn (`--repeats "
         f"{REPEATS['direct']}`), and the live figures are each tenant's medians over its replays: the disk "
         "moves from minute to minute, and one replay catches it wherever it is.",

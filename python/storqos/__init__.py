@@ -18,27 +18,29 @@ import importlib
 import importlib.util
 from typing import TYPE_CHECKING, Any
 
+from storqos.base.version import __version__ as __version__
+
 if TYPE_CHECKING:
-    from . import synth
-    from .errors import InputError
-    from .sim import ClosedClient, SimResult, simulate
-    from .specs import DEVICES, POLICIES, PolicyParams, device_spec, policy_spec
-    from .traces import FORMATS, detect_format, read_trace
-    from .traces import bundled as bundled_trace
+    from storqos.base.errors import InputError
+    from storqos.model import synth
+    from storqos.model.sim import ClosedClient, SimResult, simulate
+    from storqos.model.specs import DEVICES, POLICIES, PolicyParams, device_spec, policy_spec
+    from storqos.traces import FORMATS, detect_format, read_trace
+    from storqos.traces import bundled as bundled_trace
 
 #: Where each public name lives. They are imported on first use (PEP 562), so that a
 #: command that needs neither polars nor the simulator (``storqos serve --help``, a bad
 #: flag) starts without loading them: ``import storqos`` alone costs nothing.
 _FROM: dict[str, tuple[str, ...]] = {
-    ".errors": ("InputError",),
-    ".sim": ("ClosedClient", "SimResult", "simulate"),
-    ".specs": ("DEVICES", "POLICIES", "PolicyParams", "device_spec", "policy_spec"),
+    ".base.errors": ("InputError",),
+    ".model.sim": ("ClosedClient", "SimResult", "simulate"),
+    ".model.specs": ("DEVICES", "POLICIES", "PolicyParams", "device_spec", "policy_spec"),
     ".traces": ("FORMATS", "detect_format", "read_trace"),
 }
 #: Public name → (module, attribute in it; None for the module itself).
 _LAZY: dict[str, tuple[str, str | None]] = {
     **{name: (module, name) for module, names in _FROM.items() for name in names},
-    "synth": (".synth", None),
+    "synth": (".model.synth", None),
     "bundled_trace": (".traces", "bundled"),
 }
 
@@ -79,5 +81,3 @@ __all__ = [
     "simulate",
     "synth",
 ]
-
-__version__ = "0.1.0"

@@ -109,5 +109,5 @@ def serve(
 def check_gateway(config_json: str) -> dict[str, Any]:
     """Check a gateway configuration as ``serve`` would before listening (fields, export
     files, policy); return what it would serve (``listen`` as given, not bound).
-    Bad configuration: ``storqos.errors.GatewayConfigError``."""
+    Bad configuration: ``storqos.base.errors.GatewayConfigError``."""
     ...

@@ -15,8 +15,8 @@ from typing import TypeVar
 import pytest
 from cli_forkserver import ForkServer
 from hypothesis import settings
-from storqos.host_steal import CpuTimes, cpu_times
-from storqos.shared import shared_dir
+from storqos.base.shared import shared_dir
+from storqos.live.host_steal import CpuTimes, cpu_times
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -68,7 +68,7 @@ def tree_left_clean() -> Iterator[None]:
 
 
 def shared_traces() -> Path | None:
-    """The shared traces folder (storqos.shared's resolver: $STORQOS_SHARED, else
+    """The shared traces folder (storqos.base.shared's resolver: $STORQOS_SHARED, else
     ../shared from the repository root, where the tests run), if present."""
     base = shared_dir()
     return base / "traces" if base is not None and (base / "traces").is_dir() else None

@@ -25,9 +25,9 @@ import polars as pl
 import pytest
 import storqos
 from conftest import assert_one_line_error, run_cli
-from storqos import advise as A
-from storqos.device_profile import DepthPoint, DeviceProfile, ServicePoint, dump_profile
-from storqos.errors import InputWarning
+from storqos.base.errors import InputWarning
+from storqos.model.device_profile import DepthPoint, DeviceProfile, ServicePoint, dump_profile
+from storqos.planning import advise as A
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "advise" / "advise.toml"
@@ -174,7 +174,7 @@ RATIOS: dict[str, Callable[[float, float], float]] = {
 
 @pytest.mark.parametrize("shape", list(RATIOS), ids=list(RATIOS))
 def test_closing_the_bracket_never_takes_more_runs_than_bisection(shape: str) -> None:
-    """The search's root finder (storqos.advise.bracket) on made-up ratios, with the
+    """The search's root finder (storqos.planning.advise.bracket) on made-up ratios, with the
     bottom's ratio known or not (a proven bound), for a continuous capacity and for a
     count of disks: it closes the bracket around the crossing, in no more probes than
     bisection of the bracket needs."""
@@ -367,7 +367,7 @@ def test_the_worked_example_on_the_shared_traces() -> None:
     more, some SLO fails at 0.98 × it, the search's last failing run is within 0.5 %
     below it, none is below the proven lower bound, and FCFS's answer agrees with
     Lindley's recursion."""
-    from storqos.shared import shared_dir, where
+    from storqos.base.shared import shared_dir, where
 
     root = shared_dir()
     needed = ("traces/msr-cambridge/hm_0_excerpt.csv", "traces/umass-websearch-excerpt/wsrch-small.trace")

@@ -13,11 +13,11 @@ import numpy as np
 import polars as pl
 import pytest
 from conftest import assert_one_line_error, run_cli, shared_traces
-from storqos.errors import InputError
+from storqos.base.errors import InputError
+from storqos.base.units import fmt_offset, fmt_span, parse_duration
 from storqos.traces import busiest_windows, busy_window_length, read_trace, time_window
 from storqos.traces.align import align_traces, parse_windows, span_warning
 from storqos.traces.reader import read_trace_with_origin
-from storqos.units import fmt_offset, fmt_span, parse_duration
 
 S = 10**9
 
@@ -82,7 +82,7 @@ def test_a_window_may_be_open_at_its_end() -> None:
 
 
 def test_experiment_start_without_end_keeps_the_rest(tmp_path: Path) -> None:
-    from storqos.experiment import load
+    from storqos.experiments.experiment import load
 
     _mqsim(tmp_path / "t.trace", [k * S for k in range(10)])
     (tmp_path / "e.toml").write_text('[device]\nkind = "constant"\ncapacity = "1k"\n'

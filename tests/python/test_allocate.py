@@ -1,4 +1,4 @@
-"""`storqos allocate` and `storqos.alloc`: seed 004's examples, properties, bad input."""
+"""`storqos allocate` and `storqos.planning.alloc`: seed 004's examples, properties, bad input."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from conftest import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from storqos.alloc import Client, Device, allocate, parse_client, parse_device
-from storqos.errors import InputError
+from storqos.base.errors import InputError
+from storqos.planning.alloc import Client, Device, allocate, parse_client, parse_device
 
 EXAMPLE_III = [
     "allocate", "--device", "hdd=200", "--device", "ssd=1000",
@@ -162,7 +162,7 @@ def test_fig3_simulation_agrees_with_allocator() -> None:
     """Seed 004 Fig. 3 (HD 100, SSD 5000; h 0.5 / 0.99): the two-level scheduler's
     simulated throughputs are within 3 % of the allocator for FQ, DRF and BAA, and BAA
     keeps both devices busy."""
-    from storqos.alloc import simulate_tiered
+    from storqos.planning.alloc import simulate_tiered
 
     res = allocate([Device("hdd", 100), Device("ssd", 5000)], [Client("1", hit=0.5), Client("2", hit=0.99)])
     for pol in ("fq", "drf", "baa"):
@@ -177,7 +177,7 @@ def test_fig3_simulation_agrees_with_allocator() -> None:
 
 
 def test_fig5_throughput_falls_at_510s_and_recovers_at_600s() -> None:
-    from storqos.alloc import simulate_tiered
+    from storqos.planning.alloc import simulate_tiered
 
     ts = simulate_tiered(200, 3000, [[(0, 0.45), ("510s", 0.2)], [(0, 0.95)]], "baa",
                          window="60s", period="100s", duration="700s", sample="10s", seed=5)

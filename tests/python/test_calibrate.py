@@ -13,9 +13,9 @@ import numpy as np
 import polars as pl
 import pytest
 from conftest import Run, assert_one_line_error, run_cli, until_calm
-from storqos.device_profile import BurstPoint, DepthPoint, DeviceProfile, ServicePoint, load_profile
-from storqos.host_steal import STAT
-from storqos.sim import ClosedClient, simulate
+from storqos.live.host_steal import STAT
+from storqos.model.device_profile import BurstPoint, DepthPoint, DeviceProfile, ServicePoint, load_profile
+from storqos.model.sim import ClosedClient, simulate
 from test_serve import Server, _image
 
 MiB = 1 << 20
@@ -210,8 +210,8 @@ def test_a_target_that_says_nothing_ends_the_calibration_in_one_line(tmp_path: P
     its time limit was an internal error (subprocess.TimeoutExpired), exit 1."""
     import socket
 
-    from storqos import calibrate as cal
-    from storqos.errors import InputError
+    from storqos.base.errors import InputError
+    from storqos.live import calibrate as cal
 
     monkeypatch.setattr(cal, "FIO_MIN_TIMEOUT_S", 2.0)
     with socket.socket() as mute:
@@ -245,8 +245,8 @@ def test_passes_keep_each_points_median_and_outvote_a_disturbed_one() -> None:
     """Three passes of a point, one slowed threefold by a disturbance: the profile keeps
     the median of every number (element by element in tables), so the slowed pass is
     outvoted, the percentile table still rises and what was the same stays."""
-    from storqos.calibrate import median_point
-    from storqos.device_profile import BurstPoint, DepthPoint, ServicePoint
+    from storqos.live.calibrate import median_point
+    from storqos.model.device_profile import BurstPoint, DepthPoint, ServicePoint
 
     def svc(f: float) -> ServicePoint:
         return ServicePoint(op="write", pattern="random", size=4096, iops=1e4 / f, mean_us=100 * f, min_us=20 * f,
@@ -271,7 +271,7 @@ def test_the_path_at_rest_is_what_spaced_reads_pay_beyond_the_model() -> None:
     70 µs at every quantile, once the model's scale is applied to the back-to-back
     times; validate adds it to requests that arrive with nothing in flight; a profile
     without the measurement adds nothing."""
-    from storqos.device_profile import DepthPoint, DeviceProfile, ServicePoint
+    from storqos.model.device_profile import DepthPoint, DeviceProfile, ServicePoint
 
     pcts = [(50.0, 100.0), (99.0, 200.0)]
     hot = ServicePoint(op="read", pattern="random", size=4096, iops=10_000, mean_us=100, min_us=50,
@@ -293,7 +293,7 @@ def test_the_path_at_rest_is_what_spaced_reads_pay_beyond_the_model() -> None:
     assert at.min() == at.max() == 70_000
     # validate adds it to the requests that arrive with nothing in flight: the first,
     # and the third (the second arrives while the first is served), not the second.
-    from storqos.validate import with_path
+    from storqos.live.validate import with_path
 
     req = pl.DataFrame({"arrival_ns": [0, 50_000, 500_000], "finish_ns": [100_000, 180_000, 600_000],
                         "response_ns": [100_000, 130_000, 100_000]}, schema={c: pl.UInt64 for c in
@@ -311,8 +311,8 @@ def test_the_path_by_rank_gives_back_the_reads_at_rest_when_back_to_back_times_a
     the spaced reads' times: the median near 95 µs, not the back-to-back gap at the low
     quantiles (64 µs) carried up to every quantile (which predicted 1.5x the measured
     median)."""
-    from storqos.device_profile import DepthPoint, DeviceProfile, ServicePoint
-    from storqos.validate import with_path
+    from storqos.live.validate import with_path
+    from storqos.model.device_profile import DepthPoint, DeviceProfile, ServicePoint
 
     hot = ServicePoint(op="read", pattern="random", size=4096, iops=23_000, mean_us=43, min_us=15,
                        percentiles_us=[(1.0, 16.0), (49.0, 17.0), (51.0, 69.0), (99.0, 71.0)])
@@ -341,8 +341,8 @@ def test_writes_at_rest_get_their_own_path() -> None:
     """A profile that measured writes at rest (they also wake the gateway's I/O thread)
     gives writes that arrive with nothing in flight the writes' path, reads the reads';
     a profile without the writes' measurement gives writes the reads' path."""
-    from storqos.device_profile import DepthPoint, DeviceProfile, ServicePoint
-    from storqos.validate import with_path
+    from storqos.live.validate import with_path
+    from storqos.model.device_profile import DepthPoint, DeviceProfile, ServicePoint
 
     def flat(op: str, us: float) -> ServicePoint:
         return ServicePoint(op=op, pattern="random", size=4096, iops=1e6 / us, mean_us=us, min_us=us,
@@ -375,8 +375,8 @@ def test_the_path_at_rest_grows_with_the_time_the_target_was_idle() -> None:
     outlasted (they queued) gives none."""
     import math
 
-    from storqos.device_profile import DepthPoint, DeviceProfile, RestPoint, ServicePoint
-    from storqos.validate import with_path
+    from storqos.live.validate import with_path
+    from storqos.model.device_profile import DepthPoint, DeviceProfile, RestPoint, ServicePoint
 
     def flat(us: float, spacing: float | None = None) -> ServicePoint:
         kw = {"op": "read", "pattern": "random", "size": 4096, "iops": 1e6 / us, "mean_us": us, "min_us": us,
@@ -409,8 +409,8 @@ def test_the_path_at_rest_grows_with_the_time_the_target_was_idle() -> None:
     # first (the longest), 1 ms (the 2 ms path), 9.73 ms, between, a write after 1 s.
     assert got == pytest.approx([370, 170, 270, 320, 370], abs=0.01)
     # Spacings at or under the 2 ms of the requests at rest are refused, before measuring.
-    from storqos.calibrate import calibrate
-    from storqos.errors import InputError
+    from storqos.base.errors import InputError
+    from storqos.live.calibrate import calibrate
 
     for bad in ([2000], [10_000, 50], [20_000_000]):
         with pytest.raises(InputError, match="spacings must be 100 µs to 10 s, other than the 2 ms measured always, "):
@@ -451,7 +451,7 @@ def test_a_calibration_the_host_took_time_from_warns_and_the_profile_says_how_mu
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The host stole 30 s of CPU time during a measurement of a few seconds (a stand-in
     for the kernel's count): one warning line saying so, and the profile records it."""
-    from storqos import calibrate as cal
+    from storqos.live import calibrate as cal
 
     readings = iter([1_000.0, 31_000.0])
     monkeypatch.setattr(cal, "steal_ms", lambda: next(readings))
@@ -471,9 +471,9 @@ def test_a_closed_loop_point_a_stall_emptied_is_measured_again_for_longer(monkey
     one-line error. The replay is stood in for, so that the stall is certain."""
     import types
 
-    import storqos.replay as replay_mod
-    from storqos import calibrate as cal
-    from storqos.errors import InputError
+    import storqos.live.replay as replay_mod
+    from storqos.base.errors import InputError
+    from storqos.live import calibrate as cal
 
     calls: list[float] = []
 
@@ -506,7 +506,7 @@ def test_a_closed_loop_point_a_stall_emptied_is_measured_again_for_longer(monkey
 def test_trains_of_requests_come_spaced_within_a_train_and_periodic_between_trains() -> None:
     """The calibration's bursts and the trains benchmark's input: request j of train i is
     due at i x period + j x spacing, at a 4 KiB-aligned offset inside the export."""
-    from storqos.calibrate import train_trace
+    from storqos.live.calibrate import train_trace
 
     t = train_trace(4, 3, 1 << 20, spacing_us=80.0, period_us=10_000.0, is_read=False, seed=7)
     assert t["arrival_ns"].to_list() == [i * 10_000_000 + j * 80_000 for i in range(3) for j in range(4)]

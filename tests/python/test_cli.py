@@ -253,9 +253,9 @@ def test_simulate_miser_keeps_the_primary_class_within_the_deadline(tmp_path: Pa
     # thesis says) within δ (thesis §4, Algorithm 2).
     tr = tmp_path / "b.trace"
     import storqos
-    from storqos import planner
+    from storqos.planning import planner
 
-    df = storqos.synth.onoff(3000, 100, "50ms", "450ms", count=6000, seed=5)
+    df = storqos.model.synth.onoff(3000, 100, "50ms", "450ms", count=6000, seed=5)
     storqos.traces.write_disksim(df, tr)
     cmin = planner.cmin(df, 90, "10ms")
     r = run_cli("simulate", str(tr), "--policy", "miser", "--cmin", f"{cmin}", "--deadline", "10ms",
@@ -272,9 +272,9 @@ def test_simulate_sarc_avatar_reports_slo_compliance_and_misses(tmp_path: Path) 
     import storqos
 
     tr = tmp_path / "two.trace"
-    df = storqos.synth.to_frame([
-        storqos.synth.poisson(150, duration="20s", tenant=0, seed=1, span="8GiB", materialize=False),
-        storqos.synth.poisson(100, duration="20s", tenant=1, seed=2, span="8GiB", materialize=False),
+    df = storqos.model.synth.to_frame([
+        storqos.model.synth.poisson(150, duration="20s", tenant=0, seed=1, span="8GiB", materialize=False),
+        storqos.model.synth.poisson(100, duration="20s", tenant=1, seed=2, span="8GiB", materialize=False),
     ])
     storqos.traces.write_disksim(df, tr)
     args = ["simulate", str(tr), "--split-by", "device", "--policy", "sarc+avatar",
@@ -349,7 +349,7 @@ def test_os_errors_on_user_paths_are_one_line(tmp_path: Path) -> None:
 
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    code = ("import sys; from storqos import cli; from storqos.cli import app\n"
+    code = ("import sys; from storqos.cli import app as cli; from storqos.cli.app import app\n"
             "@app.command('boom')\n"
             "def boom() -> None:\n"
             f"    open({str(blocker / 'x')!r}, 'w')\n"
@@ -364,7 +364,7 @@ def test_outputs_are_replaced_whole_or_not_at_all(tmp_path: Path, monkeypatch: p
     """Results go to a temporary file beside the target and are moved over it only once
     written: a write that fails (or a kill) leaves the previous results as they were."""
     import polars as pl
-    from storqos.paths import replacing, write_table
+    from storqos.base.paths import replacing, write_table
 
     out = tmp_path / "table.csv"
     out.write_text("previous results\n")
@@ -565,7 +565,7 @@ def test_help_keeps_every_bracket_it_is_given() -> None:
     import typer
     from rich.errors import StyleSyntaxError
     from rich.style import Style
-    from storqos.cli import app
+    from storqos.cli.app import app
     from typer.testing import CliRunner
 
     def walk(cmd: Any, path: list[str]) -> list[tuple[list[str], str]]:  # typer's own click

@@ -1,4 +1,4 @@
-"""storqos.config_file: a configuration file is a regular file of bounded size, read
+"""storqos.base.config_file: a configuration file is a regular file of bounded size, read
 whole. `storqos run /dev/zero` read until memory ran out, and a FIFO nobody writes to
 kept `serve --config` waiting for ever; both, and a file too large, are one line and
 exit 2 from every command that reads such a file."""
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import assert_one_line_error, run_cli
-from storqos.config_file import MAX_CONFIG_BYTES
+from storqos.base.config_file import MAX_CONFIG_BYTES
 from storqos.traces import bundled
 
 #: Every command that reads a configuration file, ``{}`` its path.

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from conftest import assert_one_line_error, run_cli
-from storqos.core_json import core_json
-from storqos.errors import InputError
+from storqos.base.core_json import core_json
+from storqos.base.errors import InputError
 
 EXPERIMENT = """
 name = "x"

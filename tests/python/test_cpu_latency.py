@@ -1,4 +1,4 @@
-"""Keeping the CPUs awake while measuring (storqos.cpu_latency): the kernel's CPU latency
+"""Keeping the CPUs awake while measuring (storqos.live.cpu_latency): the kernel's CPU latency
 request is 0 µs while held, released with the block (its file closed), refused in one
 line where `yes` cannot hold it; `auto` then carries on and `no` never asks."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from conftest import assert_one_line_error, run_cli
-from storqos import cpu_latency
-from storqos.errors import InputError
+from storqos.base.errors import InputError
+from storqos.live import cpu_latency
 
 may_hold = pytest.mark.skipif(not os.access(cpu_latency.DEVICE, os.W_OK),
                               reason="needs write access to /dev/cpu_dma_latency (root)")

@@ -175,8 +175,8 @@ def test_weights_reservations_and_limits_outside_their_range_are_refused(tmp_pat
     outside 0.001 to 1e9 (reservations and limits in IOPS: the same range, a reservation
     also 0) they are refused, by `storqos ctl` before it sends them and by the
     gateway's control socket for any client; the policy stays as it was."""
-    from storqos.control_client import RATE_RANGE, WEIGHT_RANGE, command
-    from storqos.errors import InputError
+    from storqos.base.errors import InputError
+    from storqos.live.control_client import RATE_RANGE, WEIGHT_RANGE, command
 
     sock = tmp_path / "gw.sock"
     a, b = _image(tmp_path / "a.img"), _image(tmp_path / "b.img")

@@ -1,5 +1,5 @@
-"""Experiment files (storqos.experiment), sweeps (storqos.sweep), the HTML report
-(storqos.report) and `storqos run`:
+"""Experiment files (storqos.experiments.experiment), sweeps (storqos.experiments.sweep), the HTML report
+(storqos.experiments.report) and `storqos run`:
 
 - schema errors are one line naming the file and the key, exit status 2 from the CLI;
 - the grid expands to policies × the cartesian product of its lists, per-tenant
@@ -21,9 +21,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest import REPO
-from storqos.errors import InputError
-from storqos.experiment import from_dict, load, run_experiment
-from storqos.outputs import write_outputs
+from storqos.base.errors import InputError
+from storqos.experiments.experiment import from_dict, load, run_experiment
+from storqos.experiments.outputs import write_outputs
 
 #: A small experiment: the bundled WebSearch excerpt (first 4 s), a Poisson tenant and a
 #: closed-loop tenant on a constant-rate device; 2 policies × 2 capacities.
@@ -485,7 +485,7 @@ def _doc_examples() -> list[str]:
 def test_every_key_of_the_schema_is_documented() -> None:
     """docs/experiments.md names every key the schema takes (a key added to the schema
     without a word in the docs fails here)."""
-    from storqos import experiment_schema as s
+    from storqos.experiments import experiment_schema as s
 
     text = (REPO / "docs" / "experiments.md").read_text()
     tables = (s.ExperimentFile, s.Device, s.TraceFile, s.TenantEntry, s.Poisson, s.OnOff, s.Diurnal, s.Closed, s.Policy)

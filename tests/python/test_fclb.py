@@ -8,11 +8,11 @@ import json
 import polars as pl
 import pytest
 from storqos import ClosedClient, simulate
-from storqos.errors import InputError
-from storqos.fclb.admission import admit
-from storqos.fclb.cases import run_experiment
-from storqos.fclb.spec import Workload, check_gain, fclb_spec, workload_spec, yfq_spec
-from storqos.specs import POLICIES, policy_spec
+from storqos.base.errors import InputError
+from storqos.model.fclb.admission import admit
+from storqos.model.fclb.cases import run_experiment
+from storqos.model.fclb.spec import Workload, check_gain, fclb_spec, workload_spec, yfq_spec
+from storqos.model.specs import POLICIES, policy_spec
 
 DISK = {"kind": "disk", "profile": "desktop-7200", "queue": "fifo"}
 SPAN = 9_100_000_000

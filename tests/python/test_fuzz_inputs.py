@@ -24,7 +24,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest import run_cli
-from storqos.device_profile import DepthPoint, DeviceProfile, ServicePoint, dump_profile
+from storqos.model.device_profile import DepthPoint, DeviceProfile, ServicePoint, dump_profile
 from storqos.traces import (
     bundled,
     read_trace,

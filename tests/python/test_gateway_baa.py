@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, assert_one_line_error, run_cli
-from storqos.gateway_twin import read_live_series
+from storqos.live.gateway_twin import read_live_series
 from test_serve import Server, _fio
 
 EXAMPLE = REPO / "examples" / "gateway" / "baa.toml"

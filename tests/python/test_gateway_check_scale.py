@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from storqos.gateway import check
-from storqos.gateway_config import load, merged
+from storqos.live.gateway import check
+from storqos.live.gateway_config import load, merged
 
 
 def _config(d: Path, n: int) -> Path:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, assert_one_line_error, run_cli
-from storqos.errors import InputError
-from storqos.gateway_config import load, merged
+from storqos.base.errors import InputError
+from storqos.live.gateway_config import load, merged
 
 EXAMPLE = REPO / "examples" / "gateway" / "gw.toml"
 # Checks and one real client's bytes: nothing here measures time, so it runs with the

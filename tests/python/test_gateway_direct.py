@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import assert_one_line_error, run_cli
-from storqos.gateway_config import load, merged
+from storqos.live.gateway_config import load, merged
 from test_serve import Server, _qemu_io
 
 # Checks and bytes through a real client: nothing here measures time.

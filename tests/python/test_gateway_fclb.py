@@ -9,7 +9,7 @@ w2 steps in at 3 s).
 - The step case: after the neighbour steps in, w1's p95 (from its bucket, as the
   paper's monitor measures it) goes above its 10 ms target, and returns within it in a
   bounded number of control periods, live and in the simulated twin that reads the same
-  two files (storqos.gateway_twin): with the example's gain (the server's knee gain, pole
+  two files (storqos.live.gateway_twin): with the example's gain (the server's knee gain, pole
   0) and again with ``gain = "online"`` (the plant gain measured by the loop itself).
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, assert_one_line_error, run_cli
-from storqos.gateway_twin import Experiment
+from storqos.live.gateway_twin import Experiment
 from test_serve import Server, _fio, _qemu_io
 
 EXAMPLE = REPO / "examples" / "gateway" / "fclb.toml"

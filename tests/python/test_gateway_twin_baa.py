@@ -1,5 +1,5 @@
 """BAA's simulated twin (seed 004): the same two files as BAA live,
-examples/gateway/baa.toml + baa.fio, run by storqos.gateway_twin in simulated time (the
+examples/gateway/baa.toml + baa.fio, run by storqos.live.gateway_twin in simulated time (the
 config's kind "baa" spec, the simulator's tiered device with the tiers' emulated
 capacities and each export's `pin` as its tenant's hit ratio, fio's jobs as closed-loop
 clients). Its per-tenant IOPS are within 10 % of `storqos allocate`'s for Example III
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from storqos.errors import InputError
-from storqos.gateway_twin import Experiment
+from storqos.base.errors import InputError
+from storqos.live.gateway_twin import Experiment
 from test_gateway_baa import HDD, HITS, SSD, TENANTS, _lp
 
 EXAMPLES = REPO / "examples" / "gateway"

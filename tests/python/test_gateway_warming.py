@@ -2,7 +2,7 @@
 workload, compressed into 2.5 s, replayed through `storqos serve` with
 examples/gateway/warming.toml (a tiered export and the scrub's and warm-up's exports
 sharing its block map) and through its simulated twin. Both take the same schedule
-(`storqos.warming.live.schedule`: the warming package's planner, then its request
+(`storqos.live.tier_warming.schedule`: the warming package's planner, then its request
 streams); the ordering of user p90 the twin gives is the one the live run must show."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import REPO, assert_one_line_error, run_cli, until_calm
-from storqos.warming.live import DayReplay, live, read_gateway, schedule, simulated
+from storqos.live.tier_warming import DayReplay, live, read_gateway, schedule, simulated
 
 EXAMPLE = REPO / "examples" / "gateway" / "warming.toml"
 #: The twin's p90 of policy b at least this many times policy a's: a promised "a below b".

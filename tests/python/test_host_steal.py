@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from storqos.host_steal import STAT, cpu_times, host_busy, steal_between, steal_ms
-from storqos.replay import ReplayResult
+from storqos.live.host_steal import STAT, cpu_times, host_busy, steal_between, steal_ms
+from storqos.live.replay import ReplayResult
 
 TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")  # proc(5): the columns are in USER_HZ ticks
 

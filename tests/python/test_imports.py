@@ -113,6 +113,47 @@ def test_no_import_cycles_in_storqos() -> None:
     assert cycles(graph) == []
 
 
+#: The package's layers, lowest first: a module may import its own layer and lower ones,
+#: never a higher one. The package's root (its lazy public names) stands above them all.
+LAYERS = ("storqos._core", "storqos.base", "storqos.traces", "storqos.model", "storqos.experiments",
+          "storqos.planning", "storqos.live", "storqos.cli")
+
+
+def layer_of(module: str) -> int:
+    """The rank of ``module``'s layer in :data:`LAYERS` (the root: above every layer)."""
+    for rank, layer in enumerate(LAYERS):
+        if module == layer or module.startswith(layer + "."):
+            return rank
+    assert module == "storqos", f"{module} is in no layer of LAYERS"
+    return len(LAYERS)
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a higher layer by a lower one, as ``low -> high``."""
+    return sorted(f"{m} -> {d}" for m, deps in graph.items() for d in deps if layer_of(d) > layer_of(m))
+
+
+def test_the_layer_checker_finds_an_upward_import(tmp_path: Path) -> None:
+    pkg = tmp_path / "storqos"
+    for sub in ("base", "live"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "live" / "gw.py").write_text("from storqos.base import units\n")
+    (pkg / "base" / "units.py").write_text("def f():\n    from storqos.live import gw\n")
+    assert upward_imports(import_graph(pkg)) == ["storqos.base.units -> storqos.live.gw"]
+
+
+def test_every_module_is_in_a_layer_folder() -> None:
+    """The package's root holds only its public names; every module is in a layer."""
+    for module in import_graph(PACKAGE):
+        layer_of(module)
+
+
+def test_no_layer_imports_a_higher_one() -> None:
+    assert upward_imports(import_graph(PACKAGE)) == []
+
+
 HEAVY = ("polars", "numpy", "pyarrow", "pydantic", "pandas", "matplotlib", "sklearn", "distributed")
 
 
@@ -145,6 +186,6 @@ def test_a_typo_is_an_attribute_error() -> None:
 def test_a_module_of_the_package_is_there_after_a_bare_import() -> None:
     """``import storqos`` then ``storqos.traces.stats``, as when the package imported its
     modules up front; a name that is neither a module nor public is still an error."""
-    code = ("import storqos\nassert callable(storqos.traces.stats) and callable(storqos.planner.arrivals)\n"
+    code = ("import storqos\nassert callable(storqos.traces.stats) and callable(storqos.planning.planner.arrivals)\n"
             "try:\n    storqos.no_such_module\nexcept AttributeError:\n    pass\nelse:\n    raise SystemExit(1)")
     assert "polars" in _loaded_after(code)

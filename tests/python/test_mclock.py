@@ -1,4 +1,4 @@
-"""mClock from Python: the spec builder (storqos.specs.mclock_spec / policy_spec) and
+"""mClock from Python: the spec builder (storqos.model.specs.mclock_spec / policy_spec) and
 the policy's promises through storqos.simulate on a constant-rate device of 1000 IOPS
 with closed-loop tenants (the exhaustive checks are crates/storqos-core/tests/mclock.rs)."""
 
@@ -11,9 +11,9 @@ import polars as pl
 import pytest
 from conftest import assert_one_line_error, run_cli
 from storqos import simulate
-from storqos.errors import InputError
-from storqos.sim import ClosedClient
-from storqos.specs import POLICIES, mclock_spec, policy_spec
+from storqos.base.errors import InputError
+from storqos.model.sim import ClosedClient
+from storqos.model.specs import POLICIES, mclock_spec, policy_spec
 
 #: Simulated seconds per run.
 SECONDS = 5

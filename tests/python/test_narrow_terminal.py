@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import storqos
 from conftest import run_cli
+from storqos.planning.warming.workload import bimodal_days
 from storqos.traces import write_parquet
-from storqos.warming.workload import bimodal_days
 
 WEB = str(storqos.bundled_trace())
 
@@ -137,7 +137,7 @@ def test_serve_summary_keeps_every_figure_whole_at_80_columns() -> None:
     # The figures of a long session (1.8 M requests) and exports with long names, in
     # the gateway's statistics as `serve` gets them at the end.
     from rich.console import Console
-    from storqos.commands.serve import _tables
+    from storqos.cli.commands.serve import _tables
 
     stats = {"policy": "wf2q+", "elapsed_s": 3600.0, "connections": 12, "tenants": [
         {"tenant": 0, "exports": ["websearch-volume", "websearch-replica"], "ops": 1_801_234, "reads": 901_000,
@@ -187,7 +187,7 @@ def test_ctl_stats_names_the_policy_in_words_at_80_columns(tmp_path: Path) -> No
 def test_ctl_names_every_parameter_of_a_policy(policy: str, params: dict[str, str], words: str) -> None:
     # The gateway's stats carry the policy as the simulator's spec; ctl says it as
     # --policy and its options do: per-tenant lists with ":", times and rates with units.
-    from storqos.commands.ctl import policy_words
-    from storqos.specs import policy_spec
+    from storqos.cli.commands.ctl import policy_words
+    from storqos.model.specs import policy_spec
 
     assert policy_words(policy_spec(policy, **params)) == words

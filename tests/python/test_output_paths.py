@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, assert_one_line_error, run_cli
-from storqos.errors import InputError
-from storqos.paths import check_output_dir, check_output_file, make_folder, replacing
+from storqos.base.errors import InputError
+from storqos.base.paths import check_output_dir, check_output_file, make_folder, replacing
 from storqos.traces import bundled
 
 TRACE = str(bundled("websearch"))

@@ -10,8 +10,9 @@ import polars as pl
 import pytest
 import storqos
 from conftest import shared_traces
-from storqos import _core, planner
-from storqos.errors import InputError
+from storqos import _core
+from storqos.base.errors import InputError
+from storqos.planning import planner
 
 SHARED = shared_traces()
 needs_shared = pytest.mark.skipif(SHARED is None, reason="../shared/traces is absent")

@@ -18,8 +18,8 @@ import polars as pl
 import pytest
 import storqos
 from conftest import REPO, assert_one_line_error, run_cli
-from storqos.errors import InputError, InputWarning
-from storqos.specs import POLICIES, POLICY_ALIASES, POLICY_PARAMS, PolicyParams, policy_spec
+from storqos.base.errors import InputError, InputWarning
+from storqos.model.specs import POLICIES, POLICY_ALIASES, POLICY_PARAMS, PolicyParams, policy_spec
 
 #: Two tenants, 40 requests each, 10 ms apart (an MQSim trace: time ns, device, lba, sectors, read).
 TWO_TENANTS = "".join(f"{i * 10_000_000} {i % 2} {8 * i} 8 1\n" for i in range(80))
@@ -119,7 +119,7 @@ def test_fclb_backend_weights_are_per_tenant(trace: Path) -> None:
     """fclb's YFQ back end serves the same tenants: its weights are counted too."""
     spec = policy_spec("fclb", workloads="40:35ms,20:38ms", weights=[2, 1, 1])
     with pytest.raises(InputError, match=r"^--weights: 3 value\(s\) for 2 tenant"):
-        storqos.specs.check_tenant_lists(spec, 2)
+        storqos.model.specs.check_tenant_lists(spec, 2)
 
 
 def test_an_experiment_file_names_its_key(tmp_path: Path) -> None:

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 from rich.console import Console
-from storqos import calibrate as c
-from storqos import validate as v
-from storqos.device_profile import DeviceProfile
-from storqos.experiment import load
-from storqos.progress import Lines, Stages, about, clock
+from storqos.base.progress import Lines, Stages, about, clock
+from storqos.experiments.experiment import load
+from storqos.live import calibrate as c
+from storqos.live import validate as v
+from storqos.model.device_profile import DeviceProfile
 from storqos.traces import bundled
 from test_validate import EXPERIMENT, NoGateway, _lone_read_profile
 

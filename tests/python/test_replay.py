@@ -14,10 +14,10 @@ import numpy as np
 import polars as pl
 import pytest
 from conftest import assert_one_line_error, run_cli, until_calm
-from storqos.cpu_latency import cpu_latency_us
-from storqos.host_steal import STAT
-from storqos.replay import MAX_REQUEST, place, replay, split_large
-from storqos.sim import simulate
+from storqos.live.cpu_latency import cpu_latency_us
+from storqos.live.host_steal import STAT
+from storqos.live.replay import MAX_REQUEST, place, replay, split_large
+from storqos.model.sim import simulate
 from test_cpu_latency import may_hold
 from test_serve import Server, _image
 
@@ -74,7 +74,7 @@ def test_the_loop_yields_its_cpu_while_it_spins(gateway: int, monkeypatch: pytes
     spinning from one to the next; 50 ms apart, it spins only before each one. It runs
     with the live tests, alone: the turns it counts are the CPU the loop got (beside the
     other tests on 2 cores, 309 turns for 200 requests)."""
-    import storqos.replay as rp
+    import storqos.live.replay as rp
 
     calls: list[int] = []
     monkeypatch.setattr(rp, "yield_cpu", lambda: calls.append(1))
@@ -209,8 +209,8 @@ def test_storage_that_stops_answering_ends_the_replay_in_one_line(tmp_path: Path
 def test_a_tenant_goes_to_one_export() -> None:
     """``--tenant-map 0=b --tenant-map 0=a`` once sent tenant 0 to the last one given
     without a word; a tenant mapped twice, by id or by name, is refused."""
-    from storqos.commands.replay import tenant_uris
-    from storqos.errors import InputError
+    from storqos.base.errors import InputError
+    from storqos.cli.commands.replay import tenant_uris
 
     uri = "nbd://127.0.0.1:10809/a"
     got = tenant_uris(uri, ["1=b", "web=nbds://h:1/c"], [0, 1], {0: "web", 1: "batch"})

@@ -418,8 +418,8 @@ def test_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
 
 CHILD = """
 import sys, time
-from storqos.gateway import gateway_config, serve
-from storqos.specs import policy_spec
+from storqos.live.gateway import gateway_config, serve
+from storqos.model.specs import policy_spec
 
 def on_ready(info):
     print("ready", flush=True)

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 import storqos
 import storqos.traces
-from storqos.errors import InputError, InputWarning
+from storqos.base.errors import InputError, InputWarning
 
 
 def _trace(times_ms: list[float], tenants: list[int] | None = None) -> pl.DataFrame:
@@ -38,7 +38,7 @@ def test_lindley_by_hand() -> None:
 def test_same_result_as_the_lindley_recursion() -> None:
     """FCFS at one 1 ms server is finish_i = max(arrival_i, finish_{i-1}) + 1 ms, computed
     here in NumPy (a running maximum of arrival_i - i·s, plus (i+1)·s)."""
-    tr = storqos.synth.poisson(900, count=200_000, seed=3)
+    tr = storqos.model.synth.poisson(900, count=200_000, seed=3)
     res = storqos.simulate(tr, "fcfs", "constant", capacity=1000)
     a = tr["arrival_ns"].to_numpy().astype(np.int64)
     k = np.arange(a.size, dtype=np.int64) * 1_000_000
@@ -48,7 +48,7 @@ def test_same_result_as_the_lindley_recursion() -> None:
 
 
 def test_summaries_without_per_request_log() -> None:
-    tr = storqos.synth.poisson(500, duration="20s", seed=1)
+    tr = storqos.model.synth.poisson(500, duration="20s", seed=1)
     res = storqos.simulate(tr, "fcfs", "constant", capacity=800, window="1s")
     assert res.requests is None
     assert 18 <= res.windows.height <= 21
@@ -60,9 +60,9 @@ def test_summaries_without_per_request_log() -> None:
 
 
 def test_streamed_generators_equal_materialised() -> None:
-    spec = storqos.synth.poisson(700, count=50_000, seed=9, materialize=False)
+    spec = storqos.model.synth.poisson(700, count=50_000, seed=9, materialize=False)
     a = storqos.simulate(None, "fcfs", "constant", capacity=800, generators=[spec])
-    b = storqos.simulate(storqos.synth.to_frame([spec]), "fcfs", "constant", capacity=800)
+    b = storqos.simulate(storqos.model.synth.to_frame([spec]), "fcfs", "constant", capacity=800)
     assert a.total.to_dicts() == b.total.to_dicts()
 
 
@@ -75,7 +75,7 @@ def test_closed_loop_littles_law() -> None:
 
 
 def test_deterministic_for_a_seed() -> None:
-    tr = storqos.synth.onoff(3000, 100, "50ms", "200ms", count=20_000, seed=4)
+    tr = storqos.model.synth.onoff(3000, 100, "50ms", "200ms", count=20_000, seed=4)
     r1 = storqos.simulate(tr, "fcfs", "exponential", capacity=1500, seed=5, keep_requests=True)
     r2 = storqos.simulate(tr, "fcfs", "exponential", capacity=1500, seed=5, keep_requests=True)
     r3 = storqos.simulate(tr, "fcfs", "exponential", capacity=1500, seed=6, keep_requests=True)
@@ -98,7 +98,7 @@ def test_bad_specs_are_input_errors() -> None:
 
 def test_synthetic_generators_shapes() -> None:
     # Diurnal: weekends at the given factor of weekdays; night quieter than the peak hour.
-    d = storqos.synth.diurnal(2.0, days=14, weekend_factor=0.25, seed=2)
+    d = storqos.model.synth.diurnal(2.0, days=14, weekend_factor=0.25, seed=2)
     day = (d["arrival_ns"] // (86_400 * 10**9)) % 7
     per_day = d.group_by(day.alias("dow")).len().sort("dow")["len"].to_numpy() / 2
     assert per_day[5:].mean() / per_day[:5].mean() == pytest.approx(0.25, abs=0.03)
@@ -106,24 +106,24 @@ def test_synthetic_generators_shapes() -> None:
     by_hour = d.group_by(hour.alias("h")).len().sort("h")["len"].to_numpy()
     assert by_hour[11] > 10 * by_hour[2]
     # On/off: bursty: the busiest 100 ms window is far above the mean rate.
-    b = storqos.synth.onoff(2000, 0, "100ms", "900ms", duration="120s", seed=3)
+    b = storqos.model.synth.onoff(2000, 0, "100ms", "900ms", duration="120s", seed=3)
     st = storqos.traces.stats(b)
     assert st["mean_iops"] == pytest.approx(200, rel=0.15)
     assert st["peak_iops_100ms"] > 5 * st["mean_iops"]
     # Poisson: the asked rate.
-    p = storqos.synth.poisson("1k", duration="30s", seed=4)
+    p = storqos.model.synth.poisson("1k", duration="30s", seed=4)
     assert storqos.traces.stats(p)["mean_iops"] == pytest.approx(1000, rel=0.03)
 
 
 def test_onoff_off_rate_accepts_units_and_zero() -> None:
-    a = storqos.synth.onoff("3k", "1k", "50ms", "200ms", count=2000, seed=1)
-    b = storqos.synth.onoff("3k", 0, "50ms", "200ms", count=2000, seed=1)
+    a = storqos.model.synth.onoff("3k", "1k", "50ms", "200ms", count=2000, seed=1)
+    b = storqos.model.synth.onoff("3k", 0, "50ms", "200ms", count=2000, seed=1)
     assert isinstance(a, pl.DataFrame) and isinstance(b, pl.DataFrame)
     assert a.height == b.height == 2000
     # A busy OFF state packs the same count into less time than a silent one.
     assert a["arrival_ns"].max() < b["arrival_ns"].max()
     with pytest.raises(InputError, match="--rate-off"):
-        storqos.synth.onoff("3k", "-1", "50ms", "200ms", count=10)
+        storqos.model.synth.onoff("3k", "-1", "50ms", "200ms", count=10)
 
 
 def _three_tenants() -> pl.DataFrame:
@@ -184,10 +184,10 @@ def test_miser_without_slack_above_cmin_warns(cmin: float, deadline: str, short:
 
 def test_core_errors_arrive_typed() -> None:
     """The core's refusals are InputError subclasses by kind, carrying the core's own line."""
-    from storqos.errors import ConfigError, DataError
+    from storqos.base.errors import ConfigError, DataError
 
     with pytest.raises(ConfigError) as e:
-        storqos.specs.check({"kind": "wf2q", "weights": [0]}, {"kind": "constant", "iops": 10})
+        storqos.model.specs.check({"kind": "wf2q", "weights": [0]}, {"kind": "constant", "iops": 10})
     assert isinstance(e.value, InputError)
     assert e.value.message == "wf2q: weights[0] must be a finite number > 0, got 0"
     assert str(e.value) == "invalid configuration: " + e.value.message

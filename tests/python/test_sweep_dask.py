@@ -22,7 +22,7 @@ from typing import IO, Any
 import polars as pl
 import pytest
 from dask import config as dask_config
-from storqos.sweep import LOCAL_CLUSTER_CONFIG, map_runs
+from storqos.experiments.sweep import LOCAL_CLUSTER_CONFIG, map_runs
 from test_experiment import SMALL
 
 #: test_experiment's small grid (the bundled WebSearch excerpt, an on/off generator and
@@ -159,7 +159,7 @@ def test_sweep_on_an_existing_dask_scheduler_equals_a_serial_run(tmp_path: Path,
     assert map_runs(dask_config.get, SETTINGS, backend=dask_scheduler) == DASK_DEFAULTS
 
 
-#: Settings storqos changes on the local clusters it starts (storqos.sweep.LOCAL_CLUSTER_CONFIG).
+#: Settings storqos changes on the local clusters it starts (storqos.experiments.sweep.LOCAL_CLUSTER_CONFIG).
 SETTINGS = list(LOCAL_CLUSTER_CONFIG)
 #: Dask's own values of them (what this process and a cluster given by address keep).
 DASK_DEFAULTS = [True, "20ms", "100ms", "500ms", True, True, "spawn"]
@@ -221,8 +221,8 @@ def test_a_scheduler_address_where_nothing_answers_is_one_line(monkeypatch: pyte
     connections and says nothing; a Dask scheduler greets a connection at once."""
     import socket
 
-    from storqos import sweep
-    from storqos.errors import InputError
+    from storqos.base.errors import InputError
+    from storqos.experiments import sweep
 
     monkeypatch.setattr(sweep, "SCHEDULER_GREETING_S", 0.5)
     with socket.socket() as mute:

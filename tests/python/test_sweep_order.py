@@ -1,4 +1,4 @@
-"""The order a sweep starts its runs in (storqos.sweep.LongestFirst): each kind's first
+"""The order a sweep starts its runs in (storqos.experiments.sweep.LongestFirst): each kind's first
 run early, then the kinds that took longest, so that no worker waits out another's long
 last run."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 
-from storqos.sweep import LongestFirst, map_runs
+from storqos.experiments.sweep import LongestFirst, map_runs
 
 
 def _makespan(kinds: Sequence[str], seconds: dict[str, float], workers: int, ordered: bool) -> tuple[float, list[int]]:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from storqos.errors import InputError
-from storqos.table_stream import TableStream
+from storqos.base.errors import InputError
+from storqos.base.table_stream import TableStream
 
 SCHEMA = {"start_s": pl.Float64, "tenant": pl.Int64, "name": pl.Utf8}
 

@@ -1,4 +1,4 @@
-"""storqos.toml_schema: where an error's key is written in a TOML file."""
+"""storqos.base.toml_schema: where an error's key is written in a TOML file."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from storqos.toml_schema import line_of
+from storqos.base.toml_schema import line_of
 
 TEXT = """name = "x"
 seed = 3
@@ -55,8 +55,8 @@ def test_a_config_of_many_exports_is_read_once(tmp_path: Path, monkeypatch: pyte
     """`serve --check` of 4,000 exports took 117 s: the file's sections were read again
     for every export's line. Each line of the file is now matched against a header once,
     whatever the number of exports."""
-    import storqos.toml_schema as ts
-    from storqos.gateway_config import load
+    import storqos.base.toml_schema as ts
+    from storqos.live.gateway_config import load
 
     with open(tmp_path / "a.img", "wb") as f:
         f.truncate(4096)
@@ -82,8 +82,8 @@ def test_a_config_of_many_exports_is_read_once(tmp_path: Path, monkeypatch: pyte
 
 
 def test_a_deeply_nested_file_is_an_input_error(tmp_path: Path) -> None:
-    from storqos.errors import InputError
-    from storqos.toml_schema import read_toml
+    from storqos.base.errors import InputError
+    from storqos.base.toml_schema import read_toml
 
     f = tmp_path / "deep.toml"
     f.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
@@ -97,8 +97,8 @@ def test_nesting_is_refused_whatever_the_recursion_limit(tmp_path: Path, limit: 
     # parses 200 levels: the file is refused all the same, and 10 levels are read.
     import sys
 
-    from storqos.errors import InputError
-    from storqos.toml_schema import MAX_NESTING, read_toml
+    from storqos.base.errors import InputError
+    from storqos.base.toml_schema import MAX_NESTING, read_toml
 
     old = sys.getrecursionlimit()
     if limit is not None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from storqos.errors import InputError
+from storqos.base.errors import InputError
 from storqos.traces import read_trace, write_srt, write_vscsi
 
 GOOD_DISKSIM = "0 0 0 8 1\n1000 1 8 16 0\n2000 0 16 8 1\n"

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from storqos.errors import InputError
+from storqos.base.errors import InputError
 from storqos.traces import msr, read_trace, spc, tabular
 from storqos.traces._lines import parse_lines, read_op_fields
 from storqos.traces._pipeline import finish

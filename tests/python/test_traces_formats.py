@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from storqos.errors import InputError, InputWarning
+from storqos.base.errors import InputError, InputWarning
 from storqos.traces import (
     FORMATS,
     bundled,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from storqos.shared import shared_dir, where
+from storqos.base.shared import shared_dir, where
 from storqos.traces import FORMATS, detect_format, read_trace, stats
 
 _SHARED = shared_dir()

@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from storqos.errors import InputError
+from storqos.base.errors import InputError
 from storqos.traces import merge, scale_rate, split_tenants, stats, time_window
 from storqos.traces.schema import conform
 

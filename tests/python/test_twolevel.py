@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from storqos import InputError, policy_spec, slo
-from storqos.shared import shared_dir, shared_path
+from storqos import InputError, policy_spec
+from storqos.base.shared import shared_dir, shared_path
+from storqos.model import slo
+from storqos.model.twolevel import analysis, plots, spec, workloads
 from storqos.traces import read_trace
-from storqos.twolevel import analysis, plots, spec, workloads
 
 
 def test_parse_slo_and_spec_fields():

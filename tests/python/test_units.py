@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from storqos.errors import InputError
-from storqos.units import check_seed, parse_bandwidth, parse_duration, parse_percent, parse_rate, parse_size
+from storqos.base.errors import InputError
+from storqos.base.units import check_seed, parse_bandwidth, parse_duration, parse_percent, parse_rate, parse_size
 
 
 @pytest.mark.parametrize(
@@ -101,6 +101,6 @@ def test_rate_forms_that_are_accepted() -> None:
 @pytest.mark.parametrize(("ns", "shown"), [(2_069, "2.07 µs"), (17.96e9, "18 s"), (999e9, "999 s"), (3600e9, "3,600 s"),
                                            (12, "12 ns"), (1.5e6, "1.5 ms")])
 def test_durations_read_with_their_unit_never_in_exponent_form(ns: float, shown: str) -> None:
-    from storqos.units import fmt_duration
+    from storqos.base.units import fmt_duration
 
     assert fmt_duration(ns) == shown

@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest import Run, assert_one_line_error, run_cli, until_calm
-from storqos.device_profile import DeviceProfile
+from storqos.model.device_profile import DeviceProfile
 from storqos.traces import bundled
 from test_experiment import headless
 
@@ -185,7 +185,7 @@ def test_file_device_with_its_profile(tmp_path: Path, device: str, reads: str | 
     ratio = t["p50_ns_meas"] / t["p50_ns_pred"]
     summary = json.loads((out / "summary.json").read_text())
     # The profile it measured is kept whole, as `--device-profile` takes it.
-    from storqos.device_profile import load_profile
+    from storqos.model.device_profile import load_profile
 
     kept = load_profile(out / "device_profile.toml")
     assert (kept.parallelism, kept.capacity_iops) == (summary["device_profile"]["parallelism"],
@@ -260,7 +260,7 @@ def test_export_size_is_checked(tmp_path: Path, bad: str, said: str) -> None:
 def test_a_profile_measured_with_the_cpus_the_other_way_is_warned_of(tmp_path: Path) -> None:
     """A profile measured with the CPUs kept awake, replays that leave them free: a
     warning line before the run (which then stops on its closed-loop tenant, one line)."""
-    from storqos.device_profile import dump_profile
+    from storqos.model.device_profile import dump_profile
     from test_validate_burst import _profile
 
     prof = tmp_path / "awake.toml"
@@ -284,7 +284,7 @@ def test_a_profile_of_the_other_cache_mode_is_warned_of(tmp_path: Path, measured
                                                         said: str) -> None:
     """A profile of a page-cached file given to a direct validation (or the other way
     round): a warning line before the run."""
-    from storqos.device_profile import dump_profile
+    from storqos.model.device_profile import dump_profile
     from test_validate_burst import _profile
 
     prof = tmp_path / "p.toml"
@@ -303,7 +303,7 @@ def test_a_profile_of_the_other_cache_mode_is_warned_of(tmp_path: Path, measured
 def test_a_profile_of_the_other_direct_reads_is_warned_of(tmp_path: Path) -> None:
     """A profile measured through a gateway reading with io_uring, given to a validation
     whose gateway reads on its threads: a warning line before the run."""
-    from storqos.device_profile import dump_profile
+    from storqos.model.device_profile import dump_profile
     from test_validate_burst import _profile
 
     prof = tmp_path / "p.toml"
@@ -324,7 +324,7 @@ def test_exports_are_read_through_before_a_replay(tmp_path: Path, monkeypatch: p
     kernel told first that the whole file is wanted."""
     import os
 
-    from storqos import validate as v
+    from storqos.live import validate as v
 
     sizes = {"t0.img": (9 << 20) + 123, "t1.img": 4096}
     for name, n in sizes.items():
@@ -368,8 +368,8 @@ def test_a_replay_the_host_disturbed_is_made_again(monkeypatch: pytest.MonkeyPat
     import os
 
     import numpy as np
-    from storqos import validate as v
-    from storqos.replay import ReplayResult
+    from storqos.live import validate as v
+    from storqos.live.replay import ReplayResult
 
     cpu_ms = 2_000 * (os.cpu_count() or 1)  # 2 s on every CPU
 
@@ -413,9 +413,9 @@ def test_the_device_at_rest_after_each_replay_is_reported_beside_the_profiles() 
     and its difference from the profile's p50 of the same reads (here 200 µs, read off
     the profile's percentiles between 40 and 60), as the markdown and the HTML page
     show it (the live test finds it in the page); nothing for an emulated device."""
-    from storqos.device_profile import ServicePoint
-    from storqos.validate import RunValidation, Validation
-    from storqos.validation_report import rest_line
+    from storqos.live.validate import RunValidation, Validation
+    from storqos.live.validation_report import rest_line
+    from storqos.model.device_profile import ServicePoint
 
     def point(pcts: list[tuple[float, float]]) -> ServicePoint:
         return ServicePoint(op="read", pattern="random", size=4096, iops=1e4, mean_us=100, min_us=50,
@@ -443,7 +443,7 @@ def test_the_device_at_rest_after_each_replay_is_reported_beside_the_profiles() 
 def _lone_read_profile(**fields: object) -> DeviceProfile:
     """A profile of one measured class (4 KiB random reads, 100 µs) and one depth, with
     ``fields`` set."""
-    from storqos.device_profile import DepthPoint, ServicePoint
+    from storqos.model.device_profile import DepthPoint, ServicePoint
 
     point = ServicePoint(op="read", pattern="random", size=4096, iops=1e4, mean_us=100, min_us=50,
                          percentiles_us=[(50.0, 100.0)])
@@ -464,8 +464,8 @@ def test_a_calibration_the_host_disturbed_is_made_again(monkeypatch: pytest.Monk
     measured. 3 % is not enough to measure again, but is warned of."""
     import os
 
-    from storqos import calibrate as c
-    from storqos import validate as v
+    from storqos.live import calibrate as c
+    from storqos.live import validate as v
     measured_s = 25.0
     cpu_ms = measured_s * 1e3 * (os.cpu_count() or 1)
     base = _lone_read_profile(direct=False, capacity_iops=10_000, parallelism=1, measured_s=measured_s)
@@ -522,10 +522,10 @@ def test_bursts_are_measured_through_a_gateway_of_the_profiles_depth(monkeypatch
     each op and pattern the profile measured, ``passes`` times each, the median of the
     passes kept and the depth recorded; one burst every 10 ms, or 3 × 32 × the class's
     smallest requests' mean time when that is longer."""
-    from storqos import calibrate as c
-    from storqos import replay as r
-    from storqos import validate as v
-    from storqos.device_profile import BurstPoint, ServicePoint
+    from storqos.live import calibrate as c
+    from storqos.live import replay as r
+    from storqos.live import validate as v
+    from storqos.model.device_profile import BurstPoint, ServicePoint
 
     def burst(op: str, pattern: str, finish_us: float) -> BurstPoint:
         return BurstPoint(op=op, pattern=pattern, requests=32, bursts=28, period_us=10_000, issue_us=18,  # type: ignore[arg-type]
@@ -585,10 +585,10 @@ def test_repeated_replays_are_taken_in_turn_and_their_medians_reported(tmp_path:
     import statistics
 
     import numpy as np
-    from storqos import validate as v
-    from storqos.experiment import load
-    from storqos.replay import ReplayResult
-    from storqos.validation_report import cdf_figure, markdown, spread_line
+    from storqos.experiments.experiment import load
+    from storqos.live import validate as v
+    from storqos.live.replay import ReplayResult
+    from storqos.live.validation_report import cdf_figure, markdown, spread_line
 
     # µs per (replay, tenant), per policy: fcfs's disk/1 moves most (400 → 100..500).
     times = {"fcfs": [[300, 400, 200], [330, 100, 210], [270, 500, 190]],
@@ -660,7 +660,7 @@ def test_the_terminal_table_gives_the_p50_and_p99_differences_in_80_columns() ->
     shows both differences (live / predicted − 1), each run on a row of its own above its
     tenants, within 80 columns even for long tenant names."""
     from rich.console import Console
-    from storqos.commands.validate import _table
+    from storqos.cli.commands.validate import _table
 
     rows = [("fcfs", 0, "mail/swapper", 300e3, 270e3, 1.0e6, 0.85e6), ("fcfs", 1, "mail/kjournald", 500e3, 600e3, 1.4e6, 2.8e6),
             ("mclock", 0, "mail/swapper", 300e3, 330e3, 1.0e6, 1.1e6)]

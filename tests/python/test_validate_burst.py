@@ -13,8 +13,8 @@ import numpy as np
 import polars as pl
 import pytest
 from pydantic import ValidationError
-from storqos.device_profile import BurstPoint, DepthPoint, DeviceProfile, Op, ServicePoint, dump_profile, load_profile
-from storqos.validate import burst_delay_ns, burst_hold, burst_hold_ns, continues, with_path
+from storqos.live.validate import burst_delay_ns, burst_hold, burst_hold_ns, continues, with_path
+from storqos.model.device_profile import BurstPoint, DepthPoint, DeviceProfile, Op, ServicePoint, dump_profile, load_profile
 
 US = 1_000
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli, shared_traces
+from storqos.planning.warming.workload import bimodal_days
 from storqos.traces import write_parquet
-from storqos.warming.workload import bimodal_days
 
 
 @pytest.fixture(scope="module")

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from storqos.errors import InputError
-from storqos.warming.daymodel import DayModel, cluster_days, day_features, max_clusters
-from storqos.warming.intensity import DAY_MIN, HIGH, LOW, per_minute
-from storqos.warming.predict import Predictor, change_time_errors, error_summary
-from storqos.warming.workload import LOW_LEVEL, WEEKEND_LEVEL, bimodal_days
+from storqos.base.errors import InputError
+from storqos.planning.warming.daymodel import DayModel, cluster_days, day_features, max_clusters
+from storqos.planning.warming.intensity import DAY_MIN, HIGH, LOW, per_minute
+from storqos.planning.warming.predict import Predictor, change_time_errors, error_summary
+from storqos.planning.warming.workload import LOW_LEVEL, WEEKEND_LEVEL, bimodal_days
 
 HP = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / "hp-hplajw-1week" / "ajw.1week.srt"
 PEAK_PER_MIN = 60.0  # bimodal_days(peak_rate=1 IOPS)

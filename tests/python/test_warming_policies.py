@@ -2,21 +2,21 @@
 simulation, the per-minute planner, and the four policies on the 35-day synthetic
 workload (train days 0–13, evaluate 14–34): the claims of Figs. 14 and 15 are
 checked at request level (all 21 evaluated days replayed through the simulator with
-the cache-tier device, :mod:`storqos.warming.multiday`)."""
+the cache-tier device, :mod:`storqos.planning.warming.multiday`)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from conftest import shared_traces
-from storqos.errors import InputError
-from storqos.warming.daymodel import DayModel
-from storqos.warming.fasttier import FastTier
-from storqos.warming.intensity import per_minute
-from storqos.warming.multiday import build_streams, evaluate_requests, setup_for
-from storqos.warming.policies import GRID_S, Knobs, compare, evaluate
-from storqos.warming.reqlevel import SYSTEM, USER, WARM, WARM_CHUNK, CacheSetup, hit_rate_check
-from storqos.warming.workload import bimodal_days
+from storqos.base.errors import InputError
+from storqos.planning.warming.daymodel import DayModel
+from storqos.planning.warming.fasttier import FastTier
+from storqos.planning.warming.intensity import per_minute
+from storqos.planning.warming.multiday import build_streams, evaluate_requests, setup_for
+from storqos.planning.warming.policies import GRID_S, Knobs, compare, evaluate
+from storqos.planning.warming.reqlevel import SYSTEM, USER, WARM, WARM_CHUNK, CacheSetup, hit_rate_check
+from storqos.planning.warming.workload import bimodal_days
 
 GIB, MIB = 1 << 30, 1 << 20
 TRAIN, TEST = range(14), range(14, 35)

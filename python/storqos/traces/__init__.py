@@ -11,7 +11,7 @@ optional ``response_ns, process, host``), sorted by time and rebased to start at
 
 Formats (:data:`FORMATS`): ``spc``, ``msr``, ``disksim`` (ms), ``mqsim`` (ns), ``blkparse``, ``fiu``, ``srt``,
 ``vscsi``, ``fio``, ``parquet``, ``csv``; one module each. Bad input raises
-:class:`storqos.errors.InputError` naming the file and line (``trace.csv:17``) or byte
+:class:`storqos.base.errors.InputError` naming the file and line (``trace.csv:17``) or byte
 (``trace.srt: byte 2260``) and what is wrong.
 """
 

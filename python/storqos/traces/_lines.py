@@ -27,7 +27,7 @@ from pathlib import Path
 
 import polars as pl
 
-from storqos.errors import InputError
+from storqos.base.errors import InputError
 from storqos.traces._pipeline import Fallback, no_requests
 from storqos.traces.schema import MAX_INT64, MAX_SIZE
 

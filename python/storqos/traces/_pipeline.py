@@ -12,7 +12,7 @@ plus any optional canonical columns (``response_ns``, ``process``, ``host``) alr
 canonical units. :func:`finish` checks the raw frame as a whole (vectorised) and turns it
 into a canonical trace. If anything is wrong it raises :class:`Fallback` instead of
 guessing: the reader then runs its exact, line-by-line diagnostic pass, which either
-reports the first bad line as an :class:`~storqos.errors.InputError` or (if the fast
+reports the first bad line as an :class:`~storqos.base.errors.InputError` or (if the fast
 parser merely choked on a harmless quirk) produces the trace itself.
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import polars as pl
 
-from storqos.errors import InputError
+from storqos.base.errors import InputError
 from storqos.traces.schema import MAX_INT64, MAX_SIZE, conform, conform_exprs
 
 _RAW_REQUIRED = ("t", "is_read", "offset", "size", "device")

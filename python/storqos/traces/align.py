@@ -19,10 +19,10 @@ from pathlib import Path
 
 import polars as pl
 
-from storqos.errors import InputError, warn_input
+from storqos.base.errors import InputError, warn_input
+from storqos.base.units import fmt_offset, fmt_span, parse_duration
 from storqos.traces.schema import MAX_INT64, require_trace
 from storqos.traces.transform import time_window
-from storqos.units import fmt_offset, fmt_span, parse_duration
 
 #: How traces of several files are placed in time (``--align``), with what each means.
 ALIGNS: dict[str, str] = {

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
-from storqos.errors import InputError
+from storqos.base.errors import InputError
 from storqos.traces._lines import (
     FieldError,
     LineParser,

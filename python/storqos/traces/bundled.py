@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from storqos.errors import InputError
+from storqos.base.errors import InputError
 
 #: Bundled trace name → file name in ``storqos/data``.
 BUNDLED: dict[str, str] = {"websearch": "websearch-excerpt.mqsim"}

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from storqos.errors import InputError, warn_input
+from storqos.base.errors import InputError, warn_input
 from storqos.traces._pipeline import source_file
 from storqos.traces.fio import iolog_version
 from storqos.traces.fiu import is_pandas_header

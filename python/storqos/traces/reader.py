@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from storqos.errors import InputError, warn_input
+from storqos.base.errors import InputError, warn_input
 from storqos.traces._pipeline import recording_origin
 from storqos.traces.blkparse import read_blkparse
 from storqos.traces.detect import detect_format
@@ -59,7 +59,7 @@ def read_trace(
 
     ``sort=True`` sorts stably by arrival time instead of rejecting a timestamp that goes
     backwards; ``limit`` keeps the first ``limit`` requests of the file.
-    Bad input raises :class:`~storqos.errors.InputError` naming the file and line/byte.
+    Bad input raises :class:`~storqos.base.errors.InputError` naming the file and line/byte.
     """
     if format is None:
         try:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from storqos.errors import InputError
+from storqos.base.errors import InputError
 
 #: Bytes per sector for every format that counts in sectors / blocks / LBAs.
 SECTOR_BYTES = 512

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from storqos.errors import InputError
+from storqos.base.errors import InputError
 from storqos.traces._pipeline import check_limit, finish, no_requests, source_file
 from storqos.traces.schema import SECTOR_BYTES
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from storqos.errors import InputError
+from storqos.base.errors import InputError
 from storqos.traces.schema import require_trace
 
 _WINDOWS_NS = {"100ms": 100_000_000, "1s": 1_000_000_000}

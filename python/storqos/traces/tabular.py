@@ -39,7 +39,7 @@ from pathlib import Path
 
 import polars as pl
 
-from storqos.errors import InputError, warn_input
+from storqos.base.errors import InputError, warn_input
 from storqos.traces._pipeline import check_limit, finish, no_requests, source_file
 from storqos.traces.schema import MAX_INT64, MAX_SIZE, SECTOR_BYTES, TIME_UNITS, conform, normalize_unit
 

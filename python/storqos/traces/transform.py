@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 import polars as pl
 
-from storqos.errors import InputError
+from storqos.base.errors import InputError
 from storqos.traces.schema import MAX_INT64, conform, require_trace
 
 #: What :func:`split_tenants` can split by: a column name, ``"op"``, or a rule computing

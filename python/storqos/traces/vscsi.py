@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from storqos.errors import InputError
+from storqos.base.errors import InputError
 from storqos.traces._pipeline import check_limit, finish, no_requests, source_file
 from storqos.traces.schema import MAX_INT64, MAX_SIZE, SECTOR_BYTES
 

@@ -1,0 +1,207 @@
+"""``storqos ctl``: talk to a running gateway through its control socket (``storqos
+serve --control PATH``): show its statistics, change a tenant's weight, reservation,
+limit or SLO, or the whole policy, live, add or remove an export, and drain it."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from storqos.base.console import emit_json, out
+from storqos.base.errors import InputError
+from storqos.base.units import fmt_duration, fmt_number, parse_duration, parse_rate
+from storqos.live.control_client import check_in_range, command
+from storqos.model import policy_options as po
+
+SocketOpt = Annotated[Path, typer.Option("--socket", "-s", help="The gateway's control socket (serve --control PATH).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the gateway's reply as JSON (for scripts).")]
+
+ctl = typer.Typer(help="Talk to a running gateway (storqos serve --control PATH): stats, live changes, drain.",
+                  no_args_is_help=True)
+
+
+def _tenant(value: str) -> str | int:
+    return int(value) if value.isdigit() else value
+
+
+def _answer(reply: dict[str, Any], json_out: bool, line: Callable[[dict[str, Any]], str]) -> None:
+    """The gateway's reply: as JSON, or as the one line ``line`` makes of it."""
+    if json_out:
+        emit_json(reply)
+    else:
+        out.print(line(reply), markup=False, highlight=False)
+
+
+def _value(key: str, v: Any) -> str:
+    """One parameter's value in words: a per-tenant list as ``2:1`` (``none`` for an
+    absent entry), times and rates with their unit (``10ms``, ``160iops``), a tenant's
+    SLO as ``--slo`` writes it (``160iops@400ms``), a nested policy as its words."""
+    if isinstance(v, dict):
+        return policy_words(v) if "kind" in v else "@".join(_value(k, x) for k, x in v.items())
+    if isinstance(v, list):
+        return ":".join(_value(key, x) for x in v)
+    if v is None:
+        return "none"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, (int, float)):
+        if key.endswith("_ns"):
+            return fmt_duration(v).replace(" ", "")
+        return f"{v:g}" + ("iops" if key.endswith("_iops") else "")
+    return str(v)
+
+
+def policy_words(spec: Any) -> str:
+    """A policy as the gateway's stats give it (the simulator's spec) in words, named as
+    ``--policy`` names it, with its parameters: ``fcfs``, ``wf2q weights 2:1``,
+    ``mclock reservations 100:0 weights 1:2 limits none:500 at-limit wait``."""
+    from storqos.model.specs import canonical_policy
+
+    if not isinstance(spec, dict) or "kind" not in spec:
+        return "unknown" if spec is None else str(spec)
+    kind = str(spec["kind"])
+    try:
+        name = canonical_policy(kind)
+    except InputError:  # a kind the gateway has and --policy does not name (baa)
+        name = kind
+    params = [f"{k.removesuffix('_ns').removesuffix('_iops').replace('_', '-')} {_value(k, v)}"
+              for k, v in spec.items() if k != "kind"]
+    return " ".join([name, *params])
+
+
+@ctl.command("stats")
+def stats_cmd(socket: SocketOpt, json_out: JsonOpt = False) -> None:
+    """Per-tenant operations, IOPS and latency so far, the policy, the connections."""
+    r = command(socket, {"cmd": "stats"})
+    if json_out:
+        emit_json(r)
+        return
+    names = {int(k): v for k, v in (r.get("names") or {}).items()}
+    t = Table(title=f"{socket}: {r['elapsed_s']:.1f} s, {r['open_connections']} connection(s) open"
+                    + (", draining" if r.get("draining") else ""))
+    t.add_column("tenant", overflow="fold")  # "id name": a long name folds rather than ends in "…"
+    for col in ("ops", "IOPS", "p50 µs", "p99 µs", "errors"):
+        t.add_column(col, justify="right", no_wrap=True)
+    for x in r.get("tenants") or []:
+        name = names.get(int(x["tenant"]))
+        t.add_row(f"{x['tenant']} {name}" if name else str(x["tenant"]), f"{x['ops']:,}", fmt_number(x["iops"]),
+                  fmt_number(x["p50_us"]), fmt_number(x["p99_us"]), f"{x['errors']:,}")
+    out.print(t)
+    out.print(f"policy: {policy_words(r.get('policy'))}", markup=False, highlight=False)
+
+
+@ctl.command("set")
+def set_cmd(
+    tenant: Annotated[str, typer.Argument(help="The tenant: its name in the config file, or its id.", show_default=False)],
+    socket: SocketOpt,
+    weight: Annotated[float | None, typer.Option(help="Its weight (wf2q, sfq, yfq, mclock), from 0.001 to 1e9.")] = None,
+    reservation: Annotated[str | None, typer.Option(help="Its reservation in IOPS (mclock), e.g. 300: 0 (none) or "
+                                                         "from 0.001 to 1e9.")] = None,
+    limit: Annotated[str | None, typer.Option(help="Its limit in IOPS (mclock), e.g. 1k: from 0.001 to 1e9.")] = None,
+    slo: Annotated[str | None, typer.Option(help="Its latency target, e.g. 10ms (the SLO metrics).")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Change a tenant's weight, reservation, limit or SLO in the running gateway.
+
+    The change is checked first (a wrong one leaves the gateway as it was); then dispatch pauses until the backend is empty and the new policy takes the queued requests: none is lost.
+
+    Example: [bold]storqos ctl set batch --weight 3 --socket /run/storqos/gw.sock[/bold]
+    """
+    cmd: dict[str, Any] = {"cmd": "set", "tenant": _tenant(tenant)}
+    if weight is not None:
+        if not (math.isfinite(weight) and weight > 0):
+            raise InputError(f"must be a finite number > 0, got {weight:g}", "--weight")
+        cmd["weight"] = check_in_range(weight, "weight", "--weight")
+    if reservation is not None:
+        rate = 0.0 if reservation.strip() == "0" else parse_rate(reservation, "--reservation")
+        cmd["reservation"] = check_in_range(rate, "reservation", "--reservation")
+    if limit is not None:
+        cmd["limit"] = check_in_range(parse_rate(limit, "--limit"), "limit", "--limit")
+    if slo is not None:
+        cmd["slo_s"] = parse_duration(slo, "--slo", default_unit="ms") / 1e9
+    r = command(socket, cmd)
+    if json_out:
+        emit_json(r)
+        return
+    what = ", ".join(r["changed"])
+    out.print(f"tenant {r['tenant']}: {what} changed" + (f"; policy now {r['policy']}" if r.get("policy") else ""),
+              markup=False, highlight=False)
+
+
+@ctl.command("policy")
+def policy_cmd(
+    socket: SocketOpt,
+    policy: po.PolicyOpt = "fcfs",
+    weights: po.WeightsOpt = None,
+    reservations: po.ReservationsOpt = None,
+    limits: po.LimitsOpt = None,
+    at_limit: po.AtLimitOpt = None,
+    iops: Annotated[str | None, typer.Option(help="The emulated capacity, for rtt-fq's total capacity.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Replace the running gateway's whole policy (the same options as storqos simulate)."""
+    from storqos.model.specs import check_tenant_lists, policy_spec
+
+    spec = policy_spec(policy, weights=weights, reservations=reservations, limits=limits, at_limit=at_limit,
+                       total_capacity=iops)
+    # One entry per tenant the gateway serves, as `serve` checks its own (a list of another
+    # length was taken, padded or cut without a word).
+    st = command(socket, {"cmd": "stats"})
+    ids = [int(t["tenant"]) for t in st.get("tenants") or []] + [int(k) for k in st.get("names") or {}]
+    if ids:
+        check_tenant_lists(spec, max(ids) + 1)
+    _answer(command(socket, {"cmd": "policy", "spec": spec}), json_out, lambda r: f"policy now {r['policy']}")
+
+
+@ctl.command("add-export")
+def add_export_cmd(
+    name: Annotated[str, typer.Argument(help="The NBD export name clients will open.", show_default=False)],
+    path: Annotated[Path, typer.Argument(help="Its backing file (an existing regular file).", show_default=False)],
+    socket: SocketOpt,
+    tenant: Annotated[str, typer.Option(help="Its tenant: a name from the config file, or an id.")] = "0",
+    read_only: Annotated[bool, typer.Option("--read-only", help="Serve it read-only.")] = False,
+    allow: Annotated[list[str] | None, typer.Option(help="A client address or network allowed (repeat); "
+                                                         "default: any.")] = None,
+    direct: Annotated[bool, typer.Option("--direct", help="Read and write its file with O_DIRECT, past the "
+                                                          "host's page cache.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Serve a new export from now on (the file is checked first; the gateway is unchanged if it does not open).
+
+    Example: [bold]storqos ctl add-export scratch /srv/scratch.img --tenant batch --socket /run/storqos/gw.sock[/bold]
+    """
+    from storqos.live.gateway import check_export_file
+
+    check_export_file(path.resolve(), name, "PATH")
+    export: dict[str, Any] = {"name": name, "path": str(path.resolve()), "tenant": _tenant(tenant),
+                              "read_only": read_only, "allow": list(allow or []), "direct": direct}
+    _answer(command(socket, {"cmd": "add-export", "export": export}), json_out,
+            lambda r: f"export {r['export']} served (tenant {r['tenant']})")
+
+
+@ctl.command("remove-export")
+def remove_export_cmd(
+    name: Annotated[str, typer.Argument(help="The export to offer no more.", show_default=False)],
+    socket: SocketOpt,
+    json_out: JsonOpt = False,
+) -> None:
+    """Offer an export no more: new clients are refused; the ones connected keep it until they close."""
+    _answer(command(socket, {"cmd": "remove-export", "name": name}), json_out,
+            lambda r: f"export {r['export']} removed; {r['open_connections']} connection(s) still use it")
+
+
+@ctl.command("drain")
+def drain_cmd(socket: SocketOpt, json_out: JsonOpt = False) -> None:
+    """Take no new connection; the gateway stops (with its statistics) once the open ones have closed."""
+    _answer(command(socket, {"cmd": "drain"}), json_out,
+            lambda r: f"draining: {r['open_connections']} connection(s) still open")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``storqos ctl`` to the app."""
+    app.add_typer(ctl, name="ctl")

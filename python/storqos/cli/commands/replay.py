@@ -1,0 +1,176 @@
+"""``storqos replay``: send a trace's requests to live storage over NBD and log what it did."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlunsplit
+
+import typer
+from rich.table import Table
+
+from storqos.base.console import emit_json, out
+from storqos.base.errors import InputError
+from storqos.base.units import fmt_ms, fmt_rate, parse_duration
+from storqos.base.uri import split_nbd
+from storqos.cli.commands.options import AwakeOpt, FormatOpt, JsonOpt, SortOpt, TimeUnitOpt, load_tenants
+
+
+def tenant_uris(uri: str, mapping: list[str], tenants: list[int], names: dict[int, str] | None) -> dict[int, str]:
+    """Each tenant's NBD URI: ``uri`` unless ``--tenant-map TENANT=EXPORT`` names another
+    export (an export name on ``uri``'s server, or a whole URI). TENANT is an id or a
+    tenant's name."""
+    parts = split_nbd(uri, "URI")
+    by_name = {v: k for k, v in (names or {}).items()}
+    uris = dict.fromkeys(tenants, uri)
+    mapped: dict[int, str] = {}
+    for item in mapping:
+        key, sep, export = item.partition("=")
+        if not sep or not key or not export:
+            raise InputError(f"malformed {item!r} (expected TENANT=EXPORT, e.g. 0=web or 1=nbd://host/batch)",
+                             "--tenant-map")
+        if key.isdigit():
+            t = int(key)
+        elif key in by_name:
+            t = by_name[key]
+        else:
+            raise InputError(f"{item!r}: no tenant {key!r} in the trace (tenants: "
+                             f"{', '.join(str(t) for t in tenants)})", "--tenant-map")
+        if t not in uris:
+            raise InputError(f"{item!r}: the trace has no tenant {t} (tenants: {', '.join(map(str, tenants))})",
+                             "--tenant-map")
+        if t in mapped:  # which of the two was meant cannot be told
+            raise InputError(f"{item!r}: tenant {t} is mapped already ({mapped[t]!r})", "--tenant-map")
+        mapped[t] = item
+        if "://" in export:
+            split_nbd(export, "--tenant-map")
+            uris[t] = export
+        else:
+            uris[t] = urlunsplit(parts._replace(path="/" + export))
+    return uris
+
+
+def replay(
+    trace: Annotated[Path, typer.Argument(help="Trace file (any supported format).", show_default=False)],
+    uri: Annotated[str, typer.Argument(help="NBD URI of the storage: nbd://HOST:PORT/EXPORT "
+                                            "(nbds:// with TLS, nbd+unix:///EXPORT?socket=PATH).",
+                                       show_default=False)],
+    tenant_map: Annotated[
+        list[str] | None,
+        typer.Option("--tenant-map", "-t", help="Send a tenant to its own export: TENANT=EXPORT (an export name on "
+                                                "URI's server, or a whole URI); repeat per tenant. Every tenant "
+                                                "has its own connection.")] = None,
+    split_by: Annotated[
+        str | None, typer.Option(help="Make tenants from a trace field: device, host, process or op.")] = None,
+    speed: Annotated[float | None, typer.Option(help="Time scale: 2 replays the trace twice as fast (default 1).",
+                                                show_default=False)] = None,
+    max_outstanding: Annotated[
+        int, typer.Option(help="Most requests in flight at once (all tenants); past it, issues wait.")] = 16384,
+    closed: Annotated[
+        int | None, typer.Option(help="Closed loop: keep this many requests in flight per tenant, ignoring "
+                                      "the trace's times.")] = None,
+    connections: Annotated[
+        int, typer.Option(help="Connections per tenant, its requests round robin over them (a gateway bounds "
+                               "what one connection has in flight: 64 MiB of requests).")] = 1,
+    offsets: Annotated[
+        str, typer.Option(help="Offsets beyond the export: wrap (fold into it) or error.")] = "wrap",
+    max_requests: Annotated[int | None, typer.Option(help="Replay only the first N requests.")] = None,
+    timeout: Annotated[
+        str, typer.Option(help="Give up when the storage has not answered for this long: no NBD handshake, or "
+                               "no reply while requests are in flight (e.g. 60s, 5min).")] = "60s",
+    awake_cpus: AwakeOpt = "no",
+    format: FormatOpt = None,
+    time_unit: TimeUnitOpt = None,
+    sort: SortOpt = False,
+    out_file: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write every request (the columns of `storqos simulate "
+                                                      "--out`) to .parquet, .csv or .json.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Replay a trace against live storage over NBD, at the trace's timing.
+
+    Every request is issued at its time in the trace (scaled by --speed), whatever the
+    storage does, and its response time is measured from issue to reply. The per-request
+    log has the columns of `storqos simulate --out`, so a prediction and a measurement
+    read the same way. Offsets wrap into the export; requests above 32 MiB are split.
+
+    At the end it says how closely it kept to the trace's times (a replay that fell
+    behind gets a warning) and, on a virtual machine, how much CPU time the host took
+    from the machine meanwhile: requests due while the host held a CPU went out late.
+
+    Example: [bold]storqos replay web.trace nbd://127.0.0.1:10809/web --out live.parquet[/bold]
+
+    Example: [bold]storqos replay mix.csv nbd://gw:10809/a --split-by device --tenant-map 1=b --speed 2[/bold]
+    """
+    from storqos.base.paths import check_table_file, write_table
+    from storqos.base.progress import progress_bar
+    from storqos.live.cpu_latency import can_keep_awake
+    from storqos.live.replay import replay as run
+    from storqos.live.replay import warn_behind
+
+    can_keep_awake(awake_cpus)  # a typo, or `yes` where it cannot, fails before anything starts
+    if offsets not in ("wrap", "error"):
+        raise InputError(f"unknown value {offsets!r} (wrap or error)", "--offsets")
+    if max_requests is not None and max_requests < 1:
+        raise InputError(f"must be >= 1, got {max_requests}", "--max-requests")
+    if speed is not None and closed is not None:  # a closed loop does not keep to the trace's times
+        raise InputError("a closed loop ignores the trace's times: give --speed or --closed, not both", "--speed")
+    speed = 1.0 if speed is None else speed
+    stall_s = parse_duration(timeout, "--timeout") / 1e9  # > 0 is replay's to check, as --speed
+    if out_file is not None:
+        check_table_file(out_file, "--out")
+    df, names = load_tenants([trace], format, time_unit, sort, split_by)
+    if max_requests is not None:
+        df = df.head(max_requests)
+    tenants = sorted(int(t) for t in df["tenant"].unique())
+    uris = tenant_uris(uri, tenant_map or [], tenants, names)
+    with progress_bar(f"replaying {df.height:,} requests", df.height) as update:
+        res = run(df, uris, speed=speed, max_outstanding=max_outstanding, closed=closed, connections=connections,
+                  wrap=offsets == "wrap", awake=awake_cpus, stall_s=stall_s, progress=update)
+    if out_file is not None:
+        write_table(res.requests, out_file)
+    warn_behind(res)
+    rows = res.tenants().to_dicts()
+    if names and all(names.get(t) == str(t) for t in tenants):
+        names = None  # the names are just the ids
+    summary: dict[str, Any] = {
+        "mode": res.mode, "speed": speed, "span_s": res.span_s, "scheduled_span_s": res.scheduled_span_s,
+        "schedule": res.schedule(), "wrapped": res.wrapped, "split": res.split,
+        "errors": sum(res.errors.values()), "first_error": res.first_error, "cpus_awake": res.cpus_awake,
+        "tenants": [{**r, "name": (names or {}).get(int(r["tenant"]), ""), "uri": uris[int(r["tenant"])]}
+                    for r in rows],
+    }
+    if out_file is not None:
+        summary["requests_file"] = str(out_file)
+    if json_out:
+        emit_json(summary)
+        return
+    out.print(f"replayed {df.height:,} requests ({res.mode} loop) in {res.span_s:.3f} s"
+              + (f", trace time {res.scheduled_span_s:.3f} s at speed {speed:g}" if closed is None else "")
+              + ("; CPUs kept awake" if res.cpus_awake else ""))
+    t = Table(title="response time per tenant (issue to reply)")
+    for col in ("tenant", "requests", "IOPS", "mean ms", "p50 ms", "p95 ms", "p99 ms", "errors"):
+        t.add_column(col, justify="left" if col == "tenant" else "right", overflow="fold")
+    for r in rows:
+        label = str(r["tenant"]) + (f" {names[int(r['tenant'])]}" if names else "")
+        t.add_row(label, f"{r['completed']:,}", fmt_rate(r["iops"]).removesuffix(" IOPS"),
+                  *(fmt_ms(r[c]) for c in ("mean_ns", "p50_ns", "p95_ns", "p99_ns")), f"{r['errors']:,}")
+    out.print(t)
+    sch = res.schedule()
+    if sch:
+        out.print(f"schedule kept: issue-time error p50 {sch['issue_error_p50_us']:.1f} µs, "
+                  f"p99 {sch['issue_error_p99_us']:.1f} µs, max {sch['issue_error_max_us'] / 1e3:.2f} ms; "
+                  f"{sch['late']:,} requests more than 1 ms late" + res.host_took())
+    if res.wrapped:
+        out.print(f"{res.wrapped:,} offsets wrapped into the export")
+    if res.split:
+        out.print(f"{res.split:,} extra requests from splitting requests above 32 MiB")
+    if res.first_error:
+        out.print(f"{summary['errors']:,} requests failed; first: {res.first_error}", style="yellow")
+    if out_file is not None:
+        out.print(f"per-request results: {out_file}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``storqos replay`` to the app."""
+    app.command("replay")(replay)

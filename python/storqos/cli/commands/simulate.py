@@ -1,0 +1,231 @@
+"""``storqos simulate``: replay traces through a QoS policy in front of a device model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from storqos.base.console import emit_json, out
+from storqos.base.errors import InputError
+from storqos.base.progress import run_with_progress
+from storqos.base.units import fmt_ms, fmt_number, fmt_rate
+from storqos.cli.commands.options import (
+    AlignOpt,
+    CapacityOpt,
+    DeviceOpt,
+    EndOpt,
+    FormatOpt,
+    JsonOpt,
+    SortOpt,
+    StartOpt,
+    TimeUnitOpt,
+    load_tenants,
+)
+from storqos.model import policy_options as po
+
+#: What the "own IOPS" column is, under the first table that has it.
+OWN_IOPS = "own IOPS: requests over the tenant's own span, first arrival to last completion"
+
+
+def _summary_table(title: str, res_rows: list[dict[str, Any]], key: str, names: dict[int, str] | None = None,
+                   caption: str | None = None) -> Table:
+    """Per-group response times, units in the headers."""
+    cols = ("mean_ns", "p50_ns", "p95_ns", "p99_ns", "max_ns")
+    unit = "ms"
+    t = Table(title=title, caption=caption)
+    if names and all(names.get(int(r.get(key, -1)), "") == str(r.get(key)) for r in res_rows):
+        names = None  # the names are just the ids
+    # With names, one column "id name": long names fold onto a second line rather than
+    # end in "…" on every row, and the table keeps to 80 columns.
+    t.add_column(key, overflow="fold", min_width=10 if names else None)
+    # The rate over each group's own span (first arrival to last completion), not over
+    # the run's: a one-minute tenant beside a week-long one shows its own rate.
+    for col in ("requests", "own\nIOPS", f"mean {unit}", f"p50 {unit}", f"p95 {unit}", f"p99 {unit}",
+                f"max {unit}"):
+        t.add_column(col, justify="right")
+    for r in res_rows:
+        label = str(r.get(key, "all"))
+        if names:
+            label = f"{label} {names.get(int(r.get(key, -1)), '')}"
+        iops = r.get("iops_active", 0.0)
+        t.add_row(
+            label,
+            f"{r['completed']:,}",
+            fmt_number(iops),
+            *(fmt_ms(r[c]) for c in cols),
+        )
+    return t
+
+
+def simulate(
+    traces: Annotated[
+        list[Path],
+        typer.Argument(help="Trace files (any supported format): one tenant each, ids in the order given; "
+                       "with --split-by, each file's tenants numbered after the previous file's.", show_default=False),
+    ],
+    policy: po.PolicyOpt = "fcfs",
+    device: DeviceOpt = "constant",
+    capacity: CapacityOpt = None,
+    device_profile: Annotated[
+        Path | None, typer.Option("--device-profile", help="Model the device measured by `storqos calibrate` "
+                                                           "(instead of --device and --capacity).")] = None,
+    weights: po.WeightsOpt = None,
+    depth: Annotated[int | None, typer.Option(help="SFQ(D) dispatch depth D.")] = None,
+    deadline: po.DeadlineOpt = None,
+    cmin: po.CminOpt = None,
+    slo: po.SloOpt = None,
+    percentile: po.PercentileOpt = None,
+    period: po.PeriodOpt = None,
+    control_window: po.ControlWindowOpt = None,
+    facade_overload: po.FacadeOverloadOpt = None,
+    reservations: po.ReservationsOpt = None,
+    limits: po.LimitsOpt = None,
+    at_limit: po.AtLimitOpt = None,
+    servers: Annotated[int | None, typer.Option(help="Array device: number of servers.")] = None,
+    hit_ratio: Annotated[float | None, typer.Option(help="Tiered device: probability a request hits the fast tier.")] = None,
+    profile: Annotated[
+        str | None, typer.Option(help="Disk model profile (enterprise-10k, desktop-7200) for --device disk or array.")
+    ] = None,
+    queue: Annotated[str | None, typer.Option(help="Disk queue order: fifo, scan or sptf.")] = None,
+    split_by: Annotated[
+        str | None, typer.Option(help="Make tenants from a trace field: device, host, process or op.")
+    ] = None,
+    format: FormatOpt = None,
+    time_unit: TimeUnitOpt = None,
+    sort: SortOpt = False,
+    align: AlignOpt = "start",
+    start: StartOpt = None,
+    end: EndOpt = None,
+    seed: Annotated[int, typer.Option(help="Random seed (devices with random service).")] = 1,
+    window: Annotated[str, typer.Option(help="Length of the time-series windows.")] = "1s",
+    out_file: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write per-request results to this file: .parquet, .csv or .json.")
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Replay traces through a QoS policy in front of a device model, in simulated time.
+
+    Several traces are several tenants replayed together, each from its own first request
+    (--align start): the noisy-neighbour question ("what does the batch trace do to the
+    web trace under FCFS, under WF2Q+?") needs no experiment file. Traces whose spans
+    differ more than 2x barely overlap (a warning says so): cut the longer one to a part
+    as long as the other with --start/--end, one value per file; `storqos trace info`
+    shows where a trace is busiest.
+
+    Example: [bold]storqos simulate web.trace batch.trace --policy wf2q --weights 2,1 --capacity 500[/bold]
+
+    Example: [bold]storqos simulate web.trace mail.trace batch.trace --policy mclock --reservations 200,100,0 --limits none,none,50 --capacity 500[/bold]
+
+    Example: [bold]storqos simulate web.trace week.csv --start 0,1d2h --end none,1d2h1m --policy wf2q --weights 3,1 --capacity 1k[/bold]
+
+    Example: [bold]storqos simulate mix.trace --split-by device --policy sarc+avatar --slo web:160iops@400ms,oltp:190iops@900ms --device array --servers 8 --profile enterprise-10k --queue sptf[/bold]
+    """
+    import polars as pl
+
+    from storqos.base.paths import check_table_file
+    from storqos.model.sim import simulate_cli as run
+
+    if out_file is not None:
+        check_table_file(out_file, "--out")
+    if device_profile is not None:
+        from storqos.model.device_profile import load_profile
+
+        if device != "constant" or capacity is not None:
+            raise InputError("give --device-profile or --device/--capacity, not both", "--device-profile")
+        prof = load_profile(device_profile)
+        device, capacity = prof.sim_device(), f"{prof.capacity_iops:.6g}"  # type: ignore[assignment]
+    df, names = load_tenants(traces, format, time_unit, sort, split_by, align=align, start=start, end=end)
+    res = run_with_progress(
+        f"simulating {df.height:,} requests",
+        lambda: run(
+            df,
+            policy,
+            device,
+            capacity=capacity,
+            weights=weights,
+            depth=depth,
+            deadlines=deadline,
+            cmin=cmin,
+            slo=slo,
+            percentile=percentile,
+            period=period,
+            control_window=control_window,
+            facade_overload=facade_overload,
+            reservations=reservations,
+            limits=limits,
+            at_limit=at_limit,
+            servers=servers,
+            hit_ratio=hit_ratio,
+            profile=profile,
+            queue=queue,
+            seed=seed,
+            window=window,
+            keep_requests=out_file is not None,
+        ),
+    )
+    if out_file is not None and res.requests is not None:
+        from storqos.base.paths import write_table
+
+        write_table(res.requests, out_file)
+    summary = res.summary()
+    verdicts = None
+    if slo:
+        from storqos.base.units import parse_duration
+        from storqos.model.slo import compliance, judge
+
+        kw: dict[str, Any] = {"interval_ns": parse_duration(window, "--window")}
+        if percentile is not None:
+            kw["percentile"] = percentile
+        verdicts = compliance(judge(res.windows, slo, **kw))
+        summary["slo_compliance"] = verdicts.to_dicts()
+    misses = None
+    if res.gauges.filter(pl.col("name").str.starts_with("low_done.")).height:
+        from storqos.model.twolevel.analysis import miss_ratio
+
+        misses = miss_ratio(res)  # seed 001's headline: low-level deadline misses per class
+        summary["miss_ratio"] = misses.to_dicts()
+    if names:
+        for row in summary["tenants"]:
+            row["name"] = names.get(int(row["tenant"]), "")
+    if out_file is not None:
+        summary["requests_file"] = str(out_file)
+    if json_out:
+        emit_json(summary)
+        return
+    out.print(Text.assemble((res.policy, "bold"), " on ", (res.device, "bold"), f": {res.arrived:,} requests, "
+              f"{res.end_ns / 1e9:.3f} s simulated in {res.wall_s:.3f} s wall ({fmt_rate(res.sim_rate)} simulated)"))
+    out.print(_summary_table("response time per tenant", res.tenants.to_dicts(), "tenant", names, OWN_IOPS))
+    if not res.classes.equals(res.tenants.drop("rejected", strict=False).rename({"tenant": "class"})):
+        out.print(_summary_table("response time per class (assigned by the policy)", res.classes.to_dicts(), "class"))
+    out.print(_summary_table("all requests", res.total.to_dicts(), "all"))
+    if verdicts is not None:
+        t = Table(title=f"SLO compliance per {window} interval (--window)")
+        for col in ("tenant", "name", "intervals", "latency met %", "throughput met %", "violated %"):
+            t.add_column(col, justify="left" if col in ("tenant", "name") else "right")
+        for r in verdicts.to_dicts():
+            t.add_row(str(r["tenant"]), str(r["name"]), f"{r['intervals']:,}", f"{100 * r['latency_met']:.1f}",
+                      f"{100 * r['throughput_met']:.1f}", f"{100 * r['violated']:.1f}")
+        out.print(t)
+    if misses is not None:
+        t = Table(title="low-level deadline misses per class (SARC+AVATAR's miss ratio)")
+        for col in ("class", "completed", "missed", "miss ratio %"):
+            t.add_column(col, justify="right")
+        for r in misses.to_dicts():
+            t.add_row(str(r["class"]), f"{r['completed']:,}", f"{r['missed']:,}", f"{100 * r['miss_ratio']:.2f}")
+        out.print(t)
+    if res.rejected:
+        per = ", ".join(f"tenant {t}: {n:,}" for t, n in sorted(res.rejected.items()))
+        out.print(f"{sum(res.rejected.values()):,} requests rejected at their tenant's limit, to retry ({per})")
+    if res.unfinished:
+        out.print(f"{res.unfinished:,} requests had not completed when the run ended", style="yellow")
+    if out_file is not None:
+        out.print(f"per-request results: {out_file}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``storqos simulate`` to the app."""
+    app.command("simulate")(simulate)
