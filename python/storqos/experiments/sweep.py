@@ -58,24 +58,24 @@ R = TypeVar("R")
 #:   running thread's stack, for a dashboard these clusters do not have), and the event
 #:   loops' health tick every 500 ms instead of 20 (it only warns of a blocked loop).
 #:   With these two, a run went 4-14 % faster beside another on 2 CPUs (8 paired rounds
-#:   of 8 runs, 2026-11-27; benches/sweep.py, BENCHMARKS.md);
+#:   of 8 runs; benches/sweep.py, BENCHMARKS.md);
 #: - the memory monitors (a nanny's and its worker's, which spill, pause or restart a
 #:   worker near its memory limit) every second instead of every 100 ms, the system
 #:   monitor (CPU, memory and network figures for the dashboard) every 5 s instead of
 #:   500 ms, and no work stealing (the sweep gives each worker thread one run at a time,
 #:   so no queue is ever there to steal from). An idle 2-worker cluster then takes
-#:   1.9-2.0 % of one core in all its processes instead of 4.7-4.9 % (30 s,
-#:   2026-11-29); in a sweep that is CPU time taken from the runs;
+#:   1.9-2.0 % of one core in all its processes instead of 4.7-4.9 % (over 30 s);
+#:   in a sweep that is CPU time taken from the runs;
 #: - no active memory manager: every 2 s it drops all replicas of a key but one where no
 #:   queued task needs it, so the inputs broadcast to every worker were dropped from all
-#:   but one between runs (within 5 s of the broadcast, 2026-11-29), to be fetched again
+#:   but one between runs (within 5 s of the broadcast), to be fetched again
 #:   by the next run on each other worker;
 #: - the worker processes forked from a fork server (``forkserver``) instead of each
 #:   spawned afresh: the server, started at the first cluster of the process, imports
 #:   distributed and its optional packages once (the nannies' default of ``spawn`` has
 #:   every worker import them itself), and a worker forked from it also shuts down
-#:   sooner. A sweep's start and tear-down on a 2-worker cluster (two runs of 0.5 s,
-#:   2026-11-30): 0.76-0.85 s over the runs in a fresh process against 1.04-1.16 s
+#:   sooner. A sweep's start and tear-down on a 2-worker cluster (two runs of 0.5 s):
+#:   0.76-0.85 s over the runs in a fresh process against 1.04-1.16 s
 #:   spawned, 0.19-0.20 s for the next sweeps of the same process against 0.74-0.95 s.
 #:   Only the server imports those packages before forking (polars, whose thread pool
 #:   must not be forked, is not among them); storqos is imported by each worker at its

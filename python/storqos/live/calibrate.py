@@ -86,7 +86,7 @@ AT_REST_SAMPLES = 500
 #: request that follows the last reply closely finds the threads still awake (a
 #: page-cached file: p50 37-44 µs one every 100-200 µs, as back to back, 66-104 every
 #: 400 µs, 103-176 every 2 ms; O_DIRECT: 118-123 every 300 µs, 106 back to back,
-#: 155-168 every 500 µs, 277-311 every 2 ms; 2026-11-29), and the requests of bursty
+#: 155-168 every 500 µs, 277-311 every 2 ms), and the requests of bursty
 #: traces mostly come so.
 IDLE_SPACINGS_US = (250, 500, 1_000, 10_000, 50_000)
 #: Shortest spacing measured at rest (µs): the replay issues a request within tens of
@@ -110,9 +110,9 @@ BURST_PERIOD_US = 10_000
 
 #: What a point takes besides its measuring time, by engine: fio started, its
 #: ``ramp_time`` of 0.1 s and its report (0.34 s a point: 15 points of 0.2 s on a
-#: file took 6.1 s more than 4, 2026-12-01); a replay's connection and warm-up (0.03 s:
+#: file took 6.1 s more than 4); a replay's connection and warm-up (0.03 s:
 #: validate's calibration of direct files took 26.9 s a pass of 39 points measuring
-#: 25.7 s, 2026-12-01).
+#: 25.7 s).
 POINT_OVERHEAD_S = {"fio": 0.34, "replay": 0.03}
 
 

@@ -22,7 +22,7 @@ while this process keeps the file open, and needs root (or write access to that 
 
 The commands ask for it only when told (``--awake-cpus``): it changes what is measured,
 and a device profile predicts replays made the same way. It is not a free gain for
-``storqos validate`` on files either: in paired runs (2026-11-27) the live p50s fell by a
+``storqos validate`` on files either: in paired runs the live p50s fell by a
 third with it, but the profile, measured back to back on one connection, fell further,
 and 2 of 24 cells came within 20 % of the prediction against 16 of 24 without
 (docs/validation.md).

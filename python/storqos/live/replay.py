@@ -46,7 +46,7 @@ MAX_REQUEST = 32 << 20
 #: While it spins the loop yields its CPU at each turn (``os.sched_yield``): the spin
 #: keeps it runnable, and a thread that a completion wakes on the same CPU (the
 #: gateway's, the disk's) would otherwise wait for the loop's time slice, milliseconds.
-#: Measured on 2 vCPUs without the yield (2026-11-28, benches/direct_trains.py): trains
+#: Measured on 2 vCPUs without the yield (benches/direct_trains.py): trains
 #: of 4 KiB reads 80 µs apart through a direct-I/O gateway had their first reply at
 #: 1.6-1.7 ms, against 0.55-0.66 ms with the loop not spinning.
 SPIN_NS = 300_000

@@ -74,7 +74,7 @@ CALIBRATE_SECONDS = 0.5
 #: calibrated a file, it calibrates again (:func:`calibrate_file`). Twelve profiles
 #: measured on this project's machine with 0.01-1.8 % taken (one to three passes) came
 #: out alike (page-cached files: 54-63k IOPS, 64-105 µs per op; direct: 29-35k IOPS,
-#: 171-242 µs); two one-pass ones at 10 % and 16 % (a fresh `make test`, 2026-11-28)
+#: 171-242 µs); two one-pass ones at 10 % and 16 % (during a fresh `make test`)
 #: did not: a direct one at 25k IOPS and 281 µs, a page-cached one at 45k IOPS and
 #: 198 µs per op with k = 9, its predicted p50 three times the live one.
 CALIBRATION_BUSY_SHARE = 0.05
@@ -88,10 +88,10 @@ REST_CHECK_S = 1.0
 MAX_REPEATS = 9
 #: For the estimate said at the start: bytes a second the exports are written at
 #: (:func:`fill_file`: 256 MiB in 0.79 s through the page cache, in 0.89 s to the disk,
-#: fsync included, 2026-12-01).
+#: fsync included).
 FILL_BYTES_PER_S = 300e6
 #: What a gateway started and stopped around a measurement adds to it: replays of a
-#: 20 s trace took 20.1-20.2 s, the 1 s check at rest 1.1 s (2026-12-01).
+#: 20 s trace took 20.1-20.2 s, the 1 s check at rest 1.1 s.
 GATEWAY_S = 0.2
 #: A simulation's time: 0.1 s, and 1 µs a request beside (8,940 requests kept in 0.1 s).
 SIMULATE_S, SIMULATE_S_PER_REQUEST = 0.1, 1e-6
@@ -99,7 +99,7 @@ SIMULATE_S, SIMULATE_S_PER_REQUEST = 0.1, 1e-6
 #: the estimate made before the calibration has measured it (the bursts are spaced by
 #: it, :func:`storqos.live.calibrate.burst_period_us`): page-cached files 64-105 µs, direct
 #: 171-242 µs (:data:`CALIBRATION_BUSY_SHARE`'s profiles); 300 µs made direct files'
-#: bursts 0.92 s a point, as measured (0.7-1.2 s, 2026-12-01).
+#: bursts 0.92 s a point, as measured (0.7-1.2 s).
 LONE_US_GUESS = {"file": 100.0, "direct": 300.0}
 
 
@@ -286,7 +286,7 @@ def calibrate_file(path: Path, *, seconds: float = CALIBRATE_SECONDS, passes: in
     the replay's per-request cost in them, the reads and writes at rest, and bursts of
     reads and of writes from rest, through a gateway of the profile's depth
     (:func:`bursts_at_depth`): the path's time per issue and per completion). On MSR
-    hm_0 (bursty, quiet machine, 2026-11-26) it put the reads' predicted p50 within
+    hm_0 (bursty, quiet machine) it put the reads' predicted p50 within
     +40..+73 % of the live one and their p99 within -1..+52 %, where fio's measurement
     of the same gateway (a leaner client: twice the capacity) gave +98..+113 % and
     +106..+308 %. Writes included: the file is scratch. ``passes`` whole passes, each
@@ -358,7 +358,7 @@ def bursts_at_depth(profile: DeviceProfile, path: Path, *, direct: bool = False,
     time. The calibration's gateway lets :data:`storqos.live.gateway.DEFAULT_DEPTH` requests
     through to the device at once, and a queue drains faster the more the device serves
     together: on direct I/O bursts through it had their replies 17-22 µs apart, through
-    4 slots 26-34 µs (2026-11-30, four calibrations). A model that drains the trace's
+    4 slots 26-34 µs (four calibrations). A model that drains the trace's
     bursts at the first rate put the live p50s of FIU mail (swap-ins in trains of ten
     reads 38 µs apart) 27-87 % above the prediction in three rounds of four, at the
     second rate 1-49 % (docs/validation.md)."""
@@ -801,7 +801,7 @@ def with_path(requests: pl.DataFrame, profile: DeviceProfile, offsets: np.ndarra
     queue: its simulated wait counts only for what is left of it once issued (in a
     burst of 101 reads of MSR hm_0 on a direct file, the replay issued the last one
     1.9 ms after its trace time and the gateway answered it 1.8 ms later; simulated,
-    the same read waited 3.1 ms from its trace time, 2026-11-29). A reply also comes
+    the same read waited 3.1 ms from its trace time). A reply also comes
     no sooner than the path's time between two completions after the reply before it
     (:func:`burst_delay_ns`): the simulated device's k servers may answer a burst k at
     a time, the live path answers one at a time, and a request waits for the slower of

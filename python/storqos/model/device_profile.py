@@ -28,7 +28,7 @@ against the queue depth (the parallelism curve). From them:
   the sooner a request follows the last reply, the less it pays (a page-cached file:
   p50 37-44 µs one every 100-200 µs, as back to back, 66-104 every 400 µs, 103-176
   every 2 ms; O_DIRECT: 118-123 every 300 µs, 106 back to back, 155-168 every 500,
-  277-311 every 2 ms; 2026-11-29): with requests measured at other spacings too
+  277-311 every 2 ms): with requests measured at other spacings too
   (:class:`RestPoint`), a request's path goes by the time the target was idle before
   it, between the spacings on a log scale;
 - the **path in a burst** (profiles measured by the replay engine): bursts of 4 KiB
@@ -42,7 +42,7 @@ against the queue depth (the parallelism curve). From them:
   burst k at a time, the live path answers it one request after another. How fast the
   path answers a queue depends on how many requests the gateway lets through to the
   device at once: ``storqos validate`` measures the bursts through a gateway of depth k
-  (``burst_depth``), as its gateways serve (direct I/O, 2026-11-30: replies 26-34 µs
+  (``burst_depth``), as its gateways serve (direct I/O: replies 26-34 µs
   apart at depth 4, 17-22 µs through the calibration's gateway of depth 8). The first
   request of a burst is also answered later than at rest (a write: 370-920 µs against
   210-305 µs), the requests issued after it holding the CPUs: the **hold**
@@ -51,7 +51,7 @@ against the queue depth (the parallelism curve). From them:
   (:func:`storqos.live.validate.burst_hold_ns`). Bursts of sequential requests (each
   continuing the one before it) are measured too: on a page-cached file a sequential
   write costs the path far less than a random one (replies 21-28 µs apart in a burst
-  against 73-83 µs, 2026-11-29), and a
+  against 73-83 µs), and a
   trace's writes are often sequential (FIU mail's journal: 98 %). A request that
   continues its tenant's previous request of its op takes the sequential bursts' time
   between completions, any other the random bursts'.
@@ -255,7 +255,7 @@ class DeviceProfile(Table):
         time grows: the measured 4 KiB random reads' mean response time at depth n over
         their time at depth 1 (linear between the measured depths), never below 1.
         A disk behind the gateway's I/O threads answers 200 µs at depth 1, 280 µs at
-        depths 2 and 4 and 390 µs at depth 8 (direct I/O, 2026-11-28): k servers of the
+        depths 2 and 4 and 390 µs at depth 8 (direct I/O): k servers of the
         depth-1 time would serve a train of requests almost twice as fast as it does.
         Not below 1: the k servers of :meth:`scale` already serve the best throughput
         measured at any depth (a page-cached file, quicker at depth 4 than at depth 1
@@ -266,7 +266,7 @@ class DeviceProfile(Table):
         the reads' time between two replies, at least 1 (:meth:`burst_cap`). The depth
         curve is a closed loop, each request issued once the reply before it came back,
         so at each depth it holds the client's turn-around too; a queue in the gateway
-        does not wait for it. On direct files (2026-11-28, one profile, the same
+        does not wait for it. On direct files (one profile, the same
         gateway of depth 8): 19,900 reads/s in the closed loop at depth 8, replies 30-32
         µs apart (31,000-33,000/s) in its bursts, and 28,870 reads/s through the same 8
         slots with 32 in flight (the gateway's queue never empty); the curve's factors
