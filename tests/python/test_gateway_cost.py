@@ -74,11 +74,12 @@ def test_with_the_cost_model_the_victim_never_waits_for_a_slow_tenants_read(tmp_
           "(medians of 3)")
     # Without the cost model the 4 slots hold the noisy tenant's reads, one freed every
     # ~DELAY/4: the victim's p99 is most of a delay (8.2-8.8 ms measured with a busy loop
-    # beside the test, 2026-11-28).
+    # beside the test).
     assert b_off > DELAY_US / 2, beside
     # With it the noisy tenant has one read on the backend at a time and the victim's
     # requests go to the free slots: no victim request waits even half a noisy read's
-    # delay (66-84 µs in the same runs; before the fix of 2026-11-27 it waited behind several: p99 5.8-6.5 ms with
+    # delay (66-84 µs in the same runs; a cost model that stopped asking the policy once
+    # the large tenant's picks did not fit left it behind several: p99 5.8-6.5 ms with
     # a 2 ms delay). Its ratio to the p99 alone is the benchmark's (target <= 2x;
     # 1.78-1.98x on a quiet machine, BENCHMARKS.md) and not measured here: a busy CPU
     # beside the test makes the victim *alone* quicker (40-42 µs with a busy loop on one

@@ -216,7 +216,7 @@ uri=nbd://127.0.0.1:{port}/b
         assert all(j["error"] == 0 for j in jobs.values()), jobs
         assert 3_000 <= done["a"] + done["b"] <= 4_400, done  # 1,000 IOPS for 4 s (+ fio's ramp)
         # 2:1 within 15 %: the two jobs start and stop a little apart, more so on a busy
-        # machine (seen: 1.77 in a fresh make test on 2026-11-26; 1:1 would be 1.0)
+        # machine (seen: 1.77 in a fresh make test; 1:1 would be 1.0)
         assert 1.7 <= done["a"] / done["b"] <= 2.3, done
         jobs = _fio(tmp_path, f"""
 [v]

@@ -79,8 +79,8 @@ def test_emulated_device_live_matches_the_prediction(tmp_path: Path) -> None:
         return any(s["fell_behind"] is None for s in replays.values())
 
     # validate replays a run that fell behind up to three times; a machine that stalls
-    # through all of them (a fresh `make test` on 2026-11-27: six replays 1-2 % late, the
-    # machine 20 % slow that hour) gets one more go once it is quiet.
+    # through all of them (seen in a fresh `make test`: six replays 1-2 % late, the
+    # machine 20 % slow) gets one more go once it is quiet.
     r = until_calm(once, kept_time, attempts=2)
     assert r.code == 0, r.err
     assert all(len(line) <= 80 for line in r.out.splitlines()), r.out
@@ -170,14 +170,14 @@ def test_file_device_with_its_profile(tmp_path: Path, device: str, reads: str | 
     # The prediction adds the path at rest (reads spaced 2 ms apart) to the simulated
     # device's times, all measured by the replay's own engine. Measured p50 errors:
     # -13 % to +19 % over twelve tenants in four runs on a quiet machine with fio's
-    # device model (2026-11-26), -19 % to +4 % over nine in `make reproduce` with the
+    # device model, -19 % to +4 % over nine in `make reproduce` with the
     # replay's. Measured over predicted p50 in nine runs of this test's experiment on a
-    # quiet machine (2026-11-26 23:30): 0.67-1.10, the measured p50 itself moving
+    # quiet machine: 0.67-1.10, the measured p50 itself moving
     # 69-141 µs from one run to the next and the reads at rest 49-112 µs from one
     # calibration to the next; CI once saw 0.50 (and before the k and the path at rest
     # were fixed, 2.2x the other way).
     # With O_DIRECT (the disk answers every request), WebSearch's tenants came out at
-    # 1.11-1.37 in four validations on 2026-11-28.
+    # 1.11-1.37 in four validations.
     # The target of 20 % is a benchmark figure (docs/results/validation.md);
     # asserted here is what survives this noise: within 2.5x either way, which the
     # old model (the device's back-to-back time alone: 5-6 µs predicted against 100 µs

@@ -228,8 +228,8 @@ def test_a_burst_of_writes_from_rest_gives_back_its_measured_curve() -> None:
 
 
 def test_a_measured_burst_of_writes_is_nearer_with_the_hold() -> None:
-    """A burst of 32 writes as calibrate measured it (a page-cached file on 2 CPUs,
-    2026-11-26: at rest 213 µs, back to back 131 µs in the model, 8.18 µs per issue,
+    """A burst of 32 writes as calibrate measured it (a page-cached file on 2 CPUs:
+    at rest 213 µs, back to back 131 µs in the model, 8.18 µs per issue,
     76.6 µs between completions): with the hold, the first position comes out at its
     measured 609 µs (213 without) and the positions' mean error falls from 18 % to 14 %;
     reads, whose first position is barely later than at rest, keep their curve."""
