@@ -6,10 +6,13 @@
 //! - [`quantile`]: exact nearest-rank quantiles of a batch (window and monitor percentiles).
 //! - [`summary`]: streaming per-tenant / per-class latency summaries and per-window series.
 //! - [`engine`]: the event loop, [`simulate`] (and [`simulate_spec`] over the spec enums).
+//! - [`live_path`]: the live path around a device (a device profile's), applied to a run's
+//!   completions: what a client of the gateway sees of each request.
 
 pub mod engine;
 pub mod generate;
 pub mod latency_hist;
+pub mod live_path;
 pub mod quantile;
 pub mod summary;
 pub mod workload;
