@@ -10,6 +10,13 @@ __version__: str
 MAX_TENANTS: int
 MAX_OUTSTANDING: int
 MAX_SERVERS: int
+# The gateway's limits (crates/storqos-py/src/registry.rs).
+GATEWAY_MAX_DEPTH: int
+GATEWAY_MAX_NAME_BYTES: int
+GATEWAY_MAX_IO_BYTES: int
+GATEWAY_MAX_FAULT_DELAY_S: float
+
+def policy_registry() -> str: ...
 
 def simulate(
     arrival_ns: npt.NDArray[np.uint64],

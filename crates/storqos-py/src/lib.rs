@@ -6,6 +6,7 @@
 //! errors become `ValueError` with the core's one-line message.
 
 mod gateway;
+mod registry;
 
 use numpy::{IntoPyArray, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
@@ -818,6 +819,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(baa_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(gateway::serve, m)?)?;
     m.add_function(wrap_pyfunction!(gateway::check_gateway, m)?)?;
+    registry::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,38 +1,69 @@
 """The command-line options of a scheduling policy, shared by ``storqos simulate`` and
 ``storqos serve`` (the same policy runs in simulated time and live, so it takes the
-same options in both; :func:`storqos.model.specs.policy_spec` turns them into a spec)."""
+same options in both), built from the policy registry (:mod:`storqos.model.registry`):
+``--policy`` and its help list the policies each command runs, and
+:func:`with_policy_options` gives a command the registry's options of its parameters,
+which :func:`storqos.model.specs.policy_spec` turns into a spec."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import inspect
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 import typer
 
-from storqos.model.specs import POLICIES, aliases_text
+from storqos.model import registry
+from storqos.model.specs import aliases_text
 
-#: ``--policy``'s help: the policies, and the other names each is taken by (nothing else is).
-POLICY_HELP = "Scheduling policy: " + " | ".join(POLICIES) + f". Also taken by these names: {aliases_text()}."
+
+def policy_help(command: registry.Command) -> str:
+    """``--policy``'s help: the policies ``command`` runs, and the other names each is
+    taken by (nothing else is)."""
+    names = " | ".join(p.name for p in registry.policies(command))
+    return f"Scheduling policy: {names}. Also taken by these names: {aliases_text(command)}."
+
+
+#: ``--policy``'s help in ``storqos simulate``.
+POLICY_HELP = policy_help("simulate")
 PolicyOpt = Annotated[str, typer.Option("--policy", "-p", help=POLICY_HELP)]
-WeightsOpt = Annotated[str | None, typer.Option(help="Per-tenant weights (wf2q, sfq, yfq, mclock), in tenant order, e.g. 2,1.")]
-DeadlineOpt = Annotated[
-    str | None, typer.Option(help="edf: per-tenant relative deadlines, in tenant order (10ms,50ms); miser, rtt-fq: "
-                                  "the one deadline δ of the primary class.")
-]
-CminOpt = Annotated[str | None, typer.Option(help="miser / rtt-fq: primary-class capacity Cmin (IOPS).")]
-SloOpt = Annotated[
-    str | None,
-    typer.Option(help="Per-tenant SLOs for sarc+avatar & co, in tenant order: web:160iops@400ms,oltp:190iops@900ms."),
-]
-PercentileOpt = Annotated[str | None, typer.Option(help="SLO latency percentile (default 95).")]
-PeriodOpt = Annotated[str | None, typer.Option(help="sarc+*: SARC credit period T_SARC (default 100ms).")]
-ControlWindowOpt = Annotated[str | None, typer.Option(help="sarc+*: AVATAR / Facade control window (default 1s).")]
-FacadeOverloadOpt = Annotated[
-    str | None, typer.Option(help="sarc+facade: how Facade detects overload: 'class' (default: any class above its rate) or 'total' (the sum of arrivals above the sum of rates).")
-]
-ReservationsOpt = Annotated[str | None, typer.Option(help="mclock: per-tenant reservations in IOPS, e.g. 300,0,100.")]
-LimitsOpt = Annotated[str | None, typer.Option(help="mclock: per-tenant limits in IOPS (none = no limit), e.g. none,1k.")]
-AtLimitOpt = Annotated[str | None, typer.Option("--at-limit", help="mclock: a request beyond its tenant's limit waits "
-                                                                   "(wait, the default), is served when the device "
-                                                                   "would idle (allow), or is refused at once for the "
-                                                                   "client to retry (reject, or reject:50ms to let "
-                                                                   "50 ms of requests ahead of the limit wait).")]
+
+
+def _option(key: str) -> Any:
+    """The typer option of the registry's option that gives ``key``."""
+    o = next(o for o in registry.registry().options if o.key == key)
+    return typer.Option(o.flag, help=o.help)
+
+
+# The options other commands reuse one by one (``storqos ctl set``).
+WeightsOpt = Annotated[str | None, _option("weights")]
+ReservationsOpt = Annotated[str | None, _option("reservations")]
+LimitsOpt = Annotated[str | None, _option("limits")]
+AtLimitOpt = Annotated[str | None, _option("at_limit")]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def with_policy_options(command: registry.Command, *, after: str) -> Callable[[_F], _F]:
+    """Give a command function that takes ``**policy_params`` the registry's policy
+    options of ``command`` (each a keyword defaulting to None, named by its parameter's
+    key: ``--deadline`` arrives as ``deadlines``), listed in its ``--help`` after the
+    parameter ``after``."""
+    def apply(f: _F) -> _F:
+        sig = inspect.signature(f, eval_str=True)  # as typer reads it, which it will not redo
+        extra = [inspect.Parameter(o.key, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
+                                   annotation=Annotated[int | None if o.count else str | None,
+                                                        typer.Option(o.flag, help=o.help)])
+                 for o in registry.options(command)]
+        params: list[inspect.Parameter] = []
+        for p in sig.parameters.values():
+            if p.kind is inspect.Parameter.VAR_KEYWORD:
+                continue
+            params.append(p)
+            if p.name == after:
+                params += extra
+        if len(params) == len(sig.parameters) - 1:
+            raise TypeError(f"{f.__name__} has no parameter {after!r} to list the policy options after")
+        f.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        return f
+    return apply

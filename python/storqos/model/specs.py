@@ -496,21 +496,16 @@ def device_spec(
     return spec
 
 
-#: The command-line options whose parameter (in :class:`PolicyParams`, experiment files'
-#: and gateway configs' keys, :func:`storqos.simulate`'s keywords) is not their name with
-#: ``_`` for ``-``.
-_FLAG_PARAMS: dict[str, str] = {"--deadline": "deadlines", "--workload": "workloads"}
-
-
 def param_of_flag(flag: str) -> str:
-    """The parameter an option gives: ``--control-window`` → ``control_window``,
-    ``--deadline`` → ``deadlines``."""
-    return _FLAG_PARAMS.get(flag, flag.lstrip("-").replace("-", "_"))
+    """The parameter an option gives (in :class:`PolicyParams`, experiment files' and
+    gateway configs' keys, :func:`storqos.simulate`'s keywords): ``--control-window`` →
+    ``control_window``, ``--deadline`` → ``deadlines`` (the registry's)."""
+    return registry.param_of_flag(flag)
 
 
 def flag_of(param: str) -> str:
     """The option that gives a parameter: ``deadlines`` → ``--deadline``."""
-    return next((f for f, p in _FLAG_PARAMS.items() if p == param), "--" + param.replace("_", "-"))
+    return registry.flag_of(param)
 
 
 #: An option in a message, and the example value after it if there is one (a word with a
@@ -599,7 +594,7 @@ def check_reservations(policy: dict[str, Any], capacity_iops: float | None, *, r
     every tenant its reservation, and some fall short of what they were promised.
     ``reservations`` and ``capacity`` name where each was given (the options, a file's
     keys, the keyword arguments)."""
-    if policy.get("kind") != "mclock" or not capacity_iops:
+    if policy.get("kind") not in _RESERVING or not capacity_iops:
         return
     total = sum(float(r) for r in policy.get("reservations") or [] if r)
     if total > capacity_iops * (1 + 1e-9):
@@ -612,10 +607,14 @@ def check(policy: dict[str, Any], device: dict[str, Any]) -> tuple[str, str]:
     return _core.check_policy(core_json(policy, "policy")), _core.check_device(core_json(device, "device"))
 
 
+#: Core kinds of the policies that take per-tenant reservations.
+_RESERVING = frozenset(p.kind for p in registry.registry().policies if "reservations" in p.takes)
 #: Policies whose per-tenant weights default to the tenants' ``weight``.
-WEIGHTED = ("wf2q", "sfq", "yfq")
+WEIGHTED = registry.with_form("fair_queue")
 #: Policies whose per-class SLOs default to the tenants' ``reservation`` and ``slo``.
-TWO_LEVEL = ("sarc+avatar", "sarc+facade", "fixed+avatar", "adaptive+avatar")
+TWO_LEVEL = registry.with_form("two_level")
+#: What a tenant without the key counts as in a list made of the tenants' key.
+_TENANT_KEY_DEFAULTS: dict[str, float | None] = {"weight": 1.0, "reservation": 0.0, "limit": None}
 
 
 class TenantQos(Protocol):
@@ -645,19 +644,26 @@ def policy_for_tenants(kind: str, params: dict[str, Any], tenants: Sequence[Tena
         raise InputError(e.message) from None
     params = dict(params)
     try:
-        if kind == "mclock" and tenants:
-            params.setdefault("weights", [t.weight or 1.0 for t in tenants])
-            params.setdefault("reservations", [t.reservation or 0.0 for t in tenants])
-            if "limits" not in params and any(t.limit for t in tenants):
-                params["limits"] = [t.limit for t in tenants]
-        if kind in WEIGHTED and "weights" not in params and any(t.weight for t in tenants):
-            params["weights"] = [t.weight or 1.0 for t in tenants]
-        if kind in TWO_LEVEL and "slo" not in params and tenants:
-            missing = [t.name for t in tenants if not (t.reservation and t.slo_ns)]
-            if missing:
-                raise InputError(f"{kind} needs every tenant's reservation (R_i) and slo (D_i); missing for {', '.join(missing)}")
-            params["slo"] = ",".join(f"{_slo_name(t.name)}:{t.reservation}iops@{t.slo_ns}ns" for t in tenants)
-            params.setdefault("percentile", percentile * 100)
+        entry = registry.policy(kind)
+        for param, keys in entry.from_tenants if tenants else ():
+            if param in params:
+                continue
+            if len(keys) == 2:  # per-class SLOs: R_i at D_i
+                missing = [t.name for t in tenants if not (t.reservation and t.slo_ns)]
+                if missing:
+                    raise InputError(f"{kind} needs every tenant's reservation (R_i) and slo (D_i); "
+                                     f"missing for {', '.join(missing)}")
+                params[param] = ",".join(f"{_slo_name(t.name)}:{t.reservation}iops@{t.slo_ns}ns" for t in tenants)
+                params.setdefault("percentile", percentile * 100)
+                continue
+            key = keys[0]
+            values = [getattr(t, key) for t in tenants]
+            # mClock's weights and reservations are always the tenants' (1 and 0 where a
+            # tenant gives none); a fair queue's weights and mClock's limits only when
+            # some tenant gives one.
+            if (entry.form == "tags" and key != "limit") or any(values):
+                fill = _TENANT_KEY_DEFAULTS[key]
+                params[param] = [v if key == "limit" else (v or fill) for v in values]
         return policy_spec(kind, **params)
     except UnknownKeyword as e:  # a file's key: said as one
         raise InputError(f"unknown parameter {e.keyword!r}{e.hint}") from None

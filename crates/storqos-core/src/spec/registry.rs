@@ -236,6 +236,9 @@ pub struct Policy {
     pub serve: bool,
     /// The policy its classified requests or buckets feed, by name.
     pub back_end: Option<&'static str>,
+    /// The parameters that default to the tenants' QoS keys (experiment files'
+    /// `[[tenant]]`, the gateway's): each parameter and the keys it is made of.
+    pub from_tenants: &'static [(&'static str, &'static [&'static str])],
 }
 
 /// Where an option is given.
@@ -339,6 +342,11 @@ const MODE: Param = Param::new(
 .default("feedback")
 .choices(&["feedback", "fixed", "off"]);
 
+/// The fair queues' weights: the tenants' `weight`.
+const WEIGHT: &[(&str, &[&str])] = &[("weights", &["weight"])];
+/// The two-level schedulers' per-class SLOs: the tenants' `reservation` (R_i) at their `slo` (D_i).
+const SLOS: &[(&str, &[&str])] = &[("slo", &["reservation", "slo"])];
+
 /// Every built-in policy, in the order `--policy`'s help lists them.
 pub const POLICIES: &[Policy] = &[
     Policy {
@@ -352,6 +360,7 @@ pub const POLICIES: &[Policy] = &[
         serve_params: &[],
         serve: true,
         back_end: None,
+        from_tenants: &[],
     },
     Policy {
         name: "edf",
@@ -370,6 +379,7 @@ pub const POLICIES: &[Policy] = &[
         serve_params: &[],
         serve: true,
         back_end: None,
+        from_tenants: &[],
     },
     Policy {
         name: "wf2q",
@@ -382,6 +392,7 @@ pub const POLICIES: &[Policy] = &[
         serve_params: &[],
         serve: true,
         back_end: None,
+        from_tenants: WEIGHT,
     },
     Policy {
         name: "sfq",
@@ -401,6 +412,7 @@ pub const POLICIES: &[Policy] = &[
         serve_params: &[],
         serve: true,
         back_end: None,
+        from_tenants: WEIGHT,
     },
     Policy {
         name: "miser",
@@ -413,6 +425,7 @@ pub const POLICIES: &[Policy] = &[
         serve_params: &[],
         serve: true,
         back_end: None,
+        from_tenants: &[],
     },
     Policy {
         name: "rtt-fq",
@@ -425,6 +438,7 @@ pub const POLICIES: &[Policy] = &[
         serve_params: &[],
         serve: true,
         back_end: Some("wf2q"),
+        from_tenants: &[],
     },
     Policy {
         name: "mclock",
@@ -450,6 +464,7 @@ pub const POLICIES: &[Policy] = &[
         serve_params: &[],
         serve: true,
         back_end: None,
+        from_tenants: &[("weights", &["weight"]), ("reservations", &["reservation"]), ("limits", &["limit"])],
     },
     Policy {
         name: "yfq",
@@ -462,6 +477,7 @@ pub const POLICIES: &[Policy] = &[
         serve_params: &[],
         serve: true,
         back_end: None,
+        from_tenants: WEIGHT,
     },
     Policy {
         name: "fclb",
@@ -499,6 +515,7 @@ pub const POLICIES: &[Policy] = &[
         ],
         serve: true,
         back_end: Some("yfq"),
+        from_tenants: &[],
     },
     Policy {
         name: "sarc+avatar",
@@ -511,6 +528,7 @@ pub const POLICIES: &[Policy] = &[
         serve_params: &[],
         serve: true,
         back_end: None,
+        from_tenants: SLOS,
     },
     Policy {
         name: "sarc+facade",
@@ -523,6 +541,7 @@ pub const POLICIES: &[Policy] = &[
         serve_params: &[],
         serve: true,
         back_end: None,
+        from_tenants: SLOS,
     },
     Policy {
         name: "fixed+avatar",
@@ -535,6 +554,7 @@ pub const POLICIES: &[Policy] = &[
         serve_params: &[],
         serve: true,
         back_end: None,
+        from_tenants: SLOS,
     },
     Policy {
         name: "adaptive+avatar",
@@ -547,6 +567,7 @@ pub const POLICIES: &[Policy] = &[
         serve_params: &[],
         serve: true,
         back_end: None,
+        from_tenants: SLOS,
     },
     Policy {
         name: "baa",
@@ -573,6 +594,7 @@ pub const POLICIES: &[Policy] = &[
         ],
         serve: true,
         back_end: None,
+        from_tenants: &[],
     },
 ];
 
@@ -793,6 +815,9 @@ mod tests {
                         assert!(q.value != Value::Choice || q.choices.contains(&d), "{}.{}: {d}", p.name, q.key);
                     }
                 }
+            }
+            for (key, _) in p.from_tenants {
+                assert!(p.params.iter().any(|q| q.key == *key), "{}: {key} from the tenants, not taken", p.name);
             }
             if let Some(b) = p.back_end {
                 assert!(lookup(b).is_some_and(|e| e.name == b), "{}: back end {b} is no policy", p.name);

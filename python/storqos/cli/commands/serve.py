@@ -76,6 +76,7 @@ def _tables(stats: dict[str, Any]) -> tuple[Table, Table]:
     return traffic, latency
 
 
+@po.with_policy_options("serve", after="policy")
 def serve_cmd(
     export: Annotated[
         list[str] | None,
@@ -90,18 +91,7 @@ def serve_cmd(
     check: Annotated[bool, typer.Option("--check", help="Only check the configuration (the file, the flags, the export "
                                                         "files, the policy, the sockets it would create) and say what "
                                                         "would be served, as the start would, binding nothing.")] = False,
-    policy: Annotated[str | None, typer.Option("--policy", "-p", help=po.POLICY_HELP + " Default fcfs.")] = None,
-    weights: po.WeightsOpt = None,
-    deadline: po.DeadlineOpt = None,
-    cmin: po.CminOpt = None,
-    slo: po.SloOpt = None,
-    percentile: po.PercentileOpt = None,
-    period: po.PeriodOpt = None,
-    control_window: po.ControlWindowOpt = None,
-    facade_overload: po.FacadeOverloadOpt = None,
-    reservations: po.ReservationsOpt = None,
-    limits: po.LimitsOpt = None,
-    at_limit: po.AtLimitOpt = None,
+    policy: Annotated[str | None, typer.Option("--policy", "-p", help=po.policy_help("serve") + " Default fcfs.")] = None,
     metrics: Annotated[str | None, typer.Option("--metrics", help="Serve Prometheus metrics at http://HOST:PORT/metrics "
                                                   "(per-tenant requests, bytes, errors, latency histogram, SLO "
                                                   "compliance; queue depth, connections, the policy's gauges).")] = None,
@@ -151,6 +141,7 @@ def serve_cmd(
                                          "(needs --window); the gauges go beside it as NAME.gauges.SUFFIX."),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON (for scripts); the ready line goes to stderr.")] = False,
+    **policy_params: Any,
 ) -> None:
     """Serve files over NBD through a QoS policy, one tenant per export, until Ctrl-C or --for.
 
@@ -174,10 +165,7 @@ def serve_cmd(
         raise InputError("give at least one export, e.g. --export web=/srv/web.img, or a --config file", "--export")
     flags: dict[str, Any] = {
         "exports": export or None, "policy": policy, "listen": listen, "depth": depth, "iops": cap, "duration_s": dur,
-        "window_s": window_s, "metrics": metrics, "control": str(control) if control else None, "policy_params": {
-            "weights": weights, "deadlines": deadline, "cmin": cmin, "slo": slo, "percentile": percentile,
-            "period": period, "control_window": control_window, "facade_overload": facade_overload,
-            "reservations": reservations, "limits": limits, "at_limit": at_limit},
+        "window_s": window_s, "metrics": metrics, "control": str(control) if control else None, "policy_params": policy_params,
         "tls": {"mode": tls, "cert": _opt(tls_cert), "key": _opt(tls_key), "client_ca": _opt(tls_client_ca)}}
     if device_profile is not None:
         from storqos.model.device_profile import load_profile

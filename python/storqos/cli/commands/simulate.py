@@ -61,6 +61,7 @@ def _summary_table(title: str, res_rows: list[dict[str, Any]], key: str, names: 
     return t
 
 
+@po.with_policy_options("simulate", after="device_profile")
 def simulate(
     traces: Annotated[
         list[Path],
@@ -73,18 +74,6 @@ def simulate(
     device_profile: Annotated[
         Path | None, typer.Option("--device-profile", help="Model the device measured by `storqos calibrate` "
                                                            "(instead of --device and --capacity).")] = None,
-    weights: po.WeightsOpt = None,
-    depth: Annotated[int | None, typer.Option(help="SFQ(D) dispatch depth D.")] = None,
-    deadline: po.DeadlineOpt = None,
-    cmin: po.CminOpt = None,
-    slo: po.SloOpt = None,
-    percentile: po.PercentileOpt = None,
-    period: po.PeriodOpt = None,
-    control_window: po.ControlWindowOpt = None,
-    facade_overload: po.FacadeOverloadOpt = None,
-    reservations: po.ReservationsOpt = None,
-    limits: po.LimitsOpt = None,
-    at_limit: po.AtLimitOpt = None,
     servers: Annotated[int | None, typer.Option(help="Array device: number of servers.")] = None,
     hit_ratio: Annotated[float | None, typer.Option(help="Tiered device: probability a request hits the fast tier.")] = None,
     profile: Annotated[
@@ -106,6 +95,7 @@ def simulate(
         Path | None, typer.Option("--out", "-o", help="Write per-request results to this file: .parquet, .csv or .json.")
     ] = None,
     json_out: JsonOpt = False,
+    **policy_params: Any,
 ) -> None:
     """Replay traces through a QoS policy in front of a device model, in simulated time.
 
@@ -146,18 +136,7 @@ def simulate(
             policy,
             device,
             capacity=capacity,
-            weights=weights,
-            depth=depth,
-            deadlines=deadline,
-            cmin=cmin,
-            slo=slo,
-            percentile=percentile,
-            period=period,
-            control_window=control_window,
-            facade_overload=facade_overload,
-            reservations=reservations,
-            limits=limits,
-            at_limit=at_limit,
+            **policy_params,
             servers=servers,
             hit_ratio=hit_ratio,
             profile=profile,
@@ -173,6 +152,7 @@ def simulate(
         write_table(res.requests, out_file)
     summary = res.summary()
     verdicts = None
+    slo, percentile = policy_params.get("slo"), policy_params.get("percentile")
     if slo:
         from storqos.base.units import parse_duration
         from storqos.model.slo import compliance, judge
