@@ -75,9 +75,9 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     #: The profile of each (device, experiment): validate, given none, calibrates the
     #: experiment's files just before its replays, as `storqos validate --live-device`
-    #: does. The disk moves under its profile from minute to minute (on the page of
-    #: 2026-11-28 17:34, whose three experiments shared one profile, the last of them
-    #: found its device at rest +50..+57 % off it).
+    #: does. The disk moves under its profile from minute to minute (on a page whose
+    #: three experiments shared one profile, the last of them found its device at rest
+    #: +50..+57 % off it).
     profiles: dict[tuple[str, str], DeviceProfile] = {}
     for mode in [m for m in MODES if m in (args.mode or MODES)]:
         for name in names:
@@ -149,14 +149,14 @@ def main() -> int:
         "before, the lag taken off its simulated queue wait (it waited in the replay instead).",
         "- **On direct-I/O files the disk answers every request**, behind the gateway's I/O threads: a 4 KiB "
         "read takes about 50 µs on this machine's virtual disk at depth 1 (fio), 200 µs through the replay and "
-        "the gateway, and more the more are in flight (280 µs at depths 2-4, 390 µs at depth 8, 2026-11-28): "
+        "the gateway, and more the more are in flight (280 µs at depths 2-4, 390 µs at depth 8): "
         "the disk's best throughput comes at depth 32, beyond the gateway's k slots. The profile's model "
         "follows that curve (each request slowed by the requests in service beside it, as measured at that "
         "depth), but never slower than the profile's bursts were answered: the curve is a closed loop whose "
         "times hold the client's turn-around, which a queue in the gateway does not wait for (19,900 reads/s "
         "at depth 8 in the closed loop, replies 30-32 µs apart in bursts through the same gateway). The bursts "
         "are measured through a gateway of the replays' depth k: through the calibration's 8 slots their "
-        "replies came 17-22 µs apart, through 4 slots 26-34 µs (2026-11-30), and a model that drained FIU's "
+        "replies came 17-22 µs apart, through 4 slots 26-34 µs, and a model that drained FIU's "
         "swap-in trains at the first rate put its live p50s 27-87 % above the prediction in three rounds of "
         "four, at the second 1-49 % (docs/validation.md, \"Bursts measured through the gateway's own "
         "depth\"). Lone requests pay the path at rest on top, as on "
@@ -169,8 +169,8 @@ def main() -> int:
         "(docs/validation.md, \"FIU mail on the disk, five times in one day\"), beyond what any "
         "prediction can keep within 20 % of.",
         "- **Trains and the replay's own spin.** The replay spins through the last 300 µs before an issue, so "
-        "through a train of requests closer together than that it spins all along. Until it yielded its CPU at "
-        "every turn (2026-11-28), a thread that the disk's completion woke on the replay's CPU waited for the "
+        "through a train of requests closer together than that it spins all along. Before it yielded its CPU at "
+        "every turn, a thread that the disk's completion woke on the replay's CPU waited for the "
         "loop's time slice: the first replies of a train of reads 80 µs apart came 1.7-2.0 ms after its first "
         "request, 0.7 ms since (`benches/direct_trains.py`, BENCHMARKS.md). FIU's swapper and kjournald come in "
         "such trains, and on direct files they had come out 40-130 % slower than predicted "
