@@ -7,11 +7,11 @@ use pyo3::prelude::*;
 
 use storqos_gateway::{check, start_with, Config, Error, Options};
 
-/// A configuration error as `storqos.errors.GatewayConfigError` (an `InputError`); an
+/// A configuration error as `storqos.base.errors.GatewayConfigError` (an `InputError`); an
 /// I/O error starting the server as `RuntimeError` (not the user's input).
 fn gw_err(e: Error) -> PyErr {
     match e {
-        Error::Config(m) => crate::typed_error("GatewayConfigError", m),
+        Error::Config(m) => crate::errors::typed_error("GatewayConfigError", m),
         Error::Io(_) => PyRuntimeError::new_err(e.to_string()),
     }
 }
@@ -131,4 +131,10 @@ pub fn check_gateway<'py>(py: Python<'py>, config_json: &str) -> PyResult<Bound<
     let cfg = Config::from_json(config_json).map_err(gw_err)?;
     let info = py.detach(|| check(&cfg)).map_err(gw_err)?;
     to_py(py, &info)
+}
+
+/// Add `serve` and `check_gateway` to the module.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(serve, m)?)?;
+    m.add_function(wrap_pyfunction!(check_gateway, m)?)
 }
