@@ -6,7 +6,8 @@
 //! - [`array`](mod@array): k servers, internal queues, shared or striped assignment, throughput
 //!   rising with depth (seed 001's RAID-5; M/M/k and M/D/k checks).
 //! - [`disk`]: the mechanical disk model (seek, rotation, transfer; FIFO / SCAN / SPTF
-//!   queue), its named profiles, and a single disk as a device (seeds 001, 003).
+//!   queue) and its named profiles (seeds 001, 003).
+//! - [`disk_device`]: a single disk as a device, an array of one server of that model.
 //! - [`service`]: the per-server service-time models an array is built from.
 //! - [`measured`]: service times measured on real storage (`storqos calibrate`).
 //! - [`cache`]: an LRU cache tier over blocks with explicit warm-up (seed 002).
@@ -17,6 +18,7 @@ pub mod array;
 pub mod cache;
 pub mod constant;
 pub mod disk;
+pub mod disk_device;
 pub mod exponential;
 pub mod measured;
 pub mod service;
@@ -25,7 +27,8 @@ pub mod tiered;
 pub use array::{Assign, Parallel};
 pub use cache::CacheTier;
 pub use constant::ConstantRate;
-pub use disk::{Disk, DiskProfile, QueuePolicy};
+pub use disk::{DiskProfile, QueuePolicy};
+pub use disk_device::Disk;
 pub use exponential::Exponential;
 pub use measured::{MeasuredClass, MeasuredService};
 pub use service::ServiceModel;

@@ -52,10 +52,12 @@ use serde::Deserialize;
 use crate::device::DeviceState;
 use crate::error::{config, Result};
 use crate::fclb::bucket::{TokenBucket, MICRO_TOKENS};
-use crate::fclb::controller::{check_gain, Gain, IntegralController, RateLimits, CONTROL_PERIOD};
+use crate::fclb::controller::{
+    check_gain, pole_placement, Gain, IntegralController, RateLimits, CONTROL_PERIOD, DEFAULT_POLE,
+    PAPER_PLANT_GAIN_MS_PER_IOPS,
+};
 use crate::fclb::estimator::{EstimatorConfig, GainEstimator, OnlineGain};
 use crate::fclb::monitor::{Monitor, Monitors};
-use crate::fclb::tuning::{pole_placement, DEFAULT_POLE, PAPER_PLANT_GAIN_MS_PER_IOPS};
 use crate::request::{Completion, Request};
 use crate::scheduler::Scheduler;
 use crate::time::{Nanos, NS_PER_MS};

@@ -21,24 +21,16 @@
 //! we determine that the location of the pole is close to 1 in order to stabilize the
 //! system": [`DEFAULT_POLE`].
 
+/// Pole placement lives with the controller it tunes ([`crate::fclb::controller`]).
+pub use crate::fclb::controller::{pole_placement, Tuning, DEFAULT_POLE, PAPER_PLANT_GAIN_MS_PER_IOPS};
+
 use crate::error::{config, Result};
-use crate::fclb::controller::{check_gain, closed_loop_pole, stable_gain_bound};
 use crate::fclb::gate::{Fclb, Mode, WorkloadSpec};
 use crate::request::Request;
 use crate::rng::SimRng;
 use crate::sim::{simulate, SimConfig};
 use crate::spec::{DeviceSpec, SchedulerSpec};
 use crate::time::{Nanos, NS_PER_MS, NS_PER_SEC};
-
-/// G the paper estimated for its disk and synthetic workload (§4.4: "We estimate that
-/// G=0.3"), in ms of p95 per IOPS: the default when none is given or profiled.
-pub const PAPER_PLANT_GAIN_MS_PER_IOPS: f64 = 0.3;
-
-/// Default closed-loop pole. The paper places it "close to 1" for its non-linear disk
-/// (§4.4; the value itself is lost in the seed text). 0.7 settles a step to 5 % in 9
-/// periods on the linear model and leaves a 5.7× margin before the stability bound
-/// `K < 2/G` when the disk's local gain rises near saturation.
-pub const DEFAULT_POLE: f64 = 0.4;
 
 /// Length of one profiling run (simulated): 60 s gives ~4,000 requests at the seed disk's
 /// 60–80 IOPS, enough for a p95 to within a few percent.
@@ -234,38 +226,6 @@ pub fn estimate_gain(cfg: &ProfileConfig, mix: &[MixEntry], operating_iops: f64)
     Ok(GainEstimate { gain_ms_per_iops: g, operating_iops, rt0_ms: my + g * (operating_iops - mx), points })
 }
 
-/// Controller parameters from pole placement.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Tuning {
-    /// Plant gain G (ms per IOPS).
-    pub plant_gain_ms_per_iops: f64,
-    /// Closed-loop pole p.
-    pub pole: f64,
-    /// Controller gain K = (1 − p)/G (IOPS per ms).
-    pub gain_iops_per_ms: f64,
-    /// Stability bound 2/G (IOPS per ms).
-    pub bound_iops_per_ms: f64,
-}
-
-/// K for the pole `p` (−1 < p < 1) on a plant of gain `G` (> 0): `K = (1 − p)/G`.
-pub fn pole_placement(plant_ms_per_iops: f64, pole: f64) -> Result<Tuning> {
-    if !(pole > -1.0 && pole < 1.0) {
-        return config(format!("fclb: closed-loop pole must lie in (-1, 1) for stability (Eq. 8), got {pole}"));
-    }
-    if !(plant_ms_per_iops > 0.0 && plant_ms_per_iops.is_finite()) {
-        return config(format!("fclb: plant gain G must be > 0 ms/IOPS, got {plant_ms_per_iops}"));
-    }
-    let k = (1.0 - pole) / plant_ms_per_iops;
-    check_gain(k, plant_ms_per_iops)?;
-    debug_assert!((closed_loop_pole(k, plant_ms_per_iops) - pole).abs() < 1e-9);
-    Ok(Tuning {
-        plant_gain_ms_per_iops: plant_ms_per_iops,
-        pole,
-        gain_iops_per_ms: k,
-        bound_iops_per_ms: stable_gain_bound(plant_ms_per_iops),
-    })
-}
-
 /// Profile G around `operating_iops` and place the pole: the tuning the paper's §4.4
 /// does by hand.
 pub fn tune(cfg: &ProfileConfig, mix: &[MixEntry], operating_iops: f64, pole: f64) -> Result<(Tuning, GainEstimate)> {
@@ -276,15 +236,6 @@ pub fn tune(cfg: &ProfileConfig, mix: &[MixEntry], operating_iops: f64, pole: f6
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn pole_placement_inverts_eq7() {
-        let t = pole_placement(0.3, 0.7).unwrap();
-        assert!((t.gain_iops_per_ms - 1.0).abs() < 1e-12);
-        assert!((t.bound_iops_per_ms - 6.666_666_666).abs() < 1e-6);
-        assert!(pole_placement(0.3, 1.0).unwrap_err().to_string().contains("pole must lie in (-1, 1)"));
-        assert!(pole_placement(0.0, 0.5).is_err());
-    }
 
     #[test]
     fn stable_limit_stops_at_the_first_unstable_rate() {

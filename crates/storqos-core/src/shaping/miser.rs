@@ -70,8 +70,7 @@ use std::collections::VecDeque;
 use crate::device::DeviceState;
 use crate::request::{Completion, Request};
 use crate::scheduler::Scheduler;
-use crate::shaping::recombine::{PRIMARY, SECONDARY};
-use crate::shaping::rtt::Rtt;
+use crate::shaping::rtt::{Rtt, PRIMARY, SECONDARY};
 use crate::time::{per_op, Nanos};
 
 /// Miser: RTT decomposition + slack scheduling.

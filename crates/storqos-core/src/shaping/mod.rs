@@ -10,7 +10,8 @@
 //! | [`cmin_all`](mod@cmin_all) | Cmin(100 %, δ) in closed form (max pair ratio, Dinkelbach) | §4.2, Lemma 1 |
 //! | [`fcfs_capacity`] | the capacity plain FCFS needs for the same (f, δ), beside Cmin (Lindley's recursion) | §4.2, Fig. 4.2 |
 //! | [`lanes`] | many RTT runs in one vectorised pass (the planner's kernel) | §3.3.1 |
-//! | [`recombine`] | RTT as a scheduler stage in front of any scheduler; the four recombiners | §3.3.2, §4.4.2 |
+//! | [`rtt_stage`] | RTT as a scheduler stage in front of any scheduler | §3.3.2 |
+//! | [`recombine`] | the four recombiners | §3.3.2, §4.4.2 |
 //! | [`miser`] | Miser slack scheduling | §3.3.2, Algorithm 2 |
 //! | [`split`] | Split: primary and overflow on two dedicated servers | §3.3.2 |
 //! | [`rtd`] | n-tier response-time distributions by recursive decomposition | §3.2.2 (Fig. 3.5) |
@@ -28,6 +29,7 @@ pub mod power;
 pub mod recombine;
 pub mod rtd;
 pub mod rtt;
+pub mod rtt_stage;
 pub mod split;
 
 pub use cmin::{
@@ -36,5 +38,6 @@ pub use cmin::{
 };
 pub use fcfs_capacity::{fcfs_capacity_table, fcfs_on_time, FcfsTable};
 pub use miser::Miser;
-pub use recombine::{Recombiner, RttStage, PRIMARY, SECONDARY};
+pub use recombine::{Recombiner, PRIMARY, SECONDARY};
 pub use rtt::{Capacity, Rtt};
+pub use rtt_stage::RttStage;

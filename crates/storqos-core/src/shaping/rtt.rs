@@ -36,6 +36,11 @@
 use crate::error::{config, Result};
 use crate::time::{Nanos, NS_PER_SEC};
 
+/// Class of requests RTT admits (guaranteed δ at Cmin).
+pub const PRIMARY: u32 = 0;
+/// Class of requests RTT overflows (best effort).
+pub const SECONDARY: u32 = 1;
+
 /// Capacity resolution: capacities are integer multiples of 1/1000 IOPS (milli-IOPS).
 pub const MILLI_PER_IOPS: u64 = 1000;
 

@@ -34,8 +34,8 @@ mod tests {
     use crate::request::Request;
     use crate::rng::SimRng;
     use crate::schedulers::Fcfs;
-    use crate::shaping::recombine::RttStage;
     use crate::shaping::rtt::{Capacity, Rtt};
+    use crate::shaping::rtt_stage::RttStage;
     use crate::sim::{simulate, SimConfig};
     use crate::time::NS_PER_MS;
 
