@@ -118,3 +118,26 @@ def check_gateway(config_json: str) -> dict[str, Any]:
     files, policy); return what it would serve (``listen`` as given, not bound).
     Bad configuration: ``storqos.base.errors.GatewayConfigError``."""
     ...
+
+
+class LivePath:
+    """A device profile's live path (``storqos_core::sim::live_path``), its hold shares
+    fitted: built from :meth:`storqos.model.device_profile.DeviceProfile.live_path`."""
+
+    def __init__(self, spec: dict[str, Any]) -> None: ...
+    @property
+    def has_bursts(self) -> bool: ...
+    def hold(self, read: bool) -> float: ...
+    def apply(
+        self,
+        arrival_ns: npt.NDArray[np.int64],
+        finish_ns: npt.NDArray[np.int64],
+        response_ns: npt.NDArray[np.int64],
+        wait_ns: npt.NDArray[np.int64],
+        is_read: npt.NDArray[np.bool_],
+        tenant: npt.NDArray[np.uint32] | None = None,
+        offset: npt.NDArray[np.uint64] | None = None,
+        size: npt.NDArray[np.uint64] | None = None,
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """(issue, response, reply, wait left) in ns of requests given in arrival order."""
+        ...

@@ -78,6 +78,13 @@ PROFILE_FORMAT = "storqos-device-profile"
 #: Spacing of the requests "at rest" (µs) of a profile's ``at_rest`` points: long
 #: enough for the client's and the server's threads to go to sleep between requests.
 AT_REST_SPACING_US = 2000
+#: Quantile of an op's times at rest that the first position of its bursts must pass for
+#: the requests issued after it to count as holding it (:meth:`DeviceProfile.hold_evidence`;
+#: the core reads the same evidence, ``storqos_core::sim::live_path::HOLD_EVIDENCE``): a
+#: first position no later than many a request at rest is no evidence (reads mostly: 4-70
+#: µs over their median at rest; both ops on a loaded machine, whose times at rest spread
+#: to milliseconds).
+HOLD_EVIDENCE = 0.9
 #: Percentiles measured for each class (fio takes at most 20), besides the minimum.
 PERCENTILES = (1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.9, 99.99)
 
@@ -396,6 +403,45 @@ class DeviceProfile(Table):
         got.setdefault("write", got["read"])
         return got
 
+    def hold_evidence(self) -> dict[Op, dict[str, float]]:
+        """Per op, what its random burst from rest says of a hold
+        (:mod:`storqos.model.live_path`): the burst's first position against the op's
+        median time at rest and its :data:`HOLD_EVIDENCE` quantile (the writes' at rest
+        when measured, else the reads'). Nothing for an op without a time at rest or
+        a time per issue; writes take the reads' when only reads were measured in
+        bursts."""
+        import numpy as np
+
+        got: dict[Op, dict[str, float]] = {}
+        random_bursts = [b for b in self.burst or [] if b.pattern == "random"]
+        for b in random_bursts:
+            rest = self.at_rest_write if b.op == "write" and self.at_rest_write is not None else self.at_rest
+            if rest is None or b.issue_us <= 0:
+                continue
+            table = rest.quantile_table_us()
+            own_us, spread_us = (float(x) for x in np.interp([0.5, HOLD_EVIDENCE], [q for q, _ in table],
+                                                              [us for _, us in table]))
+            got[b.op] = {"requests": b.requests, "issue_ns": b.issue_us * 1e3, "rest_p50_us": own_us,
+                         "rest_spread_us": spread_us, "first_us": b.response_us[0]}
+        if "read" in got and not any(b.op == "write" for b in random_bursts):
+            got["write"] = got["read"]
+        return got
+
+    def live_path(self) -> dict[str, Any]:
+        """The live path's spec (:class:`storqos._core.LivePath`): per op, the paths at
+        rest by idle time (:meth:`rest_levels`) and, with bursts measured, the time per
+        issue and between completions (:meth:`burst_costs_ns`, random and sequential)
+        and the evidence of a hold (:meth:`hold_evidence`)."""
+        costs, seq, holds = self.burst_costs_ns(), self.burst_costs_ns("sequential"), self.hold_evidence()
+        spec: dict[str, Any] = {}
+        for op in ("read", "write"):
+            burst = None if costs is None else {
+                "issue_ns": costs[op][0], "finish_ns": costs[op][1],
+                "sequential_finish_ns": None if seq is None else seq[op][1], "hold": holds.get(op)}
+            spec[op] = {"rest": [{"idle_us": idle, "path_us": path} for idle, path in self.rest_levels(op)],
+                        "burst": burst}
+        return spec
+
     def cost(self) -> dict[str, Any]:
         """The gateway's cost model (``[cost]``)."""
         return {"enabled": True, "op_time_s": self.op_time_us / 1e6, "bytes_per_s": self.bandwidth_bytes_per_s}
@@ -456,5 +502,5 @@ def dump_profile(profile: DeviceProfile) -> str:
     return head + body
 
 
-__all__ = ["AT_REST_SPACING_US", "PERCENTILES", "PROFILE_VERSION", "BurstPoint", "DepthPoint", "DeviceProfile", "Op",
+__all__ = ["AT_REST_SPACING_US", "HOLD_EVIDENCE", "PERCENTILES", "PROFILE_VERSION", "BurstPoint", "DepthPoint", "DeviceProfile", "Op",
            "Pattern", "RestPoint", "ServicePoint", "dump_profile", "fit", "load_profile"]
