@@ -93,14 +93,15 @@ from storqos.base.toml_schema import validate as toml_validate
 from storqos.base.units import parse_bandwidth, parse_duration, parse_rate, parse_size
 from storqos.experiments.experiment_schema import Policy, Qos
 from storqos.live.gateway import DEFAULT_DEPTH, DEFAULT_LISTEN, DIRECT_READS, check_export_file
+from storqos.model import registry
 from storqos.model.device_profile import DeviceProfile
 
-#: Deepest backend queue the gateway takes.
-MAX_DEPTH = 4096
-#: Longest NBD export name (the protocol's limit).
-MAX_NAME_BYTES = 4096
-#: Smallest in-flight budget: one request of the largest size (32 MiB).
-MIN_INFLIGHT_BYTES = 32 << 20
+#: Deepest backend queue the gateway takes (the gateway's own bound).
+MAX_DEPTH = _core.GATEWAY_MAX_DEPTH
+#: Longest NBD export name (the protocol's limit, as the gateway enforces it).
+MAX_NAME_BYTES = _core.GATEWAY_MAX_NAME_BYTES
+#: Smallest in-flight budget: one request of the largest size the gateway takes.
+MIN_INFLIGHT_BYTES = _core.GATEWAY_MAX_IO_BYTES
 
 
 class TenantTable(Qos):
@@ -147,13 +148,13 @@ def _rate(v: Any) -> float:
 
 
 #: Longest delay a fault rule may add (ns): the gateway's ``MAX_DELAY_S``.
-MAX_FAULT_DELAY_NS = 60_000_000_000
+MAX_FAULT_DELAY_NS = round(_core.GATEWAY_MAX_FAULT_DELAY_S * 1e9)
 
 
 def _fault_delay(v: Any) -> int:
     ns = parse_duration(v, "")
     if ns > MAX_FAULT_DELAY_NS:
-        raise InputError(f"must be at most 1 min (a slow disk, not a hung one), got {v!r}")
+        raise InputError(f"must be at most {MAX_FAULT_DELAY_NS / 60e9:g} min (a slow disk, not a hung one), got {v!r}")
     return ns
 
 
@@ -239,7 +240,7 @@ class ExportTable(Table):
 def _inflight(v: Any) -> int:
     n = parse_size(v, "")
     if n < MIN_INFLIGHT_BYTES:
-        raise InputError(f"must be at least 32MiB (one request of the largest size), got {v!r}")
+        raise InputError(f"must be at least {MIN_INFLIGHT_BYTES >> 20}MiB (one request of the largest size), got {v!r}")
     return n
 
 
@@ -506,13 +507,23 @@ def tls_settings(settings: GatewaySettings | None, mode: str | None = None, cert
     return merged_tls
 
 
-#: The gateway's own policy kind: seed 004's two-level scheduler over the tiers.
-BAA_KIND = "baa"
+def _served_by(form: str) -> registry.Policy:
+    """The policy the gateway builds with its own ``form`` (the registry's ``serve_form``)."""
+    return next(p for p in registry.policies("serve") if p.serve_form == form)
+
+
+def _serve_param(policy: registry.Policy, key: str) -> registry.Param:
+    return next(q for q in policy.serve_params if q.key == key)
+
+
+#: The gateway's own policy: seed 004's two-level scheduler over the tiers.
+_TIERS = _served_by("tiers")
+BAA_KIND = _TIERS.kind
 #: Allocators of the ``baa`` kind (seed 004: BAA and its two baselines).
-BAA_ALLOCATORS = ("baa", "drf", "fq")
+BAA_ALLOCATORS = _serve_param(_TIERS, "allocator").choices
 #: Default re-allocation period and hit-ratio window of the ``baa`` kind (ns).
-BAA_PERIOD_NS = 1_000_000_000
-BAA_WINDOW_NS = 2_000_000_000
+BAA_PERIOD_NS = parse_duration(_serve_param(_TIERS, "period").default, "period")
+BAA_WINDOW_NS = parse_duration(_serve_param(_TIERS, "window").default, "window")
 
 
 def baa_policy(params: dict[str, Any], tiers: TiersTable | None, where: str) -> dict[str, Any]:
@@ -520,11 +531,11 @@ def baa_policy(params: dict[str, Any], tiers: TiersTable | None, where: str) -> 
     ``fq``) recomputed every ``period`` from the hit ratios measured over ``window``,
     allocating the tiers' capacities (``[tiers.slow] iops`` the HDD's, ``[tiers.fast]
     iops`` the SSD's, or ``hdd_iops`` / ``ssd_iops`` for real devices)."""
-    known = ("allocator", "period", "window", "hit_ratios", "hdd_iops", "ssd_iops")
+    known = tuple(q.key for q in _TIERS.serve_params)
     for k in params:
         if k not in known:
-            raise InputError(f"unknown key {k!r} for kind baa (known: {', '.join(known)})", where)
-    allocator = str(params.get("allocator", "baa")).lower()
+            raise InputError(f"unknown key {k!r} for kind {_TIERS.name} (known: {', '.join(known)})", where)
+    allocator = str(params.get("allocator", _serve_param(_TIERS, "allocator").default)).lower()
     if allocator not in BAA_ALLOCATORS:
         raise InputError(f"allocator: expected one of {', '.join(BAA_ALLOCATORS)}, got {allocator!r}", where)
     caps: dict[str, float] = {}
@@ -532,7 +543,8 @@ def baa_policy(params: dict[str, Any], tiers: TiersTable | None, where: str) -> 
         given = params.get(key)
         emulated = getattr(tiers, tier).iops if tiers is not None else None
         if given is None and emulated is None:
-            raise InputError(f"kind baa allocates the tiers' capacities: give [tiers.{tier}] iops (or {key})", where)
+            raise InputError(f"kind {_TIERS.name} allocates the tiers' capacities: give [tiers.{tier}] iops (or {key})",
+                             where)
         caps[key] = parse_rate(given, key) if given is not None else float(emulated)  # type: ignore[arg-type]
     period = parse_duration(params["period"], "period") if "period" in params else BAA_PERIOD_NS
     window = parse_duration(params["window"], "window") if "window" in params else max(BAA_WINDOW_NS, period)
@@ -547,14 +559,14 @@ def baa_policy(params: dict[str, Any], tiers: TiersTable | None, where: str) -> 
     return spec
 
 
-#: The gateway's FCLB kind: seed 003's feedback-controlled leaky bucket over YFQ, its
+#: The gateway's FCLB: seed 003's feedback-controlled leaky bucket over YFQ, its
 #: workloads the [[tenant]] tables (reservation = demanded IOPS_i, slo = demanded p95 RT_i).
-FCLB_KIND = "fclb"
-#: Keys of ``[policy] kind = "fclb"``.
-FCLB_KEYS = ("gain", "pole", "plant_gain", "period", "mode", "buckets", "weights", "admission",
-             "admission_profile")
+_BUCKETS = _served_by("tenant_buckets")
+FCLB_KIND = _BUCKETS.kind
+#: Keys of its ``[policy]``.
+FCLB_KEYS = tuple(q.key for q in _BUCKETS.serve_params)
 #: The seed's control period (§3.1): 1 s.
-FCLB_PERIOD_NS = 1_000_000_000
+FCLB_PERIOD_NS = parse_duration(_serve_param(_BUCKETS, "period").default, "period")
 #: ``gain = "online"``: the plant gain G measured by the loop itself (recursive least
 #: squares with forgetting, per tenant, from the start value ``plant_gain``) and the pole
 #: placed on it every period, K = (1 − p)/Ĝ (``storqos_core::fclb::estimator``).
@@ -586,12 +598,12 @@ def fclb_policy(params: dict[str, Any], tenants: list[Tenant], capacity: float |
 
     for k in params:
         if k not in FCLB_KEYS:
-            raise InputError(f"unknown key {k!r} for kind fclb (known: {', '.join(FCLB_KEYS)})", where)
+            raise InputError(f"unknown key {k!r} for kind {_BUCKETS.name} (known: {', '.join(FCLB_KEYS)})", where)
     if not tenants:
-        raise InputError("kind fclb serves the [[tenant]] tables as its workloads: give them", where)
+        raise InputError(f"kind {_BUCKETS.name} serves the [[tenant]] tables as its workloads: give them", where)
     missing = [t.name for t in tenants if not (t.reservation and t.slo_ns)]
     if missing:
-        raise InputError("kind fclb needs every tenant's reservation (demanded IOPS_i) and slo (demanded p95 "
+        raise InputError(f"kind {_BUCKETS.name} needs every tenant's reservation (demanded IOPS_i) and slo (demanded p95 "
                          f"RT_i); missing for {', '.join(missing)}", where)
     period = parse_duration(params["period"], f"{where}: period") if "period" in params else FCLB_PERIOD_NS
     if period <= 0:
@@ -618,7 +630,8 @@ def fclb_policy(params: dict[str, Any], tenants: list[Tenant], capacity: float |
             w["bucket"] = float(buckets[i])
         workloads.append(w)
     spec: dict[str, Any] = {"kind": FCLB_KIND, "workloads": workloads, "mode": mode, "period_ns": int(period),
-                            "then": {"kind": "yfq", "weights": [float(x) for x in weights]}}
+                            "then": {"kind": registry.policy(_BUCKETS.back_end or "").kind,
+                                     "weights": [float(x) for x in weights]}}
     for key, core_key in (("gain", "gain_iops_per_ms"), ("pole", "pole"), ("plant_gain", "plant_gain_ms_per_iops")):
         if key in params:
             v = params[key]
@@ -647,7 +660,7 @@ def fclb_policy(params: dict[str, Any], tenants: list[Tenant], capacity: float |
     elif capacity is not None:
         device = {"kind": "constant", "iops": float(capacity)}
     else:
-        raise InputError("fclb's admission control drives the mix on a storage model: give iops (emulated), "
+        raise InputError(f"{_BUCKETS.name}'s admission control drives the mix on a storage model: give iops (emulated), "
                          "--device-profile, or admission = false", where)
     adm: dict[str, Any] = {"device": device}
     if "admission_profile" in params:
@@ -686,9 +699,9 @@ def merged(settings: GatewaySettings | None, *, exports: list[str] | None = None
     fpol = file.policy if file else None
     if fpol is not None and fpol.spec is not None:
         raise InputError("spec: a core spec is for experiment files; give kind and its parameters", where)
-    kind = policy or (fpol.kind if fpol else None) or "fcfs"
-    fclb_file = fpol is not None and (fpol.kind or "").lower() == FCLB_KIND
-    if kind.lower() == FCLB_KIND and settings is not None and settings.tenants and (fclb_file or policy) \
+    kind = policy or (fpol.kind if fpol else None) or registry.registry().default_policy
+    fclb_file = fpol is not None and (fpol.kind or "").lower() == _BUCKETS.name
+    if kind.lower() == _BUCKETS.name and settings is not None and settings.tenants and (fclb_file or policy) \
             and not any(v is not None for v in (policy_params or {}).values()):
         cap = iops if iops is not None else (file.iops if file else None)
         spec, adm = fclb_policy(fpol.params if fpol is not None and fclb_file else {}, settings.tenants,
@@ -702,14 +715,14 @@ def merged(settings: GatewaySettings | None, *, exports: list[str] | None = None
         if adm is not None:
             cfg["admission"] = adm
         return cfg
-    if kind.lower() == BAA_KIND:
-        return _with_policy(settings, baa_policy(fpol.params if fpol is not None and (fpol.kind or "").lower() == BAA_KIND
+    if kind.lower() == _TIERS.name:
+        return _with_policy(settings, baa_policy(fpol.params if fpol is not None and (fpol.kind or "").lower() == _TIERS.name
                                                  else {}, file.tiers if file else None, where),
                             exports=exports, listen=listen, depth=depth, iops=iops, duration_s=duration_s,
                             window_s=window_s, metrics=metrics, control=control, tls=tls)
     try:
         kind = canonical_policy(kind)
-        fkind = canonical_policy(fpol.kind) if fpol and fpol.kind and fpol.kind.lower() != BAA_KIND else None
+        fkind = canonical_policy(fpol.kind) if fpol and fpol.kind and fpol.kind.lower() != _TIERS.name else None
     except InputError as e:
         raise InputError(e.message, "--policy" if policy or settings is None else settings.policy_key("kind")) from None
     from_file = fpol.params if fpol is not None and fkind == kind else {}
@@ -732,7 +745,7 @@ def merged(settings: GatewaySettings | None, *, exports: list[str] | None = None
         raise InputError(f"must be >= 1, got {depth}", "--depth")
     params: dict[str, Any] = {**from_file, **flags, "total_capacity": cap if device_profile is None
                               else device_profile.capacity_iops}
-    if kind == "sfq":
+    if "depth" in registry.policy(kind).takes:
         params["depth"] = depth  # --depth is the backend's; it is also SFQ(D)'s D
     tenants = settings.tenants if settings else []
     try:

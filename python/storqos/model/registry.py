@@ -117,6 +117,8 @@ class Registry:
 
     policies: tuple[Policy, ...]
     options: tuple[Option, ...]
+    #: the policy a run without one gets
+    default_policy: str
     #: keys any policy may be handed without using them
     run_params: tuple[str, ...]
     #: keys whose option is not ``--`` and the key with ``-`` for ``_``
@@ -149,6 +151,7 @@ def registry() -> Registry:
     return Registry(
         policies=tuple(_policy(p) for p in raw["policies"]),
         options=tuple(Option(o["key"], o["flag"], o["count"], o["help"], tuple(o["commands"])) for o in raw["options"]),
+        default_policy=raw["default_policy"],
         run_params=tuple(raw["run_params"]),
         irregular_flags=dict(raw["irregular_flags"]),
         value_types=tuple((name, text) for name, text in raw["value_types"]),

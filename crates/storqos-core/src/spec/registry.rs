@@ -268,6 +268,9 @@ pub struct CliOption {
 
 const BOTH: &[Command] = &[Command::Simulate, Command::Serve];
 
+/// The policy a run without one gets (`--policy`'s default).
+pub const DEFAULT_POLICY: &str = "fcfs";
+
 /// The keys any policy may be handed without using them: the device's capacity (rtt-fq's
 /// total), the SLOs and the percentile a run is judged on.
 pub const RUN_PARAMS: [&str; 3] = ["total_capacity", "slo", "percentile"];
@@ -722,12 +725,13 @@ impl SchedulerSpec {
 }
 
 /// The registry as one JSON document: `{"policies": [...], "options": [...],
-/// "run_params": [...], "irregular_flags": {...}, "value_types": {...}}`.
+/// "default_policy": "...", "run_params": [...], "irregular_flags": {...}, "value_types": {...}}`.
 pub fn registry_json() -> String {
     #[derive(Serialize)]
     struct Doc {
         policies: &'static [Policy],
         options: &'static [CliOption],
+        default_policy: &'static str,
         run_params: [&'static str; 3],
         irregular_flags: std::collections::BTreeMap<&'static str, &'static str>,
         value_types: Vec<(Value, &'static str)>,
@@ -735,6 +739,7 @@ pub fn registry_json() -> String {
     let doc = Doc {
         policies: POLICIES,
         options: OPTIONS,
+        default_policy: DEFAULT_POLICY,
         run_params: RUN_PARAMS,
         irregular_flags: IRREGULAR_FLAGS.into_iter().collect(),
         value_types: Value::ALL.iter().map(|v| (*v, v.describe())).collect(),
@@ -792,6 +797,7 @@ mod tests {
             }
         }
         assert_eq!(lookup(" WF2Q+ ").map(|p| p.name), Some("wf2q"));
+        assert!(lookup(DEFAULT_POLICY).is_some_and(|p| p.form.is_some() && p.serve));
         assert_eq!(lookup("fifo").map(|p| p.name), Some("fcfs"));
         assert!(lookup("wfq").is_none(), "WFQ (Demers-Keshav-Shenker) is another algorithm than WF2Q+");
     }
