@@ -516,14 +516,22 @@ def _serve_param(policy: registry.Policy, key: str) -> registry.Param:
     return next(q for q in policy.serve_params if q.key == key)
 
 
+def _serve_default(policy: registry.Policy, key: str) -> str:
+    """The default of a key of the gateway's own builder (one it has)."""
+    default = _serve_param(policy, key).default
+    if default is None:
+        raise KeyError(f"{policy.name}: {key} has no default")
+    return default
+
+
 #: The gateway's own policy: seed 004's two-level scheduler over the tiers.
 _TIERS = _served_by("tiers")
 BAA_KIND = _TIERS.kind
 #: Allocators of the ``baa`` kind (seed 004: BAA and its two baselines).
 BAA_ALLOCATORS = _serve_param(_TIERS, "allocator").choices
 #: Default re-allocation period and hit-ratio window of the ``baa`` kind (ns).
-BAA_PERIOD_NS = parse_duration(_serve_param(_TIERS, "period").default, "period")
-BAA_WINDOW_NS = parse_duration(_serve_param(_TIERS, "window").default, "window")
+BAA_PERIOD_NS = parse_duration(_serve_default(_TIERS, "period"), "period")
+BAA_WINDOW_NS = parse_duration(_serve_default(_TIERS, "window"), "window")
 
 
 def baa_policy(params: dict[str, Any], tiers: TiersTable | None, where: str) -> dict[str, Any]:
@@ -535,7 +543,7 @@ def baa_policy(params: dict[str, Any], tiers: TiersTable | None, where: str) -> 
     for k in params:
         if k not in known:
             raise InputError(f"unknown key {k!r} for kind {_TIERS.name} (known: {', '.join(known)})", where)
-    allocator = str(params.get("allocator", _serve_param(_TIERS, "allocator").default)).lower()
+    allocator = str(params.get("allocator", _serve_default(_TIERS, "allocator"))).lower()
     if allocator not in BAA_ALLOCATORS:
         raise InputError(f"allocator: expected one of {', '.join(BAA_ALLOCATORS)}, got {allocator!r}", where)
     caps: dict[str, float] = {}
@@ -566,7 +574,7 @@ FCLB_KIND = _BUCKETS.kind
 #: Keys of its ``[policy]``.
 FCLB_KEYS = tuple(q.key for q in _BUCKETS.serve_params)
 #: The seed's control period (§3.1): 1 s.
-FCLB_PERIOD_NS = parse_duration(_serve_param(_BUCKETS, "period").default, "period")
+FCLB_PERIOD_NS = parse_duration(_serve_default(_BUCKETS, "period"), "period")
 #: ``gain = "online"``: the plant gain G measured by the loop itself (recursive least
 #: squares with forgetting, per tenant, from the start value ``plant_gain``) and the pole
 #: placed on it every period, K = (1 − p)/Ĝ (``storqos_core::fclb::estimator``).
