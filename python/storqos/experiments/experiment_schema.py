@@ -31,17 +31,24 @@ from storqos.base.toml_schema import (
 )
 from storqos.base.toml_schema import validate as toml_validate
 from storqos.base.units import check_seed, parse_count, parse_percent
+from storqos.model import registry
 from storqos.model.slo import DEFAULT_PERCENTILE
 
 
-class Qos(Table):
-    """A tenant's QoS keys, read by the policies that use them."""
+def _users(tenant_key: str) -> str:
+    """The policies whose parameters default to the tenants' ``tenant_key`` (the registry's)."""
+    return ", ".join(registry.tenant_key_users(tenant_key))
 
-    weight: Annotated[PositiveNumber | None, Field(description="share of wf2q, sfq, yfq, mclock (default 1)")] = None
-    reservation: Annotated[RateOrZero | None, Field(description="IOPS: mclock's reservation, sarc+avatar's R_i")] = None
-    limit: Annotated[Rate | None, Field(description="IOPS: mclock's limit")] = None
+
+class Qos(Table):
+    """A tenant's QoS keys, read by the policies that use them (the registry says which)."""
+
+    weight: Annotated[PositiveNumber | None, Field(description=f"share of {_users('weight')} (default 1)")] = None
+    reservation: Annotated[RateOrZero | None,
+                           Field(description=f"IOPS: the reservation (R_i) of {_users('reservation')}")] = None
+    limit: Annotated[Rate | None, Field(description=f"IOPS: the limit of {_users('limit')}")] = None
     slo: Annotated[LatencyNs | None,
-                   Field(description="latency target in ns (a bare number is ms); sarc+avatar's D_i")] = None
+                   Field(description=f"latency target in ns (a bare number is ms); D_i of {_users('slo')}")] = None
 
 
 class TraceReading(Qos):
@@ -169,10 +176,19 @@ class Device(Table):
     spec: dict[str, Any] | None = None
 
 
+def _kinds_schema(schema: dict[str, Any]) -> None:
+    """The registry's policies in the [[policy]] schema (for editors): the kinds (names
+    and aliases) and, per kind, the keys it takes."""
+    names = [n for p in registry.policies("simulate") for n in (p.name, *p.aliases)]
+    schema["properties"]["kind"]["examples"] = names
+    schema["description"] += " Keys per kind: " + "; ".join(
+        f"{p.name}: {', '.join(p.takes) or 'none'}" for p in registry.policies("simulate")) + "."
+
+
 class Policy(BaseModel):
     """A [[policy]]: ``kind`` and that kind's parameters (checked by storqos.model.specs.policy_spec)."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, json_schema_extra=_kinds_schema)
 
     kind: str | None = None
     name: str | None = None
