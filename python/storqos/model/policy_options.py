@@ -24,6 +24,8 @@ def policy_help(command: registry.Command) -> str:
     return f"Scheduling policy: {names}. Also taken by these names: {aliases_text(command)}."
 
 
+#: The policy a run without ``--policy`` gets.
+DEFAULT_POLICY = registry.registry().default_policy
 #: ``--policy``'s help in ``storqos simulate``.
 POLICY_HELP = policy_help("simulate")
 PolicyOpt = Annotated[str, typer.Option("--policy", "-p", help=POLICY_HELP)]

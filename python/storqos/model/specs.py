@@ -326,7 +326,7 @@ def _deadlines_spec(entry: registry.Policy, params: dict[str, Any]) -> dict[str,
     return {"kind": entry.kind, "deadlines_ns": ns, "default_deadline_ns": ns[-1]}
 
 
-def _rtt_spec(entry: registry.Policy, params: dict[str, Any]) -> dict[str, Any]:
+def _decomposition_spec(entry: registry.Policy, params: dict[str, Any]) -> dict[str, Any]:
     """RTT's decomposition at Cmin for the one deadline δ; with a back end, RTT in
     front of it, its two classes weighted Cmin : ΔC (ΔC = the total capacity − Cmin)."""
     kind, cmin, deadlines = entry.name, params.get("cmin"), params.get("deadlines")
@@ -388,7 +388,7 @@ _FORMS: dict[str, Callable[[registry.Policy, dict[str, Any]], dict[str, Any]]] =
     "plain": _plain_spec,
     "fair_queue": _fair_queue_spec,
     "deadlines": _deadlines_spec,
-    "rtt": _rtt_spec,
+    "decomposition": _decomposition_spec,
     "tags": _tags_spec,
     "leaky_bucket": _leaky_bucket_spec,
     "two_level": _two_level_spec,

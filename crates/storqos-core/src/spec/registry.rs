@@ -196,7 +196,7 @@ pub enum Form {
     Deadlines,
     /// RTT's decomposition at `cmin` for the one deadline δ; with a
     /// [`Policy::back_end`], RTT in front of it (its classes weighted Cmin : ΔC).
-    Rtt,
+    Decomposition,
     /// Per-tenant reservations, weights and limits (tags), with what a request beyond
     /// its limit gets.
     Tags,
@@ -422,7 +422,7 @@ pub const POLICIES: &[Policy] = &[
         aliases: &["rtt+miser"],
         kind: "miser",
         summary: "RTT decomposition + Miser recombination at Cmin for deadline δ (--cmin, --deadline)",
-        form: Some(Form::Rtt),
+        form: Some(Form::Decomposition),
         params: &[CMIN, DELTA],
         serve_form: None,
         serve_params: &[],
@@ -435,7 +435,7 @@ pub const POLICIES: &[Policy] = &[
         aliases: &["rtt+fq"],
         kind: "rtt",
         summary: "RTT decomposition + WF2Q+ between the classes, weights Cmin : ΔC (--cmin, --deadline, --capacity)",
-        form: Some(Form::Rtt),
+        form: Some(Form::Decomposition),
         params: &[CMIN, DELTA, TOTAL_CAPACITY],
         serve_form: None,
         serve_params: &[],

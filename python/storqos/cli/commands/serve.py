@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -19,6 +20,7 @@ from storqos.live.gateway import check as check_gateway
 from storqos.model import policy_options as po
 
 if TYPE_CHECKING:
+    from storqos import _core
     from storqos.base.table_stream import TableStream
 
 
@@ -34,32 +36,38 @@ def _schemas() -> tuple[dict[str, Any], dict[str, Any]]:
     return windows, {"start_s": pl.Float64, "name": pl.Utf8, "value": pl.Float64}
 
 
-def _ready_line(info: dict[str, Any]) -> str:
-    n = len(info["exports"])
-    cap = f", emulated {fmt_rate(info['iops'])}" if info.get("iops") else ""
-    metrics = f"; metrics at http://{info['metrics']}/metrics" if info.get("metrics") else ""
-    tls = {"on": ", TLS offered", "require": ", TLS required"}.get(info.get("tls", "off"), "")
+def _row(row: _core.WindowRow | _core.GaugeRow, schema: dict[str, Any]) -> dict[str, Any]:
+    """A row of the per-window series or of its gauges as its table's columns (those of
+    :func:`_schemas`, which are the typed row's fields)."""
+    return {k: getattr(row, k) for k in schema}
+
+
+def _ready_line(info: _core.GatewayInfo) -> str:
+    n = len(info.exports)
+    cap = f", emulated {fmt_rate(info.iops)}" if info.iops else ""
+    metrics = f"; metrics at http://{info.metrics}/metrics" if info.metrics else ""
+    tls = {"on": ", TLS offered", "require": ", TLS required"}.get(info.tls, "")
     return (f"serving {n} export{'s' if n != 1 else ''} on {_where(info)} "
-            f"(policy {info['policy']}, depth {info['depth']}{cap}{tls}{_ring(info)}){metrics}; Ctrl-C to stop")
+            f"(policy {info.policy}, depth {info.depth}{cap}{tls}{_ring(info)}){metrics}; Ctrl-C to stop")
 
 
-def _ring(info: dict[str, Any]) -> str:
+def _ring(info: _core.GatewayInfo) -> str:
     """``, direct reads through io_uring`` when the gateway reads so."""
-    return ", direct reads through io_uring" if info.get("direct_reads") == "io_uring" else ""
+    return ", direct reads through io_uring" if info.direct_reads == "io_uring" else ""
 
 
-def _where(info: dict[str, Any]) -> str:
+def _where(info: _core.GatewayInfo) -> str:
     """``nbd://127.0.0.1:10809`` or ``the Unix socket /run/nbd.sock``."""
-    listen = str(info["listen"])
+    listen = info.listen
     return f"the Unix socket {listen.removeprefix('unix:')}" if listen.startswith("unix:") else uri(info)
 
 
-def _tables(stats: dict[str, Any]) -> tuple[Table, Table]:
+def _tables(stats: _core.GatewayStats) -> tuple[Table, Table]:
     """What each tenant moved, then its response times and errors: two tables that read
     at 80 columns (export names fold onto further lines, figures as every table prints
     them: :func:`~storqos.base.units.fmt_number`)."""
-    traffic = Table(title=f"storqos serve: {stats['policy']} for {stats['elapsed_s']:.1f} s, "
-                          f"{stats['connections']} connection(s)")
+    traffic = Table(title=f"storqos serve: {stats.policy} for {stats.elapsed_s:.1f} s, "
+                          f"{stats.connections} connection(s)")
     traffic.add_column("tenant")
     traffic.add_column("exports", overflow="fold")
     for c in ("ops", "reads", "writes", "flushes", "MiB", "IOPS"):
@@ -68,11 +76,11 @@ def _tables(stats: dict[str, Any]) -> tuple[Table, Table]:
     latency.add_column("tenant")
     for c in ("mean µs", "p50 µs", "p99 µs", "max µs", "errors"):
         latency.add_column(c, justify="right", no_wrap=True)
-    for r in stats["tenants"]:
-        traffic.add_row(str(r["tenant"]), ", ".join(r["exports"]), f"{r['ops']:,}", f"{r['reads']:,}",
-                        f"{r['writes']:,}", f"{r['flushes']:,}", fmt_number(r["bytes"] / 2**20), fmt_number(r["iops"]))
-        latency.add_row(str(r["tenant"]), *(fmt_number(r[k]) for k in ("mean_us", "p50_us", "p99_us", "max_us")),
-                        f"{r['errors']:,}")
+    for r in stats.tenants:
+        traffic.add_row(str(r.tenant), ", ".join(r.exports), f"{r.ops:,}", f"{r.reads:,}",
+                        f"{r.writes:,}", f"{r.flushes:,}", fmt_number(r.bytes / 2**20), fmt_number(r.iops))
+        latency.add_row(str(r.tenant), *(fmt_number(v) for v in (r.mean_us, r.p50_us, r.p99_us, r.max_us)),
+                        f"{r.errors:,}")
     return traffic, latency
 
 
@@ -91,7 +99,7 @@ def serve_cmd(
     check: Annotated[bool, typer.Option("--check", help="Only check the configuration (the file, the flags, the export "
                                                         "files, the policy, the sockets it would create) and say what "
                                                         "would be served, as the start would, binding nothing.")] = False,
-    policy: Annotated[str | None, typer.Option("--policy", "-p", help=po.policy_help("serve") + " Default fcfs.")] = None,
+    policy: Annotated[str | None, typer.Option("--policy", "-p", help=po.policy_help("serve") + f" Default {po.DEFAULT_POLICY}.")] = None,
     metrics: Annotated[str | None, typer.Option("--metrics", help="Serve Prometheus metrics at http://HOST:PORT/metrics "
                                                   "(per-tenant requests, bytes, errors, latency histogram, SLO "
                                                   "compliance; queue depth, connections, the policy's gauges).")] = None,
@@ -185,14 +193,14 @@ def serve_cmd(
         raise InputError("give --window too: --out writes the per-window series", "--out")
     if check:
         info = check_gateway(cfg)
-        for w in info.get("warnings") or []:
+        for w in info.warnings:
             warn_input(w)
         what = f"{config}: ok" if config is not None else "ok"
-        lines = [f"{what}, would serve {len(info['exports'])} export(s) on {_where(info)} "
-                 f"(policy {info['policy']}, depth {info['depth']}"
-                 f"{', emulated ' + fmt_rate(info['iops']) if info.get('iops') else ''}{_ring(info)})"]
-        lines += [f"  {e['name']}: tenant {e['tenant']}, {fmt_size(e['size_bytes'])}{_access(e)}, {e['path']}"
-                  for e in info["exports"]]
+        lines = [f"{what}, would serve {len(info.exports)} export(s) on {_where(info)} "
+                 f"(policy {info.policy}, depth {info.depth}"
+                 f"{', emulated ' + fmt_rate(info.iops) if info.iops else ''}{_ring(info)})"]
+        lines += [f"  {e.name}: tenant {e.tenant}, {fmt_size(e.size_bytes)}{_access(e)}, {e.path}"
+                  for e in info.exports]
         # Plain lines, written at once: printed one by one through rich, 19,000 exports took 0.6 s more.
         sys.stdout.write("\n".join(lines) + "\n")
         return
@@ -201,40 +209,44 @@ def serve_cmd(
         check_table_file(out_file, "--out")
         check_table_file(_gauges_file(out_file), "--out")
 
-    def ready(info: dict[str, Any]) -> None:
+    def ready(info: _core.GatewayInfo) -> None:
         stream = sys.stderr if json_out else sys.stdout
         lines = [_ready_line(info)]
-        for e in info["exports"]:
-            lines.append(f"  {uri(info, e['name'])}  tenant {e['tenant']}  {fmt_size(e['size_bytes'])}"
-                         f"{_access(e).replace(',', ' ')}  {e['path']}")
+        for e in info.exports:
+            lines.append(f"  {uri(info, e.name)}  tenant {e.tenant}  {fmt_size(e.size_bytes)}"
+                         f"{_access(e).replace(',', ' ')}  {e.path}")
         stream.write("\n".join(lines) + "\n")
         stream.flush()
 
     # The series is handed over as windows close: printed, streamed to --out, and kept
     # in memory only for --json (which prints it whole at the end).
     streams: tuple[TableStream, TableStream] | None = None
+    schemas = _schemas() if out_file is not None or json_out else None
     if out_file is not None:
         from storqos.base.table_stream import TableStream
 
-        windows, gauges = _schemas()
-        streams = (TableStream(out_file, windows), TableStream(_gauges_file(out_file), gauges))
+        assert schemas is not None
+        streams = (TableStream(out_file, schemas[0]), TableStream(_gauges_file(out_file), schemas[1]))
     kept: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
     counts = [0, 0]
 
-    def on_window(rows: list[dict[str, Any]], gauges: list[dict[str, Any]]) -> None:
+    def on_window(rows: list[_core.WindowRow], gauges: list[_core.GaugeRow]) -> None:
         counts[0] += len(rows)
         counts[1] += len(gauges)
-        if streams is not None:
-            streams[0].add(rows)
-            streams[1].add(gauges)
-        if json_out:
-            kept[0].extend(rows)
-            kept[1].extend(gauges)
-        else:
+        if schemas is not None:
+            row_dicts = [_row(r, schemas[0]) for r in rows]
+            gauge_dicts = [_row(g, schemas[1]) for g in gauges]
+            if streams is not None:
+                streams[0].add(row_dicts)
+                streams[1].add(gauge_dicts)
+            if json_out:
+                kept[0].extend(row_dicts)
+                kept[1].extend(gauge_dicts)
+        if not json_out:
             # One line per closed window while serving (not with --json: stdout is the JSON).
-            for start in sorted({r["start_s"] for r in rows}):
-                parts = [f"tenant {r['tenant']}: {fmt_rate(r['iops'])}, p50 {fmt_duration(r['p50_us'] * 1e3)}, "
-                         f"p99 {fmt_duration(r['p99_us'] * 1e3)}" for r in rows if r["start_s"] == start]
+            for start in sorted({r.start_s for r in rows}):
+                parts = [f"tenant {r.tenant}: {fmt_rate(r.iops)}, p50 {fmt_duration(r.p50_us * 1e3)}, "
+                         f"p99 {fmt_duration(r.p99_us * 1e3)}" for r in rows if r.start_s == start]
                 out.print(Text.assemble((f"{start:9.3f} s", "dim"), "  " + "  │  ".join(parts)), highlight=False)
 
     try:
@@ -245,11 +257,12 @@ def serve_cmd(
         for s in streams or ():
             s.abort()
         raise
-    stats["windows"], stats["gauges"] = kept
-    if out_file is not None:
-        stats["windows_file"], stats["gauges_file"] = str(out_file), str(_gauges_file(out_file))
     if json_out:
-        emit_json(stats)
+        doc = json.loads(stats.to_json())
+        doc["windows"], doc["gauges"] = kept
+        if out_file is not None:
+            doc["windows_file"], doc["gauges_file"] = str(out_file), str(_gauges_file(out_file))
+        emit_json(doc)
         return
     for t in _tables(stats):
         out.print(t)
@@ -258,8 +271,8 @@ def serve_cmd(
         n, g = counts
         out.print(f"per-window series: {n:,} row{'s' if n != 1 else ''} of {fmt_duration(window_s * 1e9)} windows with activity, "
                   f"{g:,} gauge sample{'s' if g != 1 else ''}{where}")
-    if stats["protocol_errors"]:
-        out.print(f"{stats['protocol_errors']} connection(s) closed for protocol errors (see the log above)", style="yellow")
+    if stats.protocol_errors:
+        out.print(f"{stats.protocol_errors} connection(s) closed for protocol errors (see the log above)", style="yellow")
 
 
 def _direct_if(cfg: dict[str, Any], direct: bool, reads: str | None) -> dict[str, Any]:
@@ -276,10 +289,10 @@ def _opt(path: Path | None) -> str | None:
     return None if path is None else str(path)
 
 
-def _access(export: dict[str, Any]) -> str:
+def _access(export: _core.GatewayExport) -> str:
     """``, read-only, direct, allow 10.0.0.0/8`` for an export that is any of them."""
-    parts = (["read-only"] if export.get("read_only") else []) + (["direct"] if export.get("direct") else []) + (
-        [f"allow {' '.join(export['allow'])}"] if export.get("allow") else [])
+    parts = (["read-only"] if export.read_only else []) + (["direct"] if export.direct else []) + (
+        [f"allow {' '.join(export.allow)}"] if export.allow else [])
     return "".join(f", {p}" for p in parts)
 
 

@@ -68,7 +68,7 @@ def simulate(
         typer.Argument(help="Trace files (any supported format): one tenant each, ids in the order given; "
                        "with --split-by, each file's tenants numbered after the previous file's.", show_default=False),
     ],
-    policy: po.PolicyOpt = "fcfs",
+    policy: po.PolicyOpt = po.DEFAULT_POLICY,
     device: DeviceOpt = "constant",
     capacity: CapacityOpt = None,
     device_profile: Annotated[
@@ -121,6 +121,7 @@ def simulate(
 
     if out_file is not None:
         check_table_file(out_file, "--out")
+    prof = None
     if device_profile is not None:
         from storqos.model.device_profile import load_profile
 
@@ -143,14 +144,24 @@ def simulate(
             queue=queue,
             seed=seed,
             window=window,
-            keep_requests=out_file is not None,
+            keep_requests=out_file is not None or prof is not None,
         ),
     )
-    if out_file is not None and res.requests is not None:
+    log, seen = res.requests, []
+    if prof is not None and log is not None:  # each request as validate predicts the live client sees it
+        from storqos.live.validate import per_tenant
+        from storqos.model.live_path import with_path
+
+        log = with_path(log, prof, df["offset"].to_numpy())
+        top = int(log["tenant"].cast(pl.Int64).max() or 0)  # type: ignore[arg-type]
+        seen = per_tenant(log, [(names or {}).get(t, str(t)) for t in range(top + 1)]).to_dicts()
+    if out_file is not None and log is not None:
         from storqos.base.paths import write_table
 
-        write_table(res.requests, out_file)
+        write_table(log, out_file)
     summary = res.summary()
+    if prof is not None:
+        summary["live_path"] = seen
     verdicts = None
     slo, percentile = policy_params.get("slo"), policy_params.get("percentile")
     if slo:
@@ -182,6 +193,8 @@ def simulate(
     if not res.classes.equals(res.tenants.drop("rejected", strict=False).rename({"tenant": "class"})):
         out.print(_summary_table("response time per class (assigned by the policy)", res.classes.to_dicts(), "class"))
     out.print(_summary_table("all requests", res.total.to_dicts(), "all"))
+    if prof is not None:
+        out.print(_live_path_table(seen))
     if verdicts is not None:
         t = Table(title=f"SLO compliance per {window} interval (--window)")
         for col in ("tenant", "name", "intervals", "latency met %", "throughput met %", "violated %"):
@@ -204,6 +217,19 @@ def simulate(
         out.print(f"{res.unfinished:,} requests had not completed when the run ended", style="yellow")
     if out_file is not None:
         out.print(f"per-request results: {out_file}")
+
+
+def _live_path_table(seen: list[dict[str, Any]]) -> Table:
+    """Per tenant, as the device profile's live path puts the requests before a client
+    (what ``storqos validate`` compares with a replay): requests, IOPS over the run,
+    percentiles."""
+    t = Table(title="as a client sees them through the profile's live path (what validate compares)")
+    for col in ("tenant", "requests", "IOPS", "p50 ms", "p95 ms", "p99 ms"):
+        t.add_column(col, justify="left" if col == "tenant" else "right")
+    for r in seen:
+        t.add_row(f"{r['tenant']} {r['name']}", f"{r['requests']:,}", fmt_number(r["iops"]),
+                  *(fmt_ms(r[f"p{q}_ns"]) for q in (50, 95, 99)))
+    return t
 
 
 def register(app: typer.Typer) -> None:

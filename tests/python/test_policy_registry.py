@@ -1,0 +1,165 @@
+"""A policy is declared once, in the core's registry (``storqos_core::spec::registry``):
+the Python layer takes its names, aliases, parameters and options from
+``storqos.model.registry``, and no other module spells a policy's name as a value.
+
+What "spells a name" means here: a string literal, outside docstrings and comments,
+that is a policy's name or its core kind (``"mclock"``, ``"sarc_avatar"``), the form a
+module uses to dispatch on a policy. Prose that mentions an algorithm in a message or a
+help line ("SFQ(D)'s D") is not counted: it names no value a new policy would have to be
+added to. The modules below that still dispatch on some policy's name are listed with
+those names; the list may only shrink (a new module or a new name fails the test, and so
+does an entry that no longer occurs)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+import pytest
+import typer
+from conftest import REPO
+from storqos.model import registry
+from storqos.model.specs import POLICIES, POLICY_ALIASES, PolicyParams, canonical_policy, policy_spec
+
+PACKAGE = REPO / "python" / "storqos"
+
+#: The one module that may name every policy: the registry (it reads them from the core).
+REGISTRY_MODULE = "model/registry.py"
+
+#: Modules outside the registry that still name policies as values, and which: the
+#: analyses and planners built around particular policies (advise's candidates, the
+#: planner's FCFS and Miser comparison, the seeds' own spec builders).
+STILL_NAMED: dict[str, set[str]] = {
+    "cli/commands/allocate.py": {"baa"},
+    "cli/commands/ctl.py": {"fcfs"},
+    "live/validate.py": {"fcfs"},
+    "live/validation_calibration.py": {"fcfs"},
+    "model/fclb/cases.py": {"fclb", "yfq"},
+    "model/fclb/spec.py": {"fclb", "yfq"},
+    "model/sim.py": {"fcfs", "miser"},
+    "model/twolevel/analysis.py": {"sarc+avatar"},
+    "model/twolevel/spec.py": {"adaptive+avatar", "adaptive_avatar", "fixed+avatar", "fixed_avatar",
+                               "sarc+avatar", "sarc+facade", "sarc_avatar", "sarc_facade"},
+    "planning/advise/advice.py": {"edf", "fcfs", "fclb", "mclock", "miser", "sarc+avatar", "sfq", "wf2q", "yfq"},
+    "planning/advise/bounds.py": {"fcfs"},
+    "planning/advise/evaluation.py": {"sarc+avatar"},
+    "planning/advise/family.py": {"fcfs"},
+    "planning/advise/inputs.py": {"fcfs"},
+    "planning/advise/policies.py": {"edf", "fcfs", "fclb", "mclock", "miser", "sarc+avatar", "sfq", "wf2q", "yfq"},
+    "planning/advise/proof.py": {"mclock"},
+    "planning/alloc.py": {"baa"},
+    "planning/noisy_neighbour.py": {"fcfs", "wf2q"},
+    "planning/planner.py": {"fcfs", "miser", "rtt", "wf2q"},
+    "planning/warming/multiday.py": {"fcfs"},
+    "planning/warming/reqlevel.py": {"fcfs"},
+}
+
+
+def named_policies(source: str, names: set[str]) -> set[str]:
+    """The ``names`` that ``source`` has as a whole string literal outside docstrings."""
+    tree = ast.parse(source)
+    # Docstrings, and attribute docstrings: string constants that are a statement alone.
+    docs = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+    return {n.value.strip().lower() for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs
+            and n.value.strip().lower() in names}
+
+
+def test_the_scan_finds_a_name_in_code_and_not_in_docs_or_comments() -> None:
+    source = '"""The mclock module."""\n# mclock\nx = 1\n"""wf2q, an attribute\'s doc."""\nif k == "MClock": pass\n'
+    assert named_policies(source, {"mclock", "wf2q"}) == {"mclock"}
+    assert named_policies('help = "mclock: per-tenant limits"\n', {"mclock"}) == set()
+
+
+def test_no_module_but_the_registry_names_a_policy() -> None:
+    names = {p.name for p in registry.registry().policies} | {p.kind for p in registry.registry().policies}
+    assert {"mclock", "sarc_avatar", "rtt-fq", "rtt"} <= names
+    found: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = path.relative_to(PACKAGE).as_posix()
+        hits = named_policies(path.read_text(), names)
+        if hits and module != REGISTRY_MODULE:
+            found[module] = hits
+    new = {m: sorted(h - STILL_NAMED.get(m, set())) for m, h in found.items() if h - STILL_NAMED.get(m, set())}
+    assert not new, f"policy names spelled outside the registry (take them from storqos.model.registry): {new}"
+    gone = {m: sorted(n - found.get(m, set())) for m, n in STILL_NAMED.items() if n - found.get(m, set())}
+    assert not gone, f"no longer named there: remove them from STILL_NAMED: {gone}"
+    # The modules that build specs, options and configs name none.
+    for module in ("model/specs.py", "model/policy_options.py", "cli/commands/simulate.py", "cli/commands/serve.py",
+                   "experiments/experiment_schema.py", "live/gateway_config.py"):
+        assert module not in found, (module, found.get(module))
+
+
+def test_the_typed_keywords_are_the_registry_parameters() -> None:
+    """policy_spec's typed keywords (a TypedDict, for mypy) are exactly the parameters the
+    registry's policies take, and the ones any policy is handed."""
+    taken = {k for p in registry.policies("simulate") for k in p.takes} | set(registry.registry().run_params)
+    assert set(PolicyParams.__annotations__) == taken
+
+
+def test_names_and_aliases_come_from_the_registry() -> None:
+    assert list(POLICIES) == [p.name for p in registry.policies("simulate")]
+    assert POLICY_ALIASES["wf2q+"] == "wf2q" and POLICY_ALIASES["fifo"] == "fcfs"
+    assert "wfq" not in POLICY_ALIASES  # another algorithm (Demers-Keshav-Shenker), not WF2Q+
+    # The gateway's config-only policy: served, not simulated.
+    assert canonical_policy("BAA", "serve") == "baa"
+    with pytest.raises(Exception, match="unknown policy 'baa'"):
+        canonical_policy("baa")
+
+
+def _command(name: str) -> Any:
+    """The click command typer builds for ``storqos NAME``."""
+    from storqos.cli.app import app
+
+    return typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("command", ["simulate", "serve"])
+def test_each_command_has_the_registry_options(command: registry.Command) -> None:
+    opts = {o: p for p in _command(command).params for o in p.opts}
+    for option in registry.options(command):
+        param = opts[option.flag]
+        assert param.help == option.help, option.flag
+        assert param.name == option.key  # handed to policy_spec under its key
+    assert ("--depth" in opts) and ("--deadline" in opts) and ("--deadlines" not in opts)
+    policy_help = opts["--policy"].help or ""
+    assert ("| baa." in policy_help) == (command == "serve"), policy_help
+
+
+def test_flags_and_keys_map_both_ways() -> None:
+    assert registry.flag_of("deadlines") == "--deadline"
+    assert registry.flag_of("control_window") == "--control-window"
+    assert registry.param_of_flag("--workload") == "workloads"
+    for option in registry.registry().options:
+        assert registry.param_of_flag(option.flag) == option.key
+        assert registry.flag_of(option.key) == option.flag
+
+
+def test_a_form_builds_what_the_policy_takes() -> None:
+    """Each simulated policy builds through its form into a spec the core accepts, its
+    kind the registry's."""
+    needs: dict[str, dict[str, object]] = {
+        "deadlines": {"deadlines": "10ms,50ms"},
+        "decomposition": {"cmin": 300, "deadlines": "10ms", "total_capacity": 500},
+        "leaky_bucket": {"workloads": "40:35ms,20:38ms"},
+        "two_level": {"slo": "a:100iops@50ms"},
+    }
+    from storqos.model.specs import check
+
+    for p in registry.policies("simulate"):
+        assert p.form is not None
+        params = {k: v for k, v in needs.get(p.form, {}).items() if k in p.takes or k == "total_capacity"}
+        spec = policy_spec(p.name, **params)  # type: ignore[arg-type]
+        assert spec["kind"] == p.kind, p.name
+        check(spec, {"kind": "constant", "iops": 500.0})
+
+
+def test_the_gateway_limits_are_the_gateways() -> None:
+    from storqos import _core
+    from storqos.live import gateway_config
+
+    assert gateway_config.MAX_DEPTH == _core.GATEWAY_MAX_DEPTH == 4096
+    assert gateway_config.MAX_NAME_BYTES == 4096  # the NBD protocol's longest export name
+    assert gateway_config.MIN_INFLIGHT_BYTES == 32 * 2**20  # NBD's largest request
+    assert gateway_config.MAX_FAULT_DELAY_NS == 60 * 10**9
+
