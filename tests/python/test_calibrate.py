@@ -289,11 +289,9 @@ def test_the_path_at_rest_is_what_spaced_reads_pay_beyond_the_model() -> None:
                          at_rest=rest)
     assert prof.scale() == pytest.approx(scale)
     assert [us for _, us in prof.path_at_rest_us()] == pytest.approx([70, 70, 70])
-    at = prof.path_at_rest_ns(np.linspace(0, 1, 101))
-    assert at.min() == at.max() == 70_000
     # validate adds it to the requests that arrive with nothing in flight: the first,
     # and the third (the second arrives while the first is served), not the second.
-    from storqos.live.validate import with_path
+    from storqos.model.live_path import with_path
 
     req = pl.DataFrame({"arrival_ns": [0, 50_000, 500_000], "finish_ns": [100_000, 180_000, 600_000],
                         "response_ns": [100_000, 130_000, 100_000]}, schema={c: pl.UInt64 for c in
@@ -301,7 +299,13 @@ def test_the_path_at_rest_is_what_spaced_reads_pay_beyond_the_model() -> None:
     got = with_path(req, prof)
     assert got["response_ns"].to_list() == [170_000, 130_000, 170_000]
     assert got["finish_ns"].to_list() == [170_000, 180_000, 670_000]
-    assert not prof.model_copy(update={"at_rest": None}).path_at_rest_ns(np.linspace(0, 1, 11)).any()
+    # 101 lone requests of every rank: each pays the same 70 µs; without the at-rest
+    # measurement, nothing.
+    lone = pl.DataFrame({"arrival_ns": np.arange(101) * 2_000_000, "response_ns": np.linspace(50_000, 200_000, 101)}
+                        ).cast(pl.UInt64).with_columns(finish_ns=pl.col("arrival_ns") + pl.col("response_ns"))
+    added = with_path(lone, prof)["response_ns"].to_numpy() - lone["response_ns"].to_numpy()
+    assert added.min() == added.max() == 70_000
+    assert with_path(lone, prof.model_copy(update={"at_rest": None}))["response_ns"].equals(lone["response_ns"])
 
 
 def test_the_path_by_rank_gives_back_the_reads_at_rest_when_back_to_back_times_are_bimodal() -> None:
@@ -311,8 +315,8 @@ def test_the_path_by_rank_gives_back_the_reads_at_rest_when_back_to_back_times_a
     the spaced reads' times: the median near 95 µs, not the back-to-back gap at the low
     quantiles (64 µs) carried up to every quantile (which predicted 1.5x the measured
     median)."""
-    from storqos.live.validate import with_path
     from storqos.model.device_profile import DepthPoint, DeviceProfile, ServicePoint
+    from storqos.model.live_path import with_path
 
     hot = ServicePoint(op="read", pattern="random", size=4096, iops=23_000, mean_us=43, min_us=15,
                        percentiles_us=[(1.0, 16.0), (49.0, 17.0), (51.0, 69.0), (99.0, 71.0)])
@@ -341,8 +345,8 @@ def test_writes_at_rest_get_their_own_path() -> None:
     """A profile that measured writes at rest (they also wake the gateway's I/O thread)
     gives writes that arrive with nothing in flight the writes' path, reads the reads';
     a profile without the writes' measurement gives writes the reads' path."""
-    from storqos.live.validate import with_path
     from storqos.model.device_profile import DepthPoint, DeviceProfile, ServicePoint
+    from storqos.model.live_path import with_path
 
     def flat(op: str, us: float) -> ServicePoint:
         return ServicePoint(op=op, pattern="random", size=4096, iops=1e6 / us, mean_us=us, min_us=us,
@@ -375,8 +379,8 @@ def test_the_path_at_rest_grows_with_the_time_the_target_was_idle() -> None:
     outlasted (they queued) gives none."""
     import math
 
-    from storqos.live.validate import with_path
     from storqos.model.device_profile import DepthPoint, DeviceProfile, RestPoint, ServicePoint
+    from storqos.model.live_path import with_path
 
     def flat(us: float, spacing: float | None = None) -> ServicePoint:
         kw = {"op": "read", "pattern": "random", "size": 4096, "iops": 1e6 / us, "mean_us": us, "min_us": us,

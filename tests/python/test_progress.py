@@ -16,6 +16,7 @@ from storqos.base.progress import Lines, Stages, about, clock
 from storqos.experiments.experiment import load
 from storqos.live import calibrate as c
 from storqos.live import validate as v
+from storqos.live import validation_calibration as vc
 from storqos.model.device_profile import DeviceProfile
 from storqos.traces import bundled
 from test_validate import EXPERIMENT, NoGateway, _lone_read_profile
@@ -76,11 +77,11 @@ def test_a_calibration_is_one_stage(monkeypatch: pytest.MonkeyPatch) -> None:
         def step(self, done: int, total: int) -> None:
             steps.append((done, total))
 
-    monkeypatch.setattr(v, "GatewayProcess", NoGateway)
+    monkeypatch.setattr(vc, "GatewayProcess", NoGateway)
     monkeypatch.setattr(c, "calibrate", measured)
-    monkeypatch.setattr(v, "bursts_at_depth", lambda prof, *a, **k: prof)
+    monkeypatch.setattr(vc, "bursts_at_depth", lambda prof, *a, **k: prof)
     said: list[str] = []
-    v.calibrate_file(Path("cal.img"), passes=3, attempts=1, progress=Sink(said.append))
+    vc.calibrate_file(Path("cal.img"), passes=3, attempts=1, progress=Sink(said.append))
     plan = v.calibration_plan()
     assert said == [f"calibrating: 3 passes of {plan.points} points through a gateway, as the replays will find "
                     "the file"]

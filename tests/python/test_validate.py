@@ -324,7 +324,7 @@ def test_exports_are_read_through_before_a_replay(tmp_path: Path, monkeypatch: p
     kernel told first that the whole file is wanted."""
     import os
 
-    from storqos.live import validate as v
+    from storqos.live import validation_files as v
 
     sizes = {"t0.img": (9 << 20) + 123, "t1.img": 4096}
     for name, n in sizes.items():
@@ -354,7 +354,7 @@ def test_exports_are_read_through_before_a_replay(tmp_path: Path, monkeypatch: p
             return b
 
     monkeypatch.setattr(v, "open", lambda p, *a, **k: Counting(opened(p, *a, **k), Path(p).name), raising=False)
-    v._into_page_cache([tmp_path / name for name in sizes])
+    v.into_page_cache([tmp_path / name for name in sizes])
     assert read == sizes
     assert advised == [(0, 0, os.POSIX_FADV_WILLNEED)] * 2
 
@@ -465,7 +465,7 @@ def test_a_calibration_the_host_disturbed_is_made_again(monkeypatch: pytest.Monk
     import os
 
     from storqos.live import calibrate as c
-    from storqos.live import validate as v
+    from storqos.live import validation_calibration as v
     measured_s = 25.0
     cpu_ms = measured_s * 1e3 * (os.cpu_count() or 1)
     base = _lone_read_profile(direct=False, capacity_iops=10_000, parallelism=1, measured_s=measured_s)
@@ -524,7 +524,7 @@ def test_bursts_are_measured_through_a_gateway_of_the_profiles_depth(monkeypatch
     smallest requests' mean time when that is longer."""
     from storqos.live import calibrate as c
     from storqos.live import replay as r
-    from storqos.live import validate as v
+    from storqos.live import validation_calibration as v
     from storqos.model.device_profile import BurstPoint, ServicePoint
 
     def burst(op: str, pattern: str, finish_us: float) -> BurstPoint:

@@ -2,8 +2,8 @@
 and the path behind it answers one at a time, both timed by `storqos calibrate` on
 bursts from rest; validate makes a request wait for the requests before it in that
 queue where the simulated device's k servers let it through sooner, and counts its
-time from its issue, as the replay does. Constructed inputs,
-expected answers worked out by hand."""
+time from its issue, as the replay does (the core's live path, through
+storqos.model.live_path). Constructed inputs, expected answers worked out by hand."""
 
 from __future__ import annotations
 
@@ -13,14 +13,42 @@ import numpy as np
 import polars as pl
 import pytest
 from pydantic import ValidationError
-from storqos.live.validate import burst_delay_ns, burst_hold, burst_hold_ns, continues, with_path
 from storqos.model.device_profile import BurstPoint, DepthPoint, DeviceProfile, Op, ServicePoint, dump_profile, load_profile
+from storqos.model.live_path import live_path, with_path
 
 US = 1_000
 
 
 def _costs(read: tuple[float, float], write: tuple[float, float] | None = None) -> dict[Op, tuple[float, float]]:
     return {"read": (read[0] * US, read[1] * US), "write": ((write or read)[0] * US, (write or read)[1] * US)}
+
+
+def _frame(arrival: np.ndarray, own: np.ndarray, is_read: np.ndarray) -> pl.DataFrame:
+    """Simulated requests at ``arrival``, each ``own`` long, nothing waited (ns)."""
+    arrival, own = np.asarray(arrival, np.int64), np.asarray(own, np.int64)
+    return pl.DataFrame({"arrival_ns": arrival, "finish_ns": arrival + own, "response_ns": own,
+                         "is_read": np.asarray(is_read, bool)}).with_columns(
+        pl.col("arrival_ns", "finish_ns", "response_ns").cast(pl.UInt64))
+
+
+def _late(prof: DeviceProfile, arrival: np.ndarray, own: np.ndarray, is_read: np.ndarray) -> np.ndarray:
+    """How much later than its own time from its issue each request is answered (ns)."""
+    got = with_path(_frame(arrival, own, is_read), prof)["response_ns"].to_numpy().astype(np.int64)
+    return got - np.asarray(own, np.int64)
+
+
+def burst_delay_ns(arrival: np.ndarray, own: np.ndarray, is_read: np.ndarray,
+                   costs: dict[Op, tuple[float, float]]) -> np.ndarray:
+    """The wait for the path's one reply at a time alone: through a profile with these
+    bursts and nothing at rest (no path at rest, no hold)."""
+    points = [_point(op, costs[op][0] / US, costs[op][1] / US) for op in ("read", "write")]  # type: ignore[index]
+    return _late(_profile(points), arrival, own, is_read)
+
+
+def _holds(prof: DeviceProfile) -> tuple[float, float]:
+    """The reads' and the writes' hold shares fitted to the profile's bursts."""
+    path = live_path(prof)
+    return path.hold(True), path.hold(False)
 
 
 def test_a_burst_is_answered_one_completion_time_apart() -> None:
@@ -154,33 +182,49 @@ def test_profiles_with_and_without_bursts_load(tmp_path: Path) -> None:
         BurstPoint(op="read", requests=1, bursts=1, period_us=1, issue_us=1, finish_us=1, response_us=[1.0, 1.0])
 
 
-# The requests issued while a request is in flight hold the CPUs (burst_hold_ns): the
-# head of a burst of writes is answered later than a write at rest.
+# The requests issued while a request is in flight hold the CPUs (the hold): the head of
+# a burst of writes is answered later than a write at rest.
+
+
+def _holding(first_us: float, own_us: float, issue_us: float, requests: int = 4) -> DeviceProfile:
+    """A profile whose writes at rest take ``own_us`` (their path at rest nothing:
+    without writes back to back measured, writes take the reads' 2 ms point, 100 µs as
+    the model) and whose burst of ``requests`` writes from rest, issued
+    ``issue_us`` apart, answered its first at ``first_us``: the share fitted to it is
+    the one that gives that first position back; 5 µs between completions, under any
+    spacing here (no wait for the chain of replies)."""
+    head = BurstPoint(op="write", requests=requests, bursts=10, period_us=10_000, issue_us=issue_us, finish_us=5,
+                      response_us=[first_us] + [own_us] * (requests - 1))
+    return _profile([_point("read", issue_us, 5), head]).model_copy(
+        update={"at_rest": _rest(100), "at_rest_write": _rest(own_us, "write")})
 
 
 def test_each_request_issued_while_one_is_in_flight_puts_its_reply_off() -> None:
-    """Four writes due at once, 10 µs per issue, 100 µs each on its own, share 1.5: the
-    first (issued at 0, alone at 100 µs) sees the three others issued at 10, 20 and
-    30 µs, each putting it off by 15 µs (145 µs); the second (issued at 10, alone at
-    110) sees two (140), the third one, the last none: 45, 30, 15 and 0 µs later."""
-    got = burst_hold_ns(np.zeros(4, np.int64), np.full(4, 100 * US, np.int64), np.zeros(4, bool),
-                        _costs((10, 30)), {"write": 1.5})
-    assert got.tolist() == [45 * US, 30 * US, 15 * US, 0]
+    """Four writes due at once, 10 µs per issue, 100 µs each on its own, a burst's first
+    answered at 145 µs: the three others issued at 10, 20 and 30 µs each put it off by
+    15 µs, a share of 1.5. The second (issued at 10, alone at 110) sees two (140), the
+    third one, the last none: 45, 30, 15 and 0 µs later (within a nanosecond: the share
+    is fitted to whole nanoseconds)."""
+    prof = _holding(145, 100, 10)
+    assert _holds(prof)[1] == pytest.approx(1.5, rel=1e-4)
+    got = _late(prof, np.zeros(4, np.int64), np.full(4, 100 * US, np.int64), np.zeros(4, bool))
+    assert got.tolist() == pytest.approx([45 * US, 30 * US, 15 * US, 0], abs=1)
 
 
 def test_only_the_requests_issued_before_the_reply_hold_it() -> None:
-    """Four writes due at once, 10 µs per issue, 25 µs each on its own, share 0.2 (2 µs
-    per request issued): the first is alone at 25 µs, lets in the one issued at 10 µs
-    (27), the one at 20 (29), not the one at 30: 4 µs later; the second (issued at 10,
-    alone at 35) the ones at 20 and 30: 4; the third (20, alone at 45) the one at 30: 2."""
-    got = burst_hold_ns(np.zeros(4, np.int64), np.full(4, 25 * US, np.int64), np.zeros(4, bool),
-                        _costs((10, 30)), {"write": 0.2})
-    assert got.tolist() == [4 * US, 4 * US, 2 * US, 0]
+    """Four writes due at once, 10 µs per issue, 25 µs each on its own, a burst's first
+    answered at 29 µs: alone at 25 µs, it lets in the one issued at 10 µs and the one at
+    20, not the one at 30 (2 µs each: a share of 0.2). The second (issued at 10, alone at
+    35) the ones at 20 and 30: 4; the third (20, alone at 45) the one at 30: 2."""
+    prof = _holding(29, 25, 10)
+    assert _holds(prof)[1] == pytest.approx(0.2, rel=1e-3)
+    got = _late(prof, np.zeros(4, np.int64), np.full(4, 25 * US, np.int64), np.zeros(4, bool))
+    assert got.tolist() == pytest.approx([4 * US, 4 * US, 2 * US, 0], abs=1)
     # Reads with no share, and requests that come alone (1 ms apart), wait for nothing.
-    assert not burst_hold_ns(np.zeros(4, np.int64), np.full(4, 25 * US, np.int64), np.ones(4, bool),
-                             _costs((10, 30)), {"write": 0.2}).any()
-    assert not burst_hold_ns(np.arange(4, dtype=np.int64) * 1000 * US, np.full(4, 100 * US, np.int64),
-                             np.zeros(4, bool), _costs((10, 30)), {"write": 1.5}).any()
+    assert not _late(prof, np.zeros(4, np.int64), np.full(4, 25 * US, np.int64), np.ones(4, bool)).any()
+    held = _holding(145, 100, 10)
+    assert not _late(held, np.arange(4, dtype=np.int64) * 1000 * US, np.full(4, 100 * US, np.int64),
+                     np.zeros(4, bool)).any()
 
 
 def _rest(us: float, op: str = "read") -> ServicePoint:
@@ -211,20 +255,20 @@ def test_a_burst_of_writes_from_rest_gives_back_its_measured_curve() -> None:
     first, 490, 478, 466 for the next three, then 213 + 68p (485 at position 4, 2,321 at
     the last). Without the hold the first position came out at 213."""
     prof = _rest_profile([_point("read", 10, 17), _write_burst(585)])
-    assert burst_hold(prof)["write"] == pytest.approx(1.5, rel=1e-4)
-    costs = prof.burst_costs_ns()
-    assert costs is not None
+    assert _holds(prof)[1] == pytest.approx(1.5, rel=1e-4)
     n = 32
     arrival, writes = np.zeros(n, np.int64), np.zeros(n, bool)
-    own = np.array([213] + [130] * (n - 1), np.int64) * US
-    late = np.maximum(burst_delay_ns(arrival, own, writes, costs),
-                      burst_hold_ns(arrival, own, writes, costs, burst_hold(prof)))
-    got = (own + late) / US
+    # (The writes' path at rest is nothing: without writes back to back measured, they
+    # take the reads' 2 ms point, 100 µs as the model.)
+    sim = np.array([213] + [130] * (n - 1), np.int64) * US
+    got = with_path(_frame(arrival, sim, writes), prof)["response_ns"].to_numpy() / US
     p = np.arange(n)
     want = np.where(p == 0, 585, np.maximum(213 + 68 * p, 502 - 12 * p))
     assert got == pytest.approx(want, abs=0.01)
     assert got[[0, 1, 2, 3, 4, 31]].round().tolist() == [585, 490, 478, 466, 485, 2321]
-    assert (own + burst_delay_ns(arrival, own, writes, costs))[0] / US == 213
+    # A burst whose first position was no later than at rest: no hold.
+    no_hold = _rest_profile([_point("read", 10, 17), _write_burst(213)])
+    assert with_path(_frame(arrival, sim, writes), no_hold)["response_ns"][0] / US == 213
 
 
 def test_a_measured_burst_of_writes_is_nearer_with_the_hold() -> None:
@@ -239,14 +283,12 @@ def test_a_measured_burst_of_writes_is_nearer_with_the_hold() -> None:
     burst = BurstPoint(op="write", requests=32, bursts=30, period_us=13_869, issue_us=8.18, finish_us=76.57,
                        response_us=measured)
     prof = _rest_profile([_point("read", 10, 17), burst], write_rest_us=212.95)
-    costs = prof.burst_costs_ns()
-    assert costs is not None
+    unheld = _rest_profile([_point("read", 10, 17), burst.model_copy(update={"response_us": [212.95, *measured[1:]]})],
+                           write_rest_us=212.95)  # a first position at rest: no hold
     n = 32
     arrival, writes = np.zeros(n, np.int64), np.zeros(n, bool)
-    own = np.array([212.95] + [130.6] * (n - 1)) * US
-    chain = burst_delay_ns(arrival, own.astype(np.int64), writes, costs)
-    held = np.maximum(chain, burst_hold_ns(arrival, own.astype(np.int64), writes, costs, burst_hold(prof)))
-    before, after = (own + chain) / US, (own + held) / US
+    sim = (np.array([212.95] + [130.6] * (n - 1)) * US).astype(np.int64)
+    before, after = (with_path(_frame(arrival, sim, writes), p)["response_ns"].to_numpy() / US for p in (unheld, prof))
     assert after[0] == pytest.approx(608.55, abs=0.5)
     err_before = float(np.mean(np.abs(before / measured - 1)))
     err_after = float(np.mean(np.abs(after / measured - 1)))
@@ -257,25 +299,25 @@ def test_a_measured_burst_of_writes_is_nearer_with_the_hold() -> None:
 def test_no_hold_without_a_late_head_or_a_time_at_rest() -> None:
     # The first position no later than at rest (its spread: every write at rest 213 µs):
     # no share.
-    assert burst_hold(_rest_profile([_write_burst(200)])) == {"write": 0.0}
+    assert _holds(_rest_profile([_write_burst(200)])) == (0.0, 0.0)
     # Reads measured in bursts only: writes take the reads' share.
     reads_only = _rest_profile([BurstPoint(op="read", requests=4, bursts=10, period_us=10_000, issue_us=10,
                                            finish_us=17, response_us=[115.0, 120.0, 130.0, 140.0])])
-    share = burst_hold(reads_only)
-    assert share["read"] == pytest.approx(0.5, rel=1e-4)  # 100 µs at rest, 3 issued before: 15 = 3 × 10 × 0.5
-    assert share["write"] == share["read"]
+    read, write = _holds(reads_only)
+    assert read == pytest.approx(0.5, rel=1e-4)  # 100 µs at rest, 3 issued before: 15 = 3 × 10 × 0.5
+    assert write == read
     # A first position later than the median at rest (213 µs) but within the writes'
     # spread at rest (p90 400 µs): no evidence of a hold.
     spread = ServicePoint(op="write", pattern="random", size=4096, iops=500, mean_us=250, min_us=150,
                           percentiles_us=[(50.0, 213.0), (90.0, 400.0), (99.0, 900.0)])
     within = _profile([_write_burst(350)]).model_copy(update={"at_rest": _rest(100), "at_rest_write": spread})
-    assert burst_hold(within) == {"write": 0.0}
+    assert _holds(within) == (0.0, 0.0)
     # Past it: the share that gives back the first position, from the median at rest.
     past = within.model_copy(update={"burst": [_write_burst(585)]})
-    assert burst_hold(past)["write"] == pytest.approx(1.5, rel=1e-4)
+    assert _holds(past)[1] == pytest.approx(1.5, rel=1e-4)
     # Profiles without a time at rest (made before it was measured) or without bursts.
-    assert burst_hold(_profile([_write_burst(585)])) == {}
-    assert burst_hold(_profile(None)) == {}
+    assert _holds(_profile([_write_burst(585)])) == (0.0, 0.0)
+    assert _holds(_profile(None)) == (0.0, 0.0)
 
 
 def test_validate_holds_the_head_of_a_burst_of_writes() -> None:
@@ -292,20 +334,9 @@ def test_validate_holds_the_head_of_a_burst_of_writes() -> None:
     burst = BurstPoint(op="write", requests=32, bursts=30, period_us=14_000, issue_us=8, finish_us=10,
                        response_us=[100.0 + 31 * 12] + [1000.0] * 31)
     prof = _rest_profile([burst], write_rest_us=100)
-    assert burst_hold(prof)["write"] == pytest.approx(1.5, rel=1e-4)
+    assert _holds(prof)[1] == pytest.approx(1.5, rel=1e-4)
     got = with_path(req, prof)
     assert got["response_ns"].to_list() == [124 * US, 112 * US, 104 * US]
-
-
-def test_a_request_continues_its_tenants_previous_one_of_the_same_op() -> None:
-    """Tenant 0 writes 0-4 KiB, 4-8 KiB, then reads 8 KiB (a read: not the writes'
-    sequence), then writes 8-12 KiB; tenant 1 writes 12-16 KiB between them (another
-    tenant's: no sequence to tenant 0's), then 16-24 KiB and 100 KiB."""
-    tenant = np.array([0, 0, 1, 0, 0, 1, 1])
-    reads = np.array([False, False, False, True, False, False, False])
-    offset = np.array([0, 4, 12, 8, 8, 16, 100]) * 1024
-    size = np.array([4, 4, 4, 4, 4, 8, 4]) * 1024
-    assert continues(tenant, reads, offset, size).tolist() == [False, True, False, False, True, True, False]
 
 
 def _train(offsets_kib: list[int]) -> tuple[pl.DataFrame, np.ndarray]:

@@ -38,7 +38,7 @@ against the queue depth (the parallelism curve). From them:
   gateway's loop and I/O threads, all on the same CPUs) answers one at a time (the time
   between two completions). ``storqos validate`` gives each simulated request's reply
   no sooner than that time after the reply before it
-  (:func:`storqos.live.validate.burst_delay_ns`): the device model's k servers may answer a
+  (:mod:`storqos.model.live_path`): the device model's k servers may answer a
   burst k at a time, the live path answers it one request after another. How fast the
   path answers a queue depends on how many requests the gateway lets through to the
   device at once: ``storqos validate`` measures the bursts through a gateway of depth k
@@ -46,9 +46,9 @@ against the queue depth (the parallelism curve). From them:
   apart at depth 4, 17-22 µs through the calibration's gateway of depth 8). The first
   request of a burst is also answered later than at rest (a write: 370-920 µs against
   210-305 µs), the requests issued after it holding the CPUs: the **hold**
-  (:func:`storqos.live.validate.burst_hold`, derived, not stored) is the share of each later
+  (:meth:`DeviceProfile.hold_evidence`, fitted by the core, not stored) is the share of each later
   request's time to issue that puts a reply off, read off the burst's first position
-  (:func:`storqos.live.validate.burst_hold_ns`). Bursts of sequential requests (each
+  (:mod:`storqos.model.live_path`). Bursts of sequential requests (each
   continuing the one before it) are measured too: on a page-cached file a sequential
   write costs the path far less than a random one (replies 21-28 µs apart in a burst
   against 73-83 µs), and a
@@ -61,15 +61,12 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from storqos.base.errors import InputError
 from storqos.base.toml_schema import Table, read_toml, validate
-
-if TYPE_CHECKING:  # numpy is imported where the tables are interpolated: loading a
-    import numpy as np  # profile (`storqos serve --device-profile`) does not need it
 
 #: Version of the profile format; a profile of another version is refused.
 PROFILE_VERSION = 1
@@ -311,7 +308,7 @@ class DeviceProfile(Table):
         """Table (fraction, µs) of the time a request at rest pays outside the model's
         service, by rank: at each quantile, the spaced reads' time less the model's
         service time of the same reads back to back, never below 0. It need not rise:
-        added by rank to the model's service (:func:`storqos.live.validate.with_path`), it
+        added by rank to the model's service (:func:`storqos.model.live_path.with_path`), it
         gives back the spaced reads' own times, and a rising path would not (the
         back-to-back times of a page-cached file are bimodal, 16 µs or 70 µs, on 2 vCPUs:
         the gap at the low quantiles is not the gap at the median). For ``op = "write"``,
@@ -364,31 +361,6 @@ class DeviceProfile(Table):
         """(idle µs, the path's p50 µs) at each level of :meth:`rest_levels`: the
         paths at rest in a line of a report."""
         return [(idle, dict(path).get(0.5, 0.0)) for idle, path in self.rest_levels(op)]
-
-    def path_at_rest_ns(self, u: np.ndarray, op: Op = "read", idle_ns: np.ndarray | None = None) -> np.ndarray:
-        """:meth:`path_at_rest_us` of ``op`` at quantiles ``u`` ∈ [0, 1] (ns, int64;
-        zeros without an ``at_rest`` measurement). With ``idle_ns`` (per request, how
-        long the target was idle before it) and :attr:`at_rest_idle` measured, each
-        request's path is interpolated between the two measured spacings around its
-        idle time on a log scale, and held at the shortest and the longest."""
-        import numpy as np
-
-        levels = self.rest_levels(op)
-        if not levels:
-            return np.zeros(len(u), dtype=np.int64)
-        paths = []
-        for _, table in levels:
-            qs, us = zip(*table, strict=True)
-            paths.append(np.interp(u, qs, us))
-        if idle_ns is None or len(levels) == 1:
-            return np.round(paths[0] * 1e3).astype(np.int64)
-        xs = np.log([idle for idle, _ in levels])
-        x = np.log(np.clip(np.asarray(idle_ns, dtype=np.float64) / 1e3, np.exp(xs[0]), np.exp(xs[-1])))
-        j = np.clip(np.searchsorted(xs, x, side="right") - 1, 0, len(xs) - 2)
-        w = (x - xs[j]) / (xs[j + 1] - xs[j])
-        v = np.vstack(paths)
-        at = np.arange(len(x))
-        return np.round((v[j, at] * (1 - w) + v[j + 1, at] * w) * 1e3).astype(np.int64)
 
     def burst_costs_ns(self, pattern: Pattern = "random") -> dict[Op, tuple[float, float]] | None:
         """Per op, the replay's time per issue and the path's time per request in a
