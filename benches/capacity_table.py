@@ -19,10 +19,14 @@ import argparse
 import json
 import statistics
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 import storqos
 from storqos import _core
+
+T = TypeVar("T")
 
 DEADLINES_NS = [5_000_000, 10_000_000, 20_000_000, 50_000_000]
 FRACTIONS = [0.9, 0.95, 0.99, 0.995, 0.999, 1.0]
@@ -35,11 +39,11 @@ def bursty_arrivals(n: int, seed: int = 7) -> np.ndarray:
     bg = storqos.model.synth.poisson(300, duration=dur, seed=seed, materialize=False)
     burst = storqos.model.synth.onoff(3000, 0, "200ms", "2s", duration=dur, seed=seed + 1, materialize=False)
     cols = _core.generate(json.dumps([bg, burst]))
-    return np.ascontiguousarray(cols["arrival_ns"][:n], dtype=np.uint64)
+    return np.ascontiguousarray(cols.arrival_ns[:n], dtype=np.uint64)
 
 
-def timed(fn, repeats: int) -> tuple[float, object]:
-    times, out = [], None
+def timed(fn: Callable[[], T], repeats: int) -> tuple[float, T]:
+    times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         out = fn()
@@ -58,17 +62,17 @@ def main() -> None:
     print(f"trace: {a.size:,} requests over {span_s:,.0f} s (mean {a.size / span_s:,.0f} IOPS)")
     t_fast, fast = timed(lambda: _core.capacity_table(a, DEADLINES_NS, FRACTIONS, method="fast"), args.repeats)
     t_slow, slow = timed(lambda: _core.capacity_table(a, DEADLINES_NS, FRACTIONS, method="bisect"), args.bisect_repeats)
-    f = np.array(fast["cmin_iops"])  # type: ignore[index]
-    s = np.array(slow["cmin_iops"])  # type: ignore[index]
+    f = np.array(fast.cmin_iops)
+    s = np.array(slow.cmin_iops)
     rel = float(np.max(np.abs(f - s) / s))
     cells = f.size
     print(f"{'method':<28}{'wall (s)':>10}{'passes':>9}{'probes':>9}{'per cell':>10}")
-    print(f"{'storqos planner search':<28}{t_fast:>10.3f}{fast['passes']:>9}{fast['probes']:>9}{fast['probes'] / cells:>10.1f}")  # type: ignore[index]
-    print(f"{'bisection, re-run per probe':<28}{t_slow:>10.3f}{slow['passes']:>9}{slow['probes']:>9}{slow['probes'] / cells:>10.1f}")  # type: ignore[index]
+    print(f"{'storqos planner search':<28}{t_fast:>10.3f}{fast.passes:>9}{fast.probes:>9}{fast.probes / cells:>10.1f}")
+    print(f"{'bisection, re-run per probe':<28}{t_slow:>10.3f}{slow.passes:>9}{slow.probes:>9}{slow.probes / cells:>10.1f}")
     print(
-        f"planner detail: {fast['closed_form_sweeps']} closed-form sweeps; subsample of {fast['sample_requests']:,} "  # type: ignore[index]
-        f"requests, {fast['sample_probes']} probes on it; all RTT work = "  # type: ignore[index]
-        f"{fast['lane_steps'] / a.size:.1f} full-trace probe equivalents ({fast['lane_steps'] / a.size / cells:.1f} per cell)"  # type: ignore[index]
+        f"planner detail: {fast.closed_form_sweeps} closed-form sweeps; subsample of {fast.sample_requests:,} "
+        f"requests, {fast.sample_probes} probes on it; all RTT work = "
+        f"{fast.lane_steps / a.size:.1f} full-trace probe equivalents ({fast.lane_steps / a.size / cells:.1f} per cell)"
     )
     print(f"speed-up: {t_slow / t_fast:.1f}x; largest relative difference between the tables: {100 * rel:.3f} %")
     # Distance from the true minimum: feasible at c, infeasible at c·(1 − 0.1 %).

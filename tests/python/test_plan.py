@@ -57,7 +57,7 @@ def test_fast_search_equals_bisection() -> None:
     slow = planner.capacity_table(t, method="bisect", fcfs=False).drop("deadline_ms").to_numpy()
     assert np.allclose(fast, slow, rtol=2e-3)
     a, b = planner.table_info(t), planner.table_info(t, method="bisect")
-    assert a["passes"] * 3 < b["passes"]
+    assert a.passes * 3 < b.passes
 
 
 def test_admitted_fraction_is_monotone_in_capacity_and_deadline() -> None:

@@ -427,7 +427,7 @@ def on_ready(info):
     print("on_ready finished", flush=True)
 
 stats = serve(gateway_config([f"a={sys.argv[1]}:0"], policy_spec("fcfs"), listen="127.0.0.1:0", duration_s=30.0), on_ready)
-print("served", len(stats["tenants"]), flush=True)
+print("served", len(stats.tenants), flush=True)
 """
 
 

@@ -1,14 +1,14 @@
-//! `storqos._core.fclb_*`: feedback-controlled load balancing (seed 003): admission,
-//! tuning of the controller gain, and the section 4 experiments.
+//! `storqos._core.fclb_*`: the feedback-controlled leaky bucket over YFQ (seed 003):
+//! admission, tuning of the controller gain, and the section 4 experiments; their
+//! results are `fclb_results`.
 
-use numpy::IntoPyArray;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 
 use storqos_core::spec::{from_json, DeviceSpec, SchedulerSpec};
 use storqos_core::Error;
 
 use crate::errors::err;
+use crate::fclb_results::{Admission, Experiment, Tuning};
 use crate::sim::four_k;
 
 /// Seed 003 profiling runs: device and back end specs (JSON), run length and seed.
@@ -31,49 +31,14 @@ fn fclb_profile_config(
     Ok(cfg)
 }
 
-fn profile_points_to_dict<'py>(
-    py: Python<'py>,
-    curve: &[storqos_core::fclb::ProfilePoint],
-) -> PyResult<Bound<'py, PyDict>> {
-    let d = dict!(py, {
-        "offered_iops" => curve.iter().map(|p| p.offered_iops).collect::<Vec<_>>(),
-        "achieved_iops" => curve.iter().map(|p| p.achieved_iops).collect::<Vec<_>>(),
-        "p95_ns" => curve.iter().map(|p| p.p95_all_ns).collect::<Vec<_>>(),
-        "mean_ns" => curve.iter().map(|p| p.mean_ns).collect::<Vec<_>>(),
-        "p95_by_workload_ns" => curve.iter().map(|p| p.p95_ns.clone()).collect::<Vec<_>>(),
-    });
-    Ok(d)
-}
-
-fn admission_to_dict<'py>(py: Python<'py>, a: &storqos_core::fclb::AdmissionReport) -> PyResult<Bound<'py, PyDict>> {
-    let d = dict!(py, {
-        "target_iops" => a.target_iops,
-        "achieved_iops" => a.achieved_iops,
-        "admitted" => a.admitted,
-        "stable_limit_iops" => a.stable_limit_iops,
-    });
-    let rows = dict!(py, {
-        "name" => a.rows.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
-        "iops" => a.rows.iter().map(|r| r.iops).collect::<Vec<_>>(),
-        "rt_ns" => a.rows.iter().map(|r| r.rt_ns).collect::<Vec<_>>(),
-        "rt_measured_ns" => a.rows.iter().map(|r| r.rt_measured_ns).collect::<Vec<_>>(),
-        "rt_target_ns" => a.rows.iter().map(|r| r.rt_target_ns).collect::<Vec<_>>(),
-        "reference_ns" => a.rows.iter().map(|r| r.reference_ns()).collect::<Vec<_>>(),
-        "ok" => a.rows.iter().map(|r| r.ok).collect::<Vec<_>>(),
-    });
-    d.set_item("rows", rows)?;
-    d.set_item("curve", profile_points_to_dict(py, &a.curve)?)?;
-    Ok(d)
-}
-
 /// Seed 003 admission control: workloads as a JSON list of `{"name", "iops", "rt_ns",
 /// "bytes"}`, the storage (`device_json`) behind a back end (`backend_json`). Profiles
-/// the IOPS → p95 curve at `curve_rates` too. Returns the Table 3-style report.
+/// the IOPS → p95 curve at `curve_rates` too. Returns the Table 3-style `Admission`.
 #[pyfunction]
 #[pyo3(signature = (workloads_json, device_json, backend_json, curve_rates=Vec::new(), duration_ns=60_000_000_000, seed=1, span_bytes=None))]
 #[allow(clippy::too_many_arguments)]
-fn fclb_admit<'py>(
-    py: Python<'py>,
+fn fclb_admit(
+    py: Python<'_>,
     workloads_json: &str,
     device_json: &str,
     backend_json: &str,
@@ -81,7 +46,7 @@ fn fclb_admit<'py>(
     duration_ns: u64,
     seed: u64,
     span_bytes: Option<u64>,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<Admission> {
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct W {
@@ -98,16 +63,17 @@ fn fclb_admit<'py>(
         .collect();
     let cfg = fclb_profile_config(device_json, backend_json, duration_ns, seed, span_bytes)?;
     let report = py.detach(|| storqos_core::fclb::admit(&cfg, &cands, &curve_rates)).map_err(err)?;
-    admission_to_dict(py, &report)
+    Admission::new(py, &report)
 }
 
 /// Seed 003 tuning: profile the plant gain G of the mix (`[{"iops", "bytes"}]`) around
-/// `operating_iops` and place the closed-loop pole. Returns G, K, the bound 2/G, probes.
+/// `operating_iops` and place the closed-loop pole. Returns the `Tuning`: G, K, the
+/// bound 2/G, the probes.
 #[pyfunction]
 #[pyo3(signature = (mix_json, device_json, backend_json, operating_iops, pole, duration_ns=60_000_000_000, seed=1, span_bytes=None))]
 #[allow(clippy::too_many_arguments)]
-fn fclb_tune<'py>(
-    py: Python<'py>,
+fn fclb_tune(
+    py: Python<'_>,
     mix_json: &str,
     device_json: &str,
     backend_json: &str,
@@ -116,7 +82,7 @@ fn fclb_tune<'py>(
     duration_ns: u64,
     seed: u64,
     span_bytes: Option<u64>,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<Tuning> {
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct M {
@@ -129,16 +95,7 @@ fn fclb_tune<'py>(
         mix.into_iter().map(|m| storqos_core::fclb::MixEntry { iops: m.iops, bytes: m.bytes }).collect();
     let cfg = fclb_profile_config(device_json, backend_json, duration_ns, seed, span_bytes)?;
     let (t, est) = py.detach(|| storqos_core::fclb::tune(&cfg, &mix, operating_iops, pole)).map_err(err)?;
-    let d = dict!(py, {
-        "plant_gain_ms_per_iops" => t.plant_gain_ms_per_iops,
-        "pole" => t.pole,
-        "gain_iops_per_ms" => t.gain_iops_per_ms,
-        "bound_iops_per_ms" => t.bound_iops_per_ms,
-        "operating_iops" => est.operating_iops,
-        "rt0_ms" => est.rt0_ms,
-        "probes" => profile_points_to_dict(py, &est.points)?,
-    });
-    Ok(d)
+    Tuning::new(py, &t, &est)
 }
 
 /// Check a controller gain K (IOPS/ms) against a plant gain G (ms/IOPS): returns the
@@ -152,15 +109,16 @@ fn fclb_check_gain(gain_iops_per_ms: f64, plant_gain_ms_per_iops: f64) -> PyResu
 /// Seed 003 §4 experiments: derive the setup (admission → references, profiled G →
 /// K for `pole`), then run each of `cases` (names like `both`, `inactive-w2`,
 /// `step-w2`, `pulse-w1`) under each of `policies` (`fclb`, `fixed-bucket`, `yfq`).
+/// Returns the `Experiment`.
 #[pyfunction]
 #[pyo3(signature = (cases, policies, pole=None, seed=1))]
-fn fclb_experiment<'py>(
-    py: Python<'py>,
+fn fclb_experiment(
+    py: Python<'_>,
     cases: Vec<String>,
     policies: Vec<String>,
     pole: Option<f64>,
     seed: u64,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<Experiment> {
     use storqos_core::fclb::experiment::{run_case, Case, Policy, Setup};
     let cases: Vec<Case> = cases.iter().map(|c| Case::parse(c)).collect::<Result<_, _>>().map_err(err)?;
     let policies: Vec<Policy> = policies.iter().map(|p| Policy::parse(p)).collect::<Result<_, _>>().map_err(err)?;
@@ -178,59 +136,7 @@ fn fclb_experiment<'py>(
             Ok((setup, deriv, runs))
         })
         .map_err(err)?;
-    let out = PyDict::new(py);
-    let s = dict!(py, {
-        "gain_iops_per_ms" => setup.gain_iops_per_ms,
-        "plant_gain_ms_per_iops" => deriv.tuning.plant_gain_ms_per_iops,
-        "pole" => deriv.tuning.pole,
-        "bound_iops_per_ms" => deriv.tuning.bound_iops_per_ms,
-        "operating_iops" => deriv.gain.operating_iops,
-        "reference_ns" => setup.workloads.iter().map(|w| w.ref_ns.unwrap_or(w.rt_ns)).collect::<Vec<_>>(),
-        "admission" => admission_to_dict(py, &deriv.admission)?,
-        "probes" => profile_points_to_dict(py, &deriv.gain.points)?,
-    });
-    out.set_item("setup", s)?;
-    let list = pyo3::types::PyList::empty(py);
-    for r in runs {
-        let d = dict!(py, {
-            "case" => r.case.name(),
-            "policy" => r.policy.name(),
-            "total_iops" => r.total_iops,
-            "throughput_ratio" => r.throughput_ratio,
-        });
-        let present: Vec<(usize, &storqos_core::fclb::experiment::WorkloadOutcome)> =
-            r.workloads.iter().enumerate().filter_map(|(i, o)| o.as_ref().map(|o| (i, o))).collect();
-        let of = |f: &dyn Fn(&storqos_core::fclb::experiment::WorkloadOutcome) -> f64| {
-            present.iter().map(|(_, o)| f(o)).collect::<Vec<f64>>()
-        };
-        let w = dict!(py, {
-            "workload" => present.iter().map(|(i, _)| *i as u32).collect::<Vec<_>>(),
-            "completed" => present.iter().map(|(_, o)| o.completed).collect::<Vec<_>>(),
-            "throughput_iops" => of(&|o| o.throughput_iops),
-            "steady_iops" => of(&|o| o.steady_iops),
-            "violation_pct" => of(&|o| o.violation_pct),
-            "p95_ms" => of(&|o| o.p95_ms),
-            "final_rate_iops" => of(&|o| o.final_rate_iops),
-        });
-        d.set_item("workloads", w)?;
-        let wd = dict!(py, {
-            "start_ns" => r.windows.start.into_pyarray(py),
-            "tenant" => r.windows.tenant.into_pyarray(py),
-            "completed" => r.windows.completed.into_pyarray(py),
-            "p95_ns" => r.windows.p95_response.into_pyarray(py),
-        });
-        d.set_item("windows", wd)?;
-        let gd = dict!(py, {
-            "start_ns" => r.gauges.start.into_pyarray(py),
-            "name_id" => r.gauges.name_id.into_pyarray(py),
-            "names" => r.gauges.names,
-            "value" => r.gauges.value.into_pyarray(py),
-        });
-        d.set_item("gauges", gd)?;
-        list.append(d)?;
-    }
-    out.set_item("runs", list)?;
-    Ok(out)
+    Experiment::new(py, &setup, &deriv, runs)
 }
 
 /// Add the `fclb_*` functions to the module.

@@ -7,6 +7,8 @@ use pyo3::prelude::*;
 
 use storqos_gateway::{check, start_with, Config, Error, Options};
 
+use crate::gateway_results::{self as results, GatewayInfo, GatewayStats};
+
 /// A configuration error as `storqos.base.errors.GatewayConfigError` (an `InputError`); an
 /// I/O error starting the server as `RuntimeError` (not the user's input).
 fn gw_err(e: Error) -> PyErr {
@@ -16,23 +18,13 @@ fn gw_err(e: Error) -> PyErr {
     }
 }
 
-/// A JSON-serialisable value as a Python object (through the `json` module).
-fn to_py<'py, T: serde::Serialize>(py: Python<'py>, v: &T) -> PyResult<Bound<'py, PyAny>> {
-    let s = serde_json::to_string(v).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-    py.import("json")?.call_method1("loads", (s,))
-}
-
 /// Hand the rows and gauge samples of newly closed windows to `on_window(rows,
 /// gauges)`, if given (the gateway then keeps no copy of them).
-fn live_windows(
-    py: Python<'_>,
-    handle: &storqos_gateway::Handle,
-    on_window: Option<&Bound<'_, PyAny>>,
-) -> PyResult<()> {
+fn live_windows(handle: &storqos_gateway::Handle, on_window: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
     if let Some(cb) = on_window {
         let (rows, gauges) = handle.take_windows();
         if !rows.is_empty() || !gauges.is_empty() {
-            let call = to_py(py, &rows).and_then(|r| to_py(py, &gauges).and_then(|g| cb.call1((r, g))));
+            let call = cb.call1((results::rows(&rows), results::gauges(&gauges)));
             if let Err(e) = call {
                 handle.stop();
                 return Err(e);
@@ -47,11 +39,12 @@ fn live_windows(
 /// SIGINT handler, polled every 100 ms), or `stop()` returning true (polled as often:
 /// a caller whose SIGINT handler only records the signal, so that it never interrupts
 /// the callbacks halfway, stops the gateway through it), with the GIL released.
-/// `on_ready(info)` is called once it listens, with the bound address and the exports; `on_window(rows,
-/// gauges)` with the rows and gauge samples of each window as it closes (with a
-/// `window_s`): they are handed over, and the returned statistics' `windows` and
-/// `gauges` are then empty. Returns the per-tenant statistics. Configuration errors (a missing file, a bad policy, an
-/// address in use) raise `ValueError` with a one-line message.
+/// `on_ready(info)` is called once it listens, with a `GatewayInfo` (the bound address,
+/// the exports); `on_window(rows, gauges)` with the `WindowRow`s and `GaugeRow`s of each
+/// window as it closes (with a `window_s`): they are handed over, and the returned
+/// statistics' `windows` and `gauges` are then empty. Returns the `GatewayStats`.
+/// Configuration errors (a missing file, a bad policy, an address in use) raise
+/// `GatewayConfigError` with a one-line message.
 ///
 /// On SIGHUP, `on_reload()` (if given) returns the configuration to apply (JSON, as
 /// `config_json`); what cannot change while serving, or a configuration that does not
@@ -65,12 +58,12 @@ pub fn serve<'py>(
     on_window: Option<Bound<'py, PyAny>>,
     on_reload: Option<Bound<'py, PyAny>>,
     stop: Option<Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyAny>> {
+) -> PyResult<GatewayStats> {
     let cfg = Config::from_json(config_json).map_err(gw_err)?;
     let handle =
         py.detach(move || start_with(cfg, Options { sigterm: true, sigint: false, log: None })).map_err(gw_err)?;
     if let Some(cb) = on_ready {
-        if let Err(e) = to_py(py, handle.info()).and_then(|info| cb.call1((info,))) {
+        if let Err(e) = cb.call1((GatewayInfo::from(handle.info()),)) {
             py.detach(|| drop(handle.shutdown()));
             return Err(e);
         }
@@ -87,7 +80,7 @@ pub fn serve<'py>(
             // Ctrl-C: stop serving and report what was done (the interrupt is consumed).
             handle.stop();
         }
-        live_windows(py, &handle, on_window.as_ref())?;
+        live_windows(&handle, on_window.as_ref())?;
         if handle.take_hangup() {
             reload(py, &handle, on_reload.as_ref());
         }
@@ -96,13 +89,13 @@ pub fn serve<'py>(
     let (rows, gauges) = (stats.windows.clone(), stats.gauges.clone());
     py.detach(move || drop(handle.wait()));
     if let Some(cb) = on_window.as_ref().filter(|_| !rows.is_empty() || !gauges.is_empty()) {
-        cb.call1((to_py(py, &rows)?, to_py(py, &gauges)?))?;
+        cb.call1((results::rows(&rows), results::gauges(&gauges)))?;
     }
     let mut stats = stats;
     if on_window.is_some() {
         (stats.windows, stats.gauges) = (Vec::new(), Vec::new());
     }
-    to_py(py, &stats)
+    Ok(GatewayStats::from(&stats))
 }
 
 /// SIGHUP: ask `on_reload` for the configuration and apply it; say how it went.
@@ -125,12 +118,13 @@ fn reload(py: Python<'_>, handle: &storqos_gateway::Handle, on_reload: Option<&B
 }
 
 /// Check the gateway described by `config_json` as `serve` would before listening
-/// (fields, export files, policy) and return what it would serve (`listen` as given).
+/// (fields, export files, policy) and return what it would serve, a `GatewayInfo`
+/// (`listen` as given).
 #[pyfunction]
-pub fn check_gateway<'py>(py: Python<'py>, config_json: &str) -> PyResult<Bound<'py, PyAny>> {
+pub fn check_gateway(py: Python<'_>, config_json: &str) -> PyResult<GatewayInfo> {
     let cfg = Config::from_json(config_json).map_err(gw_err)?;
     let info = py.detach(|| check(&cfg)).map_err(gw_err)?;
-    to_py(py, &info)
+    Ok(GatewayInfo::from(&info))
 }
 
 /// Add `serve` and `check_gateway` to the module.

@@ -1,133 +1,18 @@
 //! `storqos._core.simulate`: one simulation over numpy trace columns, generator specs and
-//! closed-loop clients, its per-tenant, per-class and windowed results as numpy columns.
+//! closed-loop clients; its results (`sim_results`) are numpy columns.
 
-use numpy::{IntoPyArray, PyReadonlyArray1};
+use numpy::PyReadonlyArray1;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 
 use storqos_core::request::{Op, Request, MAX_TENANTS, TARGET_ANY};
-use storqos_core::sim::summary::GroupSummary;
-use storqos_core::sim::{simulate_spec, ClosedClient, SimConfig, SimResult};
+use storqos_core::sim::{simulate_spec, ClosedClient, SimConfig};
 use storqos_core::spec::generator::Generator;
 use storqos_core::spec::{from_json, merge_streams, DeviceSpec, GeneratorSpec, SchedulerSpec};
 use storqos_core::time::Nanos;
 use storqos_core::Error;
 
 use crate::errors::err;
-
-/// Quantiles reported for every group summary.
-const QUANTILES: [(&str, f64); 5] =
-    [("p50_ns", 0.50), ("p90_ns", 0.90), ("p95_ns", 0.95), ("p99_ns", 0.99), ("p999_ns", 0.999)];
-
-fn groups_to_dict<'py>(py: Python<'py>, key: &str, groups: &[GroupSummary]) -> PyResult<Bound<'py, PyDict>> {
-    let ids: Vec<u32> = (0..groups.len() as u32).filter(|&i| groups[i as usize].completed > 0).collect();
-    let sel: Vec<&GroupSummary> = ids.iter().map(|&i| &groups[i as usize]).collect();
-    // One numpy column of `f` over the groups that completed requests.
-    let col = |f: &dyn Fn(&GroupSummary) -> f64| sel.iter().map(|g| f(g)).collect::<Vec<f64>>().into_pyarray(py);
-    let col_u64 = |f: &dyn Fn(&GroupSummary) -> u64| sel.iter().map(|g| f(g)).collect::<Vec<u64>>().into_pyarray(py);
-    let d = dict!(py, {
-        key => ids.into_pyarray(py),
-        "completed" => col_u64(&|g| g.completed),
-        "bytes" => col_u64(&|g| g.bytes),
-        "mean_ns" => col(&|g| g.mean_response()),
-        "mean_wait_ns" => col(&|g| g.mean_wait()),
-    });
-    let qs: Vec<[u64; 5]> = sel.iter().map(|g| g.quantiles(QUANTILES.map(|(_, q)| q))).collect();
-    for (k, (name, _)) in QUANTILES.iter().enumerate() {
-        d.set_item(name, qs.iter().map(|v| v[k]).collect::<Vec<u64>>().into_pyarray(py))?;
-    }
-    d.set_item("max_ns", col_u64(&|g| g.max_response))?;
-    let span = |g: &GroupSummary| {
-        if g.last_finish > g.first_arrival {
-            (g.last_finish - g.first_arrival) as f64 / 1e9
-        } else {
-            0.0
-        }
-    };
-    d.set_item("span_s", col(&span))?;
-    Ok(d)
-}
-
-/// CDF points of a group's response-time histogram: (value_ns, cumulative fraction),
-/// one point per histogram bucket step that holds values.
-fn cdf_points(g: &GroupSummary) -> (Vec<u64>, Vec<f64>) {
-    if g.completed == 0 {
-        return (Vec::new(), Vec::new());
-    }
-    let (mut xs, ys) = g.hist.cdf();
-    for x in &mut xs {
-        *x = (*x).min(g.max_response);
-    }
-    (xs, ys)
-}
-
-fn result_to_dict<'py>(py: Python<'py>, r: SimResult) -> PyResult<Bound<'py, PyDict>> {
-    let out = dict!(py, {
-        "tenants" => groups_to_dict(py, "tenant", &r.tenants)?,
-        "classes" => groups_to_dict(py, "class", &r.classes)?,
-        "total" => groups_to_dict(py, "all", std::slice::from_ref(&r.total))?,
-    });
-    // Response-time CDF per tenant from the histograms (summary mode plots).
-    let cdf = PyDict::new(py);
-    let (mut ct, mut cx, mut cy) = (Vec::new(), Vec::new(), Vec::new());
-    for (t, g) in r.tenants.iter().enumerate() {
-        let (x, y) = cdf_points(g);
-        ct.extend(std::iter::repeat_n(t as u32, x.len()));
-        cx.extend(x);
-        cy.extend(y);
-    }
-    cdf.set_item("tenant", ct.into_pyarray(py))?;
-    cdf.set_item("response_ns", cx.into_pyarray(py))?;
-    cdf.set_item("fraction", cy.into_pyarray(py))?;
-    out.set_item("cdf", cdf)?;
-
-    let w = r.windows;
-    let wd = dict!(py, {
-        "start_ns" => w.start.into_pyarray(py),
-        "tenant" => w.tenant.into_pyarray(py),
-        "arrivals" => w.arrivals.into_pyarray(py),
-        "completed" => w.completed.into_pyarray(py),
-        "bytes" => w.bytes.into_pyarray(py),
-        "mean_ns" => w.mean_response.into_pyarray(py),
-        "p50_ns" => w.p50_response.into_pyarray(py),
-        "p95_ns" => w.p95_response.into_pyarray(py),
-        "p99_ns" => w.p99_response.into_pyarray(py),
-        "max_ns" => w.max_response.into_pyarray(py),
-    });
-    out.set_item("windows", wd)?;
-
-    let g = r.gauges;
-    let gd = dict!(py, {
-        "start_ns" => g.start.into_pyarray(py),
-        "name_id" => g.name_id.into_pyarray(py),
-        "names" => g.names,
-        "value" => g.value.into_pyarray(py),
-    });
-    out.set_item("gauges", gd)?;
-
-    match r.log {
-        None => out.set_item("requests", py.None())?,
-        Some(l) => {
-            let ld = dict!(py, {
-                "id" => l.id.into_pyarray(py),
-                "tenant" => l.tenant.into_pyarray(py),
-                "class" => l.class.into_pyarray(py),
-                "arrival_ns" => l.arrival.into_pyarray(py),
-                "dispatch_ns" => l.dispatch.into_pyarray(py),
-                "finish_ns" => l.finish.into_pyarray(py),
-                "target" => l.target.into_pyarray(py),
-                "size" => l.bytes.into_pyarray(py),
-                "is_read" => l.is_read.into_pyarray(py),
-            });
-            out.set_item("requests", ld)?;
-        }
-    }
-    for (k, v) in [("arrived", r.arrived), ("unfinished", r.unfinished), ("end_ns", r.end), ("events", r.events)] {
-        out.set_item(k, v)?;
-    }
-    out.set_item("rejected", r.rejected)?;
-    Ok(out)
-}
+use crate::sim_results::SimOutput;
 
 /// One closed-loop client as Python describes it (JSON list element).
 #[derive(serde::Deserialize)]
@@ -191,7 +76,7 @@ impl ClosedSpec {
 /// Open-loop requests come from the numpy columns (all the same length, arrival-ordered)
 /// and/or from `generators_json` (a JSON list of generator specs, merged by time and
 /// streamed: never materialised). `closed_json` is a JSON list of closed-loop clients.
-/// Returns a dict of numpy columns (see `storqos.model.sim`).
+/// Returns a `SimOutput` of numpy columns (see `storqos.model.sim`).
 #[pyfunction]
 #[pyo3(signature = (arrival_ns, tenant, size, offset, is_read, target, policy_json, device_json,
                     closed_json="[]", generators_json="[]", seed=1, window_ns=1_000_000_000,
@@ -213,7 +98,7 @@ fn simulate<'py>(
     window_ns: u64,
     keep_requests: bool,
     until_ns: Option<u64>,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<SimOutput> {
     let policy: SchedulerSpec = from_json("policy", policy_json).map_err(err)?;
     let device: DeviceSpec = from_json("device", device_json).map_err(err)?;
     let closed: Vec<ClosedSpec> = from_json("closed-loop clients", closed_json).map_err(err)?;
@@ -273,7 +158,7 @@ fn simulate<'py>(
         }
     });
     let res = res.map_err(err)?;
-    result_to_dict(py, res)
+    SimOutput::new(py, res)
 }
 
 /// Add `simulate` to the module.

@@ -126,19 +126,24 @@ def gateway_config(
     return cfg
 
 
-def uri(info: dict[str, Any], export: str | None = None) -> str:
+def uri(info: _core.GatewayInfo, export: str | None = None) -> str:
     """The NBD URI a client opens for ``export`` of a gateway whose ready ``info`` this
-    is (without ``export``: the server's): ``nbd://HOST:PORT/NAME``, ``nbds://`` with
+    is (without ``export``: the server's): see :func:`nbd_uri`."""
+    return nbd_uri(info.listen, info.tls, export)
+
+
+def nbd_uri(listen: str, tls: str = "off", export: str | None = None) -> str:
+    """The NBD URI of ``export`` on a gateway listening on ``listen`` with ``tls``
+    (without ``export``: the server's): ``nbd://HOST:PORT/NAME``, ``nbds://`` with
     TLS, ``nbd+unix:///NAME?socket=PATH`` on a Unix socket."""
-    scheme = "nbds" if info.get("tls", "off") != "off" else "nbd"
-    listen = str(info["listen"])
+    scheme = "nbds" if tls != "off" else "nbd"
     name = export or ""
     if listen.startswith("unix:"):
         return f"{scheme}+unix:///{name}?socket={listen.removeprefix('unix:')}"
     return f"{scheme}://{listen}/{name}" if export is not None else f"{scheme}://{listen}"
 
 
-def check(config: dict[str, Any]) -> dict[str, Any]:
+def check(config: dict[str, Any]) -> _core.GatewayInfo:
     """Check ``config`` as :func:`serve` would before listening (fields, export files,
     policy); return what it would serve (``listen`` as given). Bad: :class:`InputError`."""
     return _core.check_gateway(core_json(config, "gateway"))
@@ -146,13 +151,14 @@ def check(config: dict[str, Any]) -> dict[str, Any]:
 
 def serve(
     config: dict[str, Any],
-    on_ready: Callable[[dict[str, Any]], None] | None = None,
-    on_window: Callable[[list[dict[str, Any]], list[dict[str, Any]]], None] | None = None,
+    on_ready: Callable[[_core.GatewayInfo], None] | None = None,
+    on_window: Callable[[list[_core.WindowRow], list[_core.GaugeRow]], None] | None = None,
     on_reload: Callable[[], dict[str, Any]] | None = None,
-) -> dict[str, Any]:
-    """Serve until ``duration_s``, SIGTERM or Ctrl-C; return the per-tenant statistics.
+) -> _core.GatewayStats:
+    """Serve until ``duration_s``, SIGTERM or Ctrl-C; return the statistics (per tenant
+    in ``tenants``).
 
-    ``on_ready(info)`` is called once the gateway listens (``info["listen"]`` is the
+    ``on_ready(info)`` is called once the gateway listens (``info.listen`` is the
     bound address, useful with port 0); with a ``window_s``, ``on_window(rows, gauges)``
     gets the rows and gauge samples of each window as it closes (within 0.1 s; they are
     handed over, and the returned ``windows`` and ``gauges`` are then empty); on SIGHUP, ``on_reload()``

@@ -15,10 +15,13 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from storqos.base.core_json import core_json
 from storqos.base.errors import InputError
+
+if TYPE_CHECKING:
+    from storqos import _core
 
 
 class GatewayProcess:
@@ -49,9 +52,9 @@ class GatewayProcess:
 
     def uri(self, export: str) -> str:
         """The NBD URI of ``export``."""
-        from storqos.live.gateway import uri
+        from storqos.live.gateway import nbd_uri
 
-        return uri(self.info, export)
+        return nbd_uri(str(self.info["listen"]), str(self.info.get("tls", "off")), export)
 
     def stop(self) -> None:
         """SIGTERM, then wait (SIGKILL after 30 s)."""
@@ -80,8 +83,8 @@ def main(argv: list[str]) -> int:
 
     config = json.loads(Path(argv[0]).read_text())
 
-    def ready(info: dict[str, Any]) -> None:
-        sys.stdout.write(json.dumps(info, default=str) + "\n")
+    def ready(info: _core.GatewayInfo) -> None:
+        sys.stdout.write(info.to_json() + "\n")
         sys.stdout.flush()
 
     try:

@@ -143,13 +143,21 @@ _Columns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, "np
 
 
 
-def gauge_frame(g: dict[str, Any]) -> pl.DataFrame:
+def gauge_frame(g: _core.GaugeSamples) -> pl.DataFrame:
     """The core's gauge samples (each name kept once, samples holding its index) as a
     long frame: ``start_ns``, ``name``, ``value``."""
-    names = pl.Series("name", g["names"], dtype=pl.Utf8)
-    ids = pl.Series(np.asarray(g["name_id"], dtype=np.uint32))
-    return pl.DataFrame({"start_ns": pl.Series(g["start_ns"], dtype=pl.UInt64), "name": names.gather(ids),
-                         "value": pl.Series(g["value"], dtype=pl.Float64)})
+    names = pl.Series("name", g.names, dtype=pl.Utf8)
+    ids = pl.Series(np.asarray(g.name_id, dtype=np.uint32))
+    return pl.DataFrame({"start_ns": pl.Series(g.start_ns, dtype=pl.UInt64), "name": names.gather(ids),
+                         "value": pl.Series(g.value, dtype=pl.Float64)})
+
+
+def window_frame(w: _core.SimWindows) -> pl.DataFrame:
+    """The core's per-window, per-tenant series as a frame (one row per window and
+    tenant with activity)."""
+    return pl.DataFrame({"start_ns": w.start_ns, "tenant": w.tenant, "arrivals": w.arrivals, "completed": w.completed,
+                         "bytes": w.bytes, "mean_ns": w.mean_ns, "p50_ns": w.p50_ns, "p95_ns": w.p95_ns,
+                         "p99_ns": w.p99_ns, "max_ns": w.max_ns})
 
 def _columns(trace: pl.DataFrame | None) -> _Columns:
     if trace is None or trace.height == 0:
@@ -365,13 +373,17 @@ def _simulate(trace: pl.DataFrame | None, policy: str | dict[str, Any], device: 
     return _result(out, pname, dname, wall, {"policy": pspec, "device": dspec, "seed": seed})
 
 
-def _groups(d: dict[str, np.ndarray], run_span_s: float) -> pl.DataFrame:
-    """Per-group summaries with two rates: ``iops_active``, completions over the group's
+def _groups(g: _core.GroupSummaries, key: str | None, run_span_s: float) -> pl.DataFrame:
+    """Per-group summaries (the group's id in column ``key``; none for the whole run)
+    with two rates: ``iops_active``, completions over the group's
     own span (``span_s``: its first arrival to its last completion, so a backlog served
     after its last arrival counts as time it took), the rate a tenant had while it ran;
     and ``iops``, completions over the whole run's span, its share of the run (beside a
     longer tenant, diluted by the time it was not there)."""
-    df = pl.DataFrame(d)
+    cols = {"completed": g.completed, "bytes": g.bytes, "mean_ns": g.mean_ns, "mean_wait_ns": g.mean_wait_ns,
+            "p50_ns": g.p50_ns, "p90_ns": g.p90_ns, "p95_ns": g.p95_ns, "p99_ns": g.p99_ns, "p999_ns": g.p999_ns,
+            "max_ns": g.max_ns, "span_s": g.span_s}
+    df = pl.DataFrame({key: g.id, **cols} if key is not None else cols)
     if not df.height:
         return df
     own = pl.when(pl.col("span_s") > 0).then(pl.col("completed") / pl.col("span_s")).otherwise(0.0)
@@ -379,22 +391,27 @@ def _groups(d: dict[str, np.ndarray], run_span_s: float) -> pl.DataFrame:
                            own.alias("iops_active"))
 
 
-def _result(out: dict[str, Any], pname: str, dname: str, wall: float, params: dict[str, Any]) -> SimResult:
-    spans = out["total"]["span_s"]
+def _requests(r: _core.RequestRecords) -> pl.DataFrame:
+    """The core's per-request log as a frame, with each request's response and wait."""
+    return pl.DataFrame({"id": r.id, "tenant": r.tenant, "class": r.class_, "arrival_ns": r.arrival_ns,
+                         "dispatch_ns": r.dispatch_ns, "finish_ns": r.finish_ns, "target": r.target, "size": r.size,
+                         "is_read": r.is_read}).with_columns(
+        (pl.col("finish_ns") - pl.col("arrival_ns")).alias("response_ns"),
+        (pl.col("dispatch_ns") - pl.col("arrival_ns")).alias("wait_ns"),
+    )
+
+
+def _result(out: _core.SimOutput, pname: str, dname: str, wall: float, params: dict[str, Any]) -> SimResult:
+    spans = out.total.span_s
     run_span = float(spans[0]) if len(spans) else 0.0  # first arrival to last completion
-    windows = pl.DataFrame(out["windows"])
+    windows = window_frame(out.windows)
     if windows.height:
         # IOPS in the window = completions / window length.
         span = (windows["start_ns"].unique().sort().diff().drop_nulls().min() or 1e9) if windows.height > 1 else 1e9
         windows = windows.with_columns((pl.col("completed") * 1e9 / span).alias("iops"))
-    requests = None
-    if out["requests"] is not None:
-        requests = pl.DataFrame(out["requests"]).with_columns(
-            (pl.col("finish_ns") - pl.col("arrival_ns")).alias("response_ns"),
-            (pl.col("dispatch_ns") - pl.col("arrival_ns")).alias("wait_ns"),
-        )
-    rejected = {t: int(n) for t, n in enumerate(out.get("rejected", [])) if n}
-    tenants = _groups(out["tenants"], run_span)
+    requests = None if out.requests is None else _requests(out.requests)
+    rejected = {t: int(n) for t, n in enumerate(out.rejected) if n}
+    tenants = _groups(out.tenants, "tenant", run_span)
     if rejected and tenants.height:
         tenants = tenants.with_columns(
             pl.col("tenant").map_elements(lambda t: rejected.get(int(t), 0), return_dtype=pl.UInt64).alias("rejected"))
@@ -403,16 +420,16 @@ def _result(out: dict[str, Any], pname: str, dname: str, wall: float, params: di
         device=dname,
         rejected=rejected,
         tenants=tenants,
-        classes=_groups(out["classes"], run_span),
-        total=_groups(out["total"], run_span).drop("all"),
+        classes=_groups(out.classes, "class", run_span),
+        total=_groups(out.total, None, run_span),
         windows=windows,
-        gauges=gauge_frame(out["gauges"]),
-        cdf=pl.DataFrame(out["cdf"]),
+        gauges=gauge_frame(out.gauges),
+        cdf=pl.DataFrame({"tenant": out.cdf.tenant, "response_ns": out.cdf.response_ns, "fraction": out.cdf.fraction}),
         requests=requests,
-        arrived=int(out["arrived"]),
-        unfinished=int(out["unfinished"]),
-        end_ns=int(out["end_ns"]),
-        events=int(out["events"]),
+        arrived=out.arrived,
+        unfinished=out.unfinished,
+        end_ns=out.end_ns,
+        events=out.events,
         wall_s=wall,
         params=params,
     )

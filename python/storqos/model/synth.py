@@ -43,8 +43,9 @@ def _bounds(count: int | None, duration: str | float | None) -> dict[str, int]:
 
 def to_frame(specs: list[dict[str, Any]]) -> pl.DataFrame:
     """Materialise generator specs (merged by time) into a canonical trace DataFrame."""
-    cols = _core.generate(core_json(specs, "generator"))
-    df = pl.DataFrame(cols)
+    r = _core.generate(core_json(specs, "generator"))
+    df = pl.DataFrame({"arrival_ns": r.arrival_ns, "is_read": r.is_read, "offset": r.offset, "size": r.size,
+                       "tenant": r.tenant})
     return df.select(
         pl.col("arrival_ns").cast(pl.Int64),
         "is_read",

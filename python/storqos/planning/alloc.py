@@ -215,25 +215,28 @@ def allocate(
             r = _core.allocate(caps, frs, pol, weights)
         except CoreError as e:
             raise InputError(e.message) from None  # the kind adds nothing to an allocation's message
+        # Each attribute read converts the whole list: read each once.
+        bottleneck, fair_share, throughput, per_device = r.bottleneck, r.fair_share, r.throughput, r.per_device
+        device_iops, utilisation, amplification = r.device_iops, r.utilisation, r.amplification
         for i, c in enumerate(clients):
             crow["policy"].append(pol)
             crow["client"].append(c.name)
             crow["weight"].append(c.weight)
             crow["hit_ratio"].append(hit_col[i])
-            crow["bottleneck"].append(names[order[r["bottleneck"][i]]])
-            crow["fair_share_iops"].append(r["fair_share"][i])
-            crow["allocation_iops"].append(r["throughput"][i])
+            crow["bottleneck"].append(names[order[bottleneck[i]]])
+            crow["fair_share_iops"].append(fair_share[i])
+            crow["allocation_iops"].append(throughput[i])
             for j, k in enumerate(order):
-                per_dev[f"{names[k]}_iops"].append(r["per_device"][i][j])
+                per_dev[f"{names[k]}_iops"].append(per_device[i][j])
         for j, k in enumerate(order):
             drow["policy"].append(pol)
             drow["device"].append(names[k])
             drow["capacity_iops"].append(caps[j])
-            drow["load_iops"].append(r["device_iops"][j])
-            drow["utilisation"].append(r["utilisation"][j])
-            drow["amplification"].append(r["amplification"][j])
+            drow["load_iops"].append(device_iops[j])
+            drow["utilisation"].append(utilisation[j])
+            drow["amplification"].append(amplification[j])
         totals["policy"].append(pol)
-        totals["total_iops"].append(r["total"])
+        totals["total_iops"].append(r.total)
     clients_df = pl.DataFrame({**crow, **per_dev}, schema_overrides={"hit_ratio": pl.Float64})
     devices_df = pl.DataFrame(drow, schema_overrides={"amplification": pl.Float64})
     # Devices in the order given.
@@ -286,13 +289,15 @@ def simulate_tiered(
     except CoreError as e:
         raise InputError(e.message) from None
     rows: dict[str, list[Any]] = {k: [] for k in ("start_s", "client", "throughput_iops", "hdd_utilisation", "ssd_utilisation")}
-    for s, start in enumerate(r["start_ns"]):
-        for i, tp in enumerate(r["throughput"][s]):
+    # Each attribute read converts the whole list: read each once.
+    throughput, hdd, ssd = r.throughput, r.hdd_utilisation, r.ssd_utilisation
+    for s, start in enumerate(r.start_ns):
+        for i, tp in enumerate(throughput[s]):
             rows["start_s"].append(start / 1e9)
             rows["client"].append(i)
             rows["throughput_iops"].append(tp)
-            rows["hdd_utilisation"].append(r["hdd_utilisation"][s])
-            rows["ssd_utilisation"].append(r["ssd_utilisation"][s])
+            rows["hdd_utilisation"].append(hdd[s])
+            rows["ssd_utilisation"].append(ssd[s])
     return pl.DataFrame(rows)
 
 

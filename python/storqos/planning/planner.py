@@ -141,9 +141,10 @@ def capacity_table(
     fs = parse_fractions(fractions)
     res = _core.capacity_table(a, ds, fs, method=method, fcfs=fcfs)
     cols: dict[str, Any] = {"deadline_ms": [d / 1e6 for d in ds]}
-    for key in ("cmin_iops", "fcfs_iops") if fcfs else ("cmin_iops",):
+    tables = [("cmin_iops", res.cmin_iops)] + ([("fcfs_iops", res.fcfs_iops or [])] if fcfs else [])
+    for key, table in tables:
         for j, f in enumerate(fs):
-            cols[f"{key}_{_pct(f)}"] = [row[j] for row in res[key]]
+            cols[f"{key}_{_pct(f)}"] = [row[j] for row in table]
     return pl.DataFrame(cols)
 
 
@@ -154,7 +155,7 @@ def table_info(
     *,
     method: str = "fast",
     fcfs: bool = False,
-) -> dict[str, Any]:
+) -> _core.CapacityTable:
     """The raw kernel answer (``cmin_iops`` rows, ``passes``, ``probes``...; with
     ``fcfs`` also ``fcfs_iops`` rows, ``fcfs_probes``, ``fcfs_steps``)."""
     a = arrivals(trace)
@@ -307,10 +308,11 @@ def rtd(trace: pl.DataFrame, spec: str | Sequence[tuple[float, int]]) -> RtdResu
     tiers = parse_rtd(spec) if isinstance(spec, str) else list(spec)
     a = arrivals(trace)
     plan = _core.rtd_plan(a, [t[0] for t in tiers], [int(t[1]) for t in tiers])
-    tier_of = plan["tier"]
+    tier_of = plan.tier
+    capacities = plan.capacity_iops
     n = a.size
     resp = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
-    for i, cap in enumerate(plan["capacity_iops"]):
+    for i, cap in enumerate(capacities):
         idx = np.flatnonzero(tier_of == i)
         if cap <= 0 or idx.size == 0:
             continue
@@ -327,14 +329,14 @@ def rtd(trace: pl.DataFrame, spec: str | Sequence[tuple[float, int]]) -> RtdResu
                 "tier": i + 1,
                 "fraction": f,
                 "deadline_ms": d / 1e6,
-                "capacity_iops": plan["capacity_iops"][i],
-                "admitted": plan["admitted"][i],
+                "capacity_iops": capacities[i],
+                "admitted": plan.admitted[i],
                 "tier_max_response_ms": float(own.max()) / 1e6 if own.size else 0.0,
                 "achieved_fraction": float(np.mean(resp <= d + ROUNDING_SLACK_NS)),
             }
         )
-    first = _core.capacity_table(a, [int(tiers[0][1])], [1.0])["cmin_iops"][0][0]
-    return RtdResult(pl.DataFrame(rows), float(sum(plan["capacity_iops"])), first)
+    first = _core.capacity_table(a, [int(tiers[0][1])], [1.0]).cmin_iops[0][0]
+    return RtdResult(pl.DataFrame(rows), float(sum(capacities)), first)
 
 
 # --- consolidation ---------------------------------------------------------------------
@@ -382,13 +384,13 @@ def consolidate(
     if not groups:
         raise InputError("consolidation needs two or more traces, or --shift", "--consolidate")
     # A shifted copy needs what the original needs (RTT sees only the gaps).
-    indiv_all = [_core.capacity_table(a, [d], fs)["cmin_iops"][0] for a in arrs]
+    indiv_all = [_core.capacity_table(a, [d], fs).cmin_iops[0] for a in arrs]
     rows = []
     for label, members in groups:
         indiv = [indiv_all[i] for i, _ in members]
         parts = [arrs[i] if sh == 0 else _rotate(arrs[i], sh) for i, sh in members]
         merged_arr = np.sort(np.concatenate(parts), kind="stable")
-        merged = _core.capacity_table(merged_arr, [d], fs)["cmin_iops"][0]
+        merged = _core.capacity_table(merged_arr, [d], fs).cmin_iops[0]
         for j, f in enumerate(fs):
             total = float(sum(c[j] for c in indiv))
             rows.append(
@@ -430,12 +432,12 @@ def power(
         raise InputError(f"disks per pool must be between 1 and {2**32 - 1}, got {disks_per_pool}", "--disks-per-pool")
     a = arrivals(trace)
     span = int(a[-1] - a[0])
-    caps = _core.capacity_table(a, [d], sorted({f, 1.0}))["cmin_iops"][0]
+    caps = _core.capacity_table(a, [d], sorted({f, 1.0})).cmin_iops[0]
     bounds = [parse_duration(b, "--breakdown", default_unit="ms") for b in breakdown]
     rows = []
     for label, frac, c in (("base", 1.0, caps[-1]), ("decomposed", f, caps[0])):
         est = _core.power_estimate(c, int(a.size), span, pool_iops=pool, disks_per_pool=int(disks_per_pool))
-        served = est["on_pools"] * pool
+        served = est.on_pools * pool
         if label == "base":
             res = simulate(trace, "fcfs", "constant", capacity=served, keep_requests=True)
         else:
@@ -445,7 +447,7 @@ def power(
                 res = simulate(trace, pol, {"kind": "constant", "iops": max(served, c + 1e-3)}, keep_requests=True)
             short = miser_slack(c, max(served, c + 1e-3), d)
             if short is not None:
-                warn_input(f"the decomposed provisioning's {est['on_pools']} pools: {short[0]} (see its 'within' "
+                warn_input(f"the decomposed provisioning's {est.on_pools} pools: {short[0]} (see its 'within' "
                            f"columns); pools adding up to {short[1]:g} IOPS would", "--power")
         assert res.requests is not None
         resp = res.requests["response_ns"].to_numpy()
@@ -454,11 +456,11 @@ def power(
             "fraction": frac,
             "deadline_ms": d / 1e6,
             "cmin_iops": c,
-            "on_pools": est["on_pools"],
-            "on_disks": est["on_disks"],
+            "on_pools": est.on_pools,
+            "on_disks": est.on_disks,
             "served_iops": served,
-            "power_w": est["power_w"],
-            "energy_j": est["energy_j"],
+            "power_w": est.power_w,
+            "energy_j": est.energy_j,
         }
         for b, bns in zip(breakdown, bounds, strict=True):
             row[f"within_{b}"] = float(np.mean(resp <= bns + ROUNDING_SLACK_NS))

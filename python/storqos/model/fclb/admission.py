@@ -45,40 +45,40 @@ class AdmissionReport:
         }
 
 
-def curve_frame(d: dict[str, Any]) -> pl.DataFrame:
+def curve_frame(d: _core.ProfileCurve) -> pl.DataFrame:
     """The core's IOPS → p95 curve as a DataFrame in ms."""
     return pl.DataFrame(
         {
-            "offered_iops": d["offered_iops"],
-            "achieved_iops": d["achieved_iops"],
-            "p95_ms": [x / 1e6 for x in d["p95_ns"]],
-            "mean_ms": [x / 1e6 for x in d["mean_ns"]],
+            "offered_iops": d.offered_iops,
+            "achieved_iops": d.achieved_iops,
+            "p95_ms": [x / 1e6 for x in d.p95_ns],
+            "mean_ms": [x / 1e6 for x in d.mean_ns],
         },
         schema={"offered_iops": pl.Float64, "achieved_iops": pl.Float64, "p95_ms": pl.Float64, "mean_ms": pl.Float64},
     )
 
 
-def admission_report(d: dict[str, Any]) -> AdmissionReport:
+def admission_report(d: _core.Admission) -> AdmissionReport:
     """The core's admission result as an :class:`AdmissionReport`."""
-    r = d["rows"]
+    r = d.rows
     table = pl.DataFrame(
         {
-            "name": r["name"],
-            "iops": r["iops"],
-            "rt_ms": [x / 1e6 for x in r["rt_ns"]],
-            "rt_measured_ms": [x / 1e6 for x in r["rt_measured_ns"]],
-            "rt_target_ms": [x / 1e6 for x in r["rt_target_ns"]],
-            "reference_ms": [x / 1e6 for x in r["reference_ns"]],
-            "admitted": r["ok"],
+            "name": r.name,
+            "iops": r.iops,
+            "rt_ms": [x / 1e6 for x in r.rt_ns],
+            "rt_measured_ms": [x / 1e6 for x in r.rt_measured_ns],
+            "rt_target_ms": [x / 1e6 for x in r.rt_target_ns],
+            "reference_ms": [x / 1e6 for x in r.reference_ns],
+            "admitted": r.ok,
         }
     )
     return AdmissionReport(
-        admitted=bool(d["admitted"]),
-        target_iops=float(d["target_iops"]),
-        achieved_iops=float(d["achieved_iops"]),
-        stable_limit_iops=d["stable_limit_iops"],
+        admitted=d.admitted,
+        target_iops=d.target_iops,
+        achieved_iops=d.achieved_iops,
+        stable_limit_iops=d.stable_limit_iops,
         table=table,
-        curve=curve_frame(d["curve"]),
+        curve=curve_frame(d.curve),
     )
 
 
@@ -145,9 +145,10 @@ def tune(
     ws = [Workload.parse(w) if isinstance(w, str) else w for w in mix]
     rows = [{"iops": w.iops_value(), "bytes": w.size_bytes()} for w in ws]
     back = yfq_spec(list(weights) if weights is not None else [r["iops"] for r in rows])
-    out = _core.fclb_tune(
+    t = _core.fclb_tune(
         json.dumps(rows), json.dumps(_device(device, profile, None)), json.dumps(back),
         float(operating_iops), float(pole), duration_ns=parse_duration(duration, "--duration"), seed=check_seed(seed),
     )
-    out["probes"] = curve_frame(out["probes"])
-    return out
+    return {"plant_gain_ms_per_iops": t.plant_gain_ms_per_iops, "pole": t.pole, "gain_iops_per_ms": t.gain_iops_per_ms,
+            "bound_iops_per_ms": t.bound_iops_per_ms, "operating_iops": t.operating_iops, "rt0_ms": t.rt0_ms,
+            "probes": curve_frame(t.probes)}

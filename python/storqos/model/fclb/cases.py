@@ -12,7 +12,7 @@ import polars as pl
 from storqos import _core
 from storqos.base.units import check_seed
 from storqos.model.fclb.admission import AdmissionReport, admission_report, curve_frame
-from storqos.model.sim import gauge_frame
+from storqos.model.sim import gauge_frame, window_frame
 
 #: The seven runs of seed 003 §4.5: case 1 (one workload inactive), case 2 (a step at
 #: 30 s), case 3 (a pulse 5 s on / 5 s off) with each workload in the special role, and
@@ -45,30 +45,32 @@ def run_experiment(
     out = _core.fclb_experiment(list(cases), list(policies), pole=pole, seed=check_seed(seed))
     rows: list[dict[str, Any]] = []
     series: list[pl.DataFrame] = []
-    for run in out["runs"]:
-        w = run["workloads"]
-        for k, wi in enumerate(w["workload"]):
+    for run in out.runs:
+        w = run.workloads
+        throughput, steady, violation, p95, final_rate = (w.throughput_iops, w.steady_iops, w.violation_pct, w.p95_ms,
+                                                          w.final_rate_iops)
+        for k, wi in enumerate(w.workload):
             rows.append(
                 {
-                    "case": run["case"],
-                    "policy": run["policy"],
+                    "case": run.case,
+                    "policy": run.policy,
                     "workload": f"W{wi + 1}",
-                    "throughput_iops": w["throughput_iops"][k],
-                    "steady_iops": w["steady_iops"][k],
-                    "violation_pct": w["violation_pct"][k],
-                    "p95_ms": w["p95_ms"][k],
+                    "throughput_iops": throughput[k],
+                    "steady_iops": steady[k],
+                    "violation_pct": violation[k],
+                    "p95_ms": p95[k],
                     # Plain YFQ has no bucket: no rate to report.
-                    "final_rate_iops": None if run["policy"] == "yfq" else w["final_rate_iops"][k],
-                    "total_iops": run["total_iops"],
-                    "throughput_ratio": run["throughput_ratio"],
+                    "final_rate_iops": None if run.policy == "yfq" else final_rate[k],
+                    "total_iops": run.total_iops,
+                    "throughput_ratio": run.throughput_ratio,
                 }
             )
-        win = pl.DataFrame(run["windows"]).select(
+        win = window_frame(run.windows).select(
             (pl.col("start_ns") // 1_000_000_000).cast(pl.Int64).alias("start_s"),
             ("W" + (pl.col("tenant") + 1).cast(pl.Utf8)).alias("workload"),
             pl.col("completed").cast(pl.Float64).alias("iops"),
         )
-        g = gauge_frame(run["gauges"])
+        g = gauge_frame(run.gauges)
         g = g.filter(pl.col("name").str.starts_with("fclb_rate_iops.") | pl.col("name").str.starts_with("fclb_rt_p95_ms."))
         g = g.with_columns(
             (pl.col("start_ns") // 1_000_000_000).cast(pl.Int64).alias("start_s"),
@@ -76,12 +78,20 @@ def run_experiment(
             pl.col("name").str.split(".").list.get(0).str.replace("fclb_", "").alias("gauge"),
         ).pivot(on="gauge", index=["start_s", "workload"], values="value")
         s = win.join(g, on=["start_s", "workload"], how="left").with_columns(
-            pl.lit(run["case"]).alias("case"), pl.lit(run["policy"]).alias("policy")
+            pl.lit(run.case).alias("case"), pl.lit(run.policy).alias("policy")
         )
         series.append(s)
-    setup = dict(out["setup"])
-    admission = admission_report(setup.pop("admission"))
-    setup["probes"] = curve_frame(setup["probes"])
+    st = out.setup
+    admission = admission_report(st.admission)
+    setup: dict[str, Any] = {
+        "gain_iops_per_ms": st.gain_iops_per_ms,
+        "plant_gain_ms_per_iops": st.plant_gain_ms_per_iops,
+        "pole": st.pole,
+        "bound_iops_per_ms": st.bound_iops_per_ms,
+        "operating_iops": st.operating_iops,
+        "reference_ns": st.reference_ns,
+        "probes": curve_frame(st.probes),
+    }
     return Experiment(
         setup=setup,
         summary=pl.DataFrame(rows),

@@ -46,7 +46,7 @@ DISK_PROBE_S = 10
 def cmin(arrivals: np.ndarray, fraction: float, deadline_ns: int) -> float:
     """Cmin(f, δ) of one stream (IOPS), by the planner kernel (seed 000)."""
     res = _core.capacity_table(arrivals, [int(deadline_ns)], [float(min(1.0, fraction))])
-    return float(res["cmin_iops"][0][0])
+    return float(res.cmin_iops[0][0])
 
 
 def prepare(p: Problem, max_capacity: float | None = None, where: str = "advise") -> None:
