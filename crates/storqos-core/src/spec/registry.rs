@@ -366,6 +366,19 @@ pub const POLICIES: &[Policy] = &[
         from_tenants: &[],
     },
     Policy {
+        name: "round-robin",
+        aliases: &["rr"],
+        kind: "round_robin",
+        summary: "round robin between tenants, one request each in turn (no parameters)",
+        form: Some(Form::Plain),
+        params: &[],
+        serve_form: None,
+        serve_params: &[],
+        serve: true,
+        back_end: None,
+        from_tenants: &[],
+    },
+    Policy {
         name: "edf",
         aliases: &[],
         kind: "edf",
@@ -707,6 +720,7 @@ impl SchedulerSpec {
     pub fn kind(&self) -> &'static str {
         match self {
             SchedulerSpec::Fcfs => "fcfs",
+            SchedulerSpec::RoundRobin => "round_robin",
             SchedulerSpec::Edf { .. } => "edf",
             SchedulerSpec::Wf2q { .. } => "wf2q",
             SchedulerSpec::Mclock { .. } => "mclock",
@@ -753,8 +767,9 @@ mod tests {
     use crate::spec::from_json;
 
     /// A spec of each core kind, built by the core: every [`SchedulerSpec`] variant.
-    const ONE_OF_EACH: [&str; 14] = [
+    const ONE_OF_EACH: [&str; 15] = [
         r#"{"kind":"fcfs"}"#,
+        r#"{"kind":"round_robin"}"#,
         r#"{"kind":"edf","default_deadline_ns":5}"#,
         r#"{"kind":"wf2q"}"#,
         r#"{"kind":"mclock"}"#,
