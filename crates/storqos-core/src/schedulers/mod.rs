@@ -19,7 +19,6 @@ pub mod edf;
 pub mod fcfs;
 pub(crate) mod indexed_heap;
 pub mod mclock;
-pub mod round_robin;
 pub mod sfq;
 pub mod tags;
 pub mod wf2q;

@@ -366,19 +366,6 @@ pub const POLICIES: &[Policy] = &[
         from_tenants: &[],
     },
     Policy {
-        name: "round-robin",
-        aliases: &["rr"],
-        kind: "round_robin",
-        summary: "round robin between tenants, one request each in turn (no parameters)",
-        form: Some(Form::Plain),
-        params: &[],
-        serve_form: None,
-        serve_params: &[],
-        serve: true,
-        back_end: None,
-        from_tenants: &[],
-    },
-    Policy {
         name: "edf",
         aliases: &[],
         kind: "edf",
@@ -720,7 +707,6 @@ impl SchedulerSpec {
     pub fn kind(&self) -> &'static str {
         match self {
             SchedulerSpec::Fcfs => "fcfs",
-            SchedulerSpec::RoundRobin => "round_robin",
             SchedulerSpec::Edf { .. } => "edf",
             SchedulerSpec::Wf2q { .. } => "wf2q",
             SchedulerSpec::Mclock { .. } => "mclock",
@@ -767,9 +753,8 @@ mod tests {
     use crate::spec::from_json;
 
     /// A spec of each core kind, built by the core: every [`SchedulerSpec`] variant.
-    const ONE_OF_EACH: [&str; 15] = [
+    const ONE_OF_EACH: [&str; 14] = [
         r#"{"kind":"fcfs"}"#,
-        r#"{"kind":"round_robin"}"#,
         r#"{"kind":"edf","default_deadline_ns":5}"#,
         r#"{"kind":"wf2q"}"#,
         r#"{"kind":"mclock"}"#,

@@ -33,8 +33,6 @@ use crate::twolevel::{TwoLevelSpec, Upper};
 pub enum SchedulerSpec {
     /// First-come first-served.
     Fcfs,
-    /// Round robin between tenants, one request each in turn.
-    RoundRobin,
     /// Earliest deadline first: deadline = arrival + the relative deadline of the
     /// request's class.
     Edf {
@@ -227,9 +225,6 @@ impl SchedulerSpec {
     pub fn build(&self) -> Result<AnyScheduler> {
         Ok(match self {
             SchedulerSpec::Fcfs => AnyScheduler::Fcfs(Fcfs::new()),
-            SchedulerSpec::RoundRobin => {
-                AnyScheduler::Boxed(Box::new(crate::schedulers::round_robin::RoundRobin::new()))
-            }
             SchedulerSpec::Edf { deadlines_ns, default_deadline_ns } => {
                 AnyScheduler::Edf(Edf::new(deadlines_ns.clone(), *default_deadline_ns)?)
             }
