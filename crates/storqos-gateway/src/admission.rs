@@ -37,8 +37,8 @@ use storqos_core::fclb::{admit, AdmissionReport, Candidate, ProfileConfig, Refer
 use storqos_core::spec::{AnyScheduler, DeviceSpec, SchedulerSpec};
 use storqos_core::time::NS_PER_MS;
 
-use crate::config::{Error, Result};
-use crate::server::Logger;
+use crate::error::{Error, Result};
+use crate::notices::Logger;
 
 /// Request size the profiles assume when none is given: 4 KiB, seed 003's Table 2.
 pub const DEFAULT_REQUEST_BYTES: u32 = 4096;

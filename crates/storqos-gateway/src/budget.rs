@@ -300,8 +300,8 @@ mod tests {
     #[test]
     fn the_request_charge_covers_what_a_request_keeps() {
         use std::mem::size_of;
-        let kept = size_of::<crate::sched::Job>()
-            + size_of::<crate::sched::Reply>()
+        let kept = size_of::<crate::message::Job>()
+            + size_of::<crate::message::Reply>()
             + size_of::<storqos_core::request::Request>()
             + size_of::<storqos_core::request::Completion>();
         // Half of the charge is left for the policy's queue entry and the channels' slots.

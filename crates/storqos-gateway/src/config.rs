@@ -12,7 +12,6 @@
 //! `policy` is the same `SchedulerSpec` JSON the simulator takes
 //! (`storqos_core::spec::SchedulerSpec`); it defaults to FCFS.
 
-use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -22,29 +21,7 @@ pub use crate::transport::ListenAt;
 use storqos_core::request::MAX_TENANTS;
 use storqos_core::spec::SchedulerSpec;
 
-/// A gateway error: a bad configuration (one line naming the field) or an I/O failure
-/// while starting (binding, opening an export).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Error {
-    /// The configuration is invalid; the message names the field.
-    Config(String),
-    /// The gateway could not start (runtime creation failed).
-    Io(String),
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Config(m) => write!(f, "invalid gateway configuration: {m}"),
-            Error::Io(m) => write!(f, "gateway I/O error: {m}"),
-        }
-    }
-}
-
-impl std::error::Error for Error {}
-
-/// Result with the gateway's [`Error`].
-pub type Result<T> = std::result::Result<T, Error>;
+use crate::error::{Error, Result};
 
 fn bad<T>(msg: impl Into<String>) -> Result<T> {
     Err(Error::Config(msg.into()))
@@ -247,7 +224,7 @@ pub struct TlsConfig {
     pub client_ca: Option<PathBuf>,
 }
 
-/// The backend's cost model ([`crate::sched::CostModel`]): what an I/O costs, to keep
+/// The backend's cost model ([`crate::cost::CostModel`]): what an I/O costs, to keep
 /// a tenant of large requests from filling the backend on real storage.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -262,15 +239,15 @@ pub struct CostConfig {
 
 impl Default for CostConfig {
     fn default() -> Self {
-        let d = crate::sched::CostModel::DEFAULT;
+        let d = crate::cost::CostModel::DEFAULT;
         CostConfig { enabled: true, op_time_s: d.op_ns / 1e9, bytes_per_s: d.bytes_per_s }
     }
 }
 
 impl CostConfig {
     /// The model, if enabled.
-    pub fn model(&self) -> Option<crate::sched::CostModel> {
-        self.enabled.then_some(crate::sched::CostModel { op_ns: self.op_time_s * 1e9, bytes_per_s: self.bytes_per_s })
+    pub fn model(&self) -> Option<crate::cost::CostModel> {
+        self.enabled.then_some(crate::cost::CostModel { op_ns: self.op_time_s * 1e9, bytes_per_s: self.bytes_per_s })
     }
 }
 
@@ -519,7 +496,7 @@ impl Config {
                 l.max_inflight_bytes
             ));
         }
-        self.tiers.check()?;
+        self.tiers.check(MAX_DEPTH)?;
         if let Some(a) = &self.admission {
             crate::admission::Admission::new(a, &self.policy, &self.tenant_names)?;
         }
@@ -573,7 +550,8 @@ impl Config {
             return bad("direct_reads: io_uring reads the files of direct exports, and no export is direct");
         }
         self.policy.validate().map_err(|e| Error::Config(format!("policy: {e}")))?;
-        crate::control::check_tenant_values(&self.policy_json).map_err(|e| Error::Config(format!("policy: {e}")))?;
+        crate::tenant_values::check_tenant_values(&self.policy_json)
+            .map_err(|e| Error::Config(format!("policy: {e}")))?;
         Ok(())
     }
 

@@ -19,9 +19,14 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, RwLock};
 
-use crate::config::{Error, ExportConfig, Result};
+use crate::config::ExportConfig;
+use crate::error::{Error, Result};
 use crate::fault::{Faults, Kind};
-use crate::protocol::{EIO, ENOSPC};
+use crate::io::Io;
+use crate::positional::errno;
+#[cfg(target_os = "linux")]
+use crate::positional::pread;
+use crate::protocol::EIO;
 
 /// An open export: its name, owner and backing file.
 #[derive(Debug)]
@@ -177,13 +182,7 @@ impl Export {
     /// Do `io` at `offset` (blocking; on an I/O thread): on the file, or for a tiered
     /// export as the tier's `plan` says ([`crate::tier::TierStore::route`]). Returns the
     /// data of a read (empty otherwise) or an NBD error value.
-    pub fn run(
-        &self,
-        offset: u64,
-        io: crate::sched::Io,
-        plan: Option<&crate::tier::Plan>,
-    ) -> std::result::Result<Vec<u8>, u32> {
-        use crate::sched::Io;
+    pub fn run(&self, offset: u64, io: Io, plan: Option<&crate::tier::Plan>) -> std::result::Result<Vec<u8>, u32> {
         if let (Some(t), Some(plan)) = (&self.tier, plan) {
             let read_slow = |o: u64, n: u32| self.read(o, n);
             return match io {
@@ -434,43 +433,6 @@ impl Export {
     }
 }
 
-#[cfg(target_os = "linux")]
-/// `len` bytes of `file` at `offset` into a new buffer that is never zeroed first (`preadv2`
-/// with `flags`, repeated after a short read unless `RWF_NOWAIT` is among them).
-/// `Ok(None)` if the file ends before, or a non-blocking read came up short.
-pub fn pread(file: &File, offset: u64, len: u32, flags: libc::c_int) -> io::Result<Option<Vec<u8>>> {
-    use std::os::fd::AsRawFd;
-    let len = len as usize;
-    let mut buf: Vec<u8> = Vec::with_capacity(len);
-    let mut got = 0usize;
-    while got < len {
-        let spare = &mut buf.spare_capacity_mut()[..len - got];
-        let iov = libc::iovec { iov_base: spare.as_mut_ptr().cast(), iov_len: spare.len() };
-        let at =
-            libc::off_t::try_from(offset + got as u64).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-        // SAFETY: one iovec over the buffer's spare capacity (`len - got` bytes past
-        // the `got` initialised ones), which outlives the call; the fd is open.
-        let n = unsafe { libc::preadv2(file.as_raw_fd(), &iov, 1, at, flags) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if n == 0 {
-            return Ok(None);
-        }
-        got += n as usize;
-        // SAFETY: the kernel wrote `n` more bytes after the `got - n` already there.
-        unsafe { buf.set_len(got) };
-        if flags & libc::RWF_NOWAIT != 0 && got < len {
-            return Ok(None);
-        }
-    }
-    Ok(Some(buf))
-}
-
 /// The exports being served: looked up at each handshake, changed live by the control
 /// socket (`add-export`, `remove-export`) and by a reload. A removed export takes no new
 /// connection; the open ones keep it until they close.
@@ -548,15 +510,6 @@ fn describe(e: &io::Error) -> String {
         io::ErrorKind::NotFound => "no such file".into(),
         io::ErrorKind::PermissionDenied => "permission denied (the gateway needs read and write access)".into(),
         _ => e.to_string(),
-    }
-}
-
-/// Map a backend I/O error to an NBD error value (spec "Error values": EDQUOT and
-/// EFBIG become ENOSPC; everything else here is EIO).
-pub(crate) fn errno(e: &io::Error) -> u32 {
-    match e.raw_os_error() {
-        Some(28) | Some(122) | Some(27) => ENOSPC,
-        _ => EIO,
     }
 }
 

@@ -7,31 +7,37 @@
 //! belongs to a tenant; all tenants share one scheduler and one backend queue of
 //! `depth` slots, which is where QoS between clients of shared storage happens.
 //!
-//! A request's path: NBD `READ`/`WRITE` → [`server`] (parse, range check) →
-//! [`sched`] (`Request {tenant, op, offset, bytes, arrival: now}` → `enqueue` →
-//! `dispatch` when a slot is free) → [`export`] (positional read / write on one of
+//! A request's path: NBD `READ`/`WRITE` → [`server`] (parse; [`request_check`]: flags,
+//! range) → [`engine`] (`Request {tenant, op, offset, bytes, arrival: now}` → `enqueue` →
+//! `dispatch` when a slot is free) → [`local_backend`] (positional read / write on one of
 //! the `depth` I/O threads of [`pool`], or in the loop itself for a small read the page
 //! cache holds) → `complete` → [`stats`] → the NBD reply.
 //!
-//! Modules:
-//! - [`protocol`]: the NBD wire format, pure parse / encode with typed errors;
-//! - [`config`]: the JSON configuration and its validation;
-//! - [`admission`]: seed 003's admission control at connect time (an `fclb` policy);
-//! - [`budget`]: the in-flight budgets of the tenants and connections, and what a request is charged;
-//! - [`deadline`]: the deadlines on a connection's reads and writes while it transmits;
-//! - [`peer_limits`]: connection limits per client address, and who makes room when full;
-//! - [`export`]: exports and their backing files;
-//! - [`fault`]: requests an export fails on purpose (EIO, ENOSPC, short writes);
-//! - [`pool`]: the `depth` threads that run the blocking backend I/O;
-//! - [`sched`]: the task that owns the policy and drives it with injected time;
-//! - [`metrics`]: Prometheus metrics at `GET /metrics`;
-//! - [`notices`]: log lines that could repeat without end, said once a minute or
-//!   rate-limited per client address;
-//! - [`control`]: the control socket (`storqos ctl`): stats, live policy changes, drain;
-//! - [`server`]: accept loop, connections, and the run API;
-//! - [`stats`]: per-tenant operations, bytes and latency histograms;
-//! - [`transport`]: TCP or Unix sockets, plain or TLS;
-//! - [`tls`]: `NBD_OPT_STARTTLS` with rustls (x509 certificates).
+//! Modules, lowest first (a module uses only the ones above it; `tests/module_graph.rs`
+//! checks that no two modules import each other in a circle):
+//! - [`error`]: the gateway's error; [`clock`]: the engine's clock (wall or manual);
+//!   [`protocol`]: the NBD wire format, pure parse / encode with typed errors;
+//! - [`cost`]: what an I/O costs the backend; [`emulate`]: emulated device capacity;
+//!   [`io`]: the I/O a request asks for; [`positional`]: positional reads, errno mapping;
+//! - [`transport`]: TCP or Unix sockets, plain or TLS; [`deadline`]: the deadlines on a
+//!   connection's reads and writes; [`peer_limits`]: connection limits per client
+//!   address; [`notices`]: the log sink and lines said once a minute or rate-limited;
+//! - [`budget`]: the in-flight budgets of the tenants and connections;
+//!   [`stats`]: per-tenant operations, bytes and latency histograms;
+//! - [`fault`]: requests an export fails on purpose; [`direct`]: `O_DIRECT` files;
+//!   [`tier`]: tiered exports' block map; [`export`]: exports and their backing files;
+//! - [`tenant_values`]: the ranges of tenants' weights and rates; [`admission`]: seed
+//!   003's admission control at connect time; [`tls`]: `NBD_OPT_STARTTLS` with rustls;
+//!   [`config`]: the JSON configuration and its validation;
+//! - [`message`]: the engine's messages (jobs, replies, probes); [`backend`]: the
+//!   [`Backend`](backend::Backend) trait; [`pool`], [`uring`], [`waker`] and
+//!   [`local_backend`]: the I/O threads, io_uring reads, fine wake-ups, and the backend
+//!   made of them;
+//! - [`engine`]: the task that owns the policy and drives it with injected time;
+//! - [`request_check`]: the checks of a parsed request, a pure function;
+//! - [`metrics`]: Prometheus metrics at `GET /metrics`; [`control`]: the control socket
+//!   (`storqos ctl`): stats, live policy changes, drain;
+//! - [`server`]: start and reload, negotiation, transmission.
 //!
 //! ```no_run
 //! let cfg = storqos_gateway::Config::from_json(
@@ -49,24 +55,34 @@
 #![deny(missing_docs)]
 
 pub mod admission;
+pub mod backend;
 pub mod budget;
+pub mod clock;
 pub mod config;
 pub mod control;
+pub mod cost;
 pub mod deadline;
 pub mod direct;
 pub mod emulate;
+pub mod engine;
+pub mod error;
 pub mod export;
 pub mod fault;
+pub mod io;
+pub mod local_backend;
+pub mod message;
 pub mod metrics;
 pub mod notices;
 pub mod peer_limits;
 pub mod pool;
+pub mod positional;
 pub mod protocol;
-pub mod sched;
+pub mod request_check;
 #[cfg(test)]
 mod scratch;
 pub mod server;
 pub mod stats;
+pub mod tenant_values;
 pub mod tier;
 pub mod tls;
 pub mod transport;
@@ -74,6 +90,7 @@ pub mod transport;
 pub mod uring;
 pub mod waker;
 
-pub use config::{Config, Error, ExportConfig, Result};
+pub use config::{Config, ExportConfig};
+pub use error::{Error, Result};
 pub use server::{check, run, start, start_with, ExportInfo, Handle, Logger, Options, ReadyInfo};
 pub use stats::{GaugeRow, Stats, TenantStats, WindowRow};

@@ -27,7 +27,7 @@ use prometheus_client::registry::Registry;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::sched::{Msg, Probe};
+use crate::message::{Msg, Probe};
 use crate::stats::TenantMetrics;
 
 /// Latency bucket bounds (s) every histogram has; the tenants' SLOs are added to them.
@@ -177,7 +177,7 @@ pub struct Source {
     /// The scheduler loop.
     pub sched: tokio::sync::mpsc::UnboundedSender<Msg>,
     /// The gateway clock.
-    pub clock: crate::sched::Clock,
+    pub clock: crate::clock::SystemClock,
     /// Latency bucket bounds (s).
     pub bounds: Vec<f64>,
     /// Connections open now.
@@ -411,7 +411,7 @@ mod tests {
         let source = Source {
             stats: Arc::new(std::sync::Mutex::new(crate::stats::Recorder::new([(0, "a")]))),
             sched,
-            clock: crate::sched::Clock::start(),
+            clock: crate::clock::SystemClock::start(),
             bounds: bounds([]),
             open: Arc::default(),
             total: Arc::default(),

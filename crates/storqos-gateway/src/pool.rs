@@ -1,39 +1,24 @@
 //! The backend's I/O threads: `depth` dedicated threads, one per backend slot, that run
-//! the blocking positional reads and writes ([`crate::export`]) the scheduler loop
-//! dispatches.
+//! the blocking positional reads and writes ([`crate::export`]) the engine
+//! dispatches ([`crate::local_backend`]).
 //!
-//! The scheduler loop hands a dispatched request to an idle thread ([`Pool::submit`])
+//! The engine hands a dispatched request to an idle thread ([`Pool::submit`])
 //! and gets the thread back with the request's [`Msg::Done`]; at most `depth` I/Os are
 //! outstanding, so a dispatched request never waits for a thread. Each thread has its
 //! own channel, so a hand-off wakes exactly the thread that runs it. (Against tokio's
 //! blocking pool, used before, this gave 13–21 % more 4 KiB IOPS: see BENCHMARKS.md.)
 //!
-//! The threads end when the [`Pool`] is dropped (their channels close): the scheduler
-//! loop drops it when it returns, after every outstanding I/O has reported back. If the
+//! The threads end when the [`Pool`] is dropped (their channels close): the engine
+//! drops it when its loop returns, after every outstanding I/O has reported back. If the
 //! runtime cancels the loop instead (a [`crate::Handle`] dropped without waiting), a
 //! thread still finishes the I/O it is running before it ends.
 
 use std::sync::mpsc::{channel, Sender};
-use std::sync::Arc;
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::export::Export;
-use crate::sched::{Io, Msg};
-
-/// One backend I/O for an I/O thread.
-pub struct Task {
-    /// The scheduler's request id.
-    pub id: u64,
-    /// The export it targets.
-    pub export: Arc<Export>,
-    /// Byte offset.
-    pub offset: u64,
-    /// What to do.
-    pub io: Io,
-    /// A tiered export's route for it ([`crate::tier::TierStore::route`]).
-    pub plan: Option<Arc<crate::tier::Plan>>,
-}
+pub use crate::backend::Task;
+use crate::message::Msg;
 
 /// `depth` I/O threads, each with its own task channel.
 pub struct Pool {

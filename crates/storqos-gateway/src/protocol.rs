@@ -1,6 +1,6 @@
 //! The NBD wire format: the subset of the NBD protocol (`doc/proto.md` of the
 //! NetworkBlockDevice project) this gateway speaks, as pure parse / encode functions
-//! with typed errors. No I/O here: `server.rs` reads the bytes and calls these.
+//! with typed errors. No I/O here: the server ([`crate::server`]) reads the bytes and calls these.
 //!
 //! Implemented sections of the spec:
 //! - **"Newstyle negotiation"** in its *fixed newstyle* form: the server greeting

@@ -64,7 +64,7 @@ use std::sync::Mutex;
 use serde::Deserialize;
 use storqos_core::devices::tiered::{FAST, SLOW};
 
-use crate::config::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Reads larger than this (256 KiB) that miss are not copied into the fast file.
 pub const PROMOTE_MAX_BYTES: u32 = 256 << 10;
@@ -147,18 +147,14 @@ pub struct TiersConfig {
 }
 
 impl TiersConfig {
-    /// Check both devices.
-    pub fn check(&self) -> Result<()> {
+    /// Check both devices (a device has at most `max_depth` servers).
+    pub fn check(&self, max_depth: usize) -> Result<()> {
         for (name, d) in [("fast", &self.fast), ("slow", &self.slow)] {
             if let Some(c) = d.iops.filter(|c| !(c.is_finite() && *c > 0.0)) {
                 return bad(format!("tiers.{name}.iops: the emulated capacity must be a finite number > 0, got {c}"));
             }
-            if d.depth == 0 || d.depth > crate::config::MAX_DEPTH {
-                return bad(format!(
-                    "tiers.{name}.depth: must be between 1 and {}, got {}",
-                    crate::config::MAX_DEPTH,
-                    d.depth
-                ));
+            if d.depth == 0 || d.depth > max_depth {
+                return bad(format!("tiers.{name}.depth: must be between 1 and {max_depth}, got {}", d.depth));
             }
         }
         Ok(())
@@ -598,7 +594,7 @@ impl TierStore {
                 let from = if k == 0 { offset - b * self.block } else { 0 };
                 let n = ((self.block - from) as usize).min(len as usize - out.len());
                 let piece =
-                    crate::export::pread(&self.fast, u64::from(i) * self.block + from, n as u32, libc::RWF_NOWAIT)
+                    crate::positional::pread(&self.fast, u64::from(i) * self.block + from, n as u32, libc::RWF_NOWAIT)
                         .ok()
                         .flatten()?;
                 out.extend_from_slice(&piece);

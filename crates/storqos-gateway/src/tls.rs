@@ -12,7 +12,8 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
 use tokio_rustls::TlsAcceptor;
 
-use crate::config::{Error, Result, TlsConfig, TlsMode};
+use crate::config::{TlsConfig, TlsMode};
+use crate::error::{Error, Result};
 
 /// Largest PEM file read (a certificate chain or a CA bundle is tens of KB).
 pub const MAX_PEM_BYTES: u64 = 4 << 20;

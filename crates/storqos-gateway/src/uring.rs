@@ -31,7 +31,8 @@ use std::sync::Arc;
 use io_uring::{opcode, types, IoUring};
 
 use crate::direct::AlignedRead;
-use crate::export::{errno, Export};
+use crate::export::Export;
+use crate::positional::errno;
 use crate::protocol::EIO;
 
 /// A read in the kernel's hands.

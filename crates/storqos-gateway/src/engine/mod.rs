@@ -1,0 +1,506 @@
+//! The engine: one tokio task owns the storqos-core policy ([`AnyScheduler`],
+//! built from the same `SchedulerSpec` the simulator uses) and drives it on a wall
+//! clock, exactly as the discrete-event simulator drives it in simulated time:
+//!
+//! 1. a connection submits a [`Job`]; the loop stamps it `now` (monotonic nanoseconds
+//!    since the gateway started: the policy never reads a clock) and calls
+//!    `enqueue(Request {tenant, class, op, offset, bytes, arrival: parsed}, now)`;
+//! 2. while fewer than `depth` I/Os are outstanding it calls `dispatch(now, &DeviceState
+//!    {outstanding, free_slots: depth − outstanding})`; the policy's pick is the next
+//!    I/O to start, and the [`Backend`] starts it ([`crate::local_backend`]: a read the
+//!    page cache holds done at once, a direct read through io_uring, every other I/O
+//!    on one of the `depth` I/O threads, which sends [`Msg::Done`] back);
+//! 3. when the backend I/O is done, it calls `complete(&Completion {req, dispatch,
+//!    finish}, now)`, records the response time and hands the reply (cookie, error,
+//!    data) to the connection's writer task;
+//! 4. it sleeps until the next message or `next_timer()`, then calls `on_timer(now)`
+//!    (deadlines within 3 ms also go to a [`crate::waker::Waker`] thread: tokio's timer
+//!    is a millisecond coarse; [`run`](mod@run));
+//!    messages already waiting are handled as one batch (up to [`BATCH`]) before it
+//!    dispatches again. With a statistics window it also wakes at each window's end,
+//!    closes the window and samples the policy's `gauges` ([`crate::stats`]).
+//!
+//! **Emulated capacity** (`iops`): the backend then behaves as a constant-rate server
+//! of C IOPS (the simulator's `constant` device, [`crate::emulate`]) in front of the
+//! real file: requests are served one after another, each taking 1/C s, and a
+//! request's slot is released at `max(real I/O done, emulated finish)`.
+//!
+//! **Tiered exports** ([`crate::tier`]): when the loop starts a request of a tiered
+//! export it asks the export's block map for the route (a read hit: the fast file; a
+//! miss or a write: the slow file), sets the request's `target` to that tier (the
+//! policy's `complete` sees it: BAA's monitor counts hits from it), charges the tier's
+//! own emulated device (`tiers.fast` / `tiers.slow`) instead of `iops`, and gives the
+//! route back to the map when the I/O is done. The `depth` slots are then the array's
+//! (both tiers together, as in the simulator's tiered device).
+
+//!
+//! The engine reads time through a [`Clock`] and starts I/O through a [`Backend`]:
+//! everything but the waiting ([`run`](mod@run)) is a step at the clock's `now`, which the
+//! unit tests set by hand (`engine/tests.rs`), without sockets, threads or sleeps.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use storqos_core::device::DeviceState;
+use storqos_core::devices::tiered::FAST;
+use storqos_core::request::{Completion, Request, TARGET_ANY};
+use storqos_core::scheduler::Scheduler;
+use storqos_core::spec::AnyScheduler;
+use storqos_core::time::Nanos;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::backend::{Backend, IoResult, Task};
+use crate::clock::Clock;
+use crate::cost::CostModel;
+use crate::emulate::Emulated;
+use crate::export::Export;
+use crate::io::Io;
+use crate::message::{Form, Inflight, Job, Msg, Probe, Reply};
+use crate::protocol::{EIO, ENOMEM, ESHUTDOWN};
+use crate::stats::Recorder;
+use crate::tier::{Plan, TiersConfig};
+
+pub mod run;
+#[cfg(test)]
+mod tests;
+
+pub use crate::emulate::TIMER_SLACK_NS;
+
+/// A policy timer already due is retried this much later (1 ms) rather than at once: a
+/// policy whose timer stays in the past would otherwise spin the loop.
+pub const DUE_TIMER_RETRY_NS: Nanos = 1_000_000;
+
+/// Most requests held for the cost budget at once; past it the policy is not asked for
+/// more until one starts. Far above what tenants blocked on the budget have outstanding
+/// (each holds its client's queue depth at most), it bounds the scan of the held list.
+pub const HELD_MAX: usize = 1024;
+
+/// What the engine drives: the backend's slots and how it is emulated or modelled.
+#[derive(Clone, Debug, Default)]
+pub struct BackendConfig {
+    /// I/Os outstanding at once (the device's slots; at least 1).
+    pub depth: usize,
+    /// Emulated capacity of plain exports (IOPS; `None`: the file's speed).
+    pub iops: Option<f64>,
+    /// The cost model of real storage (not used with an emulated capacity, whose
+    /// one-at-a-time server is the model).
+    pub cost: Option<CostModel>,
+    /// The emulated devices of the tiered exports' tiers.
+    pub tiers: TiersConfig,
+    /// Submit direct exports' reads through io_uring from the loop ([`crate::uring`])
+    /// where the kernel offers it; `false` (the default): on the I/O threads.
+    pub ring_reads: bool,
+}
+
+struct InFlight {
+    req: Request,
+    dispatch: Nanos,
+    emulated_finish: Nanos,
+    cookie: u64,
+    reply: UnboundedSender<Reply>,
+    permit: Inflight,
+    result: Option<IoResult>,
+    form: Form,
+    /// A tiered export's route, given back to its map when the I/O is done.
+    plan: Option<(Arc<Export>, Arc<Plan>)>,
+}
+
+/// What the loop does after a turn ([`Engine::turn`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Turn {
+    /// Wait for the next message, or until `wake` (clock time) if there is one; `now`
+    /// is when the turn ended.
+    Wait {
+        /// The clock's reading at the end of the turn.
+        now: Nanos,
+        /// The next policy timer, emulated completion or window end.
+        wake: Option<Nanos>,
+    },
+    /// Stopped and nothing is on the backend: the loop ends.
+    Finished,
+}
+
+/// The engine's state: the policy, what it holds, what is on the backend.
+pub struct Engine<B, C> {
+    sched: AnyScheduler,
+    clock: C,
+    depth: usize,
+    /// The emulated device (`iops`) of plain exports.
+    emulated: Option<Emulated>,
+    /// The emulated devices of the tiers (indexed by `Request::target`: fast, slow).
+    tier_devices: [Option<Emulated>; 2],
+    /// Requests completed by each tier (fast, slow), for the gauges.
+    tier_ops: [u64; 2],
+    next_id: u64,
+    /// Requests the policy holds, with the request it was given.
+    queued: HashMap<u64, (Request, Job)>,
+    /// A policy waiting for the backend to empty before it takes over.
+    pending: Option<(AnyScheduler, tokio::sync::oneshot::Sender<String>)>,
+    inflight: HashMap<u64, InFlight>,
+    /// I/Os done on the backend, waiting for their emulated finish: (time, id).
+    waiting: BinaryHeap<Reverse<(Nanos, u64)>>,
+    stats: Arc<Mutex<Recorder>>,
+    /// The recorder keeps a per-window series (checked once: no lock per request without).
+    windows: bool,
+    backend: B,
+    /// The backend's cost model (`None` with an emulated capacity: its slots decide).
+    cost: Option<CostModel>,
+    /// Cost (ns of backend time) of the I/Os in flight.
+    inflight_cost: Nanos,
+    /// Requests the policy chose that wait for the cost budget (oldest first).
+    held: VecDeque<Request>,
+}
+
+impl<B: Backend, C: Clock> Engine<B, C> {
+    /// An engine running `sched` on `clock` in front of `backend`, with the slots,
+    /// emulated capacities and cost model of `config`.
+    pub fn new(sched: AnyScheduler, clock: C, config: &BackendConfig, stats: Arc<Mutex<Recorder>>, backend: B) -> Self {
+        let BackendConfig { depth, iops, cost, tiers, .. } = config;
+        let (depth, iops, cost) = ((*depth).max(1), *iops, *cost);
+        Engine {
+            sched,
+            clock,
+            depth,
+            emulated: iops.map(|c| Emulated::new(c, 1)),
+            tier_devices: [0u8, 1].map(|t| tiers.device(t).iops.map(|c| Emulated::new(c, tiers.device(t).depth))),
+            tier_ops: [0, 0],
+            next_id: 0,
+            queued: HashMap::new(),
+            pending: None,
+            inflight: HashMap::new(),
+            waiting: BinaryHeap::new(),
+            windows: stats.lock().is_ok_and(|s| s.window_end().is_some()),
+            stats,
+            backend,
+            cost: if iops.is_none() { cost } else { None },
+            inflight_cost: 0,
+            held: VecDeque::new(),
+        }
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// One turn at the clock's `now`: close a statistics window that `now` passed, fire
+    /// a due policy timer, finish the I/Os whose emulated finish came (stopping: all of
+    /// them), put a pending policy in place once the backend is empty, then start what
+    /// the slots and the cost budget allow (nothing once `stopping`). Says when to come
+    /// back: the next policy timer (one already due: [`DUE_TIMER_RETRY_NS`] later), the
+    /// next emulated finish or the window's end.
+    pub fn turn(&mut self, stopping: bool) -> Turn {
+        let now = self.clock.now();
+        self.roll_windows(now);
+        if let Some(t) = self.sched.next_timer() {
+            if t <= now {
+                self.sched.on_timer(now);
+            }
+        }
+        while let Some(&Reverse((t, id))) = self.waiting.peek() {
+            // Stopping, an I/O the backend has done is answered now: an emulated
+            // finish of a slow device (one request per 100 s at 0.01 IOPS) held the
+            // gateway's stop until it came.
+            if t > now && !stopping {
+                break;
+            }
+            self.waiting.pop();
+            self.finish(id, now);
+        }
+        self.swap_when_idle();
+        if !stopping && self.pending.is_none() {
+            self.dispatch_ready(now);
+        } else if self.inflight.is_empty() {
+            let now = self.clock.now();
+            if let Ok(mut s) = self.stats.lock() {
+                let sched = &self.sched;
+                let tiers = self.tier_gauges();
+                s.finish_windows(now, &mut |sink| gauges(sched, tiers, sink));
+            }
+            return Turn::Finished;
+        }
+        let now = self.clock.now();
+        let timer = self.sched.next_timer().map(|t| if t <= now { now + DUE_TIMER_RETRY_NS } else { t });
+        let emu = self.waiting.peek().map(|r| r.0 .0);
+        let window = if self.windows { self.stats.lock().ok().and_then(|s| s.window_end()) } else { None };
+        Turn::Wait { now, wake: [timer, emu, window].into_iter().flatten().min() }
+    }
+
+    /// Nothing more will be dispatched: answer `ESHUTDOWN` to what the policy still holds.
+    pub fn refuse_queued(&mut self) {
+        self.held.clear();
+        for (_, (_, job)) in self.queued.drain() {
+            job.refuse(ESHUTDOWN);
+        }
+    }
+
+    /// Handle one message at the clock's `now`; true if it asks to stop.
+    pub fn handle(&mut self, msg: Msg, stopping: bool) -> bool {
+        match msg {
+            Msg::Submit(job) => {
+                if stopping {
+                    job.refuse(ESHUTDOWN);
+                    return false;
+                }
+                let now = self.clock.now();
+                let id = self.next_id;
+                self.next_id += 1;
+                let req = Request {
+                    id,
+                    arrival: job.parsed.min(now),
+                    offset: job.offset,
+                    bytes: job.bytes(),
+                    tenant: job.export.tenant,
+                    class: job.export.class,
+                    op: job.op(),
+                    target: TARGET_ANY,
+                };
+                if !self.sched.admit(&req, now) {
+                    // Rejected at the tenant's limit (mClock `at_limit = "reject"`): NBD has
+                    // no EAGAIN; ENOMEM is its "out of resources for now", to retry.
+                    if let Ok(mut s) = self.stats.lock() {
+                        s.rejected(req.tenant);
+                    }
+                    job.refuse(ENOMEM);
+                    return false;
+                }
+                self.queued.insert(id, (req, job));
+                self.sched.enqueue(req, now);
+                false
+            }
+            Msg::Done { id, worker, result } => {
+                self.slot_done(id, worker, result, self.clock.now());
+                false
+            }
+            Msg::Stop => true,
+            Msg::Wake => false,
+            Msg::Probe(tx) => {
+                let _ = tx.send(self.probe());
+                false
+            }
+            Msg::Reconfigure { sched, done } => {
+                self.pending = Some((*sched, done));
+                self.swap_when_idle();
+                false
+            }
+        }
+    }
+
+    /// Finish the backend's completions that no message reports (the ring's reads).
+    pub fn reap(&mut self) {
+        let done = self.backend.reap();
+        if done.is_empty() {
+            return;
+        }
+        let now = self.clock.now();
+        for (id, worker, result) in done {
+            self.slot_done(id, worker, result, now);
+        }
+    }
+
+    /// Request `id` ended on backend slot `worker` (an I/O thread's, or a ring read's),
+    /// which is free again.
+    fn slot_done(&mut self, id: u64, worker: usize, result: IoResult, now: Nanos) {
+        self.backend.release(worker);
+        self.backend_done(id, result, now);
+    }
+
+    /// Request `id`'s backend I/O ended: finish it now or at its emulated finish.
+    fn backend_done(&mut self, id: u64, result: IoResult, now: Nanos) {
+        if let Some(f) = self.inflight.get_mut(&id) {
+            if let Some((export, plan)) = f.plan.take() {
+                if let Some(t) = &export.tier {
+                    t.release(&plan);
+                }
+            }
+            f.result = Some(result);
+            if f.emulated_finish > now {
+                self.waiting.push(Reverse((f.emulated_finish, id)));
+            } else {
+                self.finish(id, now);
+            }
+        }
+    }
+
+    /// Start what the slots and the cost budget allow: held requests first (in the
+    /// policy's order), then the policy's next picks; a pick too costly for the budget
+    /// now is held, and the policy is asked again, so that a tenant blocked on the
+    /// budget never keeps the others' requests in the policy's queue while slots are
+    /// free (up to [`HELD_MAX`] held).
+    fn dispatch_ready(&mut self, now: Nanos) {
+        while self.inflight.len() < self.depth && self.backend.has_free_slot() {
+            if let Some(i) = self.first_held_that_fits() {
+                if let Some(req) = self.held.remove(i) {
+                    self.start_io(req, now);
+                }
+                continue;
+            }
+            if self.held.len() >= HELD_MAX {
+                break;
+            }
+            let state = DeviceState { outstanding: self.inflight.len(), free_slots: self.depth - self.inflight.len() };
+            match self.sched.dispatch(now, &state) {
+                // A tenant's requests keep the policy's order among themselves; another
+                // tenant's that fit go on while one waits for the budget.
+                Some(req) if self.fits(&req) && !self.held.iter().any(|h| h.tenant == req.tenant) => {
+                    self.start_io(req, now)
+                }
+                Some(req) => self.held.push_back(req),
+                None => break,
+            }
+        }
+    }
+
+    /// The first held request that fits now and is its tenant's first held one.
+    fn first_held_that_fits(&self) -> Option<usize> {
+        if self.held.is_empty() {
+            return None;
+        }
+        let mut seen = HashSet::new();
+        self.held.iter().position(|r| seen.insert(r.tenant) && self.fits(r))
+    }
+
+    /// Whether `req` may start now under the cost budget (always without a cost model,
+    /// when nothing is in flight, or when it is small).
+    fn fits(&self, req: &Request) -> bool {
+        let Some(c) = self.cost else { return true };
+        req.bytes <= CostModel::SMALL_BYTES
+            || self.inflight.is_empty()
+            || self.inflight_cost + c.of(req.bytes) <= self.depth as Nanos * c.of(CostModel::SMALL_BYTES)
+    }
+
+    fn start_io(&mut self, mut req: Request, now: Nanos) {
+        let Some((_, job)) = self.queued.remove(&req.id) else {
+            // Not a request of ours (cannot happen): keep the policy consistent.
+            self.sched.complete(&Completion { req, dispatch: now, finish: now }, now);
+            return;
+        };
+        let Job { export, offset, io, cookie, reply, permit, form, .. } = job;
+        // A tiered export: the block map routes it, and its tier's device serves it.
+        let plan = export.tier.as_ref().map(|t| {
+            let len = match &io {
+                Io::Read(n) | Io::Trim { len: n, .. } | Io::Zeroes { len: n, .. } => *n,
+                Io::Write { data, .. } => data.len() as u32,
+            };
+            Arc::new(t.route(!matches!(io, Io::Read(_)), offset, len))
+        });
+        let device = match &plan {
+            Some(p) => {
+                req.target = p.target;
+                self.tier_devices[usize::from(p.target != FAST)].as_mut()
+            }
+            None => self.emulated.as_mut(),
+        };
+        let emulated_finish = device.map_or(0, |d| d.start(now, req.arrival));
+        if let Some(c) = self.cost {
+            self.inflight_cost += c.of(req.bytes);
+        }
+        let id = req.id;
+        let tiered = plan.as_ref().map(|p| (export.clone(), p.clone()));
+        let f =
+            InFlight { req, dispatch: now, emulated_finish, cookie, reply, permit, result: None, form, plan: tiered };
+        self.inflight.insert(id, f);
+        if let Some(result) = self.backend.start(Task { id, export, offset, io, plan }) {
+            self.backend_done(id, result, now);
+        }
+    }
+
+    /// Put the pending policy in place if the backend is empty: the old policy's
+    /// queue moves to it, oldest first, with the original arrival times.
+    fn swap_when_idle(&mut self) {
+        if !self.inflight.is_empty() || self.pending.is_none() {
+            return;
+        }
+        let Some((sched, done)) = self.pending.take() else { return };
+        self.sched = sched;
+        // Held requests are still queued requests: the new policy takes them with the rest.
+        self.held.clear();
+        let now = self.clock.now();
+        let mut held: Vec<Request> = self.queued.values().map(|(r, _)| *r).collect();
+        held.sort_by_key(|r| r.id);
+        for r in held {
+            self.sched.enqueue(r, now);
+        }
+        let _ = done.send(self.sched.name());
+    }
+
+    /// The state reported to a metrics scrape.
+    pub fn probe(&self) -> Probe {
+        let mut per: std::collections::BTreeMap<u32, usize> = std::collections::BTreeMap::new();
+        for (_, job) in self.queued.values() {
+            *per.entry(job.export.tenant).or_default() += 1;
+        }
+        for f in self.inflight.values() {
+            *per.entry(f.req.tenant).or_default() += 1;
+        }
+        let mut gauge_list = Vec::new();
+        gauges(&self.sched, self.tier_gauges(), &mut |name, v| gauge_list.push((name.to_string(), v)));
+        Probe {
+            queued: self.sched.queued(),
+            on_backend: self.inflight.len(),
+            inflight: per.into_iter().collect(),
+            gauges: gauge_list,
+        }
+    }
+
+    /// Close the statistics window if `now` is past it, sampling the policy's gauges.
+    fn roll_windows(&mut self, now: Nanos) {
+        if self.windows {
+            if let Ok(mut s) = self.stats.lock() {
+                roll(&mut s, &self.sched, self.tier_gauges(), now);
+            }
+        }
+    }
+
+    /// The tiers' completion counts, once a tier is configured or has served.
+    fn tier_gauges(&self) -> Option<[u64; 2]> {
+        (self.tier_devices.iter().any(Option::is_some) || self.tier_ops != [0, 0]).then_some(self.tier_ops)
+    }
+
+    fn finish(&mut self, id: u64, now: Nanos) {
+        let Some(f) = self.inflight.remove(&id) else { return };
+        if let Some(c) = self.cost {
+            self.inflight_cost = self.inflight_cost.saturating_sub(c.of(f.req.bytes));
+        }
+        let result = f.result.unwrap_or(Err(EIO));
+        if f.req.target <= 1 {
+            self.tier_ops[usize::from(f.req.target)] += 1;
+        }
+        let done = Completion { req: f.req, dispatch: f.dispatch, finish: now };
+        self.sched.complete(&done, now);
+        // Close the window if `now` is past it; an error is accounted here, a success
+        // by the connection's writer once its reply is written.
+        if self.windows || result.is_err() {
+            let tiers = self.tier_gauges();
+            if let Ok(mut s) = self.stats.lock() {
+                if self.windows {
+                    roll(&mut s, &self.sched, tiers, now);
+                }
+                if result.is_err() {
+                    s.error(f.req.tenant);
+                }
+            }
+        }
+        let reply = match result {
+            Ok(data) => Reply { cookie: f.cookie, error: 0, data, permit: f.permit, done: Some(done), form: f.form },
+            Err(e) => Reply::bare(f.cookie, e, f.permit, f.form),
+        };
+        let _ = f.reply.send(reply);
+    }
+}
+
+/// [`Recorder::roll`] with `sched`'s gauges (a no-op until `now` passes the window).
+fn roll(stats: &mut Recorder, sched: &AnyScheduler, tiers: Option<[u64; 2]>, now: Nanos) {
+    stats.roll(now, &mut |sink| gauges(sched, tiers, sink));
+}
+
+/// The policy's gauges, then (with tiered exports) the requests each tier completed so
+/// far: `tier_fast_ops`, `tier_slow_ops`.
+fn gauges(sched: &AnyScheduler, tiers: Option<[u64; 2]>, sink: &mut dyn FnMut(&str, f64)) {
+    sched.gauges(sink);
+    if let Some([fast, slow]) = tiers {
+        sink("tier_fast_ops", fast as f64);
+        sink("tier_slow_ops", slow as f64);
+    }
+}

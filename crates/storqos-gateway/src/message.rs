@@ -1,0 +1,144 @@
+//! The messages of the engine ([`crate::engine`]): the [`Job`] a connection submits, the
+//! [`Reply`] its writer gets back, and every [`Msg`] the engine's channel carries (from
+//! the connections, the I/O threads, the waker, the metrics and control sockets).
+
+use std::sync::Arc;
+
+use storqos_core::request::{Completion, Op};
+use storqos_core::spec::AnyScheduler;
+use storqos_core::time::Nanos;
+use tokio::sync::mpsc::UnboundedSender;
+
+pub use crate::budget::Inflight;
+use crate::export::Export;
+pub use crate::io::Io;
+
+/// A reply for a connection's writer: the cookie, an NBD error value (0 = success),
+/// for a successful read the data, and the request's in-flight share (released when
+/// the writer has written it).
+#[derive(Debug)]
+pub struct Reply {
+    /// The request's cookie.
+    pub cookie: u64,
+    /// 0 or an NBD error value.
+    pub error: u32,
+    /// Data of a successful read (empty otherwise).
+    pub data: Vec<u8>,
+    /// The in-flight share of the request.
+    pub permit: Inflight,
+    /// A read or write that succeeded, to be accounted once its reply is written (its
+    /// response time runs from the request parsed to the reply written).
+    pub done: Option<Completion>,
+    /// How it is framed on the wire.
+    pub form: Form,
+}
+
+/// How a reply is framed on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// A simple reply: the header, then the data of a successful read.
+    Simple,
+    /// A structured reply to a read of the export at `offset` (structured replies
+    /// negotiated): data and hole chunks, or an error chunk.
+    Read {
+        /// Where the read starts in the export.
+        offset: u64,
+    },
+    /// `data` is a whole structured reply, written as it is (block status).
+    Raw,
+}
+
+impl Reply {
+    /// An answer without data: `error` (0: success) framed as `form` asks.
+    pub fn bare(cookie: u64, error: u32, permit: Inflight, form: Form) -> Reply {
+        Reply { cookie, error, data: Vec::new(), permit, done: None, form }
+    }
+}
+
+/// A read or write a connection submits to the scheduler loop.
+pub struct Job {
+    /// The export it targets (its tenant and class).
+    pub export: Arc<Export>,
+    /// Byte offset (already checked to lie in the export).
+    pub offset: u64,
+    /// What to do.
+    pub io: Io,
+    /// The client's cookie.
+    pub cookie: u64,
+    /// Where the reply goes.
+    pub reply: UnboundedSender<Reply>,
+    /// The request's in-flight share, released once its reply is written.
+    pub permit: Inflight,
+    /// When the connection parsed it (gateway clock, ns): its arrival.
+    pub parsed: Nanos,
+    /// How its reply is framed.
+    pub form: Form,
+}
+
+impl Job {
+    /// Answer the job with NBD error `error` (its in-flight share goes with the reply).
+    pub fn refuse(self, error: u32) {
+        let _ = self.reply.send(Reply::bare(self.cookie, error, self.permit, self.form));
+    }
+
+    /// Bytes the policy sees: a read's or write's length, a write-zeroes' length, 0 for
+    /// a trim.
+    pub fn bytes(&self) -> u32 {
+        match &self.io {
+            Io::Read(n) => *n,
+            Io::Write { data, .. } => data.len() as u32,
+            Io::Trim { .. } => 0,
+            Io::Zeroes { len, .. } => *len,
+        }
+    }
+    /// The operation the policy sees (trim and write-zeroes are writes).
+    pub fn op(&self) -> Op {
+        match self.io {
+            Io::Read(_) => Op::Read,
+            Io::Write { .. } | Io::Trim { .. } | Io::Zeroes { .. } => Op::Write,
+        }
+    }
+}
+
+/// Messages to the scheduler loop.
+pub enum Msg {
+    /// A new request.
+    Submit(Job),
+    /// The backend finished request `id` on I/O thread `worker`, which is idle again.
+    Done {
+        /// Request id.
+        id: u64,
+        /// The I/O thread that ran it.
+        worker: usize,
+        /// Read data (empty for a write) or an NBD error value.
+        result: Result<Vec<u8>, u32>,
+    },
+    /// Stop: dispatch nothing more, wait for the outstanding I/Os, return.
+    Stop,
+    /// A deadline given to the [`Waker`] has come (nothing else to do).
+    Wake,
+    /// Report the loop's state now (for a metrics scrape).
+    Probe(tokio::sync::oneshot::Sender<Probe>),
+    /// Replace the policy by this one (built, so known to be valid): dispatch pauses
+    /// until the backend is empty, then the requests the old policy held move to the
+    /// new one with their arrival times, and `done` gets the new policy's name.
+    Reconfigure {
+        /// The new policy.
+        sched: Box<AnyScheduler>,
+        /// Told once it is in place.
+        done: tokio::sync::oneshot::Sender<String>,
+    },
+}
+
+/// The scheduler loop's state at one instant.
+#[derive(Clone, Debug, Default)]
+pub struct Probe {
+    /// Requests held by the policy (not yet on the backend).
+    pub queued: usize,
+    /// Requests on the backend (or waiting for their emulated finish).
+    pub on_backend: usize,
+    /// Requests in the gateway per tenant: `(tenant, queued + on the backend)`.
+    pub inflight: Vec<(u32, usize)>,
+    /// The policy's gauges (`Scheduler::gauges`: credits, thresholds, tags…).
+    pub gauges: Vec<(String, f64)>,
+}
