@@ -109,12 +109,14 @@ def test_sighup_reloads_the_config_file_and_a_bad_one_changes_nothing(gw: Path, 
         while weights() != [3.0, 2.0]:
             assert time.monotonic() < deadline, weights()
             time.sleep(0.1)
+        # Each reload is waited for by the line it ends with: two SIGHUPs before the first
+        # is handled would be one reload, of the second file.
         gw.write_text(text.replace('iops = "2k"', 'iops = "3k"', 1))  # cannot change while serving
         s.p.send_signal(signal.SIGHUP)
-        time.sleep(0.5)
+        s.said("reload failed: ")
         gw.write_text(text.replace("weight = 3", "wieght = 3", 1))  # does not check
         s.p.send_signal(signal.SIGHUP)
-        time.sleep(0.5)
+        s.said("reload failed: ", count=2)
         assert weights() == [3.0, 2.0] and s.p.poll() is None
     finally:
         code, _out, err = s.finish(signal.SIGTERM)

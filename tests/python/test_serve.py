@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -36,6 +37,12 @@ class Server:
         )
         self.lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()
+        # Standard error is read as it comes (so a test can wait for a line the gateway
+        # says, and a full pipe never blocks the gateway), kept whole for `finish`.
+        self.err_lines: list[str] = []
+        self._err_said = threading.Condition()
+        self._err_pump = threading.Thread(target=self._pump_stderr, daemon=True)
+        self._err_pump.start()
 
     def _pump(self) -> None:
         assert self.p.stdout is not None
@@ -43,11 +50,34 @@ class Server:
             self.lines.put(line)
         self.lines.put(None)
 
+    def _pump_stderr(self) -> None:
+        assert self.p.stderr is not None
+        for line in self.p.stderr:
+            with self._err_said:
+                self.err_lines.append(line)
+                self._err_said.notify_all()
+
+    def said(self, needle: str, count: int = 1, timeout_s: float = 20.0) -> None:
+        """Wait until ``count`` lines of standard error contain ``needle`` (at most
+        ``timeout_s``; the gateway exiting first fails too)."""
+        deadline = time.monotonic() + timeout_s
+        with self._err_said:
+            while sum(needle in line for line in self.err_lines) < count:
+                left = deadline - time.monotonic()
+                assert left > 0 and self.p.poll() is None, f"not said: {needle!r}; stderr: {''.join(self.err_lines)}"
+                self._err_said.wait(min(left, 0.5))
+
+    def _stderr(self) -> str:
+        """Standard error once the gateway has exited."""
+        self._err_pump.join(5)
+        with self._err_said:
+            return "".join(self.err_lines)
+
     def ready(self) -> tuple[str, int]:
         """The ready line and the port it names."""
         line = self.lines.get(timeout=30)
         if line is None:
-            raise AssertionError(f"exited before ready: {self.p.wait()} {self.p.stderr.read() if self.p.stderr else ''}")
+            raise AssertionError(f"exited before ready: {self.p.wait()} {self._stderr()}")
         m = re.search(r"on nbds?://127\.0\.0\.1:(\d+) ", line)
         assert m, line
         return line, int(m.group(1))
@@ -59,7 +89,7 @@ class Server:
         rest = []
         while (line := self.lines.get(timeout=5)) is not None:
             rest.append(line)
-        return code, "".join(rest), self.p.stderr.read() if self.p.stderr else ""
+        return code, "".join(rest), self._stderr()
 
 
 def _image(path: Path, size: int = 1 << 20) -> Path:
