@@ -258,7 +258,7 @@ pub enum DirectReads {
     /// On the I/O threads, as writes and flushes (the default).
     #[default]
     Threads,
-    /// Submitted through io_uring by the scheduler loop itself ([`crate::uring`]), as
+    /// Submitted through io_uring by the engine itself ([`crate::uring`]), as
     /// `qemu-nbd --aio=native` does with Linux AIO; the I/O threads where the kernel
     /// refuses io_uring.
     IoUring,

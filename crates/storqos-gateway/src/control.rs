@@ -47,7 +47,7 @@ pub struct Control {
     pub running: Arc<Mutex<crate::config::Config>>,
     /// The gateway's statistics (and the tenants' latency targets).
     pub stats: Arc<Mutex<Recorder>>,
-    /// The scheduler loop.
+    /// The engine.
     pub sched: UnboundedSender<Msg>,
     /// The running policy, as JSON (what `set` edits).
     pub policy: Mutex<Value>,

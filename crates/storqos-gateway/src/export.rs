@@ -1,8 +1,8 @@
 //! Exports and their backend: an existing regular file per NBD export, read and
 //! written with positional I/O (`FileExt::read_exact_at` / `write_all_at`). These calls
-//! block; the scheduler loop runs them on its dedicated I/O threads ([`crate::pool`]).
+//! block; the engine runs them on its dedicated I/O threads ([`crate::pool`]).
 //! [`Export::read_nowait`] is the exception: it never blocks (it serves a read only
-//! from the page cache), so the scheduler loop calls it itself.
+//! from the page cache), so the engine calls it itself.
 //!
 //! The export size is the file's length when the gateway starts; requests beyond it
 //! are refused before they reach the scheduler. `NBD_CMD_FLUSH` and the FUA flag map

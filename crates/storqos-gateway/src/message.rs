@@ -55,7 +55,7 @@ impl Reply {
     }
 }
 
-/// A read or write a connection submits to the scheduler loop.
+/// A read or write a connection submits to the engine.
 pub struct Job {
     /// The export it targets (its tenant and class).
     pub export: Arc<Export>,
@@ -100,7 +100,7 @@ impl Job {
     }
 }
 
-/// Messages to the scheduler loop.
+/// Messages to the engine.
 pub enum Msg {
     /// A new request.
     Submit(Job),
@@ -130,7 +130,7 @@ pub enum Msg {
     },
 }
 
-/// The scheduler loop's state at one instant.
+/// The engine's state at one instant.
 #[derive(Clone, Debug, Default)]
 pub struct Probe {
     /// Requests held by the policy (not yet on the backend).

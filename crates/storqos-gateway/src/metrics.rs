@@ -2,7 +2,7 @@
 //! format, encoded by the `prometheus-client` crate from a snapshot taken at each
 //! scrape (nothing is counted twice: the per-tenant counters and latency histograms
 //! are the gateway's own statistics, the queue and the policy's gauges come from the
-//! scheduler loop).
+//! engine).
 //!
 //! Per tenant (label `tenant`): `storqos_requests_total{op}`, `storqos_bytes_total`,
 //! `storqos_errors_total`, `storqos_flushes_total`, `storqos_inflight_requests`,
@@ -174,7 +174,7 @@ fn family(
 pub struct Source {
     /// The gateway's statistics.
     pub stats: Arc<std::sync::Mutex<crate::stats::Recorder>>,
-    /// The scheduler loop.
+    /// The engine.
     pub sched: tokio::sync::mpsc::UnboundedSender<Msg>,
     /// The gateway clock.
     pub clock: crate::clock::SystemClock,

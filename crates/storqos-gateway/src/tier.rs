@@ -24,7 +24,7 @@
 //! from the request's buffer, one `pwrite` per run of consecutive slots; re-read from
 //! the slow file for trims and write-zeroes); they are served by the slow tier. Copies
 //! into the fast file (fills, updates) are cache maintenance: they are not charged to
-//! the fast tier's emulated capacity. The scheduler loop decides the route when it
+//! the fast tier's emulated capacity. The engine decides the route when it
 //! starts the I/O ([`TierStore::route`]), so the policy sees each completion's tier
 //! (BAA's monitor counts hits from it).
 //!
@@ -35,7 +35,7 @@
 //! file loses no data. The rebuild then drops the slow file's clean pages from the page
 //! cache: its sequential read left them in large readahead folios, which make every
 //! later small write to those blocks slower (`forget_cached`). Invariants while
-//! serving, all decided in the scheduler loop under the map's lock:
+//! serving, all decided in the engine under the map's lock:
 //! - a slot used by an I/O in flight (a hit, a write's update, a fill) is pinned and is
 //!   not evicted or reused until the loop releases it ([`TierStore::release`]);
 //! - a fill is not started for a block with a write in flight, and a write that starts
@@ -305,7 +305,7 @@ impl Map {
     }
 }
 
-/// How the scheduler loop routes one request of a tiered export ([`TierStore::route`]):
+/// How the engine routes one request of a tiered export ([`TierStore::route`]):
 /// the tier that serves it and the fast-file slots it uses. Give it back to
 /// [`TierStore::release`] once the I/O is done.
 #[derive(Debug, Default)]
@@ -421,7 +421,7 @@ impl TierStore {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Route a request (in the scheduler loop, when it starts): a read hits or misses
+    /// Route a request (in the engine, when it starts): a read hits or misses
     /// (and, missing, may copy its blocks in), a write goes to the slow file and
     /// updates the fast copies. Pins the slots it uses.
     pub fn route(&self, write: bool, offset: u64, len: u32) -> Plan {
@@ -486,7 +486,7 @@ impl TierStore {
         Plan { target: SLOW, fill, ..Plan::default() }
     }
 
-    /// The I/O is done (in the scheduler loop): unpin its slots, install the blocks it
+    /// The I/O is done (in the engine): unpin its slots, install the blocks it
     /// copied in (unless a write made them stale or the copy failed).
     pub fn release(&self, plan: &Plan) {
         let mut m = self.lock();
@@ -568,7 +568,7 @@ impl TierStore {
         Ok(span[at..at + len as usize].to_vec())
     }
 
-    /// Read as `plan` says only if that cannot block (the scheduler loop's fast path):
+    /// Read as `plan` says only if that cannot block (the engine's fast path):
     /// a hit whose blocks the page cache holds (`preadv2(RWF_NOWAIT)` of the fast file),
     /// or a miss that copies nothing in, via `slow_nowait`. `None`: do it on an I/O
     /// thread ([`TierStore::read`]).

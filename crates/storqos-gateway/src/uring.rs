@@ -1,4 +1,4 @@
-//! Reads of direct-I/O exports through io_uring, from the scheduler loop's own thread
+//! Reads of direct-I/O exports through io_uring, from the engine's own thread
 //! (with `direct_reads = io_uring`, [`crate::config::DirectReads`]; the I/O threads by
 //! default).
 //!

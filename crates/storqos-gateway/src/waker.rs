@@ -3,7 +3,7 @@
 //! 2k-IOPS emulated device answered a lone request in 1.2 ms instead of 0.5 ms. The
 //! [`Waker`] is a thread that sleeps on a futex with a timeout (its timer slack set to
 //! 1 µs) until the earliest deadline it was given, then sends a message to the
-//! scheduler loop, which wakes within tens of microseconds of the deadline.
+//! engine's loop, which wakes within tens of microseconds of the deadline.
 
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::time::Instant;

@@ -16,7 +16,7 @@
 //! 4. it sleeps until the next message or `next_timer()`, then calls `on_timer(now)`
 //!    (deadlines within 3 ms also go to a [`crate::waker::Waker`] thread: tokio's timer
 //!    is a millisecond coarse; [`run`](mod@run));
-//!    messages already waiting are handled as one batch (up to [`BATCH`]) before it
+//!    messages already waiting are handled as one batch (up to [`BATCH`](run::BATCH)) before it
 //!    dispatches again. With a statistics window it also wakes at each window's end,
 //!    closes the window and samples the policy's `gauges` ([`crate::stats`]).
 //!
@@ -32,7 +32,6 @@
 //! own emulated device (`tiers.fast` / `tiers.slow`) instead of `iops`, and gives the
 //! route back to the map when the I/O is done. The `depth` slots are then the array's
 //! (both tiers together, as in the simulator's tiered device).
-
 //!
 //! The engine reads time through a [`Clock`] and starts I/O through a [`Backend`]:
 //! everything but the waiting ([`run`](mod@run)) is a step at the clock's `now`, which the

@@ -142,7 +142,7 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
     let policy = sched.name();
     let at = config.listen_at()?;
     let tls = crate::tls::acceptor(&config.tls)?;
-    // One runtime thread for the connections and the scheduler loop: hand-offs between
+    // One runtime thread for the connections and the engine: hand-offs between
     // those tasks then wake no other thread. The backend I/O has threads of its own
     // (`crate::pool`); on the 2-CPU benchmark machine one runtime thread gave 4–16 %
     // more 4 KiB write IOPS than two, reads the same within the noise (BENCHMARKS.md).
