@@ -76,8 +76,8 @@ PROFILE_FORMAT = "storqos-device-profile"
 #: enough for the client's and the server's threads to go to sleep between requests.
 AT_REST_SPACING_US = 2000
 #: Quantile of an op's times at rest that the first position of its bursts must pass for
-#: the requests issued after it to count as holding it (:meth:`DeviceProfile.hold_evidence`;
-#: the core reads the same evidence, ``storqos_core::sim::live_path::HOLD_EVIDENCE``): a
+#: the requests issued after it to count as holding it (:meth:`DeviceProfile.hold_evidence`,
+#: which hands the core this quantile with the burst, ``storqos_core::sim::live_path``): a
 #: first position no later than many a request at rest is no evidence (reads mostly: 4-70
 #: µs over their median at rest; both ops on a loaded machine, whose times at rest spread
 #: to milliseconds).

@@ -39,12 +39,6 @@ use std::collections::HashMap;
 
 use crate::error::{config, Result};
 
-/// The quantile of an op's times at rest that the first position of its bursts must pass
-/// for the requests issued after it to count as holding it: a first position no later
-/// than many a request at rest is no evidence of a hold (reads mostly: 4-70 µs over their
-/// median at rest, within their spread).
-pub const HOLD_EVIDENCE: f64 = 0.9;
-
 /// Halvings of the bisection that fits the hold share ([`hold_share`]): 2⁻⁶⁰ of its
 /// first bracket, below a nanosecond's worth for any share a burst could measure.
 const HOLD_BISECTIONS: usize = 60;
@@ -69,7 +63,8 @@ pub struct HoldEvidence {
     pub issue_ns: f64,
     /// The op's median time at rest (µs).
     pub rest_p50_us: f64,
-    /// The op's [`HOLD_EVIDENCE`] quantile at rest (µs).
+    /// The op's spread at rest (µs): the quantile of its times at rest that a first
+    /// position must pass to count as evidence of a hold (the profile's `HOLD_EVIDENCE`, 0.9).
     pub rest_spread_us: f64,
     /// The burst's first position: its response time (µs).
     pub first_us: f64,
@@ -299,7 +294,7 @@ pub fn hold_share(requests: u32, issue_ns: f64, own_ns: f64, late_ns: f64) -> f6
 }
 
 /// The share fitted to a burst's first position: 0 when it came no later than the op's
-/// [`HOLD_EVIDENCE`] quantile at rest, else [`hold_share`] of its lateness over the
+/// spread at rest ([`HoldEvidence::rest_spread_us`]), else [`hold_share`] of its lateness over the
 /// median at rest.
 fn fit_hold(h: &HoldEvidence) -> f64 {
     if h.first_us <= h.rest_spread_us {
