@@ -6,7 +6,9 @@ What "spells a name" means here: a string literal, outside docstrings and commen
 that is a policy's name or its core kind (``"mclock"``, ``"sarc_avatar"``), the form a
 module uses to dispatch on a policy. Prose that mentions an algorithm in a message or a
 help line ("SFQ(D)'s D") is not counted: it names no value a new policy would have to be
-added to. The modules below that still dispatch on some policy's name are listed with
+added to. A module that is by nature the Python side of particular seed policies (seed
+001's spec builder, seed 003's) is their owner, listed with its reason, and may name
+those policies and their back ends only. The modules below that still dispatch on some policy's name are listed with
 those names; the list may only shrink (a new module or a new name fails the test, and so
 does an entry that no longer occurs)."""
 
@@ -26,33 +28,38 @@ PACKAGE = REPO / "python" / "storqos"
 #: The one module that may name every policy: the registry (it reads them from the core).
 REGISTRY_MODULE = "model/registry.py"
 
-#: Modules outside the registry that still name policies as values, and which: the
-#: analyses and planners built around particular policies (advise's candidates, the
-#: planner's FCFS and Miser comparison, the seeds' own spec builders).
-STILL_NAMED: dict[str, set[str]] = {
-    "cli/commands/allocate.py": {"baa"},
-    "cli/commands/ctl.py": {"fcfs"},
-    "live/validate.py": {"fcfs"},
-    "live/validation_calibration.py": {"fcfs"},
-    "model/fclb/cases.py": {"fclb", "yfq"},
-    "model/fclb/spec.py": {"fclb", "yfq"},
-    "model/sim.py": {"fcfs", "miser"},
-    "model/twolevel/analysis.py": {"sarc+avatar"},
-    "model/twolevel/spec.py": {"adaptive+avatar", "adaptive_avatar", "fixed+avatar", "fixed_avatar",
-                               "sarc+avatar", "sarc+facade", "sarc_avatar", "sarc_facade"},
-    "planning/advise/advice.py": {"edf", "fcfs", "fclb", "mclock", "miser", "sarc+avatar", "sfq", "wf2q", "yfq"},
-    "planning/advise/bounds.py": {"fcfs"},
-    "planning/advise/evaluation.py": {"sarc+avatar"},
-    "planning/advise/family.py": {"fcfs"},
-    "planning/advise/inputs.py": {"fcfs"},
-    "planning/advise/policies.py": {"edf", "fcfs", "fclb", "mclock", "miser", "sarc+avatar", "sfq", "wf2q", "yfq"},
-    "planning/advise/proof.py": {"mclock"},
-    "planning/alloc.py": {"baa"},
-    "planning/noisy_neighbour.py": {"fcfs", "wf2q"},
-    "planning/planner.py": {"fcfs", "miser", "rtt", "wf2q"},
-    "planning/warming/multiday.py": {"fcfs"},
-    "planning/warming/reqlevel.py": {"fcfs"},
+#: Modules that are by nature the Python side of particular seed policies, with the
+#: policies each owns and why. Such a module may spell the names and core kinds of the
+#: policies it owns and of the back ends they feed (the registry's ``back_end``), and
+#: no other policy's.
+OWN_MODULES: dict[str, tuple[tuple[str, ...], str]] = {
+    "model/miser.py": (("miser",), "seed 000's Miser: the ΔC·δ ≥ 1 slack its guarantee needs"),
+    "model/twolevel/spec.py": (("sarc+avatar", "sarc+facade", "fixed+avatar", "adaptive+avatar"),
+                               "seed 001's spec builder: ADAPTIVE's gains and Facade's overload test each belong to "
+                               "one of its policies"),
+    "model/twolevel/analysis.py": (("sarc+avatar",), "seed 001's runs on the paper's array, SARC+AVATAR by default"),
+    "model/fclb/spec.py": (("fclb",), "seed 003's builders of FCLB's spec and of its YFQ back end's"),
+    "model/fclb/cases.py": (("fclb",), "seed 003 §4.5 compares FCLB, a fixed bucket and its YFQ back end alone"),
+    "planning/planner.py": (("miser", "rtt-fq"), "seed 000's recombiners of RTT's classes: Miser, and fair queuing "
+                                                "(rtt-fq, over WF2Q+)"),
 }
+
+#: Modules outside the registry and the owners that still name policies as values, and
+#: which: advise's candidates (its default search, the policies it derives parameters
+#: for, their display names and the prose of its advice, per policy) and the demo's
+#: fair queue.
+STILL_NAMED: dict[str, set[str]] = {
+    "planning/advise/advice.py": {"edf", "fcfs", "fclb", "mclock", "miser", "sarc+avatar", "sfq", "wf2q", "yfq"},
+    "planning/advise/policies.py": {"edf", "fcfs", "fclb", "mclock", "miser", "sarc+avatar", "sfq", "wf2q", "yfq"},
+    "planning/noisy_neighbour.py": {"wf2q"},
+}
+
+
+def owned(module: str) -> set[str]:
+    """The names and kinds ``module`` may spell as its policies' own module."""
+    mine = [registry.policy(n) for n in OWN_MODULES.get(module, ((), ""))[0]]
+    mine += [registry.policy(p.back_end) for p in mine if p.back_end is not None]
+    return {p.name for p in mine} | {p.kind for p in mine}
 
 
 def named_policies(source: str, names: set[str]) -> set[str]:
@@ -77,17 +84,35 @@ def test_no_module_but_the_registry_names_a_policy() -> None:
     found: dict[str, set[str]] = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         module = path.relative_to(PACKAGE).as_posix()
-        hits = named_policies(path.read_text(), names)
+        hits = named_policies(path.read_text(), names) - owned(module)
         if hits and module != REGISTRY_MODULE:
             found[module] = hits
     new = {m: sorted(h - STILL_NAMED.get(m, set())) for m, h in found.items() if h - STILL_NAMED.get(m, set())}
     assert not new, f"policy names spelled outside the registry (take them from storqos.model.registry): {new}"
     gone = {m: sorted(n - found.get(m, set())) for m, n in STILL_NAMED.items() if n - found.get(m, set())}
     assert not gone, f"no longer named there: remove them from STILL_NAMED: {gone}"
+    # An owner's own policies exist, and no module both owns policies and is listed.
+    assert all(registry.policy(n) for names, _ in OWN_MODULES.values() for n in names)
+    assert not set(OWN_MODULES) & set(STILL_NAMED)
     # The modules that build specs, options and configs name none.
     for module in ("model/specs.py", "model/policy_options.py", "cli/commands/simulate.py", "cli/commands/serve.py",
                    "experiments/experiment_schema.py", "live/gateway_config.py"):
         assert module not in found, (module, found.get(module))
+
+
+def test_an_owner_may_name_its_policies_and_their_back_ends_only() -> None:
+    # FCLB feeds YFQ and RTT's classes feed WF2Q+ (seed 003 §2, seed 000 §3.3.2).
+    assert owned("model/fclb/spec.py") == {"fclb", "yfq"}
+    assert owned("planning/planner.py") == {"miser", "rtt-fq", "rtt", "wf2q"}
+    assert owned("model/sim.py") == set()
+    source = 'a = {"kind": "yfq"}\nb = "mclock"\n'
+    assert named_policies(source, {"yfq", "mclock"}) - owned("model/fclb/spec.py") == {"mclock"}
+
+
+def test_the_default_policy_is_plain_fcfs() -> None:
+    """A run without a policy, and the analyses' baseline, get one queue in arrival order."""
+    assert (registry.default().name, registry.default().kind, registry.default().form) == ("fcfs", "fcfs", "plain")
+    assert registry.default().name == registry.registry().default_policy
 
 
 def test_the_typed_keywords_are_the_registry_parameters() -> None:

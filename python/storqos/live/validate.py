@@ -418,9 +418,10 @@ def _rest_p50_us(path: Path, export_bytes: int, direct: bool, direct_reads: str,
     from storqos.live.calibrate import SPACED_US, replay_point
     from storqos.live.cpu_latency import cpus_awake
     from storqos.live.gateway import gateway_config
+    from storqos.model import registry
     from storqos.model.specs import policy_spec
 
-    cfg = gateway_config([_entry("rest", path, 0, direct)], policy_spec("fcfs"), listen="127.0.0.1:0",
+    cfg = gateway_config([_entry("rest", path, 0, direct)], policy_spec(registry.default().name), listen="127.0.0.1:0",
                          direct_reads=_reads(direct, direct_reads))
     with cpus_awake(awake), GatewayProcess(cfg) as gw:
         point = replay_point(gw.uri("rest"), export_bytes, "read", "random", 4096, 1, REST_CHECK_S, seed,

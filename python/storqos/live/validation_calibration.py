@@ -79,9 +79,10 @@ def calibrate_file(path: Path, *, seconds: float = CALIBRATE_SECONDS, passes: in
     from storqos.live.calibrate import IDLE_SPACINGS_US, busy_warning, calibrate, stolen_share
     from storqos.live.gateway import gateway_config
     from storqos.live.host_steal import host_busy
+    from storqos.model import registry
     from storqos.model.specs import policy_spec
 
-    cfg = gateway_config([export_entry("cal", path, 0, direct)], policy_spec("fcfs"), listen="127.0.0.1:0",
+    cfg = gateway_config([export_entry("cal", path, 0, direct)], policy_spec(registry.default().name), listen="127.0.0.1:0",
                          direct_reads=gateway_direct_reads(direct, direct_reads))
     stages = sink(progress)
     todo = calibration_plan(seconds)
@@ -137,10 +138,11 @@ def bursts_at_depth(profile: DeviceProfile, path: Path, *, direct: bool = False,
     from storqos.live.cpu_latency import cpus_awake
     from storqos.live.gateway import gateway_config
     from storqos.live.replay import export_size
+    from storqos.model import registry
     from storqos.model.specs import policy_spec
 
     stages = sink(progress)
-    cfg = gateway_config([export_entry("cal", path, 0, direct)], policy_spec("fcfs"), listen="127.0.0.1:0",
+    cfg = gateway_config([export_entry("cal", path, 0, direct)], policy_spec(registry.default().name), listen="127.0.0.1:0",
                          depth=profile.parallelism, direct_reads=gateway_direct_reads(direct, direct_reads))
     classes = sorted({(p.op, p.pattern) for p in profile.service})  # reads before writes, random first
     lones = [min((p for p in profile.service if (p.op, p.pattern) == c), key=lambda p: p.size) for c in classes]

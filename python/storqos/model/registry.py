@@ -163,6 +163,12 @@ def policies(command: Command = "simulate") -> tuple[Policy, ...]:
     return tuple(p for p in registry().policies if p.runs_in(command))
 
 
+def default() -> Policy:
+    """The policy a run without one gets: one queue served in arrival order (FCFS), so
+    also the baseline the analyses run a trace through when no policy is the question."""
+    return policy(registry().default_policy)
+
+
 def lookup(name: str, command: Command | None = None) -> Policy | None:
     """The policy called ``name`` or one of its aliases (case and spaces aside), among
     those ``command`` runs (None: any); None if there is none."""

@@ -8,7 +8,6 @@ columns in and DataFrames out. Every column name carries its unit.
 from __future__ import annotations
 
 import functools
-import math
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -22,6 +21,8 @@ from storqos import _core
 from storqos.base.core_json import core_json
 from storqos.base.errors import InputError, warn_input
 from storqos.base.units import check_seed, parse_count, parse_duration, parse_rate, parse_size
+from storqos.model import registry
+from storqos.model.miser import spec_slack
 from storqos.model.specs import (
     PolicyParams,
     check,
@@ -193,31 +194,19 @@ RESERVATIONS_NAME: ContextVar[str] = ContextVar("reservations_name", default="--
 _PYTHON_NAMES: ContextVar[bool] = ContextVar("python_names", default=True)
 
 
+#: The policy a run without one gets: the registry's default.
+DEFAULT_POLICY: str = registry.registry().default_policy
+
+
 def _named(text: str) -> str:
     """``text`` (naming options) as the caller of the run names them."""
     return python_names(text) if _PYTHON_NAMES.get() else text
 
 
-def miser_slack(cmin_iops: float, capacity_iops: float, deadline_ns: float) -> tuple[str, int] | None:
-    """Miser (seed 000) keeps the primary class within δ by serving the overflow class
-    only while every queued primary request has a free place to spare; that needs
-    ΔC·δ ≥ 1 spare service above Cmin. Below it: what falls short (one sentence) and the
-    smallest whole capacity that is enough; else None."""
-    delta_s = deadline_ns / 1e9
-    spare = (capacity_iops - cmin_iops) * delta_s
-    if spare >= 1 - 1e-9:  # the tolerance lets the capacity suggested below pass
-        return None
-    shown = math.floor(spare * 1000) / 1000  # rounded down: never "ΔC·δ = 1 < 1"
-    return (f"capacity {capacity_iops:g} IOPS is Cmin {cmin_iops:g} + ΔC {capacity_iops - cmin_iops:g}: ΔC·δ = {shown:g} "
-            f"< 1 request within the deadline δ = {delta_s * 1e3:g} ms, so Miser cannot guarantee the primary class's "
-            "deadline", math.ceil(cmin_iops + 1 / delta_s - 1e-6))
-
-
 def _warn_miser_slack(pspec: dict[str, Any], dspec: dict[str, Any]) -> None:
-    """Warn (the run goes on) when a Miser run has less than ΔC·δ = 1 of slack (:func:`miser_slack`)."""
-    if pspec.get("kind") != "miser" or dspec.get("kind") not in ("constant", "exponential"):
-        return
-    short = miser_slack(float(pspec["capacity_iops"]), float(dspec["iops"]), pspec["deadline_ns"])
+    """Warn (the run goes on) when a Miser run has less than ΔC·δ = 1 of slack
+    (:func:`storqos.model.miser.miser_slack`)."""
+    short = spec_slack(pspec, dspec)
     if short is not None:
         name = _named(CAPACITY_NAME.get())
         warn_input(f"{short[0]}; give {name} ≥ {short[1]:g}", name)
@@ -262,7 +251,7 @@ class SimParams(PolicyParams, DeviceParams, total=False):
 @with_keywords(PolicyParams, DeviceParams)
 def simulate(
     trace: pl.DataFrame | None = None,
-    policy: str | dict[str, Any] = "fcfs",
+    policy: str | dict[str, Any] = DEFAULT_POLICY,
     device: str | dict[str, Any] = "constant",
     *,
     capacity: str | float | None = None,

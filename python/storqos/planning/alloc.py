@@ -28,9 +28,17 @@ import polars as pl
 from storqos import _core
 from storqos.base.errors import CoreError, InputError
 from storqos.base.units import parse_rate
+from storqos.model import registry
 
+#: The allocator the gateway's tiered policy (the registry's policy of the ``tiers``
+#: form) recomputes every period, as the registry declares it: its choices, its default.
+_ALLOCATOR = next(q for p in registry.registry().policies if p.serve_form == "tiers" for q in p.serve_params
+                  if q.key == "allocator")
 #: Policies in report order.
-POLICIES: tuple[str, ...] = ("baa", "drf", "fq")
+POLICIES: tuple[str, ...] = _ALLOCATOR.choices
+#: Bottleneck-aware allocation, the seed's own: the one that reports each device's
+#: amplification ρ (allocation / fair share).
+BAA: str = _ALLOCATOR.default or POLICIES[0]
 
 #: How far a client's per-device fractions may miss summing to 1.
 FRACTION_SUM_TOLERANCE = 1e-6
@@ -251,7 +259,7 @@ def simulate_tiered(
     hdd_iops: float,
     ssd_iops: float,
     hit_phases: Sequence[Sequence[tuple[str | float, float]]],
-    policy: str = "baa",
+    policy: str = BAA,
     *,
     window: str | float = "60s",
     period: str | float = "100s",

@@ -25,7 +25,7 @@ import polars as pl
 
 from storqos.base.paths import make_folder, replacing
 from storqos.base.units import MAX_RATE_IOPS
-from storqos.model import synth
+from storqos.model import registry, synth
 from storqos.model.sim import simulate
 from storqos.traces import bundled, read_trace
 
@@ -34,7 +34,7 @@ CAPACITY_FACTORS = (1.2, 1.5, 2.0)
 #: Fractions of a user trace's requests that meet the deadline alone at each capacity.
 CMIN_FRACTIONS = (95.0, 99.0, 100.0)
 #: The policies compared.
-POLICIES = ("fcfs", "wf2q")
+POLICIES = (registry.default().name, "wf2q")
 #: The deadline whose compliance the table reports.
 DEADLINE_NS = 10_000_000
 #: The noisy neighbour: ON at 1.2k IOPS for Exp(200 ms), OFF for Exp(2.8 s) (mean ≈ 80 IOPS).
@@ -79,7 +79,7 @@ def run_demo(out_dir: Path, trace_path: Path | None = None, capacities: list[flo
     assert isinstance(burst, dict)
     window = f"{max(span_ns // 100, 1_000_000_000)}ns"  # windows are not used: few of them
     # The neighbour's requests and mean rate over the trace's span (counted by streaming it alone).
-    burst_requests = simulate(None, "fcfs", "constant", capacity=MAX_RATE_IOPS, generators=[burst], window=window).arrived
+    burst_requests = simulate(None, registry.default().name, "constant", capacity=MAX_RATE_IOPS, generators=[burst], window=window).arrived
     burst_iops = burst_requests / (span_ns / 1e9)
     if capacities:
         caps = [(float(c), "given") for c in capacities]
@@ -91,7 +91,7 @@ def run_demo(out_dir: Path, trace_path: Path | None = None, capacities: list[flo
     rows: list[dict[str, Any]] = []
     make_folder(out_dir, "--out")
     fig, axes = plt.subplots(1, len(caps), figsize=(5.2 * len(caps), 4.2), sharey=True, squeeze=False)
-    colors = {"fcfs": "tab:red", "wf2q+": "tab:blue"}
+    colors = {registry.default().name: "tab:red", "wf2q+": "tab:blue"}
     for ax, (cap, why) in zip(axes[0], caps, strict=True):
         for policy in POLICIES:
             res = simulate(web, policy, "constant", capacity=cap, generators=[burst], window=window)

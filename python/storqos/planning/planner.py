@@ -36,6 +36,7 @@ import polars as pl
 from storqos import _core
 from storqos.base.errors import InputError, InputWarning, warn_input
 from storqos.base.units import parse_duration, parse_percent, parse_rate
+from storqos.model import registry
 
 #: Table 4.1's response-time targets.
 DEFAULT_DEADLINES: tuple[str, ...] = ("5ms", "10ms", "20ms", "50ms")
@@ -44,8 +45,10 @@ DEFAULT_FRACTIONS: tuple[float, ...] = (90.0, 95.0, 99.0, 99.5, 99.9, 100.0)
 #: ΔC as a fraction of Cmin when not given: §4.4.2 "ΔC was chosen to be a small amount
 #: 1/5" (of Cmin).
 DEFAULT_DELTA_C_FRACTION = 0.2
+#: Plain FCFS, the thesis's baseline: the registry's default policy.
+FCFS: str = registry.default().name
 #: The recombiners of §3.3.2 in the thesis's order.
-RECOMBINERS: tuple[str, ...] = ("fcfs", "split", "fq", "miser")
+RECOMBINERS: tuple[str, ...] = (FCFS, "split", "fq", "miser")
 #: Slack on response-time checks of simulated constant-rate servers: the device model
 #: rounds 1/C to the nearest nanosecond, which can add up to 0.5 ns per queued request.
 ROUNDING_SLACK_NS = 1_000
@@ -181,8 +184,8 @@ def recombiner_specs(name: str, cmin_iops: float, delta_c: float, deadline_ns: i
     total = cmin_iops + delta_c
     one = {"kind": "constant", "iops": total}
     rtt = {"capacity_iops": cmin_iops, "deadline_ns": deadline_ns}
-    if name == "fcfs":
-        return {"kind": "fcfs"}, one
+    if name == FCFS:
+        return {"kind": registry.default().kind}, one
     if name == "split":
         dev = {
             "kind": "tiered",
@@ -190,7 +193,7 @@ def recombiner_specs(name: str, cmin_iops: float, delta_c: float, deadline_ns: i
             "slow": {"kind": "constant", "iops": delta_c},
             "depth": 2**32 - 1,
         }
-        return {"kind": "rtt", **rtt, "route_target": True, "then": {"kind": "fcfs"}}, dev
+        return {"kind": "rtt", **rtt, "route_target": True, "then": {"kind": registry.default().kind}}, dev
     if name == "fq":
         then = {"kind": "wf2q", "weights": [cmin_iops, delta_c], "by": "class"}
         return {"kind": "rtt", **rtt, "then": then}, one
@@ -240,7 +243,8 @@ def recombine(
 ) -> RecombineResult:
     """Serve ``trace`` with each recombiner at Cmin(fraction, deadline) + ΔC (default
     ΔC = Cmin/5) and return per-class summaries and CDFs (Fig. 4.4)."""
-    from storqos.model.sim import miser_slack, simulate
+    from storqos.model.miser import miser_slack
+    from storqos.model.sim import simulate
 
     d = parse_deadlines([deadline])[0]
     f = parse_fractions([fraction])[0]
@@ -261,7 +265,7 @@ def recombine(
         assert req is not None
         resp = req["response_ns"].to_numpy()
         cls = req["class"].to_numpy()
-        if name == "fcfs":  # FCFS does not decompose: report RTT's classes for reference
+        if name == FCFS:  # FCFS does not decompose: report RTT's classes for reference
             cls = np.where(_core.rtt_classify(arrivals(trace), c, d), 0, 1)[req["id"].to_numpy()]
         for label, mask in (("all", slice(None)), ("primary", cls == 0), ("secondary", cls == 1)):
             r = resp[mask]
@@ -317,7 +321,7 @@ def rtd(trace: pl.DataFrame, spec: str | Sequence[tuple[float, int]]) -> RtdResu
         if cap <= 0 or idx.size == 0:
             continue
         sub = trace[idx.tolist()] if isinstance(trace, pl.DataFrame) else pl.DataFrame({"arrival_ns": a[idx], "size": 4096})
-        res = simulate(sub, "fcfs", "constant", capacity=cap, keep_requests=True)
+        res = simulate(sub, FCFS, "constant", capacity=cap, keep_requests=True)
         req = res.requests
         assert req is not None
         resp[idx[req["id"].to_numpy()]] = req["response_ns"].to_numpy()
@@ -423,7 +427,8 @@ def power(
     ON pools, power (W), energy (J) over the trace, and the fraction of requests within
     each ``breakdown`` bound when served on the ON pools' capacity (Table 4.2): FCFS for
     the baseline, RTT at Cmin + Miser for the decomposition."""
-    from storqos.model.sim import miser_slack, simulate
+    from storqos.model.miser import miser_slack
+    from storqos.model.sim import simulate
 
     d = parse_deadlines([deadline])[0]
     f = parse_fractions([fraction])[0]
@@ -439,7 +444,7 @@ def power(
         est = _core.power_estimate(c, int(a.size), span, pool_iops=pool, disks_per_pool=int(disks_per_pool))
         served = est.on_pools * pool
         if label == "base":
-            res = simulate(trace, "fcfs", "constant", capacity=served, keep_requests=True)
+            res = simulate(trace, FCFS, "constant", capacity=served, keep_requests=True)
         else:
             pol = {"kind": "miser", "capacity_iops": c, "deadline_ns": d}
             with warnings.catch_warnings():  # said below, in the provisioning's words

@@ -42,7 +42,7 @@ def allocate_cmd(
 
     Example: [bold]storqos allocate --device hdd=200 --device ssd=1000 --client p:hit=0.75 --client q:hit=0.5 --client r:hit=0.9 --client s:hit=0.95[/bold]
     """
-    from storqos.planning.alloc import POLICIES, allocate, parse_client, parse_device
+    from storqos.planning.alloc import BAA, POLICIES, allocate, parse_client, parse_device
 
     devices = [parse_device(d) for d in device]
     clients = [parse_client(c) for c in client]
@@ -76,11 +76,11 @@ def allocate_cmd(
         d = Table(title=f"{pol.upper()}: devices")
         for col in ("device", "capacity (IOPS)", "load (IOPS)", "utilisation (%)"):
             d.add_column(col, justify="left" if col == "device" else "right")
-        if pol == "baa":
+        if pol == BAA:
             d.add_column("ρ (allocation / fair share)", justify="right")
         for r in dv.to_dicts():
             cells = [r["device"], _iops(r["capacity_iops"]), _iops(r["load_iops"]), f"{100 * r['utilisation']:.1f} %"]
-            if pol == "baa":
+            if pol == BAA:
                 cells.append("-" if r["amplification"] is None else f"{r['amplification']:.4f}")
             d.add_row(*cells)
         out.print(d)

@@ -136,7 +136,7 @@ def set_cmd(
 @ctl.command("policy")
 def policy_cmd(
     socket: SocketOpt,
-    policy: po.PolicyOpt = "fcfs",
+    policy: po.PolicyOpt = po.DEFAULT_POLICY,
     weights: po.WeightsOpt = None,
     reservations: po.ReservationsOpt = None,
     limits: po.LimitsOpt = None,

@@ -13,15 +13,11 @@ from typing import Any
 
 from storqos.base.errors import InputError
 from storqos.base.units import parse_positive_duration
+from storqos.model import registry
 from storqos.model.slo import ClassSlo, slo_fields
 
-#: Policy names → core kinds.
-KINDS: dict[str, str] = {
-    "sarc+avatar": "sarc_avatar",
-    "sarc+facade": "sarc_facade",
-    "fixed+avatar": "fixed_avatar",
-    "adaptive+avatar": "adaptive_avatar",
-}
+#: Policy names → core kinds: the registry's two-level policies.
+KINDS: dict[str, str] = {p.name: p.kind for p in registry.registry().policies if p.form == "two_level"}
 
 #: Seed 001's storage utility (§4: "a RAID 5 system with 8 Seagate Cheetah9LP 10K RPM
 #: disks"): 8 disks striped by 64 KiB, each a 10k RPM disk model serving its queue SPTF,

@@ -18,6 +18,7 @@ from typing import Any
 
 import polars as pl
 
+from storqos.model import registry
 from storqos.planning.advise.capacity_search import TOLERANCE
 from storqos.planning.advise.evaluation import FRACTION_EPS, Evaluation
 from storqos.planning.advise.policies import DISPLAY
@@ -191,7 +192,7 @@ def explain(a: Advice) -> str:
     best = ok[0]
     name = DISPLAY.get(best.policy, best.policy)
     others = [r for r in ranked if r is not best]
-    ref = next((r for r in others if r.policy == "fcfs"), others[0] if others else None)
+    ref = next((r for r in others if r.policy == registry.default().name), others[0] if others else None)
     if ref is None:
         return f"{name} meets every SLO at {p.family.unit(best.capacity)}.{_holds(p)}"
     rname = DISPLAY.get(ref.policy, ref.policy)

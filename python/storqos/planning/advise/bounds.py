@@ -29,6 +29,7 @@ import polars as pl
 from storqos import _core
 from storqos.base.errors import InputError
 from storqos.base.units import fmt_duration
+from storqos.model import registry
 from storqos.planning.advise.family import DeviceFamily
 from storqos.planning.advise.problem import Problem, max_units, scaled_trace
 
@@ -81,7 +82,7 @@ def disk_iops(fam: DeviceFamily) -> float:
     """One disk's random 4 KiB IOPS at depth 1 (a closed client for 10 simulated s)."""
     from storqos.model.sim import ClosedClient, simulate
 
-    res = simulate(None, "fcfs", fam.spec(1),
+    res = simulate(None, registry.default().name, fam.spec(1),
                    closed=[ClosedClient(outstanding=1, span="16GiB", stop=f"{DISK_PROBE_S}s")], seed=1)
     return float(res.tenants["completed"][0]) / DISK_PROBE_S
 
@@ -99,7 +100,7 @@ def check_feasible(p: Problem, where: str) -> None:
                          "tenant": sizes["tenant"]})
     from storqos.model.sim import simulate
 
-    res = simulate(lone, "fcfs", p.family.spec(max(top, 1.0) if not p.family.integer else max(1, math.floor(top))),
+    res = simulate(lone, registry.default().name, p.family.spec(max(top, 1.0) if not p.family.integer else max(1, math.floor(top))),
                    seed=p.seed)
     service = dict(zip(res.tenants["tenant"].to_list(), res.tenants["max_ns"].to_list(), strict=True))
     allowed = p.family.unit(top if not p.family.integer else max(1, math.floor(top)))

@@ -26,6 +26,7 @@ from typing import Any
 from storqos import _core
 from storqos.base.errors import InputError
 from storqos.base.units import parse_rate
+from storqos.model import registry
 from storqos.model.device_profile import DeviceProfile, load_profile
 
 #: Device families (``[device] kind``) and what their capacity is.
@@ -178,7 +179,7 @@ def _check_spec(fam: DeviceFamily, capacity: float, where: str) -> None:
     from storqos.model.specs import check
 
     try:
-        check({"kind": "fcfs"}, fam.spec(capacity))
+        check({"kind": registry.default().kind}, fam.spec(capacity))
     except InputError as e:
         raise InputError(e.message, where) from None
 

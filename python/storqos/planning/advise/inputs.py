@@ -18,6 +18,7 @@ import polars as pl
 
 from storqos.base.errors import InputError, warn_input
 from storqos.base.units import parse_duration, parse_percent, parse_rate
+from storqos.model import registry
 from storqos.planning.advise.bounds import prepare
 from storqos.planning.advise.family import device_family
 from storqos.planning.advise.problem import DEFAULT_HEADROOM, MAX_HEADROOM, Problem, Slo, TenantInfo
@@ -113,7 +114,7 @@ def problem_from_dict(raw: dict[str, Any], *, base: Path = Path("."), where: str
                 e["slo"] = f"{s.latency_ns}ns"
         raw[table] = entries
     raw["device"] = {"kind": "constant", "capacity": "1"}
-    raw["policy"] = [{"kind": "fcfs"}]
+    raw["policy"] = [{"kind": registry.default().kind}]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         exp = experiment.from_dict(raw, base=base, where=where, text=text)

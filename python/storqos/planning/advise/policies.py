@@ -123,7 +123,7 @@ def policy_for(p: Problem, kind: str, capacity: float) -> dict[str, Any]:
 def policy_floor(p: Problem, kind: str) -> float:
     """The least capacity (IOPS) the policy runs at as derived: Miser is provisioned at
     Cmin + ΔC with ΔC·δ ≥ 1 (seed 000; below it Miser cannot guarantee the primary
-    class's deadline, :func:`storqos.model.sim.miser_slack`), so the search allows no less."""
+    class's deadline, :func:`storqos.model.miser.miser_slack`), so the search allows no less."""
     if kind == "miser" and not p.family.integer:
         c_min, delta = miser_point(p)
         return c_min + 1e9 / delta

@@ -44,6 +44,7 @@ import numpy as np
 import polars as pl
 
 from storqos.base.errors import InputError
+from storqos.model import registry
 from storqos.model.sim import simulate
 from storqos.planning.warming.daymodel import DayModel
 from storqos.planning.warming.fasttier import FastTier
@@ -156,7 +157,7 @@ def run_schedule(setup: CacheSetup, user_ns: np.ndarray, system_on_min: np.ndarr
                  t_fast_min: float = 0.0, seed: int = 0) -> RequestResult:
     """Replay one schedule through ``storqos.simulate`` (FCFS, the cache device)."""
     trace = build_streams(setup, user_ns, system_on_min, seed=seed)
-    res = simulate(trace, "fcfs", setup.device(), seed=seed + 1, keep_requests=True)
+    res = simulate(trace, registry.default().name, setup.device(), seed=seed + 1, keep_requests=True)
     req = res.requests
     assert req is not None
     if res.unfinished:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from storqos.model import registry
 from storqos.model.sim import simulate
 from storqos.planning.warming.fasttier import FastTier
 
@@ -129,7 +130,7 @@ def run(setup: CacheSetup, user_iops: np.ndarray, system_on: np.ndarray, *, seed
     ``response_ns``."""
     trace = build_stream(setup, user_iops, system_on, seed)
     t0 = (setup.capacity_bytes // WARM_CHUNK) / (setup.warm_rate_bps / WARM_CHUNK)
-    res = simulate(trace, "fcfs", setup.device(), seed=seed, keep_requests=True)
+    res = simulate(trace, registry.default().name, setup.device(), seed=seed, keep_requests=True)
     req = res.requests
     assert req is not None
     return req.filter(pl.col("tenant") == USER).select(
