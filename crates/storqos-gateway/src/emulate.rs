@@ -6,8 +6,9 @@
 //! the server that frees first, one request after another per server, FIFO in the order
 //! requests were started: `k = 1` is `--iops C` (the gateway's whole backend), and the
 //! tiered backend ([`crate::tier`]) gives each tier one of its own (the `depth` of a
-//! tier: a device that reaches `C` only with `k` requests outstanding). A request's slot
-//! is released at `max(real I/O done, emulated finish)` by the engine.
+//! tier: a device that reaches `C` only with `k` requests outstanding). A request is
+//! answered at `max(real I/O done, emulated finish)`
+//! ([`crate::emulated_backend::EmulatedBackend`]).
 //!
 //! The loop may wake late (tokio's millisecond timer; on a busy machine the thread
 //! waits for a CPU), and a constant-rate device does not lose the time it would have

@@ -9,9 +9,10 @@
 //!
 //! A request's path: NBD `READ`/`WRITE` → [`server`] (parse; [`request_check`]: flags,
 //! range) → [`engine`] (`Request {tenant, op, offset, bytes, arrival: now}` → `enqueue` →
-//! `dispatch` when a slot is free) → [`local_backend`] (positional read / write on one of
-//! the `depth` I/O threads of [`pool`], or in the loop itself for a small read the page
-//! cache holds) → `complete` → [`stats`] → the NBD reply.
+//! `dispatch` when a slot is free) → [`tiered_backend`] (a tiered export's route) →
+//! [`emulated_backend`] (an emulated device's service) → [`local_backend`] (positional
+//! read / write on one of the `depth` I/O threads of [`pool`], or in the loop itself for
+//! a small read the page cache holds) → `complete` → [`stats`] → the NBD reply.
 //!
 //! Modules, lowest first (a module uses only the ones above it; `tests/module_graph.rs`
 //! checks that no two modules import each other in a circle):
@@ -32,7 +33,9 @@
 //! - [`message`]: the engine's messages (jobs, replies, probes); [`backend`]: the
 //!   [`Backend`](backend::Backend) trait; [`pool`], [`uring`], [`waker`] and
 //!   [`local_backend`]: the I/O threads, io_uring reads, fine wake-ups, and the backend
-//!   made of them;
+//!   made of them; [`emulated_backend`] and [`tiered_backend`]: the backends in front
+//!   of it that hold answers until an emulated device's finish and route tiered
+//!   exports' requests;
 //! - [`engine`]: the task that owns the policy and drives it with injected time;
 //! - [`request_check`]: the checks of a parsed request, a pure function;
 //! - [`metrics`]: Prometheus metrics at `GET /metrics`; [`control`]: the control socket
@@ -64,6 +67,7 @@ pub mod cost;
 pub mod deadline;
 pub mod direct;
 pub mod emulate;
+pub mod emulated_backend;
 pub mod engine;
 pub mod error;
 pub mod export;
@@ -84,6 +88,7 @@ pub mod server;
 pub mod stats;
 pub mod tenant_values;
 pub mod tier;
+pub mod tiered_backend;
 pub mod tls;
 pub mod transport;
 #[cfg(target_os = "linux")]

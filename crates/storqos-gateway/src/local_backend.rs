@@ -91,7 +91,7 @@ impl Backend for LocalBackend {
     }
 
     fn start(&mut self, task: Task) -> Option<IoResult> {
-        let Task { id, export, offset, io, plan } = task;
+        let Task { id, export, offset, io, plan, arrival, dispatch } = task;
         // A small read the page cache holds completes right here: no thread hand-off.
         // (A tiered export's too: a hit from the fast file, a miss that copies nothing in.)
         if let Io::Read(n) = io {
@@ -115,7 +115,7 @@ impl Backend for LocalBackend {
                 return None;
             }
         }
-        match self.pool.submit(worker, Task { id, export, offset, io, plan }) {
+        match self.pool.submit(worker, Task { id, export, offset, io, plan, arrival, dispatch }) {
             Ok(()) => None,
             // The thread is gone (cannot happen: I/O does not panic): fail the request.
             Err(_) => Some(Err(EIO)),

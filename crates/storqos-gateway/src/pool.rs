@@ -35,7 +35,7 @@ impl Pool {
             let done = done.clone();
             std::thread::Builder::new().name(format!("storqos-io-{worker}")).spawn(move || {
                 lower_priority();
-                while let Ok(Task { id, export, offset, io, plan }) = rx.recv() {
+                while let Ok(Task { id, export, offset, io, plan, .. }) = rx.recv() {
                     let result = export.run(offset, io, plan.as_deref());
                     drop(plan);
                     if done.send(Msg::Done { id, worker, result }).is_err() {

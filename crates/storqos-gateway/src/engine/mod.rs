@@ -20,45 +20,44 @@
 //!    dispatches again. With a statistics window it also wakes at each window's end,
 //!    closes the window and samples the policy's `gauges` ([`crate::stats`]).
 //!
-//! **Emulated capacity** (`iops`): the backend then behaves as a constant-rate server
-//! of C IOPS (the simulator's `constant` device, [`crate::emulate`]) in front of the
-//! real file: requests are served one after another, each taking 1/C s, and a
-//! request's slot is released at `max(real I/O done, emulated finish)`.
+//! The backend the engine talks to is composed when it is built ([`Layered`]):
 //!
-//! **Tiered exports** ([`crate::tier`]): when the loop starts a request of a tiered
-//! export it asks the export's block map for the route (a read hit: the fast file; a
-//! miss or a write: the slow file), sets the request's `target` to that tier (the
-//! policy's `complete` sees it: BAA's monitor counts hits from it), charges the tier's
-//! own emulated device (`tiers.fast` / `tiers.slow`) instead of `iops`, and gives the
-//! route back to the map when the I/O is done. The `depth` slots are then the array's
-//! (both tiers together, as in the simulator's tiered device).
+//! - **tiered exports** ([`crate::tiered_backend`]): a request of a tiered export is
+//!   routed by the export's block map (a read hit: the fast file; a miss or a write: the
+//!   slow file), and its answer names the tier, which the engine sets as the request's
+//!   `target` (the policy's `complete` sees it: BAA's monitor counts hits from it). The
+//!   `depth` slots are then the array's (both tiers together, as in the simulator's
+//!   tiered device);
+//! - **emulated capacity** (`iops`, `tiers.fast` / `tiers.slow`;
+//!   [`crate::emulated_backend`]): a constant-rate server of C IOPS (the simulator's
+//!   `constant` device, [`crate::emulate`]) in front of the real file, a tier's own for
+//!   a tiered export's request: requests are served one after another, each taking
+//!   1/C s, and a request is answered at `max(real I/O done, emulated finish)`;
+//! - the I/O itself, the backend given to [`Engine::new`].
 //!
 //! The engine reads time through a [`Clock`] and starts I/O through a [`Backend`]:
 //! everything but the waiting ([`run`](mod@run)) is a step at the clock's `now`, which the
 //! unit tests set by hand (`engine/tests.rs`), without sockets, threads or sleeps.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use storqos_core::device::DeviceState;
-use storqos_core::devices::tiered::FAST;
 use storqos_core::request::{Completion, Request, TARGET_ANY};
 use storqos_core::scheduler::Scheduler;
 use storqos_core::spec::AnyScheduler;
 use storqos_core::time::Nanos;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::backend::{Backend, IoResult, Task};
+use crate::backend::{Backend, Done, IoResult, Task};
 use crate::clock::Clock;
 use crate::cost::CostModel;
-use crate::emulate::Emulated;
-use crate::export::Export;
-use crate::io::Io;
+use crate::emulated_backend::EmulatedBackend;
 use crate::message::{Form, Inflight, Job, Msg, Probe, Reply};
-use crate::protocol::{EIO, ENOMEM, ESHUTDOWN};
+use crate::protocol::{ENOMEM, ESHUTDOWN};
 use crate::stats::Recorder;
-use crate::tier::{Plan, TiersConfig};
+use crate::tier::TiersConfig;
+use crate::tiered_backend::TieredBackend;
 
 pub mod run;
 #[cfg(test)]
@@ -92,17 +91,17 @@ pub struct BackendConfig {
     pub ring_reads: bool,
 }
 
+/// The backend the engine talks to: `B`'s I/O behind the emulated devices, behind the
+/// tiers' routing (see the module documentation). It dereferences to `B`.
+pub type Layered<B> = TieredBackend<EmulatedBackend<B>>;
+
 struct InFlight {
     req: Request,
     dispatch: Nanos,
-    emulated_finish: Nanos,
     cookie: u64,
     reply: UnboundedSender<Reply>,
     permit: Inflight,
-    result: Option<IoResult>,
     form: Form,
-    /// A tiered export's route, given back to its map when the I/O is done.
-    plan: Option<(Arc<Export>, Arc<Plan>)>,
 }
 
 /// What the loop does after a turn ([`Engine::turn`]).
@@ -125,10 +124,6 @@ pub struct Engine<B, C> {
     sched: AnyScheduler,
     clock: C,
     depth: usize,
-    /// The emulated device (`iops`) of plain exports.
-    emulated: Option<Emulated>,
-    /// The emulated devices of the tiers (indexed by `Request::target`: fast, slow).
-    tier_devices: [Option<Emulated>; 2],
     /// Requests completed by each tier (fast, slow), for the gauges.
     tier_ops: [u64; 2],
     next_id: u64,
@@ -136,13 +131,12 @@ pub struct Engine<B, C> {
     queued: HashMap<u64, (Request, Job)>,
     /// A policy waiting for the backend to empty before it takes over.
     pending: Option<(AnyScheduler, tokio::sync::oneshot::Sender<String>)>,
+    /// Requests on the backend (or held there until their emulated finish).
     inflight: HashMap<u64, InFlight>,
-    /// I/Os done on the backend, waiting for their emulated finish: (time, id).
-    waiting: BinaryHeap<Reverse<(Nanos, u64)>>,
     stats: Arc<Mutex<Recorder>>,
     /// The recorder keeps a per-window series (checked once: no lock per request without).
     windows: bool,
-    backend: B,
+    backend: Layered<B>,
     /// The backend's cost model (`None` with an emulated capacity: its slots decide).
     cost: Option<CostModel>,
     /// Cost (ns of backend time) of the I/Os in flight.
@@ -153,7 +147,8 @@ pub struct Engine<B, C> {
 
 impl<B: Backend, C: Clock> Engine<B, C> {
     /// An engine running `sched` on `clock` in front of `backend`, with the slots,
-    /// emulated capacities and cost model of `config`.
+    /// emulated capacities and cost model of `config` (the backend composed as
+    /// [`Layered`]).
     pub fn new(sched: AnyScheduler, clock: C, config: &BackendConfig, stats: Arc<Mutex<Recorder>>, backend: B) -> Self {
         let BackendConfig { depth, iops, cost, tiers, .. } = config;
         let (depth, iops, cost) = ((*depth).max(1), *iops, *cost);
@@ -161,24 +156,21 @@ impl<B: Backend, C: Clock> Engine<B, C> {
             sched,
             clock,
             depth,
-            emulated: iops.map(|c| Emulated::new(c, 1)),
-            tier_devices: [0u8, 1].map(|t| tiers.device(t).iops.map(|c| Emulated::new(c, tiers.device(t).depth))),
             tier_ops: [0, 0],
             next_id: 0,
             queued: HashMap::new(),
             pending: None,
             inflight: HashMap::new(),
-            waiting: BinaryHeap::new(),
             windows: stats.lock().is_ok_and(|s| s.window_end().is_some()),
             stats,
-            backend,
+            backend: TieredBackend::new(EmulatedBackend::new(backend, iops, tiers)),
             cost: if iops.is_none() { cost } else { None },
             inflight_cost: 0,
             held: VecDeque::new(),
         }
     }
 
-    /// The backend.
+    /// The backend given to [`Engine::new`].
     pub fn backend(&self) -> &B {
         &self.backend
     }
@@ -197,15 +189,11 @@ impl<B: Backend, C: Clock> Engine<B, C> {
                 self.sched.on_timer(now);
             }
         }
-        while let Some(&Reverse((t, id))) = self.waiting.peek() {
-            // Stopping, an I/O the backend has done is answered now: an emulated
-            // finish of a slow device (one request per 100 s at 0.01 IOPS) held the
-            // gateway's stop until it came.
-            if t > now && !stopping {
-                break;
-            }
-            self.waiting.pop();
-            self.finish(id, now);
+        // Stopping, an I/O the backend has done is answered now: an emulated finish of
+        // a slow device (one request per 100 s at 0.01 IOPS) held the gateway's stop
+        // until it came.
+        for done in self.backend.due(if stopping { Nanos::MAX } else { now }) {
+            self.finish(done, now);
         }
         self.swap_when_idle();
         if !stopping && self.pending.is_none() {
@@ -221,7 +209,7 @@ impl<B: Backend, C: Clock> Engine<B, C> {
         }
         let now = self.clock.now();
         let timer = self.sched.next_timer().map(|t| if t <= now { now + DUE_TIMER_RETRY_NS } else { t });
-        let emu = self.waiting.peek().map(|r| r.0 .0);
+        let emu = self.backend.next_due();
         let window = if self.windows { self.stats.lock().ok().and_then(|s| s.window_end()) } else { None };
         Turn::Wait { now, wake: [timer, emu, window].into_iter().flatten().min() }
     }
@@ -305,20 +293,14 @@ impl<B: Backend, C: Clock> Engine<B, C> {
         self.backend_done(id, result, now);
     }
 
-    /// Request `id`'s backend I/O ended: finish it now or at its emulated finish.
+    /// Request `id`'s backend I/O ended: answer it now, unless the backend holds the
+    /// answer (until its emulated finish: [`Backend::due`]).
     fn backend_done(&mut self, id: u64, result: IoResult, now: Nanos) {
-        if let Some(f) = self.inflight.get_mut(&id) {
-            if let Some((export, plan)) = f.plan.take() {
-                if let Some(t) = &export.tier {
-                    t.release(&plan);
-                }
-            }
-            f.result = Some(result);
-            if f.emulated_finish > now {
-                self.waiting.push(Reverse((f.emulated_finish, id)));
-            } else {
-                self.finish(id, now);
-            }
+        if !self.inflight.contains_key(&id) {
+            return;
+        }
+        if let Some(done) = self.backend.complete(id, result, now) {
+            self.finish(done, now);
         }
     }
 
@@ -369,38 +351,20 @@ impl<B: Backend, C: Clock> Engine<B, C> {
             || self.inflight_cost + c.of(req.bytes) <= self.depth as Nanos * c.of(CostModel::SMALL_BYTES)
     }
 
-    fn start_io(&mut self, mut req: Request, now: Nanos) {
+    fn start_io(&mut self, req: Request, now: Nanos) {
         let Some((_, job)) = self.queued.remove(&req.id) else {
             // Not a request of ours (cannot happen): keep the policy consistent.
             self.sched.complete(&Completion { req, dispatch: now, finish: now }, now);
             return;
         };
         let Job { export, offset, io, cookie, reply, permit, form, .. } = job;
-        // A tiered export: the block map routes it, and its tier's device serves it.
-        let plan = export.tier.as_ref().map(|t| {
-            let len = match &io {
-                Io::Read(n) | Io::Trim { len: n, .. } | Io::Zeroes { len: n, .. } => *n,
-                Io::Write { data, .. } => data.len() as u32,
-            };
-            Arc::new(t.route(!matches!(io, Io::Read(_)), offset, len))
-        });
-        let device = match &plan {
-            Some(p) => {
-                req.target = p.target;
-                self.tier_devices[usize::from(p.target != FAST)].as_mut()
-            }
-            None => self.emulated.as_mut(),
-        };
-        let emulated_finish = device.map_or(0, |d| d.start(now, req.arrival));
         if let Some(c) = self.cost {
             self.inflight_cost += c.of(req.bytes);
         }
-        let id = req.id;
-        let tiered = plan.as_ref().map(|p| (export.clone(), p.clone()));
-        let f =
-            InFlight { req, dispatch: now, emulated_finish, cookie, reply, permit, result: None, form, plan: tiered };
-        self.inflight.insert(id, f);
-        if let Some(result) = self.backend.start(Task { id, export, offset, io, plan }) {
+        let (id, arrival) = (req.id, req.arrival);
+        self.inflight.insert(id, InFlight { req, dispatch: now, cookie, reply, permit, form });
+        let task = Task { id, export, offset, io, plan: None, arrival, dispatch: now };
+        if let Some(result) = self.backend.start(task) {
             self.backend_done(id, result, now);
         }
     }
@@ -454,15 +418,19 @@ impl<B: Backend, C: Clock> Engine<B, C> {
 
     /// The tiers' completion counts, once a tier is configured or has served.
     fn tier_gauges(&self) -> Option<[u64; 2]> {
-        (self.tier_devices.iter().any(Option::is_some) || self.tier_ops != [0, 0]).then_some(self.tier_ops)
+        (self.backend.tiers_emulated() || self.tier_ops != [0, 0]).then_some(self.tier_ops)
     }
 
-    fn finish(&mut self, id: u64, now: Nanos) {
-        let Some(f) = self.inflight.remove(&id) else { return };
+    /// Answer the request the backend is done with.
+    fn finish(&mut self, done: Done, now: Nanos) {
+        let Done { id, target, result } = done;
+        let Some(mut f) = self.inflight.remove(&id) else { return };
+        if let Some(t) = target {
+            f.req.target = t;
+        }
         if let Some(c) = self.cost {
             self.inflight_cost = self.inflight_cost.saturating_sub(c.of(f.req.bytes));
         }
-        let result = f.result.unwrap_or(Err(EIO));
         if f.req.target <= 1 {
             self.tier_ops[usize::from(f.req.target)] += 1;
         }
