@@ -94,7 +94,8 @@ def evaluate(p: Problem, kind: str, capacity: float, *, load: float = 1.0, keep_
         margin.append(1.0 - q / t.slo.latency_ns)
     paper: list[float | None] = [None] * len(p.tenants)
     # The two-level policies report AVATAR's low-level deadline misses as gauges.
-    if registry.policy(kind).form == "two_level" and res.gauges.height:
+    pol = registry.lookup(kind)
+    if pol is not None and pol.form == "two_level" and res.gauges.height:
         g = res.gauges.group_by("name").agg(pl.col("value").last())
         vals = dict(g.iter_rows())
         for i in range(len(p.tenants)):

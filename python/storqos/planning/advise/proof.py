@@ -66,7 +66,7 @@ def ruled_out(p: Problem, kind: str) -> str | None:
     """A constraint under which ``kind`` meets the SLOs at no capacity, said in words, or
     None: an mClock cap below what the tenant's SLO needs alone at the planned load
     (Cmin_i: no schedule serving it at the capped rate can meet it, seed 000's Lemma 3)."""
-    if "limits" in registry.policy(kind).takes:  # a policy that caps tenants
+    if kind in registry.tenant_key_users("limit"):  # a policy that applies the tenants' caps
         for t, need in zip(p.tenants, p.need_planned, strict=True):
             if t.limit is not None and t.slo is not None and t.limit < need / CMIN_SLACK:
                 at = f" at {headroom_text(p.headroom)} load" if p.headroom > 0 else ""
