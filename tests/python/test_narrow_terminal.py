@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import signal
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import storqos
@@ -145,8 +146,10 @@ def test_serve_summary_keeps_every_figure_whole_at_80_columns() -> None:
          "mean_us": 1143.94, "p50_us": 636.9, "p99_us": 123_747.1, "max_us": 1_234_567.8},
         {"tenant": 1, "exports": ["batch"], "ops": 1, "reads": 0, "writes": 1, "bytes": 2**20, "iops": 0.000278,
          "flushes": 2, "errors": 0, "mean_us": 5728.8, "p50_us": 5728.8, "p99_us": 5728.8, "max_us": 5728.8}]}
+    # The gateway hands serve a typed GatewayStats; the same fields as attributes here.
+    typed = SimpleNamespace(**{**stats, "tenants": [SimpleNamespace(rejected=0, **t) for t in stats["tenants"]]})
     console = Console(width=80, file=io.StringIO())
-    for t in _tables(stats):
+    for t in _tables(typed):  # type: ignore[arg-type]
         console.print(t)
     out = console.file.getvalue()
     _assert_fits(out)
