@@ -44,7 +44,7 @@ def profile_2k(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Calibrate a gateway emulating a 2k-IOPS device (short points; reads and writes)."""
     tmp = tmp_path_factory.mktemp("cal")
     out = tmp / "p.toml"
-    r = _calibrate_2k(tmp, "--sizes", "4k,64k", "--queue-depths", "1,4,8", "--time", "0.7", "--writes",
+    r = _calibrate_2k(tmp, "--sizes", "4k,64k", "--queue-depths", "1,4,8", "--time", "0.4", "--writes",
                       "--out", str(out), columns=80)
     assert r.code == 0, r.err
     assert "capacity" in r.out and "IOPS" in r.out and all(len(ln) <= 80 for ln in r.out.splitlines()), r.out
@@ -64,9 +64,9 @@ def test_the_emulated_2k_device_measures_2k_iops(profile_2k: Path) -> None:
     # The CPUs were left as the machine has them (--awake-cpus no, the default), and the
     # profile says so.
     assert p.cpus_awake is False
-    # It took at least its points' time (8 classes and 3 depths of 0.7 s per pass), and
+    # It took at least its points' time (8 classes and 3 depths of 0.4 s per pass), and
     # says what the host took from the machine meanwhile where Linux counts it.
-    assert p.measured_s is not None and p.measured_s >= 11 * 0.7 * p.passes
+    assert p.measured_s is not None and p.measured_s >= 11 * 0.4 * p.passes
     assert (p.steal_ms is not None and p.steal_ms >= 0) == STAT.exists()
 
 
