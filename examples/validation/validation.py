@@ -19,9 +19,10 @@ from pathlib import Path
 
 import polars as pl
 from storqos.experiments.experiment import load
-from storqos.live.validate import PERCENTILES, Validation, validate
+from storqos.live.validate import Validation, validate
 from storqos.live.validation_report import markdown, write_html
 from storqos.model.device_profile import DeviceProfile
+from storqos.model.tenant_figures import PERCENTILES
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]

@@ -182,6 +182,7 @@ def test_simulate_with_the_profile_predicts_what_validate_compares(tmp_path: Pat
     from storqos.experiments.experiment import load
     from storqos.live import validate as v
     from storqos.model.device_profile import dump_profile
+    from storqos.model.tenant_figures import per_tenant
 
     prof = profile()
     (tmp_path / "p.toml").write_text(dump_profile(prof))
@@ -206,7 +207,7 @@ def test_simulate_with_the_profile_predicts_what_validate_compares(tmp_path: Pat
     # The live path moved them: not the plain simulation.
     assert not simulated["response_ns"].equals(v.predict(requests, run.policy, prof.sim_device(), run.seed)
                                                .sort("arrival_ns", maintain_order=True)["response_ns"])
-    compared = v.per_tenant(predicted, [t.name for t in run.tenants])
+    compared = per_tenant(predicted, [t.name for t in run.tenants])
     said = json.loads(r.out)["live_path"]
     assert [row["p50_ns"] for row in said] == compared["p50_ns"].to_list()
     assert [row["iops"] for row in said] == compared["iops"].to_list()

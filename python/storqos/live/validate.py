@@ -61,9 +61,8 @@ from storqos.live.validation_files import gateway_direct_reads as _reads
 from storqos.live.validation_files import into_page_cache as _into_page_cache
 from storqos.model.device_profile import DeviceProfile
 from storqos.model.live_path import with_path
+from storqos.model.tenant_figures import PERCENTILES, per_tenant
 
-#: Percentiles compared, besides IOPS.
-PERCENTILES = (50, 95, 99)
 #: Size of each tenant's export (bytes); offsets wrap into it.
 DEFAULT_EXPORT_BYTES = 256 << 20
 #: Connections per tenant in the replay: the gateway lets one connection have 64 MiB of
@@ -175,19 +174,6 @@ class Validation:
         return df.with_columns(
             (pl.col("iops_meas") / pl.col("iops_pred") - 1).alias("iops_err"),
             *((pl.col(f"p{q}_ns_meas") / pl.col(f"p{q}_ns_pred") - 1).alias(f"p{q}_err") for q in PERCENTILES))
-
-
-def per_tenant(log: pl.DataFrame, names: list[str]) -> pl.DataFrame:
-    """IOPS over the whole run (first arrival to last completion, as the simulator
-    counts) and response-time percentiles per tenant, from a request log."""
-    ends = log.select(pl.col("finish_ns").cast(pl.Int64).max() - pl.col("arrival_ns").cast(pl.Int64).min())
-    span = float(ends.item() or 0) / 1e9 if log.height else 0.0
-    g = log.group_by("tenant").agg(
-        pl.len().alias("requests"),
-        *(pl.col("response_ns").quantile(q / 100, "linear").alias(f"p{q}_ns") for q in PERCENTILES),
-    ).with_columns((pl.col("requests") / span if span > 0 else pl.lit(0.0)).alias("iops")).sort("tenant")
-    return g.with_columns(pl.col("tenant").map_elements(lambda t: names[int(t)] if int(t) < len(names) else str(t),
-                                                        return_dtype=pl.Utf8).alias("name"))
 
 
 def _requests(exp: Experiment, run: Run) -> pl.DataFrame:
@@ -453,6 +439,6 @@ def _replay_on_schedule(df: pl.DataFrame, cfg: dict[str, Any], tenants: int, att
 
 
 __all__ = ["ATTEMPTS", "BURST_SEED", "CALIBRATE_PASSES", "CALIBRATE_SECONDS", "CALIBRATION_BUSY_SHARE",
-           "DEFAULT_EXPORT_BYTES", "MAX_REPEATS", "MODES", "PERCENTILES", "REST_CHECK_S", "Estimate", "RunValidation",
-           "Validation", "bursts_at_depth", "calibrate_file", "calibration_plan", "fill_file", "per_tenant", "predict",
+           "DEFAULT_EXPORT_BYTES", "MAX_REPEATS", "MODES", "REST_CHECK_S", "Estimate", "RunValidation",
+           "Validation", "bursts_at_depth", "calibrate_file", "calibration_plan", "fill_file", "predict",
            "validate"]

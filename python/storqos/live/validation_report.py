@@ -14,7 +14,8 @@ import polars as pl
 from storqos.base.units import fmt_ms, fmt_number
 from storqos.experiments.report import PAGE_CSS, grid_shape, thin
 from storqos.live.host_steal import took
-from storqos.live.validate import PERCENTILES, RunValidation, Validation
+from storqos.live.validate import RunValidation, Validation
+from storqos.model.tenant_figures import PERCENTILES
 
 #: Points per CDF line.
 CDF_POINTS = 400

@@ -149,8 +149,8 @@ def simulate(
     )
     log, seen = res.requests, []
     if prof is not None and log is not None:  # each request as validate predicts the live client sees it
-        from storqos.live.validate import per_tenant
         from storqos.model.live_path import with_path
+        from storqos.model.tenant_figures import per_tenant
 
         log = with_path(log, prof, df["offset"].to_numpy())
         top = int(log["tenant"].cast(pl.Int64).max() or 0)  # type: ignore[arg-type]
