@@ -151,7 +151,8 @@ $(NBDPY): $(DEPS) | system-deps
 # the recommended extras: on a fresh machine about 50 packages, where chromium's recommends
 # (udev, printing, Mesa) made it 162.
 SYSTEM_DEPS := $(NBD_MODULE):python3-libnbd chromium,chromium-browser:chromium qemu-io:qemu-utils \
-	nbdcopy:libnbd-bin nbdinfo:libnbd-bin fio:fio openssl:openssl prometheus:prometheus
+	nbdcopy:libnbd-bin nbdinfo:libnbd-bin fio:fio openssl:openssl prometheus:prometheus nbdkit:nbdkit \
+	qemu-storage-daemon:qemu-utils
 system-deps:
 	@missing=""; for dep in $(SYSTEM_DEPS); do \
 	  pkg=$${dep#*:}; found=""; \

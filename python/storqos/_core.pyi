@@ -673,3 +673,55 @@ class LivePath:
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """(issue, response, reply, wait left) in ns of requests given in arrival order."""
         ...
+
+
+# Local replay (crates/storqos-py/src/local_replay.rs, storqos_gateway::local_replay).
+
+
+class LocalReplay:
+    """What :func:`replay_local` did: per request, in trace order, when it was submitted and
+    completed (ns after the common start) and its result."""
+
+    @property
+    def issue_ns(self) -> npt.NDArray[np.uint64]: ...
+    @property
+    def finish_ns(self) -> npt.NDArray[np.uint64]: ...
+    @property
+    def result(self) -> npt.NDArray[np.int64]:
+        """Bytes transferred (of the request rounded to 4 KiB with ``direct``) or a negative errno."""
+        ...
+    @property
+    def engine(self) -> str:
+        """``"io_uring"``, ``"threads"`` (the kernel refused io_uring) or ``"io_uring+threads"``."""
+        ...
+    @property
+    def late(self) -> int:
+        """Requests submitted more than 1 ms after their time."""
+        ...
+    @property
+    def wrapped(self) -> int:
+        """Requests whose offset was moved to end inside the file."""
+        ...
+
+
+def replay_local(
+    path: str,
+    at_ns: npt.NDArray[np.uint64],
+    tenant: npt.NDArray[np.uint32],
+    offset: npt.NDArray[np.uint64],
+    size: npt.NDArray[np.uint32],
+    is_read: npt.NDArray[np.bool_],
+    *,
+    direct: bool = True,
+    cgroups: list[str | None] | None = None,
+    depth: int = 256,
+    stall_s: float = 10.0,
+    writes: bool = False,
+) -> LocalReplay:
+    """Replay requests against a local file or block device: a thread per tenant (in
+    ``cgroups[tenant]``, a cgroup v1 directory whose ``tasks`` it joins first, if given),
+    open loop, each request issued ``at_ns`` after a common start, up to ``depth`` in
+    flight per tenant. ``direct``: O_DIRECT, offsets rounded down and sizes up to 4 KiB.
+    Offsets wrap into the file. Writes are refused unless ``writes``. No completion for
+    ``stall_s`` with requests in flight fails. Errors: ``storqos.base.errors.InputError``."""
+    ...

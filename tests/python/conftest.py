@@ -34,7 +34,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 #: A test of such a file that measures no time (bad settings refused with one line)
 #: says ``@pytest.mark.untimed`` and runs with the others.
 LIVE_FILES = frozenset({
-    "test_calibrate", "test_ctl", "test_metrics", "test_replay", "test_serve", "test_sweep_dask", "test_validate",
+    "test_calibrate", "test_ctl", "test_metrics", "test_replay", "test_serve", "test_stacks_live", "test_sweep_dask",
+    "test_validate",
 })
 
 

@@ -168,6 +168,7 @@ def test_a_form_builds_what_the_policy_takes() -> None:
         "decomposition": {"cmin": 300, "deadlines": "10ms", "total_capacity": 500},
         "leaky_bucket": {"workloads": "40:35ms,20:38ms"},
         "two_level": {"slo": "a:100iops@50ms"},
+        "settings": {"total_capacity": 500},
     }
     from storqos.model.specs import check
 

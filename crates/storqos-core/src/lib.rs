@@ -32,6 +32,7 @@ pub mod schedulers;
 pub mod shaping;
 pub mod sim;
 pub mod spec;
+pub mod stacks;
 pub mod time;
 pub mod twolevel;
 

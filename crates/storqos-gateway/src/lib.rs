@@ -74,6 +74,7 @@ pub mod export;
 pub mod fault;
 pub mod io;
 pub mod local_backend;
+pub mod local_replay;
 pub mod message;
 pub mod metrics;
 pub mod notices;

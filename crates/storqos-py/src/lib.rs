@@ -15,6 +15,7 @@ mod gateway;
 mod gateway_results;
 mod generate;
 mod live_path;
+mod local_replay;
 mod registry;
 mod shaping;
 mod sim;
@@ -44,6 +45,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     gateway::register(m)?;
     gateway_results::register(m)?;
     registry::register(m)?;
+    local_replay::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -84,6 +84,9 @@ class Policy:
     back_end: str | None
     #: parameters that default to the tenants' QoS keys: (parameter, tenant keys)
     from_tenants: tuple[tuple[str, tuple[str, ...]], ...]
+    #: the systems whose QoS it models (``storqos advise --target``, ``storqos check``);
+    #: empty for storqos' own policies
+    targets: tuple[str, ...] = ()
 
     @property
     def takes(self) -> tuple[str, ...]:
@@ -141,7 +144,8 @@ def _policy(raw: dict[str, Any]) -> Policy:
                   form=raw["form"], params=tuple(_param(p) for p in raw["params"]), serve_form=raw["serve_form"],
                   serve_params=tuple(_param(p) for p in raw["serve_params"]), serve=raw["serve"],
                   back_end=raw["back_end"],
-                  from_tenants=tuple((key, tuple(keys)) for key, keys in raw["from_tenants"]))
+                  from_tenants=tuple((key, tuple(keys)) for key, keys in raw["from_tenants"]),
+                  targets=tuple(raw["targets"]))
 
 
 @cache
@@ -188,6 +192,19 @@ def policy(name: str) -> Policy:
 def aliases(command: Command = "simulate") -> dict[str, str]:
     """Every alias of the policies ``command`` runs, and the policy it names."""
     return {a: p.name for p in policies(command) for a in p.aliases}
+
+
+def targets() -> tuple[str, ...]:
+    """Every system a policy models, in the registry's order (``qemu``, ``libvirt``,
+    ``cgroup``, ...)."""
+    return tuple(dict.fromkeys(t for p in registry().policies for t in p.targets))
+
+
+def for_target(target: str) -> tuple[Policy, ...]:
+    """The policies that model ``target``'s QoS (``cgroup``: blk-throttle and BFQ), in
+    the registry's order; empty for a system none models."""
+    key = target.strip().lower()
+    return tuple(p for p in registry().policies if key in p.targets)
 
 
 def with_form(form: str) -> tuple[str, ...]:

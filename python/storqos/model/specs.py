@@ -199,6 +199,14 @@ class PolicyParams(TypedDict, total=False):
       per-tenant limits in IOPS (``None`` or ``"none"`` = no limit); ``limit_break``: serve
       beyond the limits when the device would idle; ``at_limit``: what a request beyond its
       tenant's limit gets, ``"wait"`` (default), ``"allow"`` or ``"reject[:THRESHOLD]"``.
+    - The models of the systems operators run (qemu-throttle, blk-throttle, bfq, nbdkit-rate,
+      spdk-qos, ceph-mclock, rbd-qos) take their systems' settings: per-tenant limits
+      ``iops``, ``read_iops``, ``write_iops`` (IOPS) and ``bps``, ``read_bps``, ``write_bps``
+      (bytes/s, ``"100MiB/s"``), each with a burst rate ``*_burst`` lasting
+      ``burst_seconds``; QEMU's ``iops_size`` and throttle ``groups``; the kernel's
+      ``rotational``; BFQ's ``slice_idle`` and ``low_latency``; nbdkit's ``burstiness``;
+      Ceph's ``mclock_profile``, per-tenant ``classes`` and a custom profile's
+      ``client_res`` … ``best_effort_lim``.
     """
 
     weights: Sequence[float] | str | None
@@ -226,6 +234,37 @@ class PolicyParams(TypedDict, total=False):
     limits: Sequence[Any] | str | None
     limit_break: bool | None
     at_limit: str | None
+    iops: Sequence[Any] | str | None
+    read_iops: Sequence[Any] | str | None
+    write_iops: Sequence[Any] | str | None
+    bps: Sequence[Any] | str | None
+    read_bps: Sequence[Any] | str | None
+    write_bps: Sequence[Any] | str | None
+    iops_burst: Sequence[Any] | str | None
+    read_iops_burst: Sequence[Any] | str | None
+    write_iops_burst: Sequence[Any] | str | None
+    bps_burst: Sequence[Any] | str | None
+    read_bps_burst: Sequence[Any] | str | None
+    write_bps_burst: Sequence[Any] | str | None
+    burst_seconds: Sequence[Any] | str | None
+    iops_size: Sequence[Any] | str | None
+    groups: Sequence[Any] | str | None
+    classes: Sequence[Any] | str | None
+    rotational: bool | str | None
+    slice_idle: str | float | None
+    low_latency: bool | str | None
+    burstiness: str | float | None
+    threads: str | int | None
+    mclock_profile: str | None
+    client_res: str | float | None
+    client_wgt: str | float | None
+    client_lim: str | float | None
+    recovery_res: str | float | None
+    recovery_wgt: str | float | None
+    recovery_lim: str | float | None
+    best_effort_res: str | float | None
+    best_effort_wgt: str | float | None
+    best_effort_lim: str | float | None
 
 
 def check_keywords(function: str, given: Mapping[str, Any], *takes: type) -> None:
@@ -383,6 +422,101 @@ def _two_level_spec(entry: registry.Policy, params: dict[str, Any]) -> dict[str,
                          facade_overload=params.get("facade_overload"))
 
 
+#: The per-tenant list types of the registry, and what parses one entry of each (None:
+#: the entry is ``none``, no value).
+_PER_TENANT = ("rates", "byte_rates", "sizes", "counts", "numbers", "fractions", "choices", "durations")
+#: Parameters the settings form hands the core under another key, and the option that
+#: gives them where it is not their own.
+_CORE_KEYS = {"total_capacity": "capacity_iops", "mclock_profile": "profile"}
+_OPTIONS = {"total_capacity": "--capacity"}
+
+
+def _is_none(v: Any) -> bool:
+    return v is None or (isinstance(v, str) and v.strip().lower() in ("none", "null", "-", ""))
+
+
+def _bool(v: Any, where: str) -> bool:
+    if isinstance(v, bool):
+        return v
+    text = str(v).strip().lower()
+    if text in ("true", "yes", "on", "1"):
+        return True
+    if text in ("false", "no", "off", "0"):
+        return False
+    raise InputError(f"expected true or false, got {v!r}", where)
+
+
+def _setting(param: registry.Param, value: Any, where: str) -> Any:
+    """One entry of ``param``'s value, parsed by its type (bytes, IOPS, ns, a word...),
+    and checked against its range and choices."""
+    kind = param.value
+    if kind in ("rate", "rates"):
+        x: Any = 0.0 if str(value).strip() in ("0", "0.0") else parse_rate(value, where)
+    elif kind == "byte_rates":
+        text = str(value).strip()
+        x = float(parse_size(text[:-2] if text.endswith("/s") else value, where))
+    elif kind == "sizes":
+        x = parse_size(value, where)
+    elif kind in ("count", "counts"):
+        x = parse_count(value, where)
+    elif kind in ("number", "numbers", "fraction", "fractions"):
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            raise InputError(f"expected a number, got {value!r}", where) from None
+        if not math.isfinite(x):
+            raise InputError(f"expected a finite number, got {value!r}", where)
+        if kind.startswith("fraction") and not 0.0 <= x <= 1.0:
+            raise InputError(f"expected a fraction in [0, 1], got {value!r}", where)
+    elif kind in ("choice", "choices"):
+        x = str(value).strip().lower()
+        if x not in param.choices:
+            raise InputError(f"expected one of {', '.join(param.choices)}, got {value!r}", where)
+        return x
+    elif kind in ("duration", "durations"):
+        x = parse_duration(value, where, default_unit="ms")
+    elif kind == "bool":
+        return _bool(value, where)
+    else:  # a type no settings policy takes
+        raise InputError(f"{param.key} takes {kind}, which the settings form does not read", where)
+    lo, hi = param.min, param.max
+    if lo is not None and (x < lo.value or (x == lo.value and not lo.inclusive)):
+        raise InputError(f"{value!r} is out of range: {param.key} must be {param.range}", where)
+    if hi is not None and (x > hi.value or (x == hi.value and not hi.inclusive)):
+        raise InputError(f"{value!r} is out of range: {param.key} must be {param.range}", where)
+    return x
+
+
+def _settings_spec(entry: registry.Policy, params: dict[str, Any]) -> dict[str, Any]:
+    """A system's own settings (the registry's ``settings`` form), each given one passed
+    to the core under its key, parsed by its type: per-tenant lists entry by entry
+    (``none`` where a tenant has no value), durations in ns under ``KEY_ns``. What the
+    system itself would refuse, the core's spec of its model refuses."""
+    spec: dict[str, Any] = {"kind": entry.kind}
+    for param in entry.params:
+        value = params.get(param.key)
+        where = _OPTIONS.get(param.key) or flag_of(param.key)
+        if value is None:
+            if param.required:
+                raise InputError(f"{entry.name} needs {param.key}: {param.help}", where)
+            continue
+        if param.value in _PER_TENANT:
+            items = value.split(",") if isinstance(value, str) else list(value)
+            if not items:
+                raise InputError(f"{param.key} needs one value per tenant, got none", where)
+            parsed = [None if _is_none(v) else _setting(param, v, where) for v in items]
+            if None in parsed and param.value in ("choices", "numbers", "fractions", "durations"):
+                raise InputError(f"every entry of {param.key} needs a value, got {value!r}", where)
+            out: Any = parsed
+        else:
+            out = _setting(param, value, where)
+        key = _CORE_KEYS.get(param.key, param.key)
+        if param.value in ("duration", "durations"):
+            key += "_ns"
+        spec[key] = out
+    return spec
+
+
 #: The builder of each form (the registry's ``Form``): a policy's user parameters → its core spec.
 _FORMS: dict[str, Callable[[registry.Policy, dict[str, Any]], dict[str, Any]]] = {
     "plain": _plain_spec,
@@ -392,6 +526,7 @@ _FORMS: dict[str, Callable[[registry.Policy, dict[str, Any]], dict[str, Any]]] =
     "tags": _tags_spec,
     "leaky_bucket": _leaky_bucket_spec,
     "two_level": _two_level_spec,
+    "settings": _settings_spec,
 }
 
 

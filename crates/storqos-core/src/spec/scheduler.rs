@@ -190,6 +190,20 @@ pub enum SchedulerSpec {
         /// The back end the buckets feed.
         then: Box<SchedulerSpec>,
     },
+    /// QEMU's I/O throttling and throttle groups ([`crate::stacks::qemu`]).
+    QemuThrottle(Box<crate::stacks::qemu::QemuThrottleSpec>),
+    /// Linux blk-throttle ([`crate::stacks::blk_throttle`]).
+    BlkThrottle(Box<crate::stacks::blk_throttle::BlkThrottleSpec>),
+    /// SPDK's bdev QoS ([`crate::stacks::spdk`]).
+    SpdkQos(Box<crate::stacks::spdk::SpdkQosSpec>),
+    /// Linux BFQ with cgroup weights ([`crate::stacks::bfq`]).
+    Bfq(Box<crate::stacks::bfq::BfqSpec>),
+    /// nbdkit's rate filter ([`crate::stacks::nbdkit`]).
+    NbdkitRate(Box<crate::stacks::nbdkit::NbdkitRateSpec>),
+    /// Ceph's OSD mClock profiles ([`crate::stacks::ceph`]).
+    CephMclock(Box<crate::stacks::ceph::CephMclockSpec>),
+    /// librbd's image QoS ([`crate::stacks::librbd`]).
+    RbdQos(Box<crate::stacks::librbd::RbdQosSpec>),
 }
 
 fn default_allocator() -> String {
@@ -293,6 +307,13 @@ impl SchedulerSpec {
                 }
                 AnyScheduler::Boxed(Box::new(b))
             }
+            SchedulerSpec::QemuThrottle(p) => AnyScheduler::Boxed(Box::new(p.build()?)),
+            SchedulerSpec::BlkThrottle(p) => AnyScheduler::Boxed(Box::new(p.build()?)),
+            SchedulerSpec::SpdkQos(p) => AnyScheduler::Boxed(Box::new(p.build()?)),
+            SchedulerSpec::Bfq(p) => AnyScheduler::Boxed(Box::new(p.build()?)),
+            SchedulerSpec::NbdkitRate(p) => AnyScheduler::Boxed(Box::new(p.build()?)),
+            SchedulerSpec::CephMclock(p) => AnyScheduler::Boxed(Box::new(p.build()?)),
+            SchedulerSpec::RbdQos(p) => AnyScheduler::Boxed(Box::new(p.build()?)),
             SchedulerSpec::Fclb { .. } => {
                 let (params, then) = self.fclb_parts().expect("an fclb spec");
                 AnyScheduler::Boxed(Box::new(params.build(then.build()?)?))

@@ -14,7 +14,7 @@ import importlib
 import typer
 
 #: Command modules, in the order ``storqos --help`` lists them.
-COMMANDS: tuple[str, ...] = ("trace", "simulate", "plan", "advise", "run", "serve", "replay", "calibrate", "validate", "ctl", "allocate", "admit", "warm", "demo")
+COMMANDS: tuple[str, ...] = ("trace", "simulate", "plan", "advise", "run", "serve", "replay", "calibrate", "validate", "check", "ctl", "allocate", "admit", "warm", "demo")
 
 
 def register_all(app: typer.Typer) -> None:
