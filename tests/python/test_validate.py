@@ -148,10 +148,10 @@ def test_emulated_device_live_matches_the_prediction(tmp_path: Path) -> None:
         assert "js-plotly-plot" in fig[: fig.index(">") + 1] and fig.count('class="trace scatter') >= 6
 
 
-@pytest.mark.parametrize(("device", "reads"), [("file", None), ("direct", None), ("direct", "io_uring")])
+@pytest.mark.parametrize(("device", "reads"), [("file", None), ("direct", None)])
 def test_file_device_with_its_profile(tmp_path: Path, device: str, reads: str | None) -> None:
     """Real files behind the gateway, read through the page cache or with O_DIRECT (on
-    the gateway's I/O threads or through io_uring), modelled by a profile measured on
+    the gateway's I/O threads), modelled by a profile measured on
     the spot (through a gateway serving its file the same way): every request replayed
     at the predicted rate, the median near the predicted one."""
     out = tmp_path / "out"

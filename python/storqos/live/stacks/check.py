@@ -31,7 +31,7 @@ import numpy as np
 import polars as pl
 
 from storqos.base.errors import InputError
-from storqos.live.replay import ReplayResult, replay
+from storqos.live.replay import replay
 from storqos.model.sim import simulate
 from storqos.model.specs import policy_spec
 from storqos.model.tenant_figures import PERCENTILES, demerit, per_tenant
@@ -40,17 +40,34 @@ from storqos.model.tenant_figures import PERCENTILES, demerit, per_tenant
 MODEL_SERVERS = 4096
 #: The probe of the service times: this many reads, this far apart on average (ns), at
 #: Poisson times (so that they meet the system's timers at every phase).
-PROBE_REQUESTS, PROBE_GAP_NS = 300, 5_000_000
+PROBE_REQUESTS, PROBE_GAP_NS = 200, 4_000_000
 #: Points of the service times' quantile function the model's device keeps.
 PROBE_QUANTILES = 41
 
 
 class Served(Protocol):
-    """A running system: each tenant's NBD URI, and how many connections the check
-    spreads a tenant's requests over."""
+    """A running system, which replays a trace through itself."""
+
+    def run(self, trace: pl.DataFrame, *, warmup: bool) -> pl.DataFrame:
+        """Replay ``trace`` (each tenant's requests to its own export or cgroup) and
+        return the request log (``storqos simulate --out``'s columns); ``warmup``: first
+        one unlogged read per connection. An :class:`InputError` if any request failed."""
+        ...
+
+
+class NbdServed:
+    """The part of a served system over NBD: each tenant's URI, and its replay spread
+    over ``connections`` connections per tenant."""
 
     uris: dict[int, str]
     connections: int
+
+    def run(self, trace: pl.DataFrame, *, warmup: bool) -> pl.DataFrame:
+        """:meth:`Served.run` over NBD (:func:`storqos.live.replay.replay`)."""
+        res = replay(trace, self.uris, warmup=warmup, connections=self.connections)
+        if res.errors:
+            raise InputError(f"{sum(res.errors.values())} request(s) failed live: {res.first_error}", "check")
+        return res.requests
 
 
 #: Starts the real system for a spec (``{}``: no limits) and a number of tenants.
@@ -73,8 +90,6 @@ class StackCheck:
     #: both request logs
     predicted: pl.DataFrame
     measured: pl.DataFrame
-    #: the replay's own account (its timing, errors)
-    replay: ReplayResult
 
 
 def _probe(start: Starter) -> np.ndarray:
@@ -86,10 +101,8 @@ def _probe(start: Starter) -> np.ndarray:
                           "tenant": np.zeros(n, dtype=np.int64), "offset": np.arange(n, dtype=np.int64) * 4096,
                           "size": np.full(n, 4096, dtype=np.int64), "is_read": np.ones(n, dtype=bool)})
     with start({}, 1) as served:
-        res = replay(probe, {0: served.uris[0]}, warmup=True)
-    if res.errors:
-        raise InputError(f"the unthrottled probe failed: {res.first_error}", "check")
-    return res.requests["response_ns"].to_numpy().astype(np.float64)
+        log = served.run(probe, warmup=True)
+    return log["response_ns"].to_numpy().astype(np.float64)
 
 
 def service_device(responses_ns: np.ndarray) -> dict[str, Any]:
@@ -121,10 +134,8 @@ def check(trace: pl.DataFrame, policy: str, params: dict[str, Any], start: Start
     with start(spec, tenants) as served:
         # No warm-up reads: they would go through the limiter and leave its buckets
         # part full when the trace begins.
-        live = replay(trace, served.uris, connections=served.connections)
-    if live.errors:
-        raise InputError(f"{sum(live.errors.values())} request(s) failed live: {live.first_error}", "check")
-    pred, meas = per_tenant(predicted, names), per_tenant(live.requests, names)
+        measured = served.run(trace, warmup=False)
+    pred, meas = per_tenant(predicted, names), per_tenant(measured, names)
     stats = ["requests", "iops", *(f"p{q}_ns" for q in PERCENTILES)]
     table = pred.select("tenant", "name", *stats).join(meas.select("tenant", *stats), on="tenant",
                                                        suffix="_meas", how="left")
@@ -135,10 +146,10 @@ def check(trace: pl.DataFrame, policy: str, params: dict[str, Any], start: Start
     gaps = []
     for t in table["tenant"].to_list():
         a = predicted.filter(pl.col("tenant") == t)["response_ns"].to_numpy()
-        b = live.requests.filter(pl.col("tenant") == t)["response_ns"].to_numpy()
+        b = measured.filter(pl.col("tenant") == t)["response_ns"].to_numpy()
         gaps.append(demerit(a, b))
     table = table.with_columns(pl.Series("demerit_ns", gaps))
-    return StackCheck(policy, spec, table, service_ns, predicted, live.requests, live)
+    return StackCheck(policy, spec, table, service_ns, predicted, measured)
 
 
-__all__ = ["MODEL_SERVERS", "StackCheck", "Starter", "check", "service_device"]
+__all__ = ["MODEL_SERVERS", "NbdServed", "Served", "StackCheck", "Starter", "check", "service_device"]

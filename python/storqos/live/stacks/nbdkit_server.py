@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import Any
 
 from storqos.base.errors import InputError
+from storqos.live.stacks.check import NbdServed
 from storqos.planning.targets.nbdkit import command_line
 
 #: How long one nbdkit has to start listening (s).
@@ -34,7 +35,7 @@ def require() -> str:
     return path
 
 
-class NbdkitServers:
+class NbdkitServers(NbdServed):
     """``with NbdkitServers(spec, tenants, latency_ns) as s: s.uris`` — each tenant's NBD
     URI, its own nbdkit with ``spec``'s rate over a null device of ``latency_ns``."""
 

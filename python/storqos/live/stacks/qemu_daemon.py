@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import Any
 
 from storqos.base.errors import InputError
+from storqos.live.stacks.check import NbdServed
 from storqos.planning.targets.qemu import daemon_args
 
 #: The program, from Debian's qemu-utils (7.2 in bookworm, 10.0 in its backports).
@@ -40,7 +41,7 @@ def require() -> str:
     return path
 
 
-class QemuDaemon:
+class QemuDaemon(NbdServed):
     """``with QemuDaemon(spec, tenants, latency_ns) as d: d.uris`` — each tenant's NBD
     URI, served by a throttle node with ``spec``'s limits over a null device of
     ``latency_ns``, open to ``connections`` clients per tenant."""
