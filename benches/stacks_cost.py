@@ -25,6 +25,7 @@ TENANTS = 8
 
 
 def workload(requests: int) -> pl.DataFrame:
+    """The benchmark's requests."""
     rng = np.random.default_rng(1)
     arrival = np.cumsum(rng.exponential(1e9 / (0.9 * CAPACITY), requests)).astype(np.int64)
     return pl.DataFrame({"arrival_ns": arrival, "tenant": rng.integers(0, TENANTS, requests),
@@ -33,6 +34,7 @@ def workload(requests: int) -> pl.DataFrame:
 
 
 def settings(name: str) -> dict[str, str]:
+    """Each model's per-tenant settings."""
     share = 1.5 * 0.9 * CAPACITY / TENANTS
     iops = ",".join([f"{share:.0f}"] * TENANTS)
     spdk = ",".join([f"{1000 * round(share / 1000)}"] * TENANTS)
@@ -51,7 +53,8 @@ def main() -> None:
     print(f"{args.requests:,} requests, {TENANTS} tenants, medians of {args.repeats}")
     print(f"{'model':<14} {'FCFS ns/req':>12} {'model ns/req':>13} {'ratio':>6} {'range':>12}")
     for name in ("qemu-throttle", "blk-throttle", "bfq", "nbdkit-rate", "spdk-qos", "ceph-mclock", "rbd-qos"):
-        base, model = [], []
+        base: list[float] = []
+        model: list[float] = []
         for _ in range(args.repeats):
             for policy, params, out in (("fcfs", {}, base), (name, settings(name), model)):
                 t = time.perf_counter()
