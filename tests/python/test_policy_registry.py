@@ -42,6 +42,9 @@ OWN_MODULES: dict[str, tuple[tuple[str, ...], str]] = {
     "model/fclb/cases.py": (("fclb",), "seed 003 §4.5 compares FCLB, a fixed bucket and its YFQ back end alone"),
     "planning/planner.py": (("miser", "rtt-fq"), "seed 000's recombiners of RTT's classes: Miser, and fair queuing "
                                                 "(rtt-fq, over WF2Q+)"),
+    "planning/targets/derive.py": (("qemu-throttle", "blk-throttle", "bfq", "nbdkit-rate", "spdk-qos", "ceph-mclock",
+                                    "rbd-qos"), "each real system's settings derived from SLOs, in its own units"),
+    "planning/targets/emit.py": (("bfq",), "the kernel's BFQ weights are written where its throttle limits are not"),
 }
 
 #: Modules outside the registry and the owners that still name policies as values, and

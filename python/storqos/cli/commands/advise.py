@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich import box
@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from storqos.base.console import emit_json, err, out
+from storqos.base.errors import InputError
 from storqos.base.units import fmt_ms as _ms  # the ms columns as every table prints them, report.html's too
 
 
@@ -47,6 +48,14 @@ def advise_cmd(
         "--headroom", help="Extra load every answer must also survive: a capacity counts only if every SLO still "
         "holds with every tenant's arrival rate this much higher (the same requests arriving faster); 0 turns it "
         "off.")] = "10%",
+    target: Annotated[str | None, typer.Option(
+        "--target", help="Advise the QoS of a system you run instead of storqos' policies: qemu, libvirt, cgroup, "
+        "nbdkit, spdk, ceph or rbd; its model's settings are searched and the cheapest answer is printed in the "
+        "system's own syntax (docs/stacks.md).", show_default=False)] = None,
+    check_live: Annotated[bool, typer.Option(
+        "--check-live", help="With --target qemu, libvirt, nbdkit or cgroup: run the answer on the real system "
+        "here, in front of an emulated device of 1 ms latency, and show it measured beside the model "
+        "(storqos check).")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the advice as JSON (for scripts) instead of tables.")] = False,
 ) -> None:
     """Find the least capacity at which each policy keeps every tenant's SLO, rank the policies, and prove it by simulation.
@@ -74,6 +83,26 @@ def advise_cmd(
     backend = "serial" if backend == "local" and workers == 1 else backend
     if out_dir is not None:
         check_output_dir(out_dir, "--out")
+    if target is not None:
+        from storqos.model import registry
+
+        if policy is not None:
+            raise InputError("give --target or --policy, not both (a target's models are its policies)", "--target")
+        models = registry.for_target(target)
+        if not models:
+            raise InputError(f"unknown system {target!r} (known: {', '.join(registry.targets())})", "--target")
+        policy = ",".join(m.name for m in models)
+    live_target = None
+    if check_live:
+        from storqos.cli.commands.check import LIVE_TARGETS, starter
+
+        if target is None:
+            raise InputError("--check-live runs a target's answer: give --target too", "--check-live")
+        live_target = "qemu" if target == "libvirt" else target
+        if live_target not in LIVE_TARGETS:
+            raise InputError(f"{target} cannot be run here (these can: qemu, libvirt, "
+                             f"{', '.join(t for t in LIVE_TARGETS if t != 'qemu')})", "--check-live")
+        start = starter(live_target, 1_000_000)  # says what to install before the search
     kinds = parse_policies(policy)
     h = parse_headroom(headroom)
     problem = load_problem(file, max_capacity=max_capacity, headroom=h)
@@ -83,8 +112,16 @@ def advise_cmd(
         task = progress.add_task(f"{problem.name}: searching {len(kinds)} policies on {backend}", total=len(kinds))
         advice = advise(problem, kinds, backend=backend, workers=workers, on_done=lambda _i: progress.advance(task))
     files = write_outputs(advice, out_dir) if out_dir is not None else {}
+    pasted = _target_settings(advice, target) if target is not None else None
+    checked = None
+    if live_target is not None and pasted is not None and pasted["spec"] is not None:
+        from storqos.live.stacks.check import check
+
+        names = [t.name for t in problem.tenants]
+        checked = check(problem.trace, pasted["spec"], {}, start, names=names)
     if json_out:
-        emit_json({**advice.summary(), "files": files})
+        emit_json({**advice.summary(), "files": files, **({"settings": pasted} if pasted is not None else {}),
+                   **({"check_live": checked.tenants.to_dicts()} if checked is not None else {})})
         return
     fam = problem.family
     more = headroom_text(problem.headroom)
@@ -153,8 +190,35 @@ def advise_cmd(
         if r.status == "never":
             out.print(f"{DISPLAY.get(r.policy, r.policy)}: never: {reason(r)}")
     out.print(Text.assemble(("advice:", "bold"), f" {advice.explanation()}"))
+    if pasted is not None:
+        if pasted["lines"]:
+            out.print(Text.assemble((f"{target} settings", "bold"), f" ({pasted['policy']} at "
+                                    f"{pasted['capacity']:,.0f} IOPS):"))
+            for line in pasted["lines"]:
+                out.print(line, soft_wrap=True, markup=False, highlight=False)
+        else:
+            out.print(f"{target}: no settings meet every SLO at any capacity the search allows")
+    if checked is not None:
+        from storqos.cli.commands.check import table as check_table
+
+        out.print(check_table(f"{checked.policy} on {live_target}, live: predicted, Δ live", checked.tenants))
     for name, path in files.items():
         out.print(f"{name}: {path}")
+
+
+def _target_settings(advice: Any, target: str) -> dict[str, Any]:
+    """The cheapest answer's settings in ``target``'s syntax (no lines: none holds)."""
+    from storqos.planning.advise import policy_for
+    from storqos.planning.targets.emit import settings
+
+    held = [r for r in advice.ranked if r.status == "ok"]
+    if not held:
+        return {"target": target, "policy": None, "capacity": None, "spec": None, "lines": []}
+    best = held[0]
+    spec = policy_for(advice.problem, best.policy, best.capacity)
+    names = [t.name for t in advice.problem.tenants]
+    return {"target": target, "policy": best.policy, "capacity": best.capacity, "spec": spec,
+            "lines": settings(target, spec, names)}
 
 
 def register(app: typer.Typer) -> None:

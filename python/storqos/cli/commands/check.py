@@ -29,13 +29,13 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:+.1f}%"
 
 
-def _table(title: str, table: pl.DataFrame) -> Table:
+def table(title: str, rows: pl.DataFrame) -> Table:
     """Per tenant: IOPS predicted and its error live, p50 and p99 predicted and their
     errors, and the demerit, in 80 columns."""
     t = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False)
     for col in ("tenant", "IOPS", "Δ", "p50 ms", "Δ", "p99 ms", "Δ", "demerit ms"):
         t.add_column(col, justify="left" if col == "tenant" else "right", overflow="fold")
-    for row in table.to_dicts():
+    for row in rows.to_dicts():
         t.add_row(row["name"], f"{row['iops_pred']:,.1f}", _pct(row["iops_err"]),
                   fmt_ms(row["p50_ns_pred"]), _pct(row["p50_err"]), fmt_ms(row["p99_ns_pred"]), _pct(row["p99_err"]),
                   fmt_ms(row["demerit_ns"]))
@@ -116,7 +116,7 @@ def check(
         emit_json({"target": key, "policy": res.policy, "spec": res.spec, "service_ns": res.service_ns,
                    "tenants": res.tenants.to_dicts()})
         return
-    out.print(_table(f"{found.name} on {key}, service {fmt_ms(res.service_ns)} ms: predicted, Δ live",
+    out.print(table(f"{found.name} on {key}, service {fmt_ms(res.service_ns)} ms: predicted, Δ live",
                      res.tenants))
 
 

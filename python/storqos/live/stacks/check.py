@@ -116,11 +116,13 @@ def service_device(responses_ns: np.ndarray) -> dict[str, Any]:
             "service": {"kind": "measured", "classes": classes}}
 
 
-def check(trace: pl.DataFrame, policy: str, params: dict[str, Any], start: Starter, *,
+def check(trace: pl.DataFrame, policy: str | dict[str, Any], params: dict[str, Any], start: Starter, *,
           names: list[str] | None = None, seed: int = 1) -> StackCheck:
     """Check ``policy`` (a model of the system ``start`` runs, with its ``params``, as
-    ``storqos simulate`` takes them) on ``trace``: simulated, then replayed live."""
+    ``storqos simulate`` takes them; or a ready core spec) on ``trace``: simulated, then
+    replayed live."""
     spec = policy_spec(policy, **params)
+    policy = policy if isinstance(policy, str) else str(spec["kind"])
     tenants = int(trace["tenant"].cast(pl.Int64).max() or 0) + 1 if trace.height else 0  # type: ignore[arg-type]
     if not tenants:
         raise InputError("the trace has no requests", "check")

@@ -19,6 +19,8 @@ rates fit only today's load cannot hold at more, whatever the capacity). Then, p
   (``Cmin(merged, max P_i, min D_i)``, at the planned load), δ = min D_i; provisioned from Cmin + 1/δ up
   (ΔC·δ ≥ 1), so that is the least capacity it is tried at (:func:`policy_floor`).
 - **FCLB+YFQ** (seed 003): ⟨IOPS_i, RT_i⟩ = ⟨rate_i, D_i⟩ over YFQ weighted by rate.
+- **The models of real systems** (QEMU, blk-cgroup, nbdkit, SPDK, Ceph, librbd;
+  ``--target``): their settings from the rates, :mod:`storqos.planning.targets.derive`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from storqos.base.errors import InputError
+from storqos.model import registry
 from storqos.model.specs import canonical_policy, policy_spec
 from storqos.planning.advise.bounds import cmin
 from storqos.planning.advise.problem import Problem, scaled_trace
@@ -116,6 +119,11 @@ def policy_for(p: Problem, kind: str, capacity: float) -> dict[str, Any]:
     if kind == "fclb":
         return policy_spec("fclb", workloads=[{"iops": x, "rt_ns": d} for x, d in zip(r, deadlines, strict=True)],
                            weights=weights)
+    entry = registry.lookup(kind)
+    if entry is not None and entry.targets:  # a model of a system operators run
+        from storqos.planning.targets.derive import stack_spec
+
+        return stack_spec(p, entry.name, capacity, r)
     raise InputError(f"advise cannot derive the parameters of {kind!r} (it can: {', '.join(SUPPORTED_POLICIES)})",
                      "--policy")
 
@@ -141,7 +149,7 @@ def parse_policies(text: str | Sequence[str] | None) -> list[str]:
     for s in items:
         s = ALIASES.get(s.lower(), s)
         k = canonical_policy(s)
-        if k not in SUPPORTED_POLICIES:
+        if k not in SUPPORTED_POLICIES and not registry.policy(k).targets:
             raise InputError(f"advise cannot derive the parameters of {s!r} from SLOs (it can: "
                              f"{', '.join(SUPPORTED_POLICIES)})", "--policy")
         if k not in out:

@@ -39,11 +39,10 @@ def command_line(spec: dict[str, Any], tenant: int, plugin: list[str], *, socket
     return [*args, *plugin, *rate_args(spec, tenant)]
 
 
-def shell(spec: dict[str, Any], tenants: int, plugin: list[str]) -> list[str]:
-    """Each tenant's nbdkit command line, ready to paste (one export per tenant, each on
-    its own port from 10809)."""
-    return [shlex.join([*command_line(spec, t, plugin)[:1], "--port", str(10809 + t),
-                        *command_line(spec, t, plugin)[1:]]) for t in range(tenants)]
+def shell_line(spec: dict[str, Any], tenant: int, plugin: list[str], port: int) -> str:
+    """``tenant``'s nbdkit command line, ready to paste, serving ``plugin`` on ``port``."""
+    argv = command_line(spec, tenant, plugin)
+    return shlex.join([argv[0], "--port", str(port), *argv[1:]])
 
 
-__all__ = ["command_line", "rate_args", "shell"]
+__all__ = ["command_line", "rate_args", "shell_line"]
