@@ -65,7 +65,7 @@ def stack_spec(p: Problem, policy: str, capacity: float, rates: list[float]) -> 
                            threads="1")
     if policy == "bfq":
         top = max(rates)
-        return policy_spec(policy, weights=[str(max(1, round(BFQ_MAX_WEIGHT * r / top))) for r in rates])
+        return policy_spec(policy, weights=[float(max(1, round(BFQ_MAX_WEIGHT * r / top))) for r in rates])
     if policy == "ceph-mclock":
         share = min(1.0, sum(rates) / capacity) if capacity > 0 else 1.0
         return policy_spec(policy, mclock_profile="custom", total_capacity=capacity, classes=["client"] * n,
