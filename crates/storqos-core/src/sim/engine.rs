@@ -467,6 +467,7 @@ where
         (AnyScheduler::Miser(s), d) => simulate(open, closed, s, d, cfg),
         (AnyScheduler::SarcAvatar(s), d) => simulate(open, closed, &mut **s, d, cfg),
         (AnyScheduler::SarcFacade(s), d) => simulate(open, closed, &mut **s, d, cfg),
+        (AnyScheduler::Stack(s), d) => simulate(open, closed, &mut **s, d, cfg),
         (AnyScheduler::Boxed(s), d) => simulate(open, closed, &mut **s, d, cfg),
     }
 }

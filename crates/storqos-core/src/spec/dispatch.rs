@@ -35,8 +35,80 @@ pub enum AnyScheduler {
     SarcAvatar(Box<SarcAvatar>),
     /// SARC over Facade (seed 001's E1 baseline).
     SarcFacade(Box<SarcFacade>),
+    /// The models of the systems operators run ([`crate::stacks`]), boxed (they are
+    /// large) but dispatched statically like the others.
+    Stack(Box<StackScheduler>),
     /// Any other policy (composites).
     Boxed(Box<dyn Scheduler + Send>),
+}
+
+/// One of the models of [`crate::stacks`], statically dispatched.
+pub enum StackScheduler {
+    /// QEMU's throttling.
+    Qemu(crate::stacks::qemu::QemuThrottle),
+    /// Linux blk-throttle.
+    BlkThrottle(crate::stacks::blk_throttle::BlkThrottle),
+    /// Linux BFQ.
+    Bfq(crate::stacks::bfq::Bfq),
+    /// nbdkit's rate filter.
+    Nbdkit(crate::stacks::Throttled<crate::stacks::nbdkit::NbdkitRate>),
+    /// SPDK's bdev QoS.
+    Spdk(crate::stacks::spdk::SpdkQos),
+    /// Ceph's mClock profiles.
+    Ceph(crate::stacks::ceph::CephMclock),
+    /// librbd's QoS.
+    Rbd(crate::stacks::librbd::RbdQos),
+}
+
+macro_rules! each_stack {
+    ($self:expr, $s:ident => $e:expr) => {
+        match $self {
+            StackScheduler::Qemu($s) => $e,
+            StackScheduler::BlkThrottle($s) => $e,
+            StackScheduler::Bfq($s) => $e,
+            StackScheduler::Nbdkit($s) => $e,
+            StackScheduler::Spdk($s) => $e,
+            StackScheduler::Ceph($s) => $e,
+            StackScheduler::Rbd($s) => $e,
+        }
+    };
+}
+
+impl Scheduler for StackScheduler {
+    fn name(&self) -> String {
+        each_stack!(self, s => s.name())
+    }
+    #[inline]
+    fn admit(&mut self, req: &Request, now: Nanos) -> bool {
+        each_stack!(self, s => s.admit(req, now))
+    }
+    #[inline]
+    fn enqueue(&mut self, req: Request, now: Nanos) {
+        each_stack!(self, s => s.enqueue(req, now))
+    }
+    #[inline]
+    fn dispatch(&mut self, now: Nanos, dev: &DeviceState) -> Option<Request> {
+        each_stack!(self, s => s.dispatch(now, dev))
+    }
+    #[inline]
+    fn complete(&mut self, done: &Completion, now: Nanos) {
+        each_stack!(self, s => s.complete(done, now))
+    }
+    #[inline]
+    fn next_timer(&self) -> Option<Nanos> {
+        each_stack!(self, s => s.next_timer())
+    }
+    #[inline]
+    fn on_timer(&mut self, now: Nanos) {
+        each_stack!(self, s => s.on_timer(now))
+    }
+    #[inline]
+    fn queued(&self) -> usize {
+        each_stack!(self, s => s.queued())
+    }
+    fn gauges(&self, sink: &mut dyn FnMut(&str, f64)) {
+        each_stack!(self, s => s.gauges(sink))
+    }
 }
 
 macro_rules! each_scheduler {
@@ -51,6 +123,7 @@ macro_rules! each_scheduler {
             AnyScheduler::Miser($s) => $e,
             AnyScheduler::SarcAvatar($s) => $e,
             AnyScheduler::SarcFacade($s) => $e,
+            AnyScheduler::Stack($s) => $e,
             AnyScheduler::Boxed($s) => $e,
         }
     };

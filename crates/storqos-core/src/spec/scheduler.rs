@@ -23,7 +23,7 @@ use serde::Deserialize;
 use crate::error::Result;
 use crate::schedulers::{CostModel, Edf, FairQueue, Fcfs, FlowKey, Sfq, Wf2q};
 use crate::shaping::{Capacity, Miser, Rtt, RttStage};
-use crate::spec::dispatch::AnyScheduler;
+use crate::spec::dispatch::{AnyScheduler, StackScheduler};
 use crate::time::Nanos;
 use crate::twolevel::{TwoLevelSpec, Upper};
 
@@ -307,13 +307,13 @@ impl SchedulerSpec {
                 }
                 AnyScheduler::Boxed(Box::new(b))
             }
-            SchedulerSpec::QemuThrottle(p) => AnyScheduler::Boxed(Box::new(p.build()?)),
-            SchedulerSpec::BlkThrottle(p) => AnyScheduler::Boxed(Box::new(p.build()?)),
-            SchedulerSpec::SpdkQos(p) => AnyScheduler::Boxed(Box::new(p.build()?)),
-            SchedulerSpec::Bfq(p) => AnyScheduler::Boxed(Box::new(p.build()?)),
-            SchedulerSpec::NbdkitRate(p) => AnyScheduler::Boxed(Box::new(p.build()?)),
-            SchedulerSpec::CephMclock(p) => AnyScheduler::Boxed(Box::new(p.build()?)),
-            SchedulerSpec::RbdQos(p) => AnyScheduler::Boxed(Box::new(p.build()?)),
+            SchedulerSpec::QemuThrottle(p) => AnyScheduler::Stack(Box::new(StackScheduler::Qemu(p.build()?))),
+            SchedulerSpec::BlkThrottle(p) => AnyScheduler::Stack(Box::new(StackScheduler::BlkThrottle(p.build()?))),
+            SchedulerSpec::SpdkQos(p) => AnyScheduler::Stack(Box::new(StackScheduler::Spdk(p.build()?))),
+            SchedulerSpec::Bfq(p) => AnyScheduler::Stack(Box::new(StackScheduler::Bfq(p.build()?))),
+            SchedulerSpec::NbdkitRate(p) => AnyScheduler::Stack(Box::new(StackScheduler::Nbdkit(p.build()?))),
+            SchedulerSpec::CephMclock(p) => AnyScheduler::Stack(Box::new(StackScheduler::Ceph(p.build()?))),
+            SchedulerSpec::RbdQos(p) => AnyScheduler::Stack(Box::new(StackScheduler::Rbd(p.build()?))),
             SchedulerSpec::Fclb { .. } => {
                 let (params, then) = self.fclb_parts().expect("an fclb spec");
                 AnyScheduler::Boxed(Box::new(params.build(then.build()?)?))
