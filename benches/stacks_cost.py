@@ -5,6 +5,7 @@
 share (so they shape bursts but the device stays the bottleneck) or, for BFQ, equal
 weights. FCFS and the model run alternately in one process, ``--repeats`` times each;
 the ratio is of the medians (this machine moves ±25 % from one process to the next).
+storqos' own mClock and WF2Q+ with the same tenants are run too, for scale.
 
     .venv/bin/python benches/stacks_cost.py
     .venv/bin/python benches/stacks_cost.py --requests 200000 --repeats 3
@@ -41,7 +42,8 @@ def settings(name: str) -> dict[str, str]:
     bps = ",".join([f"{share * 4096:.0f}"] * TENANTS)
     return {"qemu-throttle": {"iops": iops}, "blk-throttle": {"read_iops": iops, "write_iops": iops},
             "bfq": {"weights": ",".join(["100"] * TENANTS)}, "nbdkit-rate": {"bps": bps},
-            "spdk-qos": {"iops": spdk}, "ceph-mclock": {}, "rbd-qos": {"iops": iops}}[name]
+            "spdk-qos": {"iops": spdk}, "ceph-mclock": {}, "rbd-qos": {"iops": iops},
+            "mclock": {"reservations": ",".join(["0"] * TENANTS)}, "wf2q": {"weights": ",".join(["1"] * TENANTS)}}[name]
 
 
 def main() -> None:
@@ -52,7 +54,8 @@ def main() -> None:
     trace = workload(args.requests)
     print(f"{args.requests:,} requests, {TENANTS} tenants, medians of {args.repeats}")
     print(f"{'model':<14} {'FCFS ns/req':>12} {'model ns/req':>13} {'ratio':>6} {'range':>12}")
-    for name in ("qemu-throttle", "blk-throttle", "bfq", "nbdkit-rate", "spdk-qos", "ceph-mclock", "rbd-qos"):
+    for name in ("qemu-throttle", "blk-throttle", "bfq", "nbdkit-rate", "spdk-qos", "ceph-mclock", "rbd-qos",
+                 "mclock", "wf2q"):
         base: list[float] = []
         model: list[float] = []
         for _ in range(args.repeats):
