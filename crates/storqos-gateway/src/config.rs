@@ -372,7 +372,7 @@ fn one_line(e: &serde_json::Error) -> String {
 
 impl Config {
     /// Parse and validate a JSON configuration (see the module documentation).
-    /// Export paths are checked when the gateway opens them ([`crate::start`]).
+    /// Export paths are checked when the gateway opens them ([`crate::server::start()`]).
     pub fn from_json(json: &str) -> Result<Config> {
         let raw: RawConfig = serde_json::from_str(json).map_err(|e| Error::Config(one_line(&e)))?;
         let mut exports = Vec::with_capacity(raw.exports.len());

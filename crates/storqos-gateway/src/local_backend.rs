@@ -1,11 +1,11 @@
 //! The gateway's backend ([`Backend`]): the exports' files on this host. A read of at
 //! most [`INLINE_READ_MAX`] that the page cache holds is done at once, in the engine's
-//! own thread ([`Export::read_nowait`], which never blocks); with `ring_reads`, a read
+//! own thread ([`crate::export::Export::read_nowait`], which never blocks); with `ring_reads`, a read
 //! of a direct export is submitted to io_uring ([`crate::uring`]), its completion
 //! reaped when the ring's eventfd wakes the engine; every other I/O goes to one of the
 //! `depth` dedicated I/O threads ([`crate::pool`]), which runs the blocking positional
 //! read / write (and the `fdatasync` of a FUA write) and sends
-//! [`Msg::Done`](crate::message::Msg::Done) back. A slot is an I/O thread: a ring read
+//! [`crate::message::Msg::Done`] back. A slot is an I/O thread: a ring read
 //! takes one too and leaves its thread idle.
 
 use tokio::sync::mpsc::UnboundedSender;
@@ -21,7 +21,7 @@ use crate::protocol::EIO;
 /// thread.
 pub const INLINE_READ_MAX: u32 = 64 << 10;
 
-/// The ring's eventfd registered with the runtime ([`watch_ring`]).
+/// The ring's eventfd registered with the runtime (`watch_ring`).
 #[cfg(target_os = "linux")]
 pub type RingReady = Option<tokio::io::unix::AsyncFd<std::os::fd::RawFd>>;
 /// No ring off Linux.

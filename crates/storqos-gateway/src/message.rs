@@ -115,7 +115,7 @@ pub enum Msg {
     },
     /// Stop: dispatch nothing more, wait for the outstanding I/Os, return.
     Stop,
-    /// A deadline given to the [`Waker`] has come (nothing else to do).
+    /// A deadline given to the [`crate::waker::Waker`] has come (nothing else to do).
     Wake,
     /// Report the loop's state now (for a metrics scrape).
     Probe(tokio::sync::oneshot::Sender<Probe>),

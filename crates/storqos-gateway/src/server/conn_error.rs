@@ -1,4 +1,4 @@
-//! Why a connection ends early ([`ConnError`]), and the reads and writes of whole
+//! Why a connection ends early (`ConnError`), and the reads and writes of whole
 //! messages that say it.
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};

@@ -1,6 +1,6 @@
 //! The NBD server, by job:
 //!
-//! - [`start`]: check the configuration, open the exports, build the policy, bind, and
+//! - [`start`](mod@start): check the configuration, open the exports, build the policy, bind, and
 //!   run the engine and the accept loop on a runtime of the gateway's own;
 //! - [`options`] and [`ready`]: what a start is given beside its configuration, and what
 //!   it reports once it listens;

@@ -50,7 +50,7 @@ pub struct ReadyInfo {
     pub direct_reads: String,
     /// The exports.
     pub exports: Vec<ExportInfo>,
-    /// What [`check`] found doubtful without refusing it (a socket a running gateway
+    /// What [`crate::server::start::check`] found doubtful without refusing it (a socket a running gateway
     /// answers on); empty when the gateway starts.
     pub warnings: Vec<String>,
 }

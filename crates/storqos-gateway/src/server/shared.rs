@@ -1,4 +1,4 @@
-//! What every connection of a gateway shares ([`Shared`]): the exports, the engine's
+//! What every connection of a gateway shares (`Shared`): the exports, the engine's
 //! channel, the statistics, the limits and budgets, the log; and the guards that count
 //! a connection while it is open.
 

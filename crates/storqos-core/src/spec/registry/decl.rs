@@ -24,7 +24,7 @@ pub enum Value {
     Size,
     /// A percentile (`95`, `99.9`).
     Percent,
-    /// One word of [`Param::choices`].
+    /// One word of the [`Param`]'s `choices`.
     Choice,
     /// Per-tenant numbers, in tenant order (`2,1` or `[2, 1]`).
     Numbers,
@@ -34,7 +34,7 @@ pub enum Value {
     ByteRates,
     /// Per-tenant sizes in bytes (`64KiB,none`), `none` where a tenant has none.
     Sizes,
-    /// Per-tenant words, each one of [`Param::choices`] (`client,recovery`).
+    /// Per-tenant words, each one of the [`Param`]'s `choices` (`client,recovery`).
     Choices,
     /// Per-tenant durations (`10ms,50ms`).
     Durations,
@@ -220,7 +220,7 @@ pub struct Policy {
     /// Its other names (each the same algorithm under its usual name, the core's, or
     /// a seed's): the one table of aliases; nothing else is taken for a policy.
     pub aliases: &'static [&'static str],
-    /// The core's kind its spec has ([`SchedulerSpec`]'s `kind`).
+    /// The core's kind its spec has ([`crate::spec::SchedulerSpec`]'s `kind`).
     pub kind: &'static str,
     /// What it is, in one line (with the options it needs).
     pub summary: &'static str,
