@@ -45,6 +45,8 @@ OWN_MODULES: dict[str, tuple[tuple[str, ...], str]] = {
     "planning/targets/derive.py": (("qemu-throttle", "blk-throttle", "bfq", "nbdkit-rate", "spdk-qos", "ceph-mclock",
                                     "rbd-qos"), "each real system's settings derived from SLOs, in its own units"),
     "planning/targets/emit.py": (("bfq",), "the kernel's BFQ weights are written where its throttle limits are not"),
+    "live/stacks/cgroup.py": (("blk-throttle", "bfq"), "the kernel's blk-cgroup set up for either model: throttle "
+                                                       "files, or BFQ as the scheduler and its weights"),
 }
 
 #: Modules outside the registry and the owners that still name policies as values, and

@@ -67,9 +67,9 @@ def run_with_progress(label: str, work: Callable[[], T]) -> T:
 
 
 @contextmanager
-def progress_bar(label: str, total: int) -> Iterator[Callable[[int, int], None]]:
+def progress_bar(label: str, total: int | None) -> Iterator[Callable[[int, int], None]]:
     """A progress bar of ``total`` steps on stderr (only on a terminal); yields
-    ``update(done, total)``."""
+    ``update(done, total)``; ``total`` None: a bar that only says it runs."""
     if not sys.stderr.isatty():
         yield lambda done, total: None
         return

@@ -198,10 +198,10 @@ def advise_cmd(
                 out.print(line, soft_wrap=True, markup=False, highlight=False)
         else:
             out.print(f"{target}: no settings meet every SLO at any capacity the search allows")
-    if checked is not None:
+    if checked is not None and pasted is not None:
         from storqos.cli.commands.check import table as check_table
 
-        out.print(check_table(f"{checked.policy} on {live_target}, live: predicted, Δ live", checked.tenants))
+        out.print(check_table(f"{pasted['policy']} on {live_target}, live: predicted, Δ live", checked.tenants))
     for name, path in files.items():
         out.print(f"{name}: {path}")
 

@@ -1,5 +1,6 @@
 """``storqos check``: a model of a real QoS system (QEMU's throttling, nbdkit's rate
-filter) checked against that system on this machine, predicted beside measured."""
+filter, Linux's blk-throttle and BFQ) checked against that system on this machine,
+predicted beside measured."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ if TYPE_CHECKING:
     import polars as pl
 
 #: The systems ``storqos check`` starts, and how.
-LIVE_TARGETS = ("qemu", "nbdkit")
+LIVE_TARGETS = ("qemu", "nbdkit", "cgroup")
+#: The emulated device's latency where the system runs over one.
+DEFAULT_LATENCY = "1ms"
 
 
 def _pct(x: float | None) -> str:
@@ -42,8 +45,10 @@ def table(title: str, rows: pl.DataFrame) -> Table:
     return t
 
 
-def starter(target: str, latency_ns: int) -> Any:
-    """What starts ``target`` for a spec and a number of tenants (:data:`storqos.live.stacks.check.Starter`)."""
+def starter(target: str, latency_ns: int, *, kind: str | None = None) -> Any:
+    """What starts ``target`` for a spec and a number of tenants (:data:`storqos.live.stacks.check.Starter`);
+    ``latency_ns`` is the emulated device's (not for ``cgroup``, which runs on a loop
+    device; ``kind``: the model's core kind, whose kernel parts ``cgroup`` checks for)."""
     if target == "qemu":
         from storqos.live.stacks.qemu_daemon import QemuDaemon, require
 
@@ -55,6 +60,12 @@ def starter(target: str, latency_ns: int) -> Any:
 
         need_nbdkit()
         return functools.partial(NbdkitServers, latency_ns=latency_ns)
+    if target == "cgroup":
+        from storqos.live.stacks.cgroup import CgroupDevice
+        from storqos.live.stacks.cgroup import require as need_cgroup
+
+        need_cgroup(kind=kind)
+        return CgroupDevice
     raise InputError(f"unknown system {target!r} (known: {', '.join(LIVE_TARGETS)})", "TARGET")
 
 
@@ -65,8 +76,10 @@ def check(
                                                  show_default=False)],
     policy: Annotated[str | None, typer.Option("--policy", "-p", help="The model of the system (default: the "
                                                                       "system's one).", show_default=False)] = None,
-    latency: Annotated[str, typer.Option(help="The emulated device's latency per request, whatever is in flight "
-                                              "(nbdkit: whole milliseconds).")] = "1ms",
+    latency: Annotated[str | None, typer.Option(help="The emulated device's latency per request, whatever is in "
+                                                     f"flight (default {DEFAULT_LATENCY}; nbdkit: whole milliseconds; "
+                                                     "cgroup: not taken, the loop device has its own).",
+                                                show_default=False)] = None,
     max_requests: Annotated[int | None, typer.Option(help="Check only the first N requests.")] = None,
     format: FormatOpt = None,
     time_unit: TimeUnitOpt = None,
@@ -80,13 +93,17 @@ def check(
     `storqos simulate` takes them), then replayed live through the real system started
     here in front of an emulated device of fixed latency: QEMU's qemu-storage-daemon
     with throttle groups, one NBD export per tenant, or one nbdkit with its rate filter
-    per tenant. Per tenant: IOPS, p50 and p99 predicted, each one's difference live
+    per tenant. For cgroup (as root, with the cgroup v1 blkio controller), a loop device
+    in memory with direct I/O, one blkio cgroup per tenant with its throttle limits or
+    BFQ weight, each tenant's requests issued from inside its cgroup. Per tenant: IOPS, p50 and p99 predicted, each one's difference live
     (Δ = live / predicted − 1), and the demerit (the RMS horizontal distance between
     the predicted and the live response-time distributions).
 
     Example: [bold]storqos check qemu web.trace batch.trace --iops 200,100 --iops-burst 400,none[/bold]
 
     Example: [bold]storqos check nbdkit web.trace --bps 2MiB/s --latency 2ms[/bold]
+
+    Example: [bold]sudo storqos check cgroup web.trace batch.trace --policy bfq --weights 300,100[/bold]
     """
     from storqos.live.stacks.check import check as run
 
@@ -99,12 +116,15 @@ def check(
     if found is None or found not in models:
         raise InputError(f"{name!r} is no model of {key} (its models: {', '.join(p.name for p in models)})",
                          "--policy")
-    latency_ns = parse_duration(latency, "--latency", default_unit="ms")
+    if key == "cgroup" and latency is not None:
+        raise InputError("the cgroup check runs on a loop device, whose latency is its own: drop --latency",
+                         "--latency")
+    latency_ns = parse_duration(latency or DEFAULT_LATENCY, "--latency", default_unit="ms")
     if latency_ns <= 0:
         raise InputError(f"must be > 0, got {latency!r}", "--latency")
     if max_requests is not None and max_requests < 1:
         raise InputError(f"must be >= 1, got {max_requests}", "--max-requests")
-    start = starter(key, latency_ns)
+    start = starter(key, latency_ns, kind=found.kind)
     df, names = load_tenants(traces, format, time_unit, sort, None)
     if max_requests is not None:
         df = df.head(max_requests)

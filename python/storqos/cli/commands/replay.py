@@ -1,4 +1,5 @@
-"""``storqos replay``: send a trace's requests to live storage over NBD and log what it did."""
+"""``storqos replay``: send a trace's requests to live storage, over NBD or to a local
+file or block device, and log what it did."""
 
 from __future__ import annotations
 
@@ -52,8 +53,9 @@ def tenant_uris(uri: str, mapping: list[str], tenants: list[int], names: dict[in
 
 def replay(
     trace: Annotated[Path, typer.Argument(help="Trace file (any supported format).", show_default=False)],
-    uri: Annotated[str, typer.Argument(help="NBD URI of the storage: nbd://HOST:PORT/EXPORT "
-                                            "(nbds:// with TLS, nbd+unix:///EXPORT?socket=PATH).",
+    uri: Annotated[str, typer.Argument(help="The storage: an NBD URI, nbd://HOST:PORT/EXPORT (nbds:// with TLS, "
+                                            "nbd+unix:///EXPORT?socket=PATH), or a local file or block device "
+                                            "(/dev/loop0), read with direct I/O.",
                                        show_default=False)],
     tenant_map: Annotated[
         list[str] | None,
@@ -85,9 +87,12 @@ def replay(
     out_file: Annotated[
         Path | None, typer.Option("--out", "-o", help="Write every request (the columns of `storqos simulate "
                                                       "--out`) to .parquet, .csv or .json.")] = None,
+    writes: Annotated[bool, typer.Option("--writes", help="A local file or device: send the trace's writes too "
+                                                          "(they overwrite its data; without it, a trace with "
+                                                          "writes is refused).")] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Replay a trace against live storage over NBD, at the trace's timing.
+    """Replay a trace against live storage, over NBD or to a local file or block device, at the trace's timing.
 
     Every request is issued at its time in the trace (scaled by --speed), whatever the
     storage does, and its response time is measured from issue to reply. The per-request
@@ -101,13 +106,31 @@ def replay(
     Example: [bold]storqos replay web.trace nbd://127.0.0.1:10809/web --out live.parquet[/bold]
 
     Example: [bold]storqos replay mix.csv nbd://gw:10809/a --split-by device --tenant-map 1=b --speed 2[/bold]
+
+    A local file or block device is read (and, with --writes, written) with direct
+    I/O through io_uring, or blocking threads where the kernel refuses io_uring, each
+    tenant from a thread of its own; offsets wrap into it and go down, sizes up, to
+    4 KiB.
+
+    Example: [bold]sudo storqos replay reads.trace /dev/loop0 --out local.parquet[/bold]
     """
     from storqos.base.paths import check_table_file, write_table
     from storqos.base.progress import progress_bar
     from storqos.live.cpu_latency import can_keep_awake
+    from storqos.live.local_device import is_local_target
     from storqos.live.replay import replay as run
     from storqos.live.replay import warn_behind
 
+    local = is_local_target(uri)
+    if local:
+        nbd_only = {"--tenant-map": bool(tenant_map), "--closed": closed is not None, "--connections": connections != 1,
+                    "--awake-cpus": awake_cpus != "no", "--offsets": offsets != "wrap", "--timeout": timeout != "60s",
+                    "--max-outstanding": max_outstanding != 16384}
+        given = [k for k, v in nbd_only.items() if v]
+        if given:
+            raise InputError(f"{uri} is a local file or device: {', '.join(given)} apply over NBD only", given[0])
+    elif writes:
+        raise InputError("--writes is for a local file or device (over NBD, writes are always sent)", "--writes")
     can_keep_awake(awake_cpus)  # a typo, or `yes` where it cannot, fails before anything starts
     if offsets not in ("wrap", "error"):
         raise InputError(f"unknown value {offsets!r} (wrap or error)", "--offsets")
@@ -123,10 +146,17 @@ def replay(
     if max_requests is not None:
         df = df.head(max_requests)
     tenants = sorted(int(t) for t in df["tenant"].unique())
-    uris = tenant_uris(uri, tenant_map or [], tenants, names)
-    with progress_bar(f"replaying {df.height:,} requests", df.height) as update:
-        res = run(df, uris, speed=speed, max_outstanding=max_outstanding, closed=closed, connections=connections,
-                  wrap=offsets == "wrap", awake=awake_cpus, stall_s=stall_s, progress=update)
+    if local:
+        from storqos.live.local_device import replay_device
+
+        uris = dict.fromkeys(tenants, uri)
+        with progress_bar(f"replaying {df.height:,} requests to {uri}", None):
+            res = replay_device(df, uri, speed=speed, writes=writes)
+    else:
+        uris = tenant_uris(uri, tenant_map or [], tenants, names)
+        with progress_bar(f"replaying {df.height:,} requests", df.height) as update:
+            res = run(df, uris, speed=speed, max_outstanding=max_outstanding, closed=closed, connections=connections,
+                      wrap=offsets == "wrap", awake=awake_cpus, stall_s=stall_s, progress=update)
     if out_file is not None:
         write_table(res.requests, out_file)
     warn_behind(res)
