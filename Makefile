@@ -119,9 +119,10 @@ test-python: build test-setup python-tests
 # The Python tests alone, without (re)building and installing first (`make test` has).
 # Four workers on two cores: many of these tests wait on subprocesses (the CLI, servers
 # refusing bad settings), so two more workers fill the waits (157 s where -n auto's two
-# took 176 s).
+# took 176 s). `--dist loadgroup`: the tests of a module whose fixtures are costly (it
+# says `xdist_group`) go to one worker, which computes them once, not once per worker.
 python-tests:
-	$(VPY) -m pytest -m "not live" -n 4
+	$(VPY) -m pytest -m "not live" -n 4 --dist loadgroup
 	$(VPY) -m pytest -m live
 
 setup: $(DEPS)

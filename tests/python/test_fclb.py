@@ -14,6 +14,10 @@ from storqos.model.fclb.cases import run_experiment
 from storqos.model.fclb.spec import Workload, check_gain, fclb_spec, workload_spec, yfq_spec
 from storqos.model.specs import POLICIES, policy_spec
 
+#: The module-scoped fixtures cost seconds each: all of this module's tests go to one
+#: pytest-xdist worker (make test runs `--dist loadgroup`), which computes them once.
+pytestmark = pytest.mark.xdist_group("test_fclb")
+
 DISK = {"kind": "disk", "profile": "desktop-7200", "queue": "fifo"}
 SPAN = 9_100_000_000
 

@@ -11,6 +11,10 @@ from conftest import run_cli, shared_traces
 from storqos.planning.warming.workload import bimodal_days
 from storqos.traces import write_parquet
 
+#: The module-scoped fixtures cost seconds each: all of this module's tests go to one
+#: pytest-xdist worker (make test runs `--dist loadgroup`), which computes them once.
+pytestmark = pytest.mark.xdist_group("test_warming_cli")
+
 
 @pytest.fixture(scope="module")
 def trace16(tmp_path_factory) -> Path:

@@ -14,6 +14,10 @@ from storqos.planning.warming.intensity import DAY_MIN, HIGH, LOW, per_minute
 from storqos.planning.warming.predict import Predictor, change_time_errors, error_summary
 from storqos.planning.warming.workload import LOW_LEVEL, WEEKEND_LEVEL, bimodal_days
 
+#: The module-scoped fixtures cost seconds each: all of this module's tests go to one
+#: pytest-xdist worker (make test runs `--dist loadgroup`), which computes them once.
+pytestmark = pytest.mark.xdist_group("test_warming_model")
+
 HP = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / "hp-hplajw-1week" / "ajw.1week.srt"
 PEAK_PER_MIN = 60.0  # bimodal_days(peak_rate=1 IOPS)
 TRAIN = range(14)

@@ -18,6 +18,10 @@ from storqos.planning.warming.policies import GRID_S, Knobs, compare, evaluate
 from storqos.planning.warming.reqlevel import SYSTEM, USER, WARM, WARM_CHUNK, CacheSetup, hit_rate_check
 from storqos.planning.warming.workload import bimodal_days
 
+#: The module-scoped fixtures cost seconds each: all of this module's tests go to one
+#: pytest-xdist worker (make test runs `--dist loadgroup`), which computes them once.
+pytestmark = pytest.mark.xdist_group("test_warming_policies")
+
 GIB, MIB = 1 << 30, 1 << 20
 TRAIN, TEST = range(14), range(14, 35)
 
