@@ -333,9 +333,16 @@ impl Scheduler for SpdkQos {
             self.released.push_back(req);
             return;
         }
-        self.seq += 1;
         let b = &mut self.bdevs[bi];
         b.catch_up(now);
+        // An I/O that finds the queue empty and its limits open passes at once: what the
+        // scan below would do, without queueing it (an empty queue has no poll armed).
+        if b.queued.iter().all(VecDeque::is_empty) && b.holding(&req).is_none() {
+            b.charge(&req);
+            self.released.push_back(req);
+            return;
+        }
+        self.seq += 1;
         b.queued[req.op as usize].push_back((self.seq, req));
         self.held += 1;
         self.submit_queued(bi);
