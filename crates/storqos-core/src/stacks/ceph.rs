@@ -289,8 +289,9 @@ pub struct CephMclock {
     classes: Vec<OpClass>,
     /// `Some(cost_per_io)` bytes: requests cost Ceph's scaled cost, else 1.
     cost_per_io: Option<u32>,
-    /// Per flow, the queued requests' own class and size, oldest first (the mClock serves
-    /// a flow in arrival order).
+    /// Per flow, the own class and size of the queued requests whose class is not their
+    /// tenant or whose size the cost changed, oldest first (the mClock serves a flow in
+    /// arrival order); any other request gets its tenant back as its class.
     originals: [VecDeque<Original>; FLOWS],
 }
 
@@ -408,7 +409,9 @@ impl Scheduler for CephMclock {
     fn enqueue(&mut self, mut req: Request, now: Nanos) {
         let class = self.class_of(req.tenant);
         let flow = class.flow();
-        self.originals[flow as usize].push_back(Original { id: req.id, class: req.class, bytes: req.bytes });
+        if req.class != req.tenant || self.cost_per_io.is_some() {
+            self.originals[flow as usize].push_back(Original { id: req.id, class: req.class, bytes: req.bytes });
+        }
         if let Some(per_io) = self.cost_per_io {
             // The mClock's size cost is 1 + b / per_io: b = payload − per_io (at least 0)
             // makes it max(payload, per_io) / per_io, Ceph's scaled cost in IOs.
@@ -420,10 +423,17 @@ impl Scheduler for CephMclock {
 
     fn dispatch(&mut self, now: Nanos, dev: &DeviceState) -> Option<Request> {
         let mut req = self.inner.dispatch(now, dev)?;
-        let own = self.originals[req.class as usize].pop_front().expect("a served flow has a queued request");
-        debug_assert_eq!(own.id, req.id, "the mClock serves a flow in arrival order");
-        req.class = own.class;
-        req.bytes = own.bytes;
+        let kept = &mut self.originals[req.class as usize];
+        match kept.front() {
+            Some(own) if own.id == req.id => {
+                (req.class, req.bytes) = (own.class, own.bytes);
+                kept.pop_front();
+            }
+            _ => {
+                debug_assert!(self.cost_per_io.is_none(), "with a cost, every request is kept");
+                req.class = req.tenant;
+            }
+        }
         Some(req)
     }
 
