@@ -106,8 +106,12 @@ def test_blk_throttle_matches_the_model_on_a_loop_device() -> None:
     params = {"read_iops": "200,100", "write_iops": "none,40"}
     res = check(trace, "blk-throttle", params, CgroupDevice)
     _assert_within_targets(res.tenants)
+    # The first 100 ms slice's allowance (limit × 0.1 s) passes at once, the rest at the
+    # limit: n requests take (n − limit/10) / limit seconds.
     for tenant, reads, limit in ((0, True, 200), (1, True, 100), (1, False, 40)):
-        assert abs(_rate(res.measured, tenant, reads) / limit - 1) < 0.05, (tenant, reads)
+        n = res.measured.filter((pl.col("tenant") == tenant) & (pl.col("is_read") == reads)).height
+        expected = n / ((n - limit / 10) / limit)
+        assert abs(_rate(res.measured, tenant, reads) / expected - 1) < 0.05, (tenant, reads, expected)
 
 
 @pytest.mark.skipif(bool(_cgroup_missing("bfq")), reason=_cgroup_missing("bfq") or "runs")
