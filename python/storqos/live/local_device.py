@@ -52,11 +52,11 @@ def replay_device(trace: pl.DataFrame, path: str | Path, *, speed: float = 1.0, 
     at = trace["arrival_ns"].cast(pl.Int64).to_numpy()
     at = ((at - at.min()) / speed).astype(np.uint64)
     tenant = trace["tenant"].cast(pl.UInt32).to_numpy()
+    size, is_read = trace["size"].cast(pl.UInt32).to_numpy(), trace["is_read"].to_numpy()
     if cgroups is not None and len(cgroups) <= int(tenant.max()):
         raise InputError(f"{len(cgroups)} cgroup(s) for tenants 0..{int(tenant.max())}", "replay")
-    log = _core.replay_local(str(p), at, tenant, trace["offset"].cast(pl.UInt64).to_numpy(),
-                             trace["size"].cast(pl.UInt32).to_numpy(), trace["is_read"].to_numpy(),
-                             direct=direct, cgroups=list(cgroups) if cgroups is not None else None, depth=depth,
+    log = _core.replay_local(str(p), at, tenant, trace["offset"].cast(pl.UInt64).to_numpy(), size,
+                             is_read, direct=direct, cgroups=list(cgroups) if cgroups is not None else None, depth=depth,
                              stall_s=stall_s, writes=writes)
     issue = log.issue_ns.astype(np.int64)
     finish = log.finish_ns.astype(np.int64)
@@ -72,19 +72,20 @@ def replay_device(trace: pl.DataFrame, path: str | Path, *, speed: float = 1.0, 
         first_error = f"request {i}: {os.strerror(int(-result[i]))}"
     start = int(issue.min())
     k = int(ok.sum())
+    issued = (issue - start)[ok].astype(np.uint64)
     req = pl.DataFrame({
         "id": np.flatnonzero(ok).astype(np.uint64), "tenant": tenant[ok], "class": tenant[ok],
-        "arrival_ns": (issue - start)[ok].astype(np.uint64), "dispatch_ns": (issue - start)[ok].astype(np.uint64),
+        "arrival_ns": issued, "dispatch_ns": issued,
         "finish_ns": (finish - start)[ok].astype(np.uint64), "target": np.zeros(k, dtype=np.uint8),
-        "size": trace["size"].cast(pl.UInt32).to_numpy()[ok], "is_read": trace["is_read"].to_numpy()[ok],
+        "size": size[ok], "is_read": is_read[ok],
         "response_ns": (finish - issue)[ok].astype(np.uint64), "wait_ns": np.zeros(k, dtype=np.uint64),
     }, schema=REQUEST_SCHEMA)
     with open(p, "rb") as f:
-        size = f.seek(0, os.SEEK_END)
+        device_bytes = f.seek(0, os.SEEK_END)
     return ReplayResult(
         requests=req, issue_error_ns=issue - at.astype(np.int64), errors=errors, first_error=first_error,
         span_s=(int(finish.max()) - start) / 1e9, scheduled_span_s=float(at.max()) / 1e9,
-        export_bytes=dict.fromkeys((int(t) for t in np.unique(tenant)), size), mode="open",
+        export_bytes=dict.fromkeys((int(t) for t in np.unique(tenant)), device_bytes), mode="open",
         wrapped=int(log.wrapped))
 
 

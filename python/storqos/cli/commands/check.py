@@ -95,8 +95,8 @@ def check(
     with throttle groups, one NBD export per tenant, or one nbdkit with its rate filter
     per tenant. For cgroup (as root, with the cgroup v1 blkio controller), a loop device
     in memory with direct I/O, one blkio cgroup per tenant with its throttle limits or
-    BFQ weight, each tenant's requests issued from inside its cgroup. Per tenant: IOPS, p50 and p99 predicted, each one's difference live
-    (Δ = live / predicted − 1), and the demerit (the RMS horizontal distance between
+    BFQ weight, each tenant's requests issued from inside its cgroup. Per tenant: IOPS,
+    p50 and p99 predicted, each one's difference live (Δ = live / predicted − 1), and the demerit (the RMS horizontal distance between
     the predicted and the live response-time distributions).
 
     Example: [bold]storqos check qemu web.trace batch.trace --iops 200,100 --iops-burst 400,none[/bold]

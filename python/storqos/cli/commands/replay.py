@@ -16,6 +16,10 @@ from storqos.base.units import fmt_ms, fmt_rate, parse_duration
 from storqos.base.uri import split_nbd
 from storqos.cli.commands.options import AwakeOpt, FormatOpt, JsonOpt, SortOpt, TimeUnitOpt, load_tenants
 
+#: The defaults of the options that only a replay over NBD takes (a local one refuses
+#: any other value).
+DEFAULT_MAX_OUTSTANDING, DEFAULT_CONNECTIONS, DEFAULT_TIMEOUT, DEFAULT_AWAKE, DEFAULT_OFFSETS = 16384, 1, "60s", "no", "wrap"
+
 
 def tenant_uris(uri: str, mapping: list[str], tenants: list[int], names: dict[int, str] | None) -> dict[int, str]:
     """Each tenant's NBD URI: ``uri`` unless ``--tenant-map TENANT=EXPORT`` names another
@@ -67,20 +71,20 @@ def replay(
     speed: Annotated[float | None, typer.Option(help="Time scale: 2 replays the trace twice as fast (default 1).",
                                                 show_default=False)] = None,
     max_outstanding: Annotated[
-        int, typer.Option(help="Most requests in flight at once (all tenants); past it, issues wait.")] = 16384,
+        int, typer.Option(help="Most requests in flight at once (all tenants); past it, issues wait.")] = DEFAULT_MAX_OUTSTANDING,
     closed: Annotated[
         int | None, typer.Option(help="Closed loop: keep this many requests in flight per tenant, ignoring "
                                       "the trace's times.")] = None,
     connections: Annotated[
         int, typer.Option(help="Connections per tenant, its requests round robin over them (a gateway bounds "
-                               "what one connection has in flight: 64 MiB of requests).")] = 1,
+                               "what one connection has in flight: 64 MiB of requests).")] = DEFAULT_CONNECTIONS,
     offsets: Annotated[
-        str, typer.Option(help="Offsets beyond the export: wrap (fold into it) or error.")] = "wrap",
+        str, typer.Option(help="Offsets beyond the export: wrap (fold into it) or error.")] = DEFAULT_OFFSETS,
     max_requests: Annotated[int | None, typer.Option(help="Replay only the first N requests.")] = None,
     timeout: Annotated[
         str, typer.Option(help="Give up when the storage has not answered for this long: no NBD handshake, or "
-                               "no reply while requests are in flight (e.g. 60s, 5min).")] = "60s",
-    awake_cpus: AwakeOpt = "no",
+                               "no reply while requests are in flight (e.g. 60s, 5min).")] = DEFAULT_TIMEOUT,
+    awake_cpus: AwakeOpt = DEFAULT_AWAKE,
     format: FormatOpt = None,
     time_unit: TimeUnitOpt = None,
     sort: SortOpt = False,
@@ -123,9 +127,10 @@ def replay(
 
     local = is_local_target(uri)
     if local:
-        nbd_only = {"--tenant-map": bool(tenant_map), "--closed": closed is not None, "--connections": connections != 1,
-                    "--awake-cpus": awake_cpus != "no", "--offsets": offsets != "wrap", "--timeout": timeout != "60s",
-                    "--max-outstanding": max_outstanding != 16384}
+        nbd_only = {"--tenant-map": bool(tenant_map), "--closed": closed is not None,
+                    "--connections": connections != DEFAULT_CONNECTIONS, "--awake-cpus": awake_cpus != DEFAULT_AWAKE,
+                    "--offsets": offsets != DEFAULT_OFFSETS, "--timeout": timeout != DEFAULT_TIMEOUT,
+                    "--max-outstanding": max_outstanding != DEFAULT_MAX_OUTSTANDING}
         given = [k for k, v in nbd_only.items() if v]
         if given:
             raise InputError(f"{uri} is a local file or device: {', '.join(given)} apply over NBD only", given[0])

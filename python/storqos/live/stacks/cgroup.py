@@ -41,8 +41,6 @@ DEPTH = 4096
 #: The model's throttle keys and the v1 files they set.
 THROTTLE_FILES = {"read_iops": "blkio.throttle.read_iops_device", "write_iops": "blkio.throttle.write_iops_device",
                   "read_bps": "blkio.throttle.read_bps_device", "write_bps": "blkio.throttle.write_bps_device"}
-
-
 #: The core kinds of the two models, and the one that runs under BFQ.
 THROTTLE_KIND, BFQ_KIND = "blk_throttle", "bfq"
 
@@ -51,7 +49,6 @@ def require(*, kind: str | None = None) -> str:
     """``losetup``'s path, or an :class:`InputError` that says what is missing: root,
     the blkio controller, losetup, loop devices and, for the model of kind ``kind``
     BFQ's, the BFQ scheduler."""
-    bfq = kind == BFQ_KIND
     if os.geteuid() != 0:
         raise InputError("the blk-cgroup check makes cgroups and a loop device: run it as root", "cgroup")
     if not (BLKIO_ROOT / "blkio.throttle.read_iops_device").exists():
@@ -62,7 +59,7 @@ def require(*, kind: str | None = None) -> str:
         raise InputError("losetup is not installed (Debian: apt-get install util-linux)", "cgroup")
     if not Path("/dev/loop-control").exists():
         raise InputError("no loop devices (/dev/loop-control; modprobe loop)", "cgroup")
-    if bfq:
+    if kind == BFQ_KIND:
         sched = Path("/sys/block/loop0/queue/scheduler")
         if sched.exists() and "bfq" not in sched.read_text():
             raise InputError("the kernel has no BFQ scheduler (CONFIG_IOSCHED_BFQ; modprobe bfq)", "cgroup")
@@ -103,10 +100,14 @@ class CgroupDevice:
             raise InputError(f"{kind!r} is no model of blk-cgroup (blk-throttle or bfq)", "cgroup")
         self.spec, self.tenants, self.image_bytes = spec, tenants, image_bytes
         self.kind = kind
-        self.bfq = kind == BFQ_KIND
         self.device: str | None = None
         self.groups: list[Path] = []
         self._file: Path | None = None
+
+    @property
+    def bfq(self) -> bool:
+        """Whether the model is BFQ's (the loop device's scheduler is then BFQ)."""
+        return self.kind == BFQ_KIND
 
     def __enter__(self) -> CgroupDevice:
         losetup = require(kind=self.kind)
@@ -137,13 +138,12 @@ class CgroupDevice:
             raise InputError(f"{self.device} refused direct I/O over {where} (the file system has no O_DIRECT)",
                              "cgroup")
         majmin = (sysfs / "dev").read_text().strip()
+        _write(sysfs / "queue" / "rotational", "1" if self.spec.get("rotational") else "0")
         # A loop device outlives its detach: a BFQ left on it by an earlier run keeps
         # its tunables, so it is switched off first and BFQ starts at its defaults.
         _write(sysfs / "queue" / "scheduler", "none")
         if self.bfq:
             _write(sysfs / "queue" / "scheduler", "bfq")
-        _write(sysfs / "queue" / "rotational", "1" if self.spec.get("rotational") else "0")
-        if self.bfq:
             iosched = sysfs / "queue" / "iosched"
             if "slice_idle_ns" in self.spec:
                 _write(iosched / "slice_idle_us", str(int(self.spec["slice_idle_ns"]) // 1000))

@@ -96,15 +96,15 @@ class StackCheck:
     measured: pl.DataFrame
 
 
-def _probe(start: Starter, spec: dict[str, Any], trace: pl.DataFrame) -> np.ndarray:
+def _probe(start: Starter, spec: dict[str, Any], trace: pl.DataFrame, tenants: int) -> np.ndarray:
     """The responses (ns) of requests sent through the system without limits (``{}``,
     or what the starter's ``unlimited(spec)`` says): where the starter says
-    ``probe_under_load``, ``trace`` itself; otherwise :data:`PROBE_REQUESTS` reads at
-    Poisson times :data:`PROBE_GAP_NS` apart on average."""
+    ``probe_under_load``, ``trace`` itself (of ``tenants`` tenants); otherwise
+    :data:`PROBE_REQUESTS` reads at Poisson times :data:`PROBE_GAP_NS` apart on average."""
     unlimited = getattr(start, "unlimited", None)
     free = unlimited(spec) if unlimited is not None else {}
     if getattr(start, "probe_under_load", False):
-        probe, tenants = trace, int(trace["tenant"].cast(pl.Int64).max() or 0) + 1  # type: ignore[arg-type]
+        probe = trace
     else:
         n, tenants = PROBE_REQUESTS, 1
         rng = np.random.default_rng(1)
@@ -138,7 +138,7 @@ def check(trace: pl.DataFrame, policy: str | dict[str, Any], params: dict[str, A
     if not tenants:
         raise InputError("the trace has no requests", "check")
     names = names or [str(t) for t in range(tenants)]
-    responses = _probe(start, spec, trace)
+    responses = _probe(start, spec, trace, tenants)
     service_ns = int(np.median(responses))
     device = service_device(responses)
     sim = simulate(trace, spec, device, seed=seed, keep_requests=True)
