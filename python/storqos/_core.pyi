@@ -10,6 +10,9 @@ __version__: str
 MAX_TENANTS: int
 MAX_OUTSTANDING: int
 MAX_SERVERS: int
+# A cluster's bounds (crates/storqos-core/src/sim/cluster.rs).
+MAX_CLUSTER_SERVERS: int
+MAX_REPLICAS: int
 # The gateway's limits (crates/storqos-py/src/registry.rs).
 GATEWAY_MAX_DEPTH: int
 GATEWAY_MAX_NAME_BYTES: int
@@ -147,6 +150,52 @@ class SimOutput:
     def events(self) -> int: ...
     @property
     def rejected(self) -> list[int]: ...
+
+
+class ServerSummaries:
+    """What each server of a cluster run served, one row per server."""
+
+    @property
+    def server(self) -> npt.NDArray[np.uint32]: ...
+    @property
+    def completed(self) -> npt.NDArray[np.uint64]: ...
+    @property
+    def bytes(self) -> npt.NDArray[np.uint64]: ...
+    @property
+    def mean_ns(self) -> npt.NDArray[np.float64]: ...
+    @property
+    def p50_ns(self) -> npt.NDArray[np.uint64]: ...
+    @property
+    def p99_ns(self) -> npt.NDArray[np.uint64]: ...
+    @property
+    def max_ns(self) -> npt.NDArray[np.uint64]: ...
+    @property
+    def by_reservation(self) -> npt.NDArray[np.uint64]: ...
+    @property
+    def unfinished(self) -> npt.NDArray[np.uint64]: ...
+
+
+class ClusterOutput:
+    """Everything one cluster simulation produced."""
+
+    @property
+    def tenants(self) -> GroupSummaries: ...
+    @property
+    def total(self) -> GroupSummaries: ...
+    @property
+    def cdf(self) -> ResponseCdf: ...
+    @property
+    def windows(self) -> SimWindows: ...
+    @property
+    def servers(self) -> ServerSummaries: ...
+    @property
+    def arrived(self) -> int: ...
+    @property
+    def unfinished(self) -> int: ...
+    @property
+    def end_ns(self) -> int: ...
+    @property
+    def events(self) -> int: ...
 
 
 class GeneratedRequests:
@@ -417,6 +466,22 @@ def simulate(
     keep_requests: bool = False,
     until_ns: int | None = None,
 ) -> SimOutput: ...
+def simulate_cluster(
+    arrival_ns: npt.NDArray[np.uint64],
+    tenant: npt.NDArray[np.uint32],
+    size: npt.NDArray[np.uint32],
+    offset: npt.NDArray[np.uint64],
+    is_read: npt.NDArray[np.bool_],
+    server: npt.NDArray[np.uint32] | None,
+    policy_json: str,
+    device_json: str,
+    cluster_json: str,
+    closed_json: str = "[]",
+    generators_json: str = "[]",
+    seed: int = 1,
+    window_ns: int = 1_000_000_000,
+    until_ns: int | None = None,
+) -> ClusterOutput: ...
 def generate(generators_json: str) -> GeneratedRequests: ...
 def check_policy(policy_json: str) -> str: ...
 def check_device(device_json: str) -> str: ...

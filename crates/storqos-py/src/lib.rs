@@ -33,6 +33,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_TENANTS", MAX_TENANTS)?;
     m.add("MAX_OUTSTANDING", storqos_core::sim::workload::MAX_OUTSTANDING)?;
     m.add("MAX_SERVERS", storqos_core::devices::array::MAX_SERVERS)?;
+    m.add("MAX_CLUSTER_SERVERS", storqos_core::sim::cluster::MAX_SERVERS)?;
+    m.add("MAX_REPLICAS", storqos_core::sim::cluster::MAX_REPLICAS)?;
     sim::register(m)?;
     sim_results::register(m)?;
     generate::register(m)?;

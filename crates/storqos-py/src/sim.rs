@@ -5,14 +5,16 @@ use numpy::PyReadonlyArray1;
 use pyo3::prelude::*;
 
 use storqos_core::request::{Op, Request, MAX_TENANTS, TARGET_ANY};
-use storqos_core::sim::{simulate_spec, ClosedClient, SimConfig};
+use storqos_core::sim::{
+    simulate_cluster as simulate_cluster_core, simulate_spec, ClosedClient, ClusterSpec, SimConfig,
+};
 use storqos_core::spec::generator::Generator;
 use storqos_core::spec::{from_json, merge_streams, DeviceSpec, GeneratorSpec, SchedulerSpec};
 use storqos_core::time::Nanos;
 use storqos_core::Error;
 
 use crate::errors::err;
-use crate::sim_results::SimOutput;
+use crate::sim_results::{ClusterOutput, SimOutput};
 
 /// One closed-loop client as Python describes it (JSON list element).
 #[derive(serde::Deserialize)]
@@ -71,6 +73,73 @@ impl ClosedSpec {
     }
 }
 
+/// A trace's numpy columns, checked: one length, tenants below the bound, no empty request.
+struct Columns<'a> {
+    a: &'a [u64],
+    t: &'a [u32],
+    s: &'a [u32],
+    o: &'a [u64],
+    r: &'a [bool],
+    tg: Option<&'a [u8]>,
+}
+
+impl<'a> Columns<'a> {
+    fn new(
+        arrival_ns: &'a PyReadonlyArray1<'_, u64>,
+        tenant: &'a PyReadonlyArray1<'_, u32>,
+        size: &'a PyReadonlyArray1<'_, u32>,
+        offset: &'a PyReadonlyArray1<'_, u64>,
+        is_read: &'a PyReadonlyArray1<'_, bool>,
+        target: Option<&'a PyReadonlyArray1<'_, u8>>,
+    ) -> PyResult<Self> {
+        let (a, t, s, o, r) =
+            (arrival_ns.as_slice()?, tenant.as_slice()?, size.as_slice()?, offset.as_slice()?, is_read.as_slice()?);
+        let tg = match target {
+            Some(x) => Some(x.as_slice()?),
+            None => None,
+        };
+        let n = a.len();
+        if t.len() != n || s.len() != n || o.len() != n || r.len() != n || tg.is_some_and(|x| x.len() != n) {
+            return Err(err(Error::InvalidInput("trace columns have different lengths".into())));
+        }
+        // A max / min first (vectorised), the position only for the message.
+        if t.iter().copied().max().unwrap_or(0) >= MAX_TENANTS {
+            let i = t.iter().position(|&x| x >= MAX_TENANTS).unwrap_or(0);
+            return Err(err(Error::InvalidInput(format!(
+                "request {i} has tenant {}, tenants must be below {MAX_TENANTS}",
+                t[i]
+            ))));
+        }
+        if s.iter().copied().min() == Some(0) {
+            let i = s.iter().position(|&b| b == 0).unwrap_or(0);
+            return Err(err(Error::InvalidInput(format!("request {i} has size 0 bytes"))));
+        }
+        Ok(Columns { a, t, s, o, r, tg })
+    }
+
+    fn len(&self) -> usize {
+        self.a.len()
+    }
+
+    /// The requests, in trace order, ids their positions.
+    fn requests(&self) -> impl Iterator<Item = Request> + '_ {
+        let n = self.a.len();
+        // Lengths were checked; re-slicing to `n` lets the compiler drop the per-element
+        // bounds checks.
+        let (a, o, s, t, r, tg) = (&self.a[..n], &self.o[..n], &self.s[..n], &self.t[..n], &self.r[..n], self.tg);
+        (0..n).map(move |i| Request {
+            id: i as u64,
+            arrival: a[i],
+            offset: o[i],
+            bytes: s[i],
+            tenant: t[i],
+            class: t[i],
+            op: if r[i] { Op::Read } else { Op::Write },
+            target: tg.map_or(TARGET_ANY, |x| x[i]),
+        })
+    }
+}
+
 /// Run one simulation.
 ///
 /// Open-loop requests come from the numpy columns (all the same length, arrival-ordered)
@@ -110,46 +179,13 @@ fn simulate<'py>(
     for g in &gens {
         streams.push(g.build().map_err(err)?);
     }
-    let (a, t, s, o, r) =
-        (arrival_ns.as_slice()?, tenant.as_slice()?, size.as_slice()?, offset.as_slice()?, is_read.as_slice()?);
-    let tg = match &target {
-        Some(x) => Some(x.as_slice()?),
-        None => None,
-    };
-    let n = a.len();
-    if t.len() != n || s.len() != n || o.len() != n || r.len() != n || tg.is_some_and(|x| x.len() != n) {
-        return Err(err(Error::InvalidInput("trace columns have different lengths".into())));
-    }
-    // A max / min first (vectorised), the position only for the message.
-    if t.iter().copied().max().unwrap_or(0) >= MAX_TENANTS {
-        let i = t.iter().position(|&x| x >= MAX_TENANTS).unwrap_or(0);
-        return Err(err(Error::InvalidInput(format!(
-            "request {i} has tenant {}, tenants must be below {MAX_TENANTS}",
-            t[i]
-        ))));
-    }
-    if s.iter().copied().min() == Some(0) {
-        let i = s.iter().position(|&b| b == 0).unwrap_or(0);
-        return Err(err(Error::InvalidInput(format!("request {i} has size 0 bytes"))));
-    }
+    let cols = Columns::new(&arrival_ns, &tenant, &size, &offset, &is_read, target.as_ref())?;
     let cfg = SimConfig { seed, window: window_ns, keep_requests, until: until_ns };
     let res = py.detach(move || {
-        // Lengths were checked above; re-slicing to `n` lets the compiler drop the
-        // per-element bounds checks.
-        let (a, o, s, t, r) = (&a[..n], &o[..n], &s[..n], &t[..n], &r[..n]);
-        let trace = (0..n).map(move |i| Request {
-            id: i as u64,
-            arrival: a[i],
-            offset: o[i],
-            bytes: s[i],
-            tenant: t[i],
-            class: t[i],
-            op: if r[i] { Op::Read } else { Op::Write },
-            target: tg.map_or(TARGET_ANY, |x| x[i]),
-        });
+        let trace = cols.requests();
         if streams.is_empty() {
             simulate_spec(trace, &closed, &mut sched, &mut dev, &cfg)
-        } else if n == 0 {
+        } else if cols.len() == 0 {
             simulate_spec(merge_streams(streams), &closed, &mut sched, &mut dev, &cfg)
         } else {
             // Trace and generators together: the trace is one more stream.
@@ -161,7 +197,70 @@ fn simulate<'py>(
     SimOutput::new(py, res)
 }
 
-/// Add `simulate` to the module.
+/// Run one simulation of a cluster: the trace's requests (and generators' and closed
+/// clients') placed on `cluster_json`'s servers, each a `device_json` behind its own
+/// `policy_json`. `server` gives each trace request's server when the placement is
+/// `given`. Returns a `ClusterOutput` of numpy columns (see `storqos.model.cluster`).
+#[pyfunction]
+#[pyo3(signature = (arrival_ns, tenant, size, offset, is_read, server, policy_json, device_json, cluster_json,
+                    closed_json="[]", generators_json="[]", seed=1, window_ns=1_000_000_000, until_ns=None))]
+#[allow(clippy::too_many_arguments)]
+fn simulate_cluster<'py>(
+    py: Python<'py>,
+    arrival_ns: PyReadonlyArray1<'py, u64>,
+    tenant: PyReadonlyArray1<'py, u32>,
+    size: PyReadonlyArray1<'py, u32>,
+    offset: PyReadonlyArray1<'py, u64>,
+    is_read: PyReadonlyArray1<'py, bool>,
+    server: Option<PyReadonlyArray1<'py, u32>>,
+    policy_json: &str,
+    device_json: &str,
+    cluster_json: &str,
+    closed_json: &str,
+    generators_json: &str,
+    seed: u64,
+    window_ns: u64,
+    until_ns: Option<u64>,
+) -> PyResult<ClusterOutput> {
+    let policy: SchedulerSpec = from_json("policy", policy_json).map_err(err)?;
+    let device: DeviceSpec = from_json("device", device_json).map_err(err)?;
+    let cluster: ClusterSpec = from_json("cluster", cluster_json).map_err(err)?;
+    let closed: Vec<ClosedSpec> = from_json("closed-loop clients", closed_json).map_err(err)?;
+    let gens: Vec<GeneratorSpec> = from_json("generators", generators_json).map_err(err)?;
+    let closed: Vec<ClosedClient> = closed.into_iter().map(ClosedSpec::into_client).collect();
+    let mut streams = Vec::with_capacity(gens.len());
+    for g in &gens {
+        streams.push(g.build().map_err(err)?);
+    }
+    let cols = Columns::new(&arrival_ns, &tenant, &size, &offset, &is_read, None)?;
+    let given = match &server {
+        Some(x) => Some(x.as_slice()?),
+        None => None,
+    };
+    if given.is_some_and(|g| g.len() != cols.len()) {
+        return Err(err(Error::InvalidInput("trace columns have different lengths (server)".into())));
+    }
+    if given.is_some() && !streams.is_empty() {
+        return Err(err(Error::InvalidConfig(
+            "cluster: generators have no server column: use hash placement with them".into(),
+        )));
+    }
+    let cfg = SimConfig { seed, window: window_ns, keep_requests: false, until: until_ns };
+    let res = py.detach(move || {
+        let trace = cols.requests();
+        if streams.is_empty() {
+            simulate_cluster_core(trace, given, &closed, &policy, &device, &cluster, &cfg)
+        } else {
+            streams.insert(0, Generator::Boxed(Box::new(trace.collect::<Vec<_>>().into_iter())));
+            simulate_cluster_core(merge_streams(streams), None, &closed, &policy, &device, &cluster, &cfg)
+        }
+    });
+    let res = res.map_err(err)?;
+    ClusterOutput::new(py, res)
+}
+
+/// Add `simulate` and `simulate_cluster` to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(simulate, m)?)
+    m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate_cluster, m)?)
 }

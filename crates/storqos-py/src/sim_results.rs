@@ -6,8 +6,9 @@
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::prelude::*;
 
+use storqos_core::sim::cluster::ServerSummary;
 use storqos_core::sim::summary::{GaugeSeries, GroupSummary, RequestLog, WindowSeries};
-use storqos_core::sim::SimResult;
+use storqos_core::sim::{ClusterResult, SimResult};
 
 /// A numpy column of `u64`.
 type U64s = Py<PyArray1<u64>>;
@@ -275,6 +276,87 @@ impl SimOutput {
     }
 }
 
+/// What each server of a cluster run served (its share, as the server sees it), one row
+/// per server.
+#[pyclass(module = "storqos._core", frozen, get_all)]
+pub struct ServerSummaries {
+    /// Server index.
+    pub server: U32s,
+    /// Sub-requests served (a write once per replica).
+    pub completed: U64s,
+    /// Their bytes.
+    pub bytes: U64s,
+    /// Mean response time at the server (ns).
+    pub mean_ns: F64s,
+    /// Median response time at the server (ns).
+    pub p50_ns: U64s,
+    /// 99th percentile at the server (ns).
+    pub p99_ns: U64s,
+    /// Largest response time at the server (ns).
+    pub max_ns: U64s,
+    /// Served in mClock's reservation phase.
+    pub by_reservation: U64s,
+    /// Still queued or in service at the end.
+    pub unfinished: U64s,
+}
+
+impl ServerSummaries {
+    fn new(py: Python<'_>, servers: &[ServerSummary]) -> Self {
+        let u64s = |f: &dyn Fn(&ServerSummary) -> u64| col(py, servers.iter().map(f).collect());
+        Self {
+            server: col(py, (0..servers.len() as u32).collect()),
+            completed: u64s(&|s| s.served.completed),
+            bytes: u64s(&|s| s.served.bytes),
+            mean_ns: col(py, servers.iter().map(|s| s.served.mean_response()).collect()),
+            p50_ns: u64s(&|s| s.served.quantile(0.5)),
+            p99_ns: u64s(&|s| s.served.quantile(0.99)),
+            max_ns: u64s(&|s| s.served.max_response),
+            by_reservation: u64s(&|s| s.by_reservation),
+            unfinished: u64s(&|s| s.unfinished),
+        }
+    }
+}
+
+/// Everything one cluster simulation produced.
+#[pyclass(module = "storqos._core", frozen, get_all)]
+pub struct ClusterOutput {
+    /// Per tenant, as its client sees its requests (to the last replica's completion).
+    pub tenants: Py<GroupSummaries>,
+    /// The whole run (one row, id 0, when anything completed).
+    pub total: Py<GroupSummaries>,
+    /// Response-time CDF per tenant.
+    pub cdf: Py<ResponseCdf>,
+    /// Per-window, per-tenant series.
+    pub windows: Py<SimWindows>,
+    /// Per server.
+    pub servers: Py<ServerSummaries>,
+    /// Requests that arrived.
+    pub arrived: u64,
+    /// Requests not completed at the end.
+    pub unfinished: u64,
+    /// Time of the last event (ns).
+    pub end_ns: u64,
+    /// Events processed.
+    pub events: u64,
+}
+
+impl ClusterOutput {
+    /// The core's result as Python objects (its columns moved into numpy arrays).
+    pub(crate) fn new(py: Python<'_>, r: ClusterResult) -> PyResult<Self> {
+        Ok(Self {
+            tenants: Py::new(py, GroupSummaries::new(py, &r.tenants))?,
+            total: Py::new(py, GroupSummaries::new(py, std::slice::from_ref(&r.total)))?,
+            cdf: Py::new(py, ResponseCdf::new(py, &r.tenants))?,
+            windows: Py::new(py, SimWindows::new(py, r.windows))?,
+            servers: Py::new(py, ServerSummaries::new(py, &r.servers))?,
+            arrived: r.arrived,
+            unfinished: r.unfinished,
+            end_ns: r.end,
+            events: r.events,
+        })
+    }
+}
+
 /// Add the simulation's result classes to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<GroupSummaries>()?;
@@ -282,5 +364,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SimWindows>()?;
     m.add_class::<GaugeSamples>()?;
     m.add_class::<RequestRecords>()?;
-    m.add_class::<SimOutput>()
+    m.add_class::<SimOutput>()?;
+    m.add_class::<ServerSummaries>()?;
+    m.add_class::<ClusterOutput>()
 }

@@ -294,11 +294,17 @@ def simulate(
         raise in_python_names(e) from None
 
 
+def in_callers_names(e: InputError) -> InputError:
+    """``e`` as the caller of a run names its settings: the options on the command line
+    (:func:`naming_options`), the keyword arguments from Python."""
+    return e if not _PYTHON_NAMES.get() else in_python_names(e)
+
+
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
-def _naming_options(f: Callable[_P, _R]) -> Callable[_P, _R]:
+def naming_options(f: Callable[_P, _R]) -> Callable[_P, _R]:
     """``f`` with its errors and warnings naming the command line's options."""
     @functools.wraps(f)
     def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
@@ -314,14 +320,33 @@ def _naming_options(f: Callable[_P, _R]) -> Callable[_P, _R]:
 
 
 #: :func:`simulate` for ``storqos simulate``: errors and warnings name the options.
-simulate_cli = _naming_options(simulate)
+simulate_cli = naming_options(simulate)
 
 
-def _simulate(trace: pl.DataFrame | None, policy: str | dict[str, Any], device: str | dict[str, Any], *,
-              capacity: str | float | None, generators: list[dict[str, Any]] | None, closed: list[ClosedClient] | None,
-              seed: int, window: str | float, keep_requests: bool, until: str | float | None,
-              params: dict[str, Any]) -> SimResult:
-    """:func:`simulate`'s run, its errors naming the options."""
+@dataclass
+class PreparedRun:
+    """A run's inputs, checked and in the core's form: the specs and their names, the
+    window and end, the seed, the trace's columns, the clients' and generators' specs."""
+
+    pspec: dict[str, Any]
+    dspec: dict[str, Any]
+    pname: str
+    dname: str
+    window_ns: int
+    until_ns: int | None
+    seed: int
+    cols: _Columns
+    closed_specs: list[dict[str, Any]]
+    generators: list[dict[str, Any]]
+
+
+def prepare_run(trace: pl.DataFrame | None, policy: str | dict[str, Any], device: str | dict[str, Any], *,
+                capacity: str | float | None, generators: list[dict[str, Any]] | None,
+                closed: list[ClosedClient] | None, seed: int, window: str | float, until: str | float | None,
+                params: dict[str, Any], copies: int = 1) -> PreparedRun:
+    """Check a run's inputs and build its specs (errors naming the options). ``copies``:
+    how many copies of the device serve the tenants (a cluster's servers), for the check
+    that the reservations fit the capacity."""
     dkeys = DeviceParams.__annotations__.keys()
     pparams = {k: v for k, v in params.items() if k not in dkeys and v is not None}
     if capacity is not None:
@@ -344,25 +369,36 @@ def _simulate(trace: pl.DataFrame | None, policy: str | dict[str, Any], device: 
     # A device given as a spec (a device profile's) has its capacity beside it.
     served = device_capacity_iops(dspec) if not isinstance(device, dict) or capacity is None else \
         parse_rate(capacity, "--capacity")
-    check_reservations(pspec, served, reservations=_named(RESERVATIONS_NAME.get()), capacity=_named(CAPACITY_NAME.get()))
+    check_reservations(pspec, None if served is None else served * copies, reservations=_named(RESERVATIONS_NAME.get()),
+                       capacity=_named(CAPACITY_NAME.get()))
+    return PreparedRun(pspec, dspec, pname, dname, window_ns, until_ns, seed, cols, closed_specs, generators or [])
+
+
+def _simulate(trace: pl.DataFrame | None, policy: str | dict[str, Any], device: str | dict[str, Any], *,
+              capacity: str | float | None, generators: list[dict[str, Any]] | None, closed: list[ClosedClient] | None,
+              seed: int, window: str | float, keep_requests: bool, until: str | float | None,
+              params: dict[str, Any]) -> SimResult:
+    """:func:`simulate`'s run, its errors naming the options."""
+    run = prepare_run(trace, policy, device, capacity=capacity, generators=generators, closed=closed, seed=seed,
+                      window=window, until=until, params=params)
     t0 = time.perf_counter()
-    arrival, tenant, size, offset, is_read, target = cols
+    arrival, tenant, size, offset, is_read, target = run.cols
     out = _core.simulate(
         arrival, tenant, size, offset, is_read, target,
-        core_json(pspec, "policy"),
-        core_json(dspec, "device"),
-        closed_json=core_json(closed_specs, "closed"),
-        generators_json=core_json(generators or [], "generator"),
-        seed=seed,
-        window_ns=window_ns,
+        core_json(run.pspec, "policy"),
+        core_json(run.dspec, "device"),
+        closed_json=core_json(run.closed_specs, "closed"),
+        generators_json=core_json(run.generators, "generator"),
+        seed=run.seed,
+        window_ns=run.window_ns,
         keep_requests=keep_requests,
-        until_ns=until_ns,
+        until_ns=run.until_ns,
     )
     wall = time.perf_counter() - t0
-    return _result(out, pname, dname, wall, {"policy": pspec, "device": dspec, "seed": seed})
+    return _result(out, run.pname, run.dname, wall, {"policy": run.pspec, "device": run.dspec, "seed": run.seed})
 
 
-def _groups(g: _core.GroupSummaries, key: str | None, run_span_s: float) -> pl.DataFrame:
+def group_frame(g: _core.GroupSummaries, key: str | None, run_span_s: float) -> pl.DataFrame:
     """Per-group summaries (the group's id in column ``key``; none for the whole run)
     with two rates: ``iops_active``, completions over the group's
     own span (``span_s``: its first arrival to its last completion, so a backlog served
@@ -400,7 +436,7 @@ def _result(out: _core.SimOutput, pname: str, dname: str, wall: float, params: d
         windows = windows.with_columns((pl.col("completed") * 1e9 / span).alias("iops"))
     requests = None if out.requests is None else _requests(out.requests)
     rejected = {t: int(n) for t, n in enumerate(out.rejected) if n}
-    tenants = _groups(out.tenants, "tenant", run_span)
+    tenants = group_frame(out.tenants, "tenant", run_span)
     if rejected and tenants.height:
         tenants = tenants.with_columns(
             pl.col("tenant").map_elements(lambda t: rejected.get(int(t), 0), return_dtype=pl.UInt64).alias("rejected"))
@@ -409,8 +445,8 @@ def _result(out: _core.SimOutput, pname: str, dname: str, wall: float, params: d
         device=dname,
         rejected=rejected,
         tenants=tenants,
-        classes=_groups(out.classes, "class", run_span),
-        total=_groups(out.total, None, run_span),
+        classes=group_frame(out.classes, "class", run_span),
+        total=group_frame(out.total, None, run_span),
         windows=windows,
         gauges=gauge_frame(out.gauges),
         cdf=pl.DataFrame({"tenant": out.cdf.tenant, "response_ns": out.cdf.response_ns, "fraction": out.cdf.fraction}),

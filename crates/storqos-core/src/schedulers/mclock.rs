@@ -79,6 +79,7 @@ use crate::device::DeviceState;
 use crate::error::{config, Result};
 use crate::request::Request;
 use crate::scheduler::Scheduler;
+use crate::schedulers::dmclock::{DistCharge, DistParams, ServedBy};
 use crate::schedulers::indexed_heap::IndexedHeap;
 use crate::schedulers::tags::{check_weight, FlowKey, DEFAULT_WEIGHT};
 use crate::time::{Nanos, NS_PER_SEC};
@@ -141,6 +142,11 @@ type TenantHeap = IndexedHeap<(u8, f64)>;
 #[derive(Clone, Debug)]
 struct Tenant {
     queue: VecDeque<Request>,
+    /// dmClock, charged by request: the [`DistParams`] of each queued request, in queue
+    /// order (empty unless requests come through [`Mclock::enqueue_dist`]).
+    dist: VecDeque<DistParams>,
+    /// dmClock, charged at arrival: the reports received and not yet charged (δ, ρ).
+    unpaid: (f64, f64),
     /// ns of reservation tag per unit of cost (1e9 / r), 0 = no reservation.
     r_spacing: f64,
     /// ns of limit tag per unit of cost (1e9 / l), 0 = no limit.
@@ -169,11 +175,21 @@ pub enum AtLimit {
 }
 
 /// How a request was chosen (counted for the gauges).
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     Reservation,
     Weight,
     LimitBreak,
+}
+
+impl Phase {
+    fn served_by(self) -> ServedBy {
+        if self == Phase::Reservation {
+            ServedBy::Reservation
+        } else {
+            ServedBy::Weight
+        }
+    }
 }
 
 /// mClock between tenants (or classes): reservations, weights, limits.
@@ -202,6 +218,12 @@ pub struct Mclock {
     timer: Option<Nanos>,
     /// Dispatches per phase: reservation, weight, limit break.
     served: [u64; 3],
+    /// The phase of the last dispatch (dmClock's client counts it).
+    last: Option<Phase>,
+    /// Some request came with [`DistParams`] (dmClock): tags read them.
+    distributed: bool,
+    /// How dmClock's reports are charged.
+    charge: DistCharge,
 }
 
 fn check_iops(what: String, v: f64, allow_zero: bool) -> Result<()> {
@@ -252,6 +274,9 @@ impl Mclock {
             queued: 0,
             timer: None,
             served: [0; 3],
+            last: None,
+            distributed: false,
+            charge: DistCharge::default(),
         })
     }
 
@@ -304,6 +329,119 @@ impl Mclock {
         self.tenants.get(flow as usize).map_or(0, |t| t.queue.len())
     }
 
+    /// How the request the last [`Scheduler::dispatch`] returned was chosen (dmClock's
+    /// client counts reservation-phase service); `None` before any dispatch.
+    pub fn last_served_by(&self) -> Option<ServedBy> {
+        self.last.map(Phase::served_by)
+    }
+
+    /// dmClock's server side ([`crate::schedulers::dmclock`]): queue `req`, whose
+    /// tenant's client received `dist` elsewhere since its previous request here; its
+    /// tags advance by `(δ + c) / w`, `(δ + c) / l` and `(ρ + c) / r`. With zeros this is
+    /// [`Scheduler::enqueue`].
+    pub fn enqueue_dist(&mut self, req: Request, now: Nanos, dist: DistParams) {
+        if self.charge == DistCharge::Arrival {
+            let k = self.by.of(&req);
+            let t = self.tenant_mut(k);
+            t.unpaid.0 += dist.delta as f64;
+            t.unpaid.1 += dist.rho as f64;
+            self.enqueue(req, now);
+            return;
+        }
+        if !self.distributed {
+            // From now on every queued request has its parameters beside it.
+            self.distributed = true;
+            for t in &mut self.tenants {
+                t.dist = t.queue.iter().map(|_| DistParams::default()).collect();
+            }
+        }
+        self.push(req, now, Some(dist));
+    }
+
+    /// Queue `req` (with its dmClock parameters once any request has had some).
+    #[inline]
+    fn push(&mut self, req: Request, now: Nanos, dist: Option<DistParams>) {
+        let k = self.by.of(&req);
+        let distributed = self.distributed;
+        let t = self.tenant_mut(k);
+        t.queue.push_back(req);
+        if distributed {
+            t.dist.push_back(dist.unwrap_or_default());
+        }
+        let activated = t.queue.len() == 1;
+        self.queued += 1;
+        if activated {
+            self.tag_head(k, now as f64);
+        }
+    }
+
+    /// How dmClock's reports are charged ([`DistCharge`]; default: at arrival). Set
+    /// before use.
+    pub fn set_dist_charge(&mut self, charge: DistCharge) {
+        debug_assert_eq!(self.queued, 0, "change the charge before enqueueing");
+        self.charge = charge;
+    }
+
+    /// Change flow `flow`'s reservation (IOPS, ≥ 0) and limit (IOPS, > 0 or `None`) at
+    /// `now` (a periodic allocator splitting global promises across servers). A
+    /// backlogged flow's head keeps its place in time but its distance from `now` is
+    /// rescaled to the new spacing, so a head tagged under a tiny share does not wait
+    /// out that share once a larger one is given. The same rules as [`Mclock::new`].
+    pub fn set_reservation_limit(&mut self, flow: u32, reservation: f64, limit: Option<f64>, now: Nanos) -> Result<()> {
+        check_iops(format!("{NAME}: reservation of flow {flow}"), reservation, true)?;
+        if let Some(l) = limit {
+            check_iops(format!("{NAME}: limit of flow {flow}"), l, false)?;
+            if reservation > l {
+                return config(format!(
+                    "{NAME}: flow {flow}'s reservation ({reservation} IOPS) exceeds its limit ({l} IOPS)"
+                ));
+            }
+        }
+        let i = flow as usize;
+        if self.reservations.len() <= i {
+            self.reservations.resize(i + 1, DEFAULT_RESERVATION);
+        }
+        if self.limits.len() <= i {
+            self.limits.resize(i + 1, None);
+        }
+        self.reservations[i] = reservation;
+        self.limits[i] = limit;
+        let nowf = now as f64;
+        let t = self.tenant_mut(flow);
+        let r_spacing = if reservation > 0.0 { NS_PER_SEC as f64 / reservation } else { 0.0 };
+        let l_spacing = limit.map_or(0.0, |l| NS_PER_SEC as f64 / l);
+        let rescale = |tag: f64, old: f64, new: f64| {
+            if tag > nowf && old > 0.0 && new > 0.0 {
+                nowf + (tag - nowf) * new / old
+            } else {
+                tag
+            }
+        };
+        let backlogged = !t.queue.is_empty();
+        if backlogged {
+            t.r = if r_spacing > 0.0 && t.r_spacing == 0.0 { nowf } else { rescale(t.r, t.r_spacing, r_spacing) };
+            t.l = rescale(t.l, t.l_spacing, l_spacing);
+        }
+        t.r_spacing = r_spacing;
+        t.l_spacing = l_spacing;
+        if backlogged {
+            t.limited = t.l_spacing > 0.0 && t.l > nowf;
+            let (r, l, p, limited) = (t.r, t.l, t.p, t.limited);
+            if r_spacing > 0.0 {
+                self.resv.set(flow, (0, r));
+            } else {
+                self.resv.remove(flow);
+            }
+            if limited {
+                self.lim.set(flow, (0, l));
+            } else {
+                self.lim.remove(flow);
+            }
+            self.prop.set(flow, (limited as u8, p));
+        }
+        Ok(())
+    }
+
     fn tenant_mut(&mut self, k: u32) -> &mut Tenant {
         let i = k as usize;
         if i >= self.tenants.len() {
@@ -313,6 +451,8 @@ impl Mclock {
                 let l = self.limits.get(j).copied().flatten();
                 self.tenants.push(Tenant {
                     queue: VecDeque::new(),
+                    dist: VecDeque::new(),
+                    unpaid: (0.0, 0.0),
                     r_spacing: if r > 0.0 { NS_PER_SEC as f64 / r } else { 0.0 },
                     l_spacing: l.map_or(0.0, |l| NS_PER_SEC as f64 / l),
                     p_spacing: 1.0 / w,
@@ -335,17 +475,26 @@ impl Mclock {
         let head = t.queue.front().expect("tagging a backlogged tenant");
         let c = cost.of(head);
         let arrival = head.arrival as f64;
+        // dmClock: service elsewhere advances the tags as if it had been given here.
+        let (cd, cr) = match t.dist.front() {
+            Some(d) => (c + d.delta as f64, c + d.rho as f64),
+            None => (c + t.unpaid.0, c + t.unpaid.1),
+        };
+        t.unpaid = (0.0, 0.0);
         if t.r_spacing > 0.0 {
-            t.r = (t.r + c * t.r_spacing).max(arrival);
+            t.r = (t.r + cr * t.r_spacing).max(arrival);
         }
         if t.l_spacing > 0.0 {
-            t.l = (t.l + c * t.l_spacing).max(arrival);
+            t.l = (t.l + cd * t.l_spacing).max(arrival);
         }
-        t.p = (t.p + c * t.p_spacing).max(vtime);
+        t.p = (t.p + cd * t.p_spacing).max(vtime);
         t.limited = t.l_spacing > 0.0 && t.l > now;
         let (r, l, p, limited, has_r) = (t.r, t.l, t.p, t.limited, t.r_spacing > 0.0);
         if has_r {
             self.resv.set(k, (0, r));
+        } else {
+            // (A reservation taken away by `set_reservation_limit`.)
+            self.resv.remove(k);
         }
         if limited {
             self.lim.set(k, (0, l));
@@ -359,6 +508,7 @@ impl Mclock {
         let cost = self.cost;
         let t = &mut self.tenants[k as usize];
         let req = t.queue.pop_front().expect("served tenant is backlogged");
+        t.dist.pop_front();
         prefetch_ahead(&t.queue);
         self.queued -= 1;
         if phase != Phase::Reservation {
@@ -371,6 +521,7 @@ impl Mclock {
             self.lim.remove(k);
         }
         self.served[phase as usize] += 1;
+        self.last = Some(phase);
         if self.tenants[k as usize].queue.is_empty() {
             self.resv.remove(k);
             self.prop.remove(k);
@@ -416,14 +567,7 @@ impl Scheduler for Mclock {
     }
 
     fn enqueue(&mut self, req: Request, now: Nanos) {
-        let k = self.by.of(&req);
-        let t = self.tenant_mut(k);
-        t.queue.push_back(req);
-        let activated = t.queue.len() == 1;
-        self.queued += 1;
-        if activated {
-            self.tag_head(k, now as f64);
-        }
+        self.push(req, now, None);
     }
 
     fn dispatch(&mut self, now: Nanos, dev: &DeviceState) -> Option<Request> {

@@ -7,6 +7,8 @@
 //! - [`wf2q`]: WF2Q+ weighted fair queuing (Bennett & Zhang 1997).
 //! - [`sfq`]: SFQ(D), start-time fair queuing with dispatch depth D (Jin et al. 2004).
 //! - [`mclock`]: mClock reservations / weights / limits (Gulati et al. OSDI'10; Ceph's dmclock).
+//! - [`dmclock`]: dmClock, mClock across servers (the client's tracker; the server side is
+//!   [`Mclock::enqueue_dist`]).
 //!
 //! Composites:
 //! - [`baa_sched`]: seed 004's two-level scheduler, BAA / DRF / FQ weights over WF2Q+.
@@ -15,6 +17,7 @@
 //! `indexed_heap` the heap of backlogged tenants that mClock and YFQ keep by tag.
 
 pub mod baa_sched;
+pub mod dmclock;
 pub mod edf;
 pub mod fcfs;
 pub(crate) mod indexed_heap;

@@ -96,7 +96,7 @@ pub struct SimResult {
 }
 
 /// "No event": the sentinel time of an absent event.
-const NEVER: Nanos = Nanos::MAX;
+pub(crate) const NEVER: Nanos = Nanos::MAX;
 
 /// What happens next in the event loop. At one instant completions come first, then
 /// timers, then arrivals (the declaration order): a request that finishes at `t` frees
@@ -129,17 +129,17 @@ fn earliest(t_done: Nanos, t_timer: Nanos, t_arr: Nanos) -> (Nanos, Event) {
 /// The open-loop stream with its next request taken out ahead (`next`, valid while
 /// `t != NEVER`): its arrival time `t` is the stream's next event time ([`NEVER`] once
 /// the stream is exhausted).
-struct OpenSource<I> {
+pub(crate) struct OpenSource<I> {
     it: I,
-    next: Request,
+    pub(crate) next: Request,
     /// Arrival of `next`, or [`NEVER`].
-    t: Nanos,
+    pub(crate) t: Nanos,
     /// Arrival of the request taken last (the stream must not go back in time).
     last: Nanos,
 }
 
 impl<I: Iterator<Item = Request>> OpenSource<I> {
-    fn new(mut it: I) -> Self {
+    pub(crate) fn new(mut it: I) -> Self {
         match it.next() {
             Some(next) => OpenSource { t: next.arrival, next, it, last: 0 },
             None => OpenSource { it, next: Request::default(), t: NEVER, last: 0 },
@@ -149,7 +149,7 @@ impl<I: Iterator<Item = Request>> OpenSource<I> {
     /// Check that `next` does not arrive before the request taken last (an input error
     /// naming it), and remember its arrival.
     #[inline(always)]
-    fn in_order(&mut self) -> Result<()> {
+    pub(crate) fn in_order(&mut self) -> Result<()> {
         if self.next.arrival < self.last {
             return Err(out_of_order(&self.next, self.last));
         }
@@ -159,7 +159,7 @@ impl<I: Iterator<Item = Request>> OpenSource<I> {
 
     /// Replace `next` by the stream's following request (after `next` was used).
     #[inline(always)]
-    fn advance(&mut self) {
+    pub(crate) fn advance(&mut self) {
         match self.it.next() {
             Some(n) => {
                 self.next = n;
@@ -183,7 +183,7 @@ fn out_of_order(r: &Request, last: Nanos) -> Error {
 
 /// The run's parameters can run: a window > 0, valid closed clients that stop (or a run
 /// length that stops them).
-fn check_run(closed: &[ClosedClient], cfg: &SimConfig) -> Result<()> {
+pub(crate) fn check_run(closed: &[ClosedClient], cfg: &SimConfig) -> Result<()> {
     if cfg.window == 0 {
         return Err(Error::InvalidConfig("summary window must be > 0".into()));
     }
@@ -201,7 +201,7 @@ fn check_run(closed: &[ClosedClient], cfg: &SimConfig) -> Result<()> {
 
 /// The closed-loop clients of a run: when each outstanding request's client wakes
 /// next, and which client issued each request in flight.
-struct ClosedLoop<'a> {
+pub(crate) struct ClosedLoop<'a> {
     clients: &'a [ClosedClient],
     /// (time, sequence, client index), earliest first; ties go to the earlier push.
     wakes: BinaryHeap<Reverse<(Nanos, u64, usize)>>,
@@ -215,7 +215,7 @@ struct ClosedLoop<'a> {
 
 impl<'a> ClosedLoop<'a> {
     /// One wake-up per outstanding request of each client, at its first active instant.
-    fn new(clients: &'a [ClosedClient]) -> Self {
+    pub(crate) fn new(clients: &'a [ClosedClient]) -> Self {
         let mut this = ClosedLoop {
             clients,
             wakes: BinaryHeap::new(),
@@ -240,19 +240,19 @@ impl<'a> ClosedLoop<'a> {
 
     /// The next wake-up, or [`NEVER`].
     #[inline(always)]
-    fn next_wake(&self) -> Nanos {
+    pub(crate) fn next_wake(&self) -> Nanos {
         self.wakes.peek().map_or(NEVER, |w| w.0 .0)
     }
 
     /// Whether request `id` was issued by a closed client (else it is open-loop).
     #[inline(always)]
-    fn issued(id: u64) -> bool {
+    pub(crate) fn issued(id: u64) -> bool {
         id >= CLOSED_ID_BASE
     }
 
     /// Closed request `id` completed at `now`: its client thinks and wakes again (while
     /// it is active). Returns the next wake-up.
-    fn completed(&mut self, id: u64, now: Nanos, rng: &mut SimRng) -> Nanos {
+    pub(crate) fn completed(&mut self, id: u64, now: Nanos, rng: &mut SimRng) -> Nanos {
         let ci = self.owner.remove(&id).expect("a closed request completes once") as usize;
         let client = &self.clients[ci];
         let t = now + client.draw_think(rng);
@@ -263,7 +263,7 @@ impl<'a> ClosedLoop<'a> {
     }
 
     /// The earliest waking client issues its next request at `now`.
-    fn issue(&mut self, now: Nanos, rng: &mut SimRng) -> Request {
+    pub(crate) fn issue(&mut self, now: Nanos, rng: &mut SimRng) -> Request {
         let Reverse((_, _, ci)) = self.wakes.pop().expect("a client was due");
         let r = self.clients[ci].make_request(self.next_id, now, rng);
         self.owner.insert(self.next_id, ci as u32);

@@ -6,9 +6,12 @@
 //! - [`quantile`]: exact nearest-rank quantiles of a batch (window and monitor percentiles).
 //! - [`summary`]: streaming per-tenant / per-class latency summaries and per-window series.
 //! - [`engine`]: the event loop, [`simulate`] (and [`simulate_spec`] over the spec enums).
+//! - [`cluster`]: many servers, each a device behind its own scheduler, with requests
+//!   placed on them and the tenants' promises kept by dmClock or a periodic split.
 //! - [`live_path`]: the live path around a device (a device profile's), applied to a run's
 //!   completions: what a client of the gateway sees of each request.
 
+pub mod cluster;
 pub mod engine;
 pub mod generate;
 pub mod latency_hist;
@@ -17,6 +20,7 @@ pub mod quantile;
 pub mod summary;
 pub mod workload;
 
+pub use cluster::{simulate_cluster, ClusterResult, ClusterSpec};
 pub use engine::{simulate, simulate_spec, SimConfig, SimResult};
 pub use summary::{GroupSummary, RequestLog, WindowSeries};
 pub use workload::ClosedClient;

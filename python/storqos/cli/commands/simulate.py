@@ -95,6 +95,27 @@ def simulate(
         Path | None, typer.Option("--out", "-o", help="Write per-request results to this file: .parquet, .csv or .json.")
     ] = None,
     json_out: JsonOpt = False,
+    cluster: Annotated[
+        int | None, typer.Option("--cluster", help="Simulate a cluster of this many servers, each a copy of the device "
+                                                   "behind its own copy of the policy.", rich_help_panel="Cluster")
+    ] = None,
+    placement: Annotated[
+        str, typer.Option(help="Which server serves a request: hash (of its object; reads to the primary, writes to "
+                               "every replica) or device (the trace's own device column).", rich_help_panel="Cluster")
+    ] = "hash",
+    replicas: Annotated[int, typer.Option(help="Copies of each object (hash placement).", rich_help_panel="Cluster")] = 1,
+    object_size: Annotated[
+        str, typer.Option(help="Size of the objects hash placement places.", rich_help_panel="Cluster")
+    ] = "4MiB",
+    coordination: Annotated[
+        str, typer.Option(help="How the servers keep each tenant's total reservation and limit (--policy mclock): "
+                               "none (each server alone), dmclock (each request says what its tenant got elsewhere) "
+                               "or split (shares by demand, every --split-period).", rich_help_panel="Cluster")
+    ] = "none",
+    split_period: Annotated[
+        str, typer.Option(help="How often split coordination re-divides the reservations and limits.",
+                          rich_help_panel="Cluster")
+    ] = "500ms",
     **policy_params: Any,
 ) -> None:
     """Replay traces through a QoS policy in front of a device model, in simulated time.
@@ -111,6 +132,8 @@ def simulate(
     Example: [bold]storqos simulate web.trace mail.trace batch.trace --policy mclock --reservations 200,100,0 --limits none,none,50 --capacity 500[/bold]
 
     Example: [bold]storqos simulate web.trace week.csv --start 0,1d2h --end none,1d2h1m --policy wf2q --weights 3,1 --capacity 1k[/bold]
+
+    Example: [bold]storqos simulate vols.csv --split-by device --cluster 8 --replicas 3 --policy mclock --reservations 200,100 --limits 400,none --coordination dmclock --capacity 1k[/bold]
 
     Example: [bold]storqos simulate mix.trace --split-by device --policy sarc+avatar --slo web:160iops@400ms,oltp:190iops@900ms --device array --servers 8 --profile enterprise-10k --queue sptf[/bold]
     """
@@ -130,6 +153,14 @@ def simulate(
         prof = load_profile(device_profile)
         device, capacity = prof.sim_device(), f"{prof.capacity_iops:.6g}"  # type: ignore[assignment]
     df, names = load_tenants(traces, format, time_unit, sort, split_by, align=align, start=start, end=end)
+    if cluster is not None:
+        if prof is not None or out_file is not None:
+            raise InputError("a cluster run gives per-tenant and per-server tables: --device-profile and --out are "
+                             "for one server", "--cluster")
+        _simulate_cluster(df, names, policy, device, capacity, policy_params, servers=servers, hit_ratio=hit_ratio,
+                          profile=profile, queue=queue, seed=seed, window=window, json_out=json_out,
+                          shape=(cluster, placement, replicas, object_size, coordination, split_period))
+        return
     res = run_with_progress(
         f"simulating {df.height:,} requests",
         lambda: run(
@@ -217,6 +248,60 @@ def simulate(
         out.print(f"{res.unfinished:,} requests had not completed when the run ended", style="yellow")
     if out_file is not None:
         out.print(f"per-request results: {out_file}")
+
+
+def _simulate_cluster(df: Any, names: dict[int, str] | None, policy: str, device: str, capacity: str | None,
+                      policy_params: dict[str, Any], *, servers: int | None, hit_ratio: float | None,
+                      profile: str | None, queue: str | None, seed: int, window: str, json_out: bool,
+                      shape: tuple[int, str, int, str, str, str]) -> None:
+    """``storqos simulate --cluster S``: the run, a table per tenant (its total, as its
+    client sees it) and the servers' spread."""
+    from storqos.model.cluster import Cluster, simulate_cluster_cli
+
+    n, placement, replicas, object_size, coordination, period = shape
+    spec = Cluster(servers=n, placement=placement, replicas=replicas,  # type: ignore[arg-type]
+                   object_size=object_size, coordination=coordination, period=period)  # type: ignore[arg-type]
+    res = run_with_progress(
+        f"simulating {df.height:,} requests on {n:,} servers",
+        lambda: simulate_cluster_cli(df, policy, device, cluster=spec, capacity=capacity, **policy_params,
+                                     servers=servers, hit_ratio=hit_ratio, profile=profile, queue=queue, seed=seed,
+                                     window=window),
+    )
+    summary = res.summary()
+    if names:
+        for row in summary["tenants"]:
+            row["name"] = names.get(int(row["tenant"]), "")
+    if json_out:
+        emit_json(summary)
+        return
+    out.print(Text.assemble((res.policy, "bold"), f" on {n:,} servers of ", (res.device, "bold"),
+                            f" ({coordination} coordination, {placement} placement): {res.arrived:,} requests, "
+                            f"{res.end_ns / 1e9:.3f} s simulated in {res.wall_s:.3f} s wall"))
+    out.print(_summary_table("response time per tenant (all its servers)", res.tenants.to_dicts(), "tenant", names,
+                             OWN_IOPS))
+    out.print(_summary_table("all requests", res.total.to_dicts(), "all"))
+    out.print(_servers_table(res.servers))
+    if res.unfinished:
+        out.print(f"{res.unfinished:,} requests had not completed when the run ended", style="yellow")
+
+
+def _servers_table(servers: Any) -> Table:
+    """The servers' spread: each server when they are few, else the least, median and
+    busiest server by requests served."""
+    rows = servers.sort("completed").to_dicts()
+    if len(rows) > 12:
+        picks = {"least served": rows[0], "median": rows[len(rows) // 2], "most served": rows[-1]}
+        title = f"servers ({len(rows):,}): least, median and most served"
+    else:
+        picks = {str(r["server"]): r for r in sorted(rows, key=lambda r: r["server"])}
+        title = "per server (a write counts once per replica)"
+    t = Table(title=title)
+    for col in ("server", "requests", "by reservation", "mean ms", "p50 ms", "p99 ms", "max ms"):
+        t.add_column(col, justify="left" if col == "server" else "right")
+    for label, r in picks.items():
+        t.add_row(label, f"{r['completed']:,}", f"{r['by_reservation']:,}",
+                  *(fmt_ms(r[c]) for c in ("mean_ns", "p50_ns", "p99_ns", "max_ns")))
+    return t
 
 
 def _live_path_table(seen: list[dict[str, Any]]) -> Table:
