@@ -1,7 +1,7 @@
 """Cluster runs from Python and from ``storqos simulate --cluster``: placement (a read to
 one server, a write to every replica), a tenant's total limit kept across its servers by
 dmClock and the split allocator where servers on their own give it their sum (dmclock's
-issue-21 setting, scaled down), and bad settings refused in one line."""
+limit-break setting of ceph/dmclock#21, scaled down), and bad settings refused in one line."""
 
 from __future__ import annotations
 

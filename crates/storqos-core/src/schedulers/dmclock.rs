@@ -41,12 +41,21 @@
 //!    send, while the server tags one of its requests per service: the head carries a
 //!    report from when it was sent, long ago, about an interval far shorter than the
 //!    one since the previous head was served. Completions elsewhere go uncharged and
-//!    the tenant's total runs past its limit and its reservation (dmclock's issue 21:
+//!    the tenant's total runs past its limit and its reservation (ceph/dmclock#21:
 //!    clients limited to 30 IOPS got 55-86). Charged at arrival instead, every report
 //!    the server has received — the freshest rides on the newest queued request —
 //!    advances the next head's tags, so each server's tags follow the tenant's total
 //!    service to within one send interval. [`DistCharge::Request`] keeps the
 //!    library's behaviour for comparison.
+//!    A report rides only on a new request: when the client stops sending (its trace
+//!    ends, its backlog drains), a server hears nothing more and, charging its own
+//!    service alone, would serve the tenant at its whole limit, every server at once.
+//!    So the server also charges each own request the service elsewhere it expects
+//!    with it — the reports' running ratio of completions elsewhere to its own
+//!    ([`ReportLedger`]) — and each report then settles the difference between what
+//!    happened and what was expected. What is charged sums to what was reported, but
+//!    arrives smoothly: no server bursts at the end of a backlog, nor all servers at once
+//!    on old news.
 //! 4. **Counts, not costs.** δ and ρ count completions; a request's own cost `c` comes
 //!    from the server's cost model as in mClock.
 //!
@@ -75,6 +84,72 @@ pub enum DistCharge {
     /// A request's own report is charged to its own tags when it becomes head (the
     /// paper, Ceph's dmclock).
     Request,
+}
+
+/// Weight of a new sample in [`ReportLedger`]'s running ratio.
+pub const REPORT_RATIO_WEIGHT: f64 = 0.25;
+
+/// A server's ledger of one tenant's reports, charged at arrival (the module's choice 3):
+/// what the reports said and what has been charged for them, and the running ratio of
+/// completions elsewhere to this server's own service, charged ahead of the reports.
+/// With no report ever, every head is charged its own cost (mClock).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ReportLedger {
+    /// Reported minus charged, for δ and ρ (negative: charged ahead of the reports).
+    unpaid: [f64; 2],
+    /// Completions elsewhere (δ, ρ) expected per unit of own cost.
+    ratio: [f64; 2],
+    /// Expectations charged since the last report.
+    expected: [f64; 2],
+    /// Reports since the ratio last moved, and own cost charged meanwhile.
+    reported: [f64; 2],
+    own: f64,
+    /// The ratio has had a first sample.
+    seeded: bool,
+}
+
+impl ReportLedger {
+    /// A report `d` arrived (with a request).
+    pub fn report(&mut self, d: DistParams) {
+        let v = [d.delta as f64, d.rho as f64];
+        for (i, &x) in v.iter().enumerate() {
+            self.unpaid[i] += x - self.expected[i];
+            self.expected[i] = 0.0;
+            if self.own > 0.0 || self.seeded {
+                // (Reports before this server served anything say nothing of its share.)
+                self.reported[i] += x;
+            }
+        }
+        if self.own > 0.0 {
+            for i in 0..2 {
+                let sample = self.reported[i] / self.own;
+                self.ratio[i] = if self.seeded {
+                    (1.0 - REPORT_RATIO_WEIGHT) * self.ratio[i] + REPORT_RATIO_WEIGHT * sample
+                } else {
+                    sample
+                };
+                self.reported[i] = 0.0;
+            }
+            self.own = 0.0;
+            self.seeded = true;
+        }
+    }
+
+    /// What a new head of own cost `c` advances the tags by: (weight and limit tags'
+    /// units, reservation tags' units), each at least 0; a credit left by expectations
+    /// beyond the reports is carried to the next head.
+    pub fn charge(&mut self, c: f64) -> (f64, f64) {
+        let mut out = [0.0; 2];
+        for (i, o) in out.iter_mut().enumerate() {
+            let e = c * self.ratio[i];
+            self.expected[i] += e;
+            let want = c + e + self.unpaid[i];
+            *o = want.max(0.0);
+            self.unpaid[i] = want - *o;
+        }
+        self.own += c;
+        (out[0], out[1])
+    }
 }
 
 /// How a server served a request, as dmClock's client counts it.
@@ -183,6 +258,40 @@ mod tests {
         assert_eq!(t.params_for(0), DistParams { delta: 1, rho: 1 });
         assert_eq!(t.params_for(1), DistParams { delta: 1, rho: 1 });
         assert_eq!(t.completions(), 4);
+    }
+
+    #[test]
+    fn a_ledger_without_reports_charges_the_own_cost() {
+        let mut l = ReportLedger::default();
+        for _ in 0..5 {
+            assert_eq!(l.charge(1.0), (1.0, 1.0));
+        }
+    }
+
+    #[test]
+    fn a_ledger_charges_what_was_reported_smoothly_and_goes_on_when_reports_stop() {
+        // Reports of 3 completions elsewhere (1 by reservation) per own service.
+        let mut l = ReportLedger::default();
+        let (mut sum_d, mut sum_r, mut reported_d) = (0.0, 0.0, 0.0);
+        let mut last = (0.0, 0.0);
+        for i in 0..200 {
+            l.report(DistParams { delta: 3, rho: 1 });
+            reported_d += 3.0;
+            last = l.charge(1.0);
+            sum_d += last.0;
+            sum_r += last.1;
+            assert!(i < 3 || (last.0 - 4.0).abs() < 1e-9, "{i}: {last:?}");
+        }
+        // Everything reported is charged, plus the expectation of the last service.
+        assert!((sum_d - (200.0 + reported_d + 3.0)).abs() < 1e-9, "{sum_d}");
+        assert!((sum_r - (200.0 + 200.0 + 1.0)).abs() < 1e-9, "{sum_r}");
+        assert_eq!(last, (4.0, 2.0));
+        // The client stops sending: its backlog is still charged its share elsewhere.
+        assert_eq!(l.charge(1.0), (4.0, 2.0));
+        // A report of less than expected gives the difference back on the next heads.
+        l.report(DistParams { delta: 0, rho: 0 });
+        let next = l.charge(1.0);
+        assert!(next.0 < 4.0, "{next:?}");
     }
 
     #[test]

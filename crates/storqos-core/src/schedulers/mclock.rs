@@ -79,7 +79,7 @@ use crate::device::DeviceState;
 use crate::error::{config, Result};
 use crate::request::Request;
 use crate::scheduler::Scheduler;
-use crate::schedulers::dmclock::{DistCharge, DistParams, ServedBy};
+use crate::schedulers::dmclock::{DistCharge, DistParams, ReportLedger, ServedBy};
 use crate::schedulers::indexed_heap::IndexedHeap;
 use crate::schedulers::tags::{check_weight, FlowKey, DEFAULT_WEIGHT};
 use crate::time::{Nanos, NS_PER_SEC};
@@ -145,8 +145,8 @@ struct Tenant {
     /// dmClock, charged by request: the [`DistParams`] of each queued request, in queue
     /// order (empty unless requests come through [`Mclock::enqueue_dist`]).
     dist: VecDeque<DistParams>,
-    /// dmClock, charged at arrival: the reports received and not yet charged (δ, ρ).
-    unpaid: (f64, f64),
+    /// dmClock, charged at arrival: the reports received and what was charged for them.
+    ledger: ReportLedger,
     /// ns of reservation tag per unit of cost (1e9 / r), 0 = no reservation.
     r_spacing: f64,
     /// ns of limit tag per unit of cost (1e9 / l), 0 = no limit.
@@ -224,6 +224,8 @@ pub struct Mclock {
     distributed: bool,
     /// How dmClock's reports are charged.
     charge: DistCharge,
+    /// Some report came to be charged at arrival: heads are charged from the ledgers.
+    ledgers: bool,
 }
 
 fn check_iops(what: String, v: f64, allow_zero: bool) -> Result<()> {
@@ -277,6 +279,7 @@ impl Mclock {
             last: None,
             distributed: false,
             charge: DistCharge::default(),
+            ledgers: false,
         })
     }
 
@@ -336,15 +339,17 @@ impl Mclock {
     }
 
     /// dmClock's server side ([`crate::schedulers::dmclock`]): queue `req`, whose
-    /// tenant's client received `dist` elsewhere since its previous request here; its
-    /// tags advance by `(δ + c) / w`, `(δ + c) / l` and `(ρ + c) / r`. With zeros this is
-    /// [`Scheduler::enqueue`].
+    /// tenant's client received `dist` elsewhere since its previous request here: its
+    /// tags advance by `(δ + c) / w`, `(δ + c) / l` and `(ρ + c) / r`, the report charged
+    /// to the next head tagged with what is expected beside it
+    /// ([`crate::schedulers::dmclock::ReportLedger`]), or, with [`DistCharge::Request`],
+    /// to its own request's tags. With zeros this is [`Scheduler::enqueue`].
     pub fn enqueue_dist(&mut self, req: Request, now: Nanos, dist: DistParams) {
         if self.charge == DistCharge::Arrival {
             let k = self.by.of(&req);
             let t = self.tenant_mut(k);
-            t.unpaid.0 += dist.delta as f64;
-            t.unpaid.1 += dist.rho as f64;
+            t.ledger.report(dist);
+            self.ledgers = true;
             self.enqueue(req, now);
             return;
         }
@@ -452,7 +457,7 @@ impl Mclock {
                 self.tenants.push(Tenant {
                     queue: VecDeque::new(),
                     dist: VecDeque::new(),
-                    unpaid: (0.0, 0.0),
+                    ledger: ReportLedger::default(),
                     r_spacing: if r > 0.0 { NS_PER_SEC as f64 / r } else { 0.0 },
                     l_spacing: l.map_or(0.0, |l| NS_PER_SEC as f64 / l),
                     p_spacing: 1.0 / w,
@@ -471,6 +476,7 @@ impl Mclock {
     fn tag_head(&mut self, k: u32, now: f64) {
         let cost = self.cost;
         let vtime = self.vtime;
+        let distributed_arrival = self.ledgers;
         let t = &mut self.tenants[k as usize];
         let head = t.queue.front().expect("tagging a backlogged tenant");
         let c = cost.of(head);
@@ -478,9 +484,9 @@ impl Mclock {
         // dmClock: service elsewhere advances the tags as if it had been given here.
         let (cd, cr) = match t.dist.front() {
             Some(d) => (c + d.delta as f64, c + d.rho as f64),
-            None => (c + t.unpaid.0, c + t.unpaid.1),
+            None if distributed_arrival => t.ledger.charge(c),
+            None => (c, c),
         };
-        t.unpaid = (0.0, 0.0);
         if t.r_spacing > 0.0 {
             t.r = (t.r + cr * t.r_spacing).max(arrival);
         }

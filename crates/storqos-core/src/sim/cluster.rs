@@ -653,10 +653,10 @@ mod tests {
         DeviceSpec::Constant { iops, bandwidth: None }
     }
 
-    /// dmclock's issue 21: `clients` clients each asking 100 IOPS (evenly spaced) for
+    /// ceph/dmclock#21's limit break: `clients` clients each asking 100 IOPS (evenly spaced) for
     /// `secs` seconds, client `i`'s `k`-th request to server `(i·S/C + k mod 10) mod S`
     /// (its simulator's "alt range" of 10 servers).
-    fn issue21(clients: u32, servers: u32, secs: u64) -> (Vec<Request>, Vec<u32>) {
+    fn limit_break_setting(clients: u32, servers: u32, secs: u64) -> (Vec<Request>, Vec<u32>) {
         let (mut reqs, mut at) = (Vec::new(), Vec::new());
         let per = 100 * secs;
         let factor = servers as f64 / clients as f64;
@@ -765,10 +765,10 @@ mod tests {
 
     #[test]
     fn dmclock_holds_the_total_limit_where_local_limits_break_it() {
-        // dmclock issue 21: 100 clients x 100 servers of 80 IOPS, each client reserving
+        // ceph/dmclock#21: 100 clients x 100 servers of 80 IOPS, each client reserving
         // 20 IOPS and limited to 30 in total, asking 100 IOPS over 10 of the servers, so
         // that some hundreds of its requests wait at each server.
-        let (reqs, at) = issue21(100, 100, 12);
+        let (reqs, at) = limit_break_setting(100, 100, 12);
         let policy = mclock(20.0, 1.0, Some(30.0), 100);
         let cluster = |coordination| ClusterSpec { servers: 100, placement: PlacementSpec::Given, coordination };
         let sec2 = 2 * NS_PER_SEC;
