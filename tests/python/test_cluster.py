@@ -86,3 +86,54 @@ def test_bad_cluster_settings_are_one_line(args: list[str], needles: list[str]) 
 def test_python_names_its_keywords() -> None:
     with pytest.raises(InputError, match="coordination="):
         simulate_cluster(None, "fcfs", capacity=100, cluster=Cluster(servers=2, coordination="dmclock"))
+
+
+CLUSTER_EXPERIMENT = """
+name = "cluster"
+seed = 3
+duration = "4s"
+
+[device]
+kind = "constant"
+capacity = "300"
+
+[cluster]
+servers = 4
+replicas = 2
+
+[[tenant]]
+name = "a"
+generator = { kind = "poisson", rate = "400", span = "1GiB" }
+limit = "100"
+
+[[tenant]]
+name = "b"
+generator = { kind = "poisson", rate = "100", span = "1GiB" }
+
+[[policy]]
+kind = "mclock"
+
+[grid]
+"cluster.coordination" = ["none", "dmclock"]
+"""
+
+
+def test_an_experiment_file_runs_on_a_cluster_and_grids_over_its_coordination(tmp_path: Path) -> None:
+    from storqos.experiments.experiment import load, run_experiment
+
+    path = tmp_path / "c.toml"
+    path.write_text(CLUSTER_EXPERIMENT)
+    exp = load(path)
+    assert [(r.cluster or {}).get("coordination") for r in exp.runs] == ["none", "dmclock"]
+    res = run_experiment(exp, workers=1)
+    # Tenant a asks 400 IOPS for 4 s against a limit of 100: alone, each of the 4
+    # servers grants it 100, so it gets nearly all it asks; in total, 100 a second.
+    first_4s = {o.point["cluster.coordination"]: o.windows.filter((pl.col("tenant") == 0)
+                                                                 & (pl.col("start_ns") < 4 * 10**9))["completed"].sum()
+                for o in res.outputs}
+    assert first_4s["dmclock"] <= 4 * 100 * 1.05 + 8, first_4s
+    assert first_4s["none"] > 3 * first_4s["dmclock"], first_4s
+    bad = tmp_path / "bad.toml"
+    bad.write_text(CLUSTER_EXPERIMENT.replace("replicas = 2", "replicas = 20"))
+    with pytest.raises(InputError, match="replicas"):
+        load(bad)

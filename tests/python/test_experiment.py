@@ -530,7 +530,7 @@ def test_cli_run_check_and_schema(tmp_path: Path, cli) -> None:
     schema = json.loads(r.out)
     assert r.code == 0 and schema["required"] == ["device", "policy"]
     assert set(schema["properties"]) == {"name", "description", "seed", "duration", "window", "percentile", "device",
-                                         "trace", "tenant", "policy", "grid"}
+                                         "cluster", "trace", "tenant", "policy", "grid"}
     assert schema["$defs"]["Closed"]["additionalProperties"] is False
 
 

@@ -49,7 +49,7 @@ shipped with the package)::
     "device.capacity" = ["1k", "1.2k", "1.5k"]
     "tenant.batch.generator.rate_on" = ["800", "1.6k"]
 
-Grid keys name a place in the file: ``seed``, ``duration``, ``device.KEY``,
+Grid keys name a place in the file: ``seed``, ``duration``, ``device.KEY``, ``cluster.KEY``,
 ``tenant.NAME.KEY[.SUBKEY]``, ``trace.NAME.KEY``, ``policy.NAME.KEY``. Errors are one
 line naming the file and the key (``compare.toml: [[tenant]] 2 (batch): unknown key
 'rate'``).
@@ -112,6 +112,8 @@ class Run:
     window_ns: int
     tenants: list[Tenant]
     percentile: float
+    #: the [cluster] table's fields (storqos.model.cluster.Cluster), or None for one server
+    cluster: dict[str, Any] | None = None
 
 
 @dataclass
@@ -266,7 +268,7 @@ def _set_path(cfg: dict[str, Any], key: str, value: Any, file: ExperimentFile, w
     (with ``keep``, only where ``cfg`` does not set it already)."""
     parts = key.split(".")
     bad = InputError(
-        f"[grid] key {key!r} names nothing (expected seed, duration, window, device.KEY, "
+        f"[grid] key {key!r} names nothing (expected seed, duration, window, device.KEY, cluster.KEY, "
         "tenant.NAME.KEY, trace.NAME.KEY or policy.NAME.KEY)", where)
     if len(parts) == 1:
         if parts[0] not in ("seed", "duration", "window", "percentile"):
@@ -275,8 +277,8 @@ def _set_path(cfg: dict[str, Any], key: str, value: Any, file: ExperimentFile, w
             cfg[parts[0]] = value
         return
     head, rest = parts[0], parts[1:]
-    if head == "device":
-        target = cfg.setdefault("device", {})
+    if head in ("device", "cluster"):
+        target = cfg.setdefault(head, {})
     elif head in ("trace", "tenant", "policy"):
         if len(rest) < 2:
             raise bad
@@ -506,6 +508,7 @@ def _point_runs(file: ExperimentFile, point: dict[str, Any], base: Path, where: 
             window_ns=window_ns,
             tenants=tenants,
             percentile=percentile,
+            cluster=None if file.cluster is None else file.cluster.model_dump(),
         ))
     return runs
 
@@ -552,15 +555,21 @@ def _policy(p: Policy, tenants: list[Tenant], percentile: float, where: str) -> 
 
 def run_one(run: Run, trace: pl.DataFrame | None) -> RunOutput:
     """Simulate one run (in a worker process). Pure: same run ⇒ same output."""
-    from storqos.model.sim import CAPACITY_NAME, RESERVATIONS_NAME, simulate
+    from storqos.model.cluster import Cluster, ClusterResult, simulate_cluster
+    from storqos.model.sim import CAPACITY_NAME, RESERVATIONS_NAME, SimResult, simulate
 
     closed = [_closed_client(dict(c), run.label) for c in run.closed]
     t0 = time.perf_counter()
     # The file's keys, in the run's warnings.
     name, reserved = CAPACITY_NAME.set("[device] capacity"), RESERVATIONS_NAME.set(f"{run.label}: reservations")
     try:
-        res = simulate(trace, run.policy, run.device, generators=run.generators, closed=closed, seed=run.seed,
-                       window=f"{run.window_ns}ns")
+        if run.cluster is None:
+            res: SimResult | ClusterResult = simulate(trace, run.policy, run.device, generators=run.generators,
+                                                      closed=closed, seed=run.seed, window=f"{run.window_ns}ns")
+        else:
+            shape = {**run.cluster, "period": f"{run.cluster['period']}ns"}
+            res = simulate_cluster(trace, run.policy, run.device, cluster=Cluster(**shape), generators=run.generators,
+                                   closed=closed, seed=run.seed, window=f"{run.window_ns}ns")
     finally:
         CAPACITY_NAME.reset(name)
         RESERVATIONS_NAME.reset(reserved)

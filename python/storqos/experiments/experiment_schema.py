@@ -176,6 +176,24 @@ class Device(Table):
     spec: dict[str, Any] | None = None
 
 
+class ClusterTable(Table):
+    """[cluster]: many servers, each a copy of [device] behind its own copy of the policy
+    (storqos.model.cluster.Cluster's fields)."""
+
+    servers: Annotated[int, unit(parse_count, minimum=1, maximum=2**16),
+                       Field(description="servers, each a copy of the device")]
+    placement: Annotated[Literal["hash", "device"], Field(description="hash of the object, or the trace's device")] = \
+        "hash"
+    replicas: Annotated[int, unit(parse_count, minimum=1, maximum=16),
+                        Field(description="copies of each object (hash placement)")] = 1
+    object_size: Annotated[str | int, Field(description="bytes of the objects hash placement places")] = "4MiB"
+    seed: Annotated[int, BeforeValidator(lambda v: check_seed(v, "")), Field(description="seed of the hash")] = 0
+    coordination: Annotated[Literal["none", "dmclock", "split"],
+                            Field(description="how the servers keep each tenant's total reservation and limit")] = \
+        "none"
+    period: Annotated[PositiveDurationNs, Field(description="ns: how often split re-divides the shares")] = 500_000_000
+
+
 def _kinds_schema(schema: dict[str, Any]) -> None:
     """The registry's policies in the [[policy]] schema (for editors): the kinds (names
     and aliases) and, per kind, the keys it takes."""
@@ -220,6 +238,7 @@ class ExperimentFile(Table):
     window: PositiveDurationNs = 1_000_000_000
     percentile: Annotated[float, unit(parse_percent)] = DEFAULT_PERCENTILE
     device: Device
+    cluster: ClusterTable | None = None
     trace: Annotated[list[TraceFile], BeforeValidator(one_or_many)] = []
     tenant: Annotated[list[TenantEntry], BeforeValidator(one_or_many)] = []
     policy: Annotated[list[Policy], BeforeValidator(one_or_many), Field(min_length=1)]

@@ -119,6 +119,8 @@ class ClusterResult:
     servers: pl.DataFrame
     #: response-time CDF per tenant (response_ns, fraction)
     cdf: pl.DataFrame
+    #: the policies' gauges (start_ns, name, value): none are sampled across servers
+    gauges: pl.DataFrame
     arrived: int
     unfinished: int
     end_ns: int
@@ -252,6 +254,7 @@ def _simulate_cluster(trace: pl.DataFrame | None, policy: str | dict[str, Any], 
         windows=windows,
         servers=servers,
         cdf=pl.DataFrame({"tenant": out.cdf.tenant, "response_ns": out.cdf.response_ns, "fraction": out.cdf.fraction}),
+        gauges=pl.DataFrame(schema={"start_ns": pl.UInt64, "name": pl.Utf8, "value": pl.Float64}),
         arrived=out.arrived,
         unfinished=out.unfinished,
         end_ns=out.end_ns,
