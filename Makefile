@@ -209,6 +209,8 @@ bench: build nbd-client
 	$(CARGO) run --release -q -p storqos-core --example twolevel_rate -- 10000000 3
 	$(VPY) benches/twolevel.py --requests 10000000 --repeats 3
 	$(VPY) benches/advise.py
+	$(VPY) benches/stacks_cost.py --repeats 5
+	$(VPY) benches/cluster_scale.py --requests 10000000
 	$(VPY) benches/sweep.py
 	$(VPY) benches/side_by_side.py --policy wf2q
 	$(VPY) benches/side_by_side.py --policy mclock
