@@ -54,7 +54,9 @@ def _origin(path: Path, fmt: str | None, origin: str | None) -> datetime | None:
 
 
 def warm_cmd(
-    trace: Annotated[Path, typer.Argument(help="Multi-day trace file (any supported format).", show_default=False)],
+    trace: Annotated[Path, typer.Argument(help="Multi-day trace file (any supported format), or requests counted per "
+                                            "interval (a BlockTraceFeatures CSV, or --format counts).",
+                                       show_default=False)],
     fast_tier: Annotated[str, typer.Option("--fast-tier", help="Fast-tier capacity C (the user working set it holds).")] = "64GiB",
     warm_rate: Annotated[str, typer.Option("--warm-rate", help="Warm-up transfer speed F; the fast tier takes its capacity / this speed to warm.")] = "200MiB/s",
     train_days: Annotated[int | None, typer.Option("--train-days", help="Days to learn from (default 14, or all but the last 2 of a shorter trace).")] = None,
@@ -66,8 +68,9 @@ def warm_cmd(
     h_low: Annotated[str, typer.Option("--h-low", help="Hit-rate thresholds LOWER,UPPER in Low (stop system work at LOWER, resume at UPPER; 0,0 = never stop).")] = "0,0",
     h_high: Annotated[str | None, typer.Option("--h-high", help="Hit-rate thresholds LOWER,UPPER in High (default: no system work in High).")] = None,
     schedule_rows: Annotated[int, typer.Option("--schedule-rows", help="Schedule events to print (the JSON has all).")] = 12,
-    format: Annotated[str | None, typer.Option("--format", "-f", help="Trace format; detected when omitted.")] = None,
-    time_unit: Annotated[str | None, typer.Option("--time-unit", help="Time unit of the trace's timestamps where the format leaves it open (ns, us, ms, s).")] = None,
+    format: Annotated[str | None, typer.Option("--format", "-f", help="Trace format, or blocktracefeatures / counts for a count series (rows time,count); detected when omitted.")] = None,
+    time_unit: Annotated[str | None, typer.Option("--time-unit", help="Time unit of the trace's timestamps where the format leaves it open (ns, us, ms, s; counts: s by default).")] = None,
+    interval: Annotated[str | None, typer.Option("--interval", help="A count series' interval, where its rows are not evenly spaced (--format counts).")] = None,
     sort: Annotated[bool, typer.Option("--sort", help="Sort requests by time instead of rejecting a trace whose timestamps go backwards.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON (for scripts) instead of tables.")] = False,
 ) -> None:
@@ -79,6 +82,8 @@ def warm_cmd(
     system work of user-only, feedback, prediction and oracle.
 
     Example: [bold]storqos warm ../shared/traces/hp-hplajw-1week/ajw.1week.srt --fast-tier 64GiB --warm-rate 200MiB/s[/bold]
+
+    Example: [bold]storqos warm block_snap_w96.csv --train-days 5[/bold]   (a BlockTraceFeatures snapshot)
     """
     from storqos.base.progress import run_with_progress
     from storqos.planning.warming import FastTier, Knobs, per_minute, warm
@@ -93,10 +98,26 @@ def warm_cmd(
     tier = FastTier(cap, rate, parse_duration(fast_time, "--fast-time", "ms") / 1e9,
                     parse_duration(slow_time, "--slow-time", "ms") / 1e9)
     knobs = Knobs(h_low=_pair(h_low, "--h-low") or (0.0, 0.0), h_high=_pair(h_high, "--h-high"), util_limit=util_limit)
-    start = _origin(trace, format, origin)
-    df = run_with_progress(f"reading {trace.name}", lambda: read_trace(trace, format=format, time_unit=time_unit, sort=sort))
-    intensity = per_minute(df, start_minute_of_day=0 if start is None else start.hour * 60 + start.minute,
-                           first_weekday=0 if start is None else start.weekday())
+    from storqos.planning.warming.counts import COUNT_FORMATS, detect_counts, from_counts, read_counts
+    from storqos.traces._pipeline import source_file
+
+    source_file(trace)
+    counted = format if format in COUNT_FORMATS else (detect_counts(trace) if format is None else None)
+    if interval is not None and counted is None:
+        raise InputError("--interval is for a count series (--format counts)", "--interval")
+    # A count series has no clock of its own: --origin places it, else Monday 00:00.
+    start = _origin(trace, format, origin) if counted is None or origin is not None else None
+    minute, weekday = (0, 0) if start is None else (start.hour * 60 + start.minute, start.weekday())
+    if counted is not None:
+        if sort:
+            raise InputError("a count series is read in its order: --sort is for request traces", "--sort")
+        series = read_counts(trace, counted, time_unit=time_unit,
+                             interval_ns=None if interval is None else parse_duration(interval, "--interval"))
+        intensity = from_counts(series, start_minute_of_day=minute, first_weekday=weekday)
+    else:
+        df = run_with_progress(f"reading {trace.name}",
+                               lambda: read_trace(trace, format=format, time_unit=time_unit, sort=sort))
+        intensity = per_minute(df, start_minute_of_day=minute, first_weekday=weekday)
     rep = run_with_progress("learning and comparing policies",
                             lambda: warm(intensity, tier, train_days=train_days, threshold=threshold, knobs=knobs))
     summary = rep.summary()
