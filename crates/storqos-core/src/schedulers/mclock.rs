@@ -72,6 +72,7 @@
 //! `examples/mclock_rate.rs`: the same rate at 10 and 100 000 requests per tenant).
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use serde::Deserialize;
 
@@ -205,9 +206,11 @@ pub struct Mclock {
     arrival_l: Vec<f64>,
     /// Requests rejected at their tenant's limit.
     rejected: u64,
-    reservations: Vec<f64>,
-    weights: Vec<f64>,
-    limits: Vec<Option<f64>>,
+    /// The configured parameters (shared by the clones of one mClock, as the servers
+    /// of a cluster are, until one changes them).
+    reservations: Arc<Vec<f64>>,
+    weights: Arc<Vec<f64>>,
+    limits: Arc<Vec<Option<f64>>>,
     tenants: Vec<Tenant>,
     resv: TenantHeap,
     prop: TenantHeap,
@@ -224,6 +227,8 @@ pub struct Mclock {
     distributed: bool,
     /// How dmClock's reports are charged.
     charge: DistCharge,
+    /// Give a tenant's queue storage back when it empties ([`Mclock::set_compact`]).
+    compact: bool,
     /// Some report came to be charged at arrival: heads are charged from the ledgers.
     ledgers: bool,
 }
@@ -265,9 +270,9 @@ impl Mclock {
             reject_after: None,
             arrival_l: Vec::new(),
             rejected: 0,
-            reservations,
-            weights,
-            limits,
+            reservations: Arc::new(reservations),
+            weights: Arc::new(weights),
+            limits: Arc::new(limits),
             tenants: Vec::new(),
             resv: TenantHeap::default(),
             prop: TenantHeap::default(),
@@ -280,6 +285,7 @@ impl Mclock {
             distributed: false,
             charge: DistCharge::default(),
             ledgers: false,
+            compact: false,
         })
     }
 
@@ -380,6 +386,13 @@ impl Mclock {
         }
     }
 
+    /// Give each tenant's queue storage back when its queue empties: for the servers of a
+    /// cluster, which hold every tenant while each sees a few of its requests at a time
+    /// (an allocation per busy spell instead of some 200 bytes per tenant and server).
+    pub fn set_compact(&mut self, on: bool) {
+        self.compact = on;
+    }
+
     /// How dmClock's reports are charged ([`DistCharge`]; default: at arrival). Set
     /// before use.
     pub fn set_dist_charge(&mut self, charge: DistCharge) {
@@ -403,14 +416,15 @@ impl Mclock {
             }
         }
         let i = flow as usize;
-        if self.reservations.len() <= i {
-            self.reservations.resize(i + 1, DEFAULT_RESERVATION);
+        let (rs, ls) = (Arc::make_mut(&mut self.reservations), Arc::make_mut(&mut self.limits));
+        if rs.len() <= i {
+            rs.resize(i + 1, DEFAULT_RESERVATION);
         }
-        if self.limits.len() <= i {
-            self.limits.resize(i + 1, None);
+        if ls.len() <= i {
+            ls.resize(i + 1, None);
         }
-        self.reservations[i] = reservation;
-        self.limits[i] = limit;
+        rs[i] = reservation;
+        ls[i] = limit;
         let nowf = now as f64;
         let t = self.tenant_mut(flow);
         let r_spacing = if reservation > 0.0 { NS_PER_SEC as f64 / reservation } else { 0.0 };
@@ -531,7 +545,12 @@ impl Mclock {
         if self.tenants[k as usize].queue.is_empty() {
             self.resv.remove(k);
             self.prop.remove(k);
-            self.tenants[k as usize].limited = false;
+            let t = &mut self.tenants[k as usize];
+            t.limited = false;
+            if self.compact {
+                t.queue = VecDeque::new();
+                t.dist = VecDeque::new();
+            }
         } else {
             self.tag_head(k, now);
         }

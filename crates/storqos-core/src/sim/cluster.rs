@@ -406,13 +406,20 @@ where
     };
     let n = cluster.servers;
     let mut nodes = Vec::with_capacity(n as usize);
+    // mClock's servers are clones of one, sharing its parameter lists, each giving a
+    // tenant's queue storage back when the tenant leaves it.
+    let mut first = policy.build()?;
+    if let AnyScheduler::Mclock(m) = &mut first {
+        m.set_compact(true);
+    }
+    let mut first = Some(first);
     for _ in 0..n {
-        nodes.push(Node {
-            sched: policy.build()?,
-            dev: device.build()?,
-            summary: ServerSummary::default(),
-            dirty: false,
-        });
+        let sched = match &first {
+            Some(AnyScheduler::Mclock(m)) => AnyScheduler::Mclock(m.clone()),
+            Some(_) => first.take().expect("the first server's scheduler"),
+            None => policy.build()?,
+        };
+        nodes.push(Node { sched, dev: device.build()?, summary: ServerSummary::default(), dirty: false });
     }
     let dmclock = matches!(cluster.coordination, Coordination::Dmclock { .. });
     if let Coordination::Dmclock { charge } = cluster.coordination {
