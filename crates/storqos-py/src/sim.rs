@@ -140,6 +140,14 @@ impl<'a> Columns<'a> {
     }
 }
 
+/// The closed-loop clients and the built generator streams of a run (JSON lists).
+fn workload(closed_json: &str, generators_json: &str) -> PyResult<(Vec<ClosedClient>, Vec<Generator>)> {
+    let closed: Vec<ClosedSpec> = from_json("closed-loop clients", closed_json).map_err(err)?;
+    let gens: Vec<GeneratorSpec> = from_json("generators", generators_json).map_err(err)?;
+    let streams = gens.iter().map(|g| g.build().map_err(err)).collect::<PyResult<Vec<_>>>()?;
+    Ok((closed.into_iter().map(ClosedSpec::into_client).collect(), streams))
+}
+
 /// Run one simulation.
 ///
 /// Open-loop requests come from the numpy columns (all the same length, arrival-ordered)
@@ -170,15 +178,9 @@ fn simulate<'py>(
 ) -> PyResult<SimOutput> {
     let policy: SchedulerSpec = from_json("policy", policy_json).map_err(err)?;
     let device: DeviceSpec = from_json("device", device_json).map_err(err)?;
-    let closed: Vec<ClosedSpec> = from_json("closed-loop clients", closed_json).map_err(err)?;
-    let gens: Vec<GeneratorSpec> = from_json("generators", generators_json).map_err(err)?;
-    let closed: Vec<ClosedClient> = closed.into_iter().map(ClosedSpec::into_client).collect();
+    let (closed, mut streams) = workload(closed_json, generators_json)?;
     let mut sched = policy.build().map_err(err)?;
     let mut dev = device.build().map_err(err)?;
-    let mut streams = Vec::with_capacity(gens.len());
-    for g in &gens {
-        streams.push(g.build().map_err(err)?);
-    }
     let cols = Columns::new(&arrival_ns, &tenant, &size, &offset, &is_read, target.as_ref())?;
     let cfg = SimConfig { seed, window: window_ns, keep_requests, until: until_ns };
     let res = py.detach(move || {
@@ -225,13 +227,7 @@ fn simulate_cluster<'py>(
     let policy: SchedulerSpec = from_json("policy", policy_json).map_err(err)?;
     let device: DeviceSpec = from_json("device", device_json).map_err(err)?;
     let cluster: ClusterSpec = from_json("cluster", cluster_json).map_err(err)?;
-    let closed: Vec<ClosedSpec> = from_json("closed-loop clients", closed_json).map_err(err)?;
-    let gens: Vec<GeneratorSpec> = from_json("generators", generators_json).map_err(err)?;
-    let closed: Vec<ClosedClient> = closed.into_iter().map(ClosedSpec::into_client).collect();
-    let mut streams = Vec::with_capacity(gens.len());
-    for g in &gens {
-        streams.push(g.build().map_err(err)?);
-    }
+    let (closed, mut streams) = workload(closed_json, generators_json)?;
     let cols = Columns::new(&arrival_ns, &tenant, &size, &offset, &is_read, None)?;
     let given = match &server {
         Some(x) => Some(x.as_slice()?),

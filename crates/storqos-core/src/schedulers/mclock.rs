@@ -223,14 +223,13 @@ pub struct Mclock {
     served: [u64; 3],
     /// The phase of the last dispatch (dmClock's client counts it).
     last: Option<Phase>,
-    /// Some request came with [`DistParams`] (dmClock): tags read them.
-    distributed: bool,
+    /// Some request came with [`DistParams`] (dmClock): tags are charged from the
+    /// tenants' ledgers, or, charged by request, from the parameters beside each request.
+    reports: bool,
     /// How dmClock's reports are charged.
     charge: DistCharge,
     /// Give a tenant's queue storage back when it empties ([`Mclock::set_compact`]).
     compact: bool,
-    /// Some report came to be charged at arrival: heads are charged from the ledgers.
-    ledgers: bool,
 }
 
 fn check_iops(what: String, v: f64, allow_zero: bool) -> Result<()> {
@@ -282,9 +281,8 @@ impl Mclock {
             timer: None,
             served: [0; 3],
             last: None,
-            distributed: false,
+            reports: false,
             charge: DistCharge::default(),
-            ledgers: false,
             compact: false,
         })
     }
@@ -351,32 +349,31 @@ impl Mclock {
     /// ([`crate::schedulers::dmclock::ReportLedger`]), or, with [`DistCharge::Request`],
     /// to its own request's tags. With zeros this is [`Scheduler::enqueue`].
     pub fn enqueue_dist(&mut self, req: Request, now: Nanos, dist: DistParams) {
-        if self.charge == DistCharge::Arrival {
-            let k = self.by.of(&req);
-            let t = self.tenant_mut(k);
-            t.ledger.report(dist);
-            self.ledgers = true;
-            self.enqueue(req, now);
-            return;
-        }
-        if !self.distributed {
+        let by_request = self.charge == DistCharge::Request;
+        if !self.reports && by_request {
             // From now on every queued request has its parameters beside it.
-            self.distributed = true;
             for t in &mut self.tenants {
                 t.dist = t.queue.iter().map(|_| DistParams::default()).collect();
             }
         }
-        self.push(req, now, Some(dist));
+        self.reports = true;
+        if by_request {
+            self.push(req, now, Some(dist));
+        } else {
+            let k = self.by.of(&req);
+            self.tenant_mut(k).ledger.report(dist);
+            self.push(req, now, None);
+        }
     }
 
     /// Queue `req` (with its dmClock parameters once any request has had some).
     #[inline]
     fn push(&mut self, req: Request, now: Nanos, dist: Option<DistParams>) {
         let k = self.by.of(&req);
-        let distributed = self.distributed;
+        let by_request = self.reports && self.charge == DistCharge::Request;
         let t = self.tenant_mut(k);
         t.queue.push_back(req);
-        if distributed {
+        if by_request {
             t.dist.push_back(dist.unwrap_or_default());
         }
         let activated = t.queue.len() == 1;
@@ -490,7 +487,7 @@ impl Mclock {
     fn tag_head(&mut self, k: u32, now: f64) {
         let cost = self.cost;
         let vtime = self.vtime;
-        let distributed_arrival = self.ledgers;
+        let distributed_arrival = self.reports && self.charge == DistCharge::Arrival;
         let t = &mut self.tenants[k as usize];
         let head = t.queue.front().expect("tagging a backlogged tenant");
         let c = cost.of(head);

@@ -224,6 +224,16 @@ struct Node {
     dirty: bool,
 }
 
+/// Mark server `s` as touched at the current instant (once).
+#[inline]
+fn touch(nodes: &mut [Node], dirty: &mut Vec<u32>, s: u32) {
+    let node = &mut nodes[s as usize];
+    if !node.dirty {
+        node.dirty = true;
+        dirty.push(s);
+    }
+}
+
 impl Node {
     /// The earliest of its next completion and its scheduler's timer.
     #[inline]
@@ -405,29 +415,27 @@ where
         (PlacementSpec::Hash { .. }, _) => None,
     };
     let n = cluster.servers;
-    let mut nodes = Vec::with_capacity(n as usize);
+    let dmclock = matches!(cluster.coordination, Coordination::Dmclock { .. });
     // mClock's servers are clones of one, sharing its parameter lists, each giving a
-    // tenant's queue storage back when the tenant leaves it.
-    let mut first = policy.build()?;
-    if let AnyScheduler::Mclock(m) = &mut first {
-        m.set_compact(true);
-    }
-    let mut first = Some(first);
+    // tenant's queue storage back when the tenant leaves it; other policies are built
+    // for each server.
+    let mclock = match policy.build()? {
+        AnyScheduler::Mclock(mut m) => {
+            m.set_compact(true);
+            if let Coordination::Dmclock { charge } = cluster.coordination {
+                m.set_dist_charge(charge);
+            }
+            Some(m)
+        }
+        _ => None,
+    };
+    let mut nodes = Vec::with_capacity(n as usize);
     for _ in 0..n {
-        let sched = match &first {
-            Some(AnyScheduler::Mclock(m)) => AnyScheduler::Mclock(m.clone()),
-            Some(_) => first.take().expect("the first server's scheduler"),
+        let sched = match &mclock {
+            Some(m) => AnyScheduler::Mclock(m.clone()),
             None => policy.build()?,
         };
         nodes.push(Node { sched, dev: device.build()?, summary: ServerSummary::default(), dirty: false });
-    }
-    let dmclock = matches!(cluster.coordination, Coordination::Dmclock { .. });
-    if let Coordination::Dmclock { charge } = cluster.coordination {
-        for node in &mut nodes {
-            if let AnyScheduler::Mclock(m) = &mut node.sched {
-                m.set_dist_charge(charge);
-            }
-        }
     }
     let mut split = match cluster.coordination {
         Coordination::Split { period_ns } => Some(Split::new(policy, period_ns)),
@@ -531,20 +539,16 @@ where
             if node.sched.next_timer().is_some_and(|t| t <= now) {
                 node.sched.on_timer(now);
             }
-            if !node.dirty {
-                node.dirty = true;
-                dirty.push(s);
-            }
+            touch(&mut nodes, &mut dirty, s);
             // Re-keyed when its slots are offered (before time moves on).
             heap.remove(s);
         } else if t_split == t_next {
             let sp = split.as_mut().expect("the allocator was due");
             sp.allocate(&mut nodes, now)?;
             sp.next = now + sp.period;
-            for (s, node) in nodes.iter_mut().enumerate() {
-                if node.sched.queued() > 0 && !node.dirty {
-                    node.dirty = true;
-                    dirty.push(s as u32);
+            for s in 0..n {
+                if nodes[s as usize].sched.queued() > 0 {
+                    touch(&mut nodes, &mut dirty, s);
                 }
             }
         } else {
@@ -625,10 +629,7 @@ where
                 }
                 in_servers += 1;
                 node.summary.unfinished += 1;
-                if !node.dirty {
-                    node.dirty = true;
-                    dirty.push(s);
-                }
+                touch(&mut nodes, &mut dirty, s);
             }
         }
     }

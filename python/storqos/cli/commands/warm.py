@@ -99,9 +99,7 @@ def warm_cmd(
                     parse_duration(slow_time, "--slow-time", "ms") / 1e9)
     knobs = Knobs(h_low=_pair(h_low, "--h-low") or (0.0, 0.0), h_high=_pair(h_high, "--h-high"), util_limit=util_limit)
     from storqos.planning.warming.counts import COUNT_FORMATS, detect_counts, from_counts, read_counts
-    from storqos.traces._pipeline import source_file
 
-    source_file(trace)
     counted = format if format in COUNT_FORMATS else (detect_counts(trace) if format is None else None)
     if interval is not None and counted is None:
         raise InputError("--interval is for a count series (--format counts)", "--interval")

@@ -29,6 +29,7 @@ import polars as pl
 
 from storqos.base.errors import InputError
 from storqos.planning.warming.intensity import DAY_MIN, Intensity
+from storqos.traces._pipeline import source_file
 
 #: The count-series formats ``storqos warm`` reads (beside request traces).
 COUNT_FORMATS: tuple[str, ...] = ("blocktracefeatures", "counts")
@@ -155,7 +156,9 @@ def read_count_rows(path: Path, *, time_unit: str | None = None, interval_ns: in
 
 
 def read_counts(path: Path, fmt: str, *, time_unit: str | None = None, interval_ns: int | None = None) -> CountSeries:
-    """A count series in format ``fmt`` (one of :data:`COUNT_FORMATS`)."""
+    """A count series in format ``fmt`` (one of :data:`COUNT_FORMATS`) from ``path``, a
+    non-empty regular file."""
+    source_file(path)
     if fmt == "blocktracefeatures":
         if time_unit is not None or interval_ns is not None:
             raise InputError("a BlockTraceFeatures snapshot says its own time unit and interval",
