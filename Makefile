@@ -149,14 +149,16 @@ $(NBDPY): $(DEPS) | system-deps
 # are for the tests only. Chromium renders the HTML report in the report test
 # (headless); qemu-io (qemu-utils), nbdcopy and nbdinfo (libnbd-bin) and fio (its nbd
 # engine) are the real NBD clients of the `storqos serve` tests; prometheus scrapes the
-# gateway's metrics in its test; openssl makes the TLS tests' certificates. Each entry
+# gateway's metrics in its test; openssl makes the TLS tests' certificates; nbdkit and
+# qemu-storage-daemon are the real QoS stacks the models are checked against; etcd
+# (etcd-server) is the control plane of the cluster tests' gateways. Each entry
 # is WHAT[,WHAT...]:PACKAGE, each WHAT a command or an absolute path, the package
 # missing when none of them is there. What is missing comes in one apt-get run, without
 # the recommended extras: on a fresh machine about 50 packages, where chromium's recommends
 # (udev, printing, Mesa) made it 162.
 SYSTEM_DEPS := $(NBD_MODULE):python3-libnbd chromium,chromium-browser:chromium qemu-io:qemu-utils \
 	nbdcopy:libnbd-bin nbdinfo:libnbd-bin fio:fio openssl:openssl prometheus:prometheus nbdkit:nbdkit \
-	qemu-storage-daemon:qemu-utils
+	qemu-storage-daemon:qemu-utils etcd:etcd-server
 system-deps:
 	@missing=""; for dep in $(SYSTEM_DEPS); do \
 	  pkg=$${dep#*:}; found=""; \

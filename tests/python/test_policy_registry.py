@@ -40,6 +40,8 @@ OWN_MODULES: dict[str, tuple[tuple[str, ...], str]] = {
     "model/twolevel/analysis.py": (("sarc+avatar",), "seed 001's runs on the paper's array, SARC+AVATAR by default"),
     "model/cluster.py": (("mclock",), "a cluster's dmclock and split coordination keep mClock's reservations and "
                                       "limits across its servers (dmClock, OSDI'10 §4)"),
+    "live/cluster_member.py": (("mclock",), "a cluster's gateways set their shares of each tenant's reservation and "
+                                            "limit in mClock"),
     "model/fclb/spec.py": (("fclb",), "seed 003's builders of FCLB's spec and of its YFQ back end's"),
     "model/fclb/cases.py": (("fclb",), "seed 003 §4.5 compares FCLB, a fixed bucket and its YFQ back end alone"),
     "planning/planner.py": (("miser", "rtt-fq"), "seed 000's recombiners of RTT's classes: Miser, and fair queuing "

@@ -55,10 +55,13 @@ def test_the_log_has_the_simulators_columns_and_the_schedule_is_kept(gateway: in
     assert res.requests.height == 3000 and not res.errors
     assert res.requests.group_by("tenant").len().sort("tenant")["len"].to_list() == [1500, 1500]
     # Open loop at the trace's times: the replay lasts the trace's span, and requests go
-    # out on time (generous bounds: the gateway and the replay share 2 cores).
+    # out on time (generous bounds: the gateway and the replay share 2 cores; on a CI
+    # machine that stayed busy through four attempts, 6.5 % were over 1 ms late with the
+    # median 9 µs, so the late share is bounded at 10 %: a loop that drifted or slept
+    # through its deadlines would have most requests late).
     assert res.span_s == pytest.approx(res.scheduled_span_s, abs=0.05)
     sch = res.schedule()
-    assert sch["issue_error_p50_us"] < 200 and sch["late_fraction"] < 0.02, sch
+    assert sch["issue_error_p50_us"] < 200 and sch["late_fraction"] < 0.1, sch
     if STAT.exists():  # Linux counts the time the host took from the machine meanwhile
         assert sch["steal_ms"] >= 0
     # Issue times follow the trace's inter-arrival times.

@@ -7,6 +7,12 @@
 //! - `{"cmd": "set", "tenant": "web" | 0, "weight": 3, "reservation": 100,
 //!   "limit": 500, "slo_s": 0.01}`: change a tenant's parameters in the running
 //!   policy (its `weights`, `reservations`, `limits` lists) and its latency target;
+//! - `{"cmd": "shares", "tenants": [{"tenant": "web" | 0, "reservation": 40, "limit":
+//!   120}], "cluster": {"etcd_up": true, "members": 4, "etcd_failures": 0, "conflicts":
+//!   0}}`: set reservations and limits in the running mClock in place, without the pause
+//!   of a policy change (a cluster's allocator, every period; `cluster`, optional, is
+//!   its view for the metrics); the reply gives each tenant's demand (`arrived` so far,
+//!   `inflight` now);
 //! - `{"cmd": "policy", "spec": {...}}`: replace the whole policy (the simulator's spec);
 //! - `{"cmd": "add-export", "export": {"name": "c", "path": "/srv/c.img", "tenant": 2}}`:
 //!   serve a new export (the fields of a configuration's export; the tenant as a name or
@@ -120,6 +126,7 @@ impl Control {
                 let name = self.apply(spec).await?;
                 Ok(json!({"ok": true, "policy": name}))
             }
+            Some("shares") => self.shares(cmd).await,
             Some("add-export") => self.add_export_cmd(cmd),
             Some("remove-export") => self.remove_export_cmd(cmd),
             Some("drain") => {
@@ -127,10 +134,10 @@ impl Control {
                 Ok(json!({"ok": true, "open_connections": self.open.load(Ordering::Relaxed)}))
             }
             Some(other) => {
-                Err(format!("unknown command {other:?} (known: stats, set, policy, add-export, remove-export, drain)"))
+                Err(format!("unknown command {other:?} (known: stats, set, shares, policy, add-export, remove-export, drain)"))
             }
             None => {
-                Err("a command is a JSON object with \"cmd\": stats, set, policy, add-export, remove-export or drain"
+                Err("a command is a JSON object with \"cmd\": stats, set, shares, policy, add-export, remove-export or drain"
                     .into())
             }
         }
@@ -202,13 +209,7 @@ impl Control {
             if spec.get(list).is_none() && takes_it(&spec) {
                 spec.as_object_mut().map(|o| o.insert(list.into(), json!([])));
             }
-            let arr =
-                spec.get_mut(list).and_then(Value::as_array_mut).ok_or_else(|| format!("{kind} takes no {list}"))?;
-            let i = tenant as usize;
-            if arr.len() <= i {
-                arr.resize(i + 1, beyond);
-            }
-            arr[i] = v.clone();
+            write_list(&mut spec, list, tenant, v.clone(), beyond).ok_or_else(|| format!("{kind} takes no {list}"))?;
             changed.push(key);
         }
         if let Some(slo) = cmd.get("slo_s") {
@@ -224,6 +225,52 @@ impl Control {
         }
         let name = if changed.iter().any(|k| *k != "slo") { Some(self.apply(spec).await?) } else { None };
         Ok(json!({"ok": true, "tenant": tenant, "changed": changed, "policy": name}))
+    }
+
+    /// `shares`: set tenants' reservations and limits in the running mClock in place
+    /// (a cluster allocator's shares, every period: no pause, unlike `set`), and answer
+    /// with what each tenant has asked of this gateway so far (`arrived`: requests since
+    /// the start; `inflight`: in the gateway now), keyed by tenant id.
+    async fn shares(&self, cmd: &Value) -> Result<Value, String> {
+        let list = cmd.get("tenants").and_then(Value::as_array).ok_or("shares: give \"tenants\" as a list")?;
+        let mut shares = Vec::with_capacity(list.len());
+        for (i, e) in list.iter().enumerate() {
+            let at = |what: &str| format!("shares: tenants[{i}]: {what}");
+            let tenant = self.tenant(e.get("tenant").ok_or_else(|| at("give the tenant"))?).map_err(|m| at(&m))?;
+            self.served(tenant).map_err(|m| at(&m))?;
+            let r = e.get("reservation").cloned().unwrap_or(json!(0.0));
+            let l = e.get("limit").cloned().unwrap_or(Value::Null);
+            check_value("reservations", "reservation", &r).map_err(|m| at(&m))?;
+            check_value("limits", "limit", &l).map_err(|m| at(&m))?;
+            let r = r.as_f64().ok_or_else(|| at("reservation: a number of IOPS"))?;
+            let l = match l {
+                Value::Null => None,
+                v => Some(v.as_f64().ok_or_else(|| at("limit: a number of IOPS or null"))?),
+            };
+            shares.push((tenant, r, l));
+        }
+        let cluster = match cmd.get("cluster") {
+            None => None,
+            Some(c) => Some(serde_json::from_value(c.clone()).map_err(|e| format!("shares: cluster: {e}"))?),
+        };
+        let (done, rx) = tokio::sync::oneshot::channel();
+        self.sched
+            .send(Msg::Shares { shares: shares.clone(), cluster, done })
+            .map_err(|_| "the gateway is stopping")?;
+        let demand = rx.await.map_err(|_| "the gateway is stopping")??;
+        if let Ok(mut p) = self.policy.lock() {
+            for (t, r, l) in shares {
+                write_list(&mut p, "reservations", t, json!(r), json!(0.0));
+                write_list(&mut p, "limits", t, l.map_or(Value::Null, |l| json!(l)), Value::Null);
+            }
+        }
+        let by_id =
+            |v: Vec<(u32, Value)>| v.into_iter().map(|(t, n)| (t.to_string(), n)).collect::<serde_json::Map<_, _>>();
+        Ok(json!({
+            "ok": true,
+            "arrived": by_id(demand.arrived.into_iter().map(|(t, n)| (t, json!(n))).collect()),
+            "inflight": by_id(demand.inflight.into_iter().map(|(t, n)| (t, json!(n))).collect()),
+        }))
     }
 
     /// Open and serve export `cfg` (its statistics under its tenant); the running
@@ -283,6 +330,19 @@ impl Control {
         }
         Ok(name)
     }
+}
+
+/// Set tenant `tenant`'s entry of `spec`'s list `list` to `v`, writing the list out up
+/// to it with `beyond` (the value a tenant past the list has); `None` if `spec` has no
+/// such list.
+fn write_list(spec: &mut Value, list: &str, tenant: u32, v: Value, beyond: Value) -> Option<()> {
+    let arr = spec.get_mut(list).and_then(Value::as_array_mut)?;
+    let i = tenant as usize;
+    if arr.len() <= i {
+        arr.resize(i + 1, beyond);
+    }
+    arr[i] = v;
+    Some(())
 }
 
 #[cfg(test)]

@@ -128,6 +128,45 @@ pub enum Msg {
         /// Told once it is in place.
         done: tokio::sync::oneshot::Sender<String>,
     },
+    /// Set tenants' reservations and limits in the running mClock in place (a cluster's
+    /// allocator handing this gateway its shares of the global promises; no pause): a
+    /// backlogged tenant's head keeps its place, rescaled to its new spacing
+    /// (`Mclock::set_reservation_limit`). `done` gets the demand seen so far, or why not.
+    Shares {
+        /// `(tenant, reservation IOPS, limit IOPS)` to set.
+        shares: Vec<(u32, f64, Option<f64>)>,
+        /// The cluster member's state as its agent last saw it (for the metrics).
+        cluster: Option<ClusterState>,
+        /// Told once they are in place.
+        done: tokio::sync::oneshot::Sender<Result<Demand, String>>,
+    },
+}
+
+/// A cluster member's view of its control plane, as its agent reports it with each
+/// `shares` command (the gateway exports it as `storqos_cluster_*` metrics).
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterState {
+    /// Whether the last exchange with etcd succeeded (else the last shares stand).
+    pub etcd_up: bool,
+    /// Live gateways in the cluster, this one included.
+    pub members: u32,
+    /// Exchanges with etcd that failed since the start.
+    pub etcd_failures: u64,
+    /// Conflicts seen while running (an export claimed by another gateway, a tenant's
+    /// spec the running policy refused).
+    pub conflicts: u64,
+}
+
+/// What each tenant has asked of a gateway: requests that arrived since it started
+/// (admitted or refused at a limit) and those in it now (held by the policy or on the
+/// backend), per tenant id, in id order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Demand {
+    /// `(tenant, requests arrived so far)`.
+    pub arrived: Vec<(u32, u64)>,
+    /// `(tenant, requests in the gateway now)`.
+    pub inflight: Vec<(u32, usize)>,
 }
 
 /// The engine's state at one instant.
@@ -141,4 +180,6 @@ pub struct Probe {
     pub inflight: Vec<(u32, usize)>,
     /// The policy's gauges (`Scheduler::gauges`: credits, thresholds, tags…).
     pub gauges: Vec<(String, f64)>,
+    /// The cluster member's state, in a cluster.
+    pub cluster: Option<ClusterState>,
 }

@@ -12,7 +12,9 @@
 //! `storqos_backend_requests`, `storqos_open_connections`,
 //! `storqos_accepted_connections_total`, `storqos_policy_gauge{name}` (AVATAR's threshold,
 //! SARC's credits, mClock's tag lag, a leaky bucket's rate: whatever the policy
-//! reports).
+//! reports). In a cluster (`storqos serve --cluster`): `storqos_cluster_etcd_up`,
+//! `storqos_cluster_members`, `storqos_cluster_etcd_failures_total` and
+//! `storqos_cluster_conflicts_total`, as the member's agent last reported them.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -144,6 +146,30 @@ impl Collector for Snapshot {
         family(&mut e, "storqos_accepted_connections", "Connections accepted", MetricType::Counter, |m| {
             ConstCounter::new(self.connections_total).encode(m)
         })?;
+        if let Some(c) = &self.probe.cluster {
+            let gauges: [(&str, &str, i64); 2] = [
+                (
+                    "storqos_cluster_etcd_up",
+                    "1 if the last exchange with etcd succeeded (else the last shares stand)",
+                    c.etcd_up as i64,
+                ),
+                ("storqos_cluster_members", "Live gateways in the cluster, this one included", c.members as i64),
+            ];
+            for (name, help, v) in gauges {
+                family(&mut e, name, help, MetricType::Gauge, |m| ConstGauge::new(v).encode(m))?;
+            }
+            let counters: [(&str, &str, u64); 2] = [
+                ("storqos_cluster_etcd_failures", "Exchanges with etcd that failed", c.etcd_failures),
+                (
+                    "storqos_cluster_conflicts",
+                    "Conflicts seen while running (export claims, refused tenant specs)",
+                    c.conflicts,
+                ),
+            ];
+            for (name, help, v) in counters {
+                family(&mut e, name, help, MetricType::Counter, |m| ConstCounter::new(v).encode(m))?;
+            }
+        }
         family(
             &mut e,
             "storqos_policy_gauge",

@@ -255,8 +255,28 @@ fn simulate_cluster<'py>(
     ClusterOutput::new(py, res)
 }
 
-/// Add `simulate` and `simulate_cluster` to the module.
+/// One server's share of a tenant's global reservation or limit under the `split`
+/// allocator (the cluster simulator's rule, which live gateways use too): `demand` is
+/// what each server saw of the tenant in the last period, `server` the one asked about.
+#[pyfunction]
+fn split_share(total: f64, demand: Vec<f64>, server: usize) -> PyResult<f64> {
+    if !(total.is_finite() && total >= 0.0) {
+        return Err(err(Error::InvalidConfig(format!("split: total {total} is not a rate >= 0"))));
+    }
+    let Some(&d) = demand.get(server) else {
+        return Err(err(Error::InvalidConfig(format!("split: server {server} of {}", demand.len()))));
+    };
+    if demand.iter().any(|x| !(x.is_finite() && *x >= 0.0)) {
+        return Err(err(Error::InvalidConfig("split: demands are counts >= 0".into())));
+    }
+    let servers =
+        u32::try_from(demand.len()).map_err(|_| err(Error::InvalidConfig("split: too many servers".into())))?;
+    Ok(storqos_core::sim::split_share(total, servers, d, demand.iter().sum()))
+}
+
+/// Add `simulate`, `simulate_cluster` and `split_share` to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
-    m.add_function(wrap_pyfunction!(simulate_cluster, m)?)
+    m.add_function(wrap_pyfunction!(simulate_cluster, m)?)?;
+    m.add_function(wrap_pyfunction!(split_share, m)?)
 }

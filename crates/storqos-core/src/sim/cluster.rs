@@ -64,6 +64,20 @@ pub const DEFAULT_SPLIT_PERIOD: Nanos = 500 * NS_PER_MS;
 /// to it is not stopped dead for a period).
 pub const SPLIT_FLOOR: f64 = 0.01;
 
+/// The `split` allocator's rule: a server's share of a tenant's global `total` (a
+/// reservation or a limit, IOPS) when the server saw demand `d` of the tenant's `sum_d`
+/// over all `servers`: [`SPLIT_FLOOR`] of an even share, and the rest by demand, so the
+/// shares over all servers sum to `total`. A tenant with no demand anywhere (`sum_d`
+/// 0) is split evenly. The live gateways of a cluster split by the same rule.
+pub fn split_share(total: f64, servers: u32, d: f64, sum_d: f64) -> f64 {
+    let n = servers.max(1) as f64;
+    if sum_d <= 0.0 {
+        return total / n;
+    }
+    let floor = SPLIT_FLOOR * total / n;
+    floor + (total - floor * n) * d / sum_d
+}
+
 /// Which server(s) serve a request.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -296,11 +310,8 @@ impl Split {
         Split { period, next: period, global, demand: HashMap::new(), above_floor: Vec::new() }
     }
 
-    /// A server's share of `total` when it has demand `d` of the tenant's `sum_d`: the
-    /// floor, and the rest by demand (the shares over all servers sum to `total`).
     fn share(total: f64, servers: u32, d: f64, sum_d: f64) -> f64 {
-        let floor = SPLIT_FLOOR * total / servers as f64;
-        floor + (total - floor * servers as f64) * d / sum_d
+        split_share(total, servers, d, sum_d)
     }
 
     fn set(nodes: &mut [Node], t: u32, s: u32, g: (f64, Option<f64>), d: f64, sum_d: f64, now: Nanos) -> Result<()> {

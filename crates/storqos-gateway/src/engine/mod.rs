@@ -53,7 +53,7 @@ use crate::backend::{Backend, Done, IoResult, Task};
 use crate::clock::Clock;
 use crate::cost::CostModel;
 use crate::emulated_backend::EmulatedBackend;
-use crate::message::{Form, Inflight, Job, Msg, Probe, Reply};
+use crate::message::{ClusterState, Demand, Form, Inflight, Job, Msg, Probe, Reply};
 use crate::protocol::{ENOMEM, ESHUTDOWN};
 use crate::stats::Recorder;
 use crate::tier::TiersConfig;
@@ -143,6 +143,10 @@ pub struct Engine<B, C> {
     inflight_cost: Nanos,
     /// Requests the policy chose that wait for the cost budget (oldest first).
     held: VecDeque<Request>,
+    /// Requests that arrived per tenant (index: tenant id), admitted or not.
+    arrived: Vec<u64>,
+    /// The cluster member's state its agent last reported.
+    cluster: Option<ClusterState>,
 }
 
 impl<B: Backend, C: Clock> Engine<B, C> {
@@ -167,6 +171,8 @@ impl<B: Backend, C: Clock> Engine<B, C> {
             cost: if iops.is_none() { cost } else { None },
             inflight_cost: 0,
             held: VecDeque::new(),
+            arrived: Vec::new(),
+            cluster: None,
         }
     }
 
@@ -243,6 +249,11 @@ impl<B: Backend, C: Clock> Engine<B, C> {
                     op: job.op(),
                     target: TARGET_ANY,
                 };
+                let t = req.tenant as usize;
+                if self.arrived.len() <= t {
+                    self.arrived.resize(t + 1, 0);
+                }
+                self.arrived[t] += 1;
                 if !self.sched.admit(&req, now) {
                     // Rejected at the tenant's limit (mClock `at_limit = "reject"`): NBD has
                     // no EAGAIN; ENOMEM is its "out of resources for now", to retry.
@@ -271,7 +282,32 @@ impl<B: Backend, C: Clock> Engine<B, C> {
                 self.swap_when_idle();
                 false
             }
+            Msg::Shares { shares, cluster, done } => {
+                if cluster.is_some() {
+                    self.cluster = cluster;
+                }
+                let _ = done.send(self.set_shares(&shares));
+                false
+            }
         }
+    }
+
+    /// Set `(tenant, reservation, limit)` in the running mClock now; the demand so far.
+    fn set_shares(&mut self, shares: &[(u32, f64, Option<f64>)]) -> Result<Demand, String> {
+        let now = self.clock.now();
+        let AnyScheduler::Mclock(m) = &mut self.sched else {
+            return Err(format!("shares need the mclock policy (running: {})", self.sched.name()));
+        };
+        for &(t, r, l) in shares {
+            m.set_reservation_limit(t, r, l, now).map_err(|e| e.to_string())?;
+        }
+        Ok(self.demand())
+    }
+
+    /// What each tenant has asked of the gateway so far ([`Demand`]).
+    pub fn demand(&self) -> Demand {
+        let arrived = (0..).zip(self.arrived.iter().copied()).filter(|&(_, n)| n > 0).collect();
+        Demand { arrived, inflight: self.probe().inflight }
     }
 
     /// Finish the backend's completions that no message reports (the ring's reads).
@@ -404,6 +440,7 @@ impl<B: Backend, C: Clock> Engine<B, C> {
             on_backend: self.inflight.len(),
             inflight: per.into_iter().collect(),
             gauges: gauge_list,
+            cluster: self.cluster.clone(),
         }
     }
 

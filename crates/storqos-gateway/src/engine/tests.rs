@@ -218,6 +218,43 @@ fn a_policy_timer_wakes_the_engine_when_a_limited_tenant_may_go_on() {
 }
 
 #[test]
+fn shares_change_a_limit_in_place_and_report_the_demand() {
+    // mClock, tenant 0 limited to 1,000 IOPS; three requests at 100 ms: one starts, the
+    // next is due at 101 ms. A share of 100 IOPS set at 100 ms rescales the waiting
+    // head's 1 ms to the new 10 ms spacing: due at 110 ms, then 120 ms; no pause, and the
+    // reply counts tenant 0's three arrivals, all still in the gateway.
+    let mut r = rig(json!({"kind": "mclock", "limits": [1000.0]}), depth(4), 4);
+    r.clock.set(100 * MS);
+    for _ in 0..3 {
+        r.submit(0);
+    }
+    assert_eq!(r.wake(), Some(101 * MS));
+    let (done, mut rx) = tokio::sync::oneshot::channel();
+    r.engine.handle(Msg::Shares { cluster: None, shares: vec![(0, 0.0, Some(100.0))], done }, false);
+    let demand = rx.try_recv().unwrap().unwrap();
+    assert_eq!(demand.arrived, [(0, 3)]);
+    assert_eq!(demand.inflight, [(0, 3)]);
+    assert_eq!(r.wake(), Some(110 * MS));
+    r.clock.set(110 * MS);
+    assert_eq!(r.wake(), Some(120 * MS));
+    assert_eq!(r.started(), [0, 1]);
+    // A reservation above the limit is refused and changes nothing.
+    let (done, mut rx) = tokio::sync::oneshot::channel();
+    r.engine.handle(Msg::Shares { cluster: None, shares: vec![(0, 500.0, Some(100.0))], done }, false);
+    assert!(rx.try_recv().unwrap().unwrap_err().contains("exceeds its limit"));
+    assert_eq!(r.wake(), Some(120 * MS));
+}
+
+#[test]
+fn shares_need_mclock() {
+    let mut r = rig(json!({"kind": "fcfs"}), depth(1), 1);
+    let (done, mut rx) = tokio::sync::oneshot::channel();
+    r.engine.handle(Msg::Shares { cluster: None, shares: vec![(0, 10.0, None)], done }, false);
+    let err = rx.try_recv().unwrap().unwrap_err();
+    assert!(err.contains("need the mclock policy") && err.contains("fcfs"), "{err}");
+}
+
+#[test]
 fn emulated_capacity_releases_each_request_at_its_service_time() {
     // 1,000 IOPS emulated: one request per ms, one after another. Three requests at
     // 0 start at once (depth 4) and finish at 1, 2 and 3 ms, however soon the real

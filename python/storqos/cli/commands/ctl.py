@@ -4,6 +4,7 @@ limit or SLO, or the whole policy, live, add or remove an export, and drain it."
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -98,7 +99,11 @@ def stats_cmd(socket: SocketOpt, json_out: JsonOpt = False) -> None:
 @ctl.command("set")
 def set_cmd(
     tenant: Annotated[str, typer.Argument(help="The tenant: its name in the config file, or its id.", show_default=False)],
-    socket: SocketOpt,
+    socket: Annotated[Path | None, typer.Option("--socket", "-s", help="The gateway's control socket (serve --control "
+                                                                        "PATH).")] = None,
+    cluster: Annotated[str | None, typer.Option("--cluster", help="Change the tenant in every gateway of this cluster, "
+                                                                  "etcd://HOST:PORT/NAME, at once (instead of --socket): "
+                                                                  "its reservation and limit are then its total.")] = None,
     weight: Annotated[float | None, typer.Option(help="Its weight (wf2q, sfq, yfq, mclock), from 0.001 to 1e9.")] = None,
     reservation: Annotated[str | None, typer.Option(help="Its reservation in IOPS (mclock), e.g. 300: 0 (none) or "
                                                          "from 0.001 to 1e9.")] = None,
@@ -111,7 +116,13 @@ def set_cmd(
     The change is checked first (a wrong one leaves the gateway as it was); then dispatch pauses until the backend is empty and the new policy takes the queued requests: none is lost.
 
     Example: [bold]storqos ctl set batch --weight 3 --socket /run/storqos/gw.sock[/bold]
+
+    In a cluster (storqos serve --cluster), the change goes to etcd and every gateway takes its share of it within a second:
+
+    Example: [bold]storqos ctl set web --reservation 500 --limit 2k --cluster etcd://10.0.0.5:2379/prod[/bold]
     """
+    if (socket is None) == (cluster is None):
+        raise InputError("give the gateway's --socket, or the --cluster whose gateways all change", "--socket")
     cmd: dict[str, Any] = {"cmd": "set", "tenant": _tenant(tenant)}
     if weight is not None:
         if not (math.isfinite(weight) and weight > 0):
@@ -124,6 +135,12 @@ def set_cmd(
         cmd["limit"] = check_in_range(parse_rate(limit, "--limit"), "limit", "--limit")
     if slo is not None:
         cmd["slo_s"] = parse_duration(slo, "--slo", default_unit="ms") / 1e9
+    if cluster is not None:
+        if slo is not None:
+            raise InputError("a latency target is each gateway's: set it with --socket", "--slo")
+        _set_in_cluster(cluster, tenant, cmd, json_out)
+        return
+    assert socket is not None
     r = command(socket, cmd)
     if json_out:
         emit_json(r)
@@ -193,6 +210,73 @@ def remove_export_cmd(
     """Offer an export no more: new clients are refused; the ones connected keep it until they close."""
     _answer(command(socket, {"cmd": "remove-export", "name": name}), json_out,
             lambda r: f"export {r['export']} removed; {r['open_connections']} connection(s) still use it")
+
+
+def _set_in_cluster(cluster: str, tenant: str, cmd: dict[str, Any], json_out: bool) -> None:
+    """Write tenant ``tenant``'s changed promises to the cluster's etcd."""
+    from storqos.live.cluster_member import Promise
+    from storqos.live.etcd import Etcd, parse_cluster_uri
+
+    uri = parse_cluster_uri(cluster, "--cluster")
+    etcd = Etcd(uri.endpoint)
+    key = f"{uri.prefix}tenants/{tenant}"
+    text = etcd.get(key)
+    p = Promise() if text is None else Promise.parse(text, f"{uri}: tenant {tenant}")
+    changed = [k for k in ("weight", "reservation", "limit") if k in cmd]
+    if not changed:
+        raise InputError("give --weight, --reservation or --limit", "--cluster")
+    for k in changed:
+        setattr(p, k, cmd[k])
+    etcd.put(key, p.check(f"tenant {tenant}").json())
+    if json_out:
+        emit_json({"ok": True, "cluster": str(uri), "tenant": tenant, "changed": changed,
+                   "promises": {"reservation": p.reservation, "limit": p.limit, "weight": p.weight}})
+        return
+    limit = "none" if p.limit is None else f"{p.limit:g} IOPS"
+    out.print(f"cluster {uri.name}: tenant {tenant} now reservation {p.reservation:g} IOPS, limit {limit}, weight "
+              f"{p.weight:g} over all its gateways", markup=False, highlight=False)
+
+
+@ctl.command("cluster")
+def cluster_cmd(
+    cluster: Annotated[str, typer.Argument(help="The cluster, etcd://HOST:PORT/NAME.", show_default=False)],
+    json_out: JsonOpt = False,
+) -> None:
+    """A cluster's live gateways (their address, tenants and last window's demand) and its tenants' total promises, as etcd holds them.
+
+    Example: [bold]storqos ctl cluster etcd://10.0.0.5:2379/prod[/bold]
+    """
+    from storqos.live.cluster_member import Promise
+    from storqos.live.etcd import Etcd, parse_cluster_uri
+
+    uri = parse_cluster_uri(cluster, "cluster")
+    etcd = Etcd(uri.endpoint)
+    members = {}
+    for m, text in etcd.prefix(uri.prefix + "members/").items():
+        try:
+            members[m] = json.loads(text)
+        except ValueError:
+            members[m] = {}
+    promises = {t: Promise.parse(text, f"{uri}: tenant {t}") for t, text in etcd.prefix(uri.prefix + "tenants/").items()}
+    if json_out:
+        emit_json({"cluster": str(uri), "members": members,
+                   "tenants": {t: {"reservation": p.reservation, "limit": p.limit, "weight": p.weight}
+                               for t, p in promises.items()}})
+        return
+    g = Table(title=f"cluster {uri.name}: {len(members)} gateway(s)")
+    for c in ("gateway", "address", "tenants: demand per window"):
+        g.add_column(c, overflow="fold")
+    for m, rec in sorted(members.items()):
+        demand = rec.get("demand", {})
+        g.add_row(m, str(rec.get("listen", "")), ", ".join(f"{t}: {demand.get(t, 0):g}" for t in rec.get("tenants", [])))
+    t = Table(title="tenants' promises over all their gateways")
+    t.add_column("tenant", overflow="fold")
+    for c in ("reservation IOPS", "limit IOPS", "weight"):
+        t.add_column(c, justify="right", no_wrap=True)
+    for name, p in sorted(promises.items()):
+        t.add_row(name, f"{p.reservation:g}", "none" if p.limit is None else f"{p.limit:g}", f"{p.weight:g}")
+    out.print(g)
+    out.print(t)
 
 
 @ctl.command("drain")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -22,6 +24,7 @@ from storqos.model import policy_options as po
 if TYPE_CHECKING:
     from storqos import _core
     from storqos.base.table_stream import TableStream
+    from storqos.live.cluster_member import ClusterMember
 
 
 def _schemas() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -149,6 +152,12 @@ def serve_cmd(
                                          "(needs --window); the gauges go beside it as NAME.gauges.SUFFIX."),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON (for scripts); the ready line goes to stderr.")] = False,
+    cluster: Annotated[str | None, typer.Option("--cluster", help="Join the cluster etcd://HOST:PORT/NAME: each tenant's "
+                                                                  "reservation and limit then hold for its total over "
+                                                                  "every gateway of the cluster, split by demand every "
+                                                                  "500 ms (policy mclock). See docs/cluster.md.")] = None,
+    cluster_id: Annotated[str | None, typer.Option("--cluster-id", help="This gateway's name in the cluster (default "
+                                                                        "HOST/LISTEN-ADDRESS).")] = None,
     **policy_params: Any,
 ) -> None:
     """Serve files over NBD through a QoS policy, one tenant per export, until Ctrl-C or --for.
@@ -208,8 +217,13 @@ def serve_cmd(
         # Checked before serving: the series of a long session must not be lost at the end.
         check_table_file(out_file, "--out")
         check_table_file(_gauges_file(out_file), "--out")
+    if cluster_id is not None and cluster is None:
+        raise InputError("give --cluster too: the id is this gateway's name in a cluster", "--cluster-id")
+    member, private = _join(cluster, cluster_id, cfg) if cluster is not None else (None, None)
 
     def ready(info: _core.GatewayInfo) -> None:
+        if member is not None:
+            member.start(cfg["control"], info.listen)
         stream = sys.stderr if json_out else sys.stdout
         lines = [_ready_line(info)]
         for e in info.exports:
@@ -257,6 +271,11 @@ def serve_cmd(
         for s in streams or ():
             s.abort()
         raise
+    finally:
+        if member is not None:
+            member.stop()
+        if private is not None:
+            shutil.rmtree(private, ignore_errors=True)
     if json_out:
         doc = json.loads(stats.to_json())
         doc["windows"], doc["gauges"] = kept
@@ -273,6 +292,28 @@ def serve_cmd(
                   f"{g:,} gauge sample{'s' if g != 1 else ''}{where}")
     if stats.protocol_errors:
         out.print(f"{stats.protocol_errors} connection(s) closed for protocol errors (see the log above)", style="yellow")
+
+
+def _join(cluster: str, cluster_id: str | None, cfg: dict[str, Any]) -> tuple[ClusterMember, str | None]:
+    """Join cluster ``cluster`` (etcd://HOST:PORT/NAME) before serving ``cfg``: the
+    member, and the private directory of the control socket its allocator uses when the
+    configuration has none (removed at the end)."""
+    from storqos.live.cluster_member import ClusterMember, default_member_id
+    from storqos.live.etcd import parse_cluster_uri
+
+    uri = parse_cluster_uri(cluster, "--cluster")
+    private = None
+    if cfg.get("control") is None:
+        private = tempfile.mkdtemp(prefix="storqos-cluster-")
+        cfg["control"] = str(Path(private) / "control.sock")
+    member = ClusterMember(uri, cfg, cluster_id or default_member_id(cfg["listen"]))
+    try:
+        member.join()
+    except BaseException:
+        if private is not None:
+            shutil.rmtree(private, ignore_errors=True)
+        raise
+    return member, private
 
 
 def _direct_if(cfg: dict[str, Any], direct: bool, reads: str | None) -> dict[str, Any]:
