@@ -4,6 +4,7 @@
 #   make test       build everything, lint (rustfmt, clippy, ruff, mypy) and run all Rust and Python tests
 #   make bench      run the benchmarks (slow; results go to BENCHMARKS.md by hand)
 #   make reproduce  regenerate every examples/ experiment and docs/results/
+#   make etcd       a local etcd in the foreground, to try a cluster of gateways (docs/cluster.md)
 #   make nbd-client libnbd's Python bindings for `storqos replay` / `validate` (make test does it too)
 #
 # Everything Python lives in .venv (created here); Rust builds into target/. The extension
@@ -44,7 +45,7 @@ export PYO3_PYTHON := $(abspath $(VPY))
 export PYO3_ENVIRONMENT_SIGNATURE := $(shell $(PYTHON) -c 'import sys; v = sys.version_info; print(f"cpython-{v[0]}.{v[1]}-{64 if sys.maxsize > 2**32 else 32}bit")' 2>/dev/null)
 NEED_CARGO := command -v $(CARGO) >/dev/null || { echo "error: cargo (Rust) is required: https://rustup.rs" >&2; exit 2; }
 
-.PHONY: demo test lint lint-rust lint-python rust-tests test-rust test-python python-tests build setup test-setup system-deps nbd-client bench reproduce clean
+.PHONY: etcd demo test lint lint-rust lint-python rust-tests test-rust test-python python-tests build setup test-setup system-deps nbd-client bench reproduce clean
 
 demo: build
 	$(VENV)/bin/storqos demo --out out/demo
@@ -124,6 +125,12 @@ test-python: build test-setup python-tests
 python-tests:
 	$(VPY) -m pytest -m "not live" -n 4 --dist loadgroup
 	$(VPY) -m pytest -m live
+
+# A one-member etcd on loopback in the foreground (Ctrl-C stops it), to try a cluster of
+# gateways: `storqos serve --cluster etcd://127.0.0.1:2379/NAME ...` (docs/cluster.md).
+etcd: system-deps
+	etcd --data-dir out/etcd --listen-client-urls http://127.0.0.1:2379 \
+	  --advertise-client-urls http://127.0.0.1:2379 --listen-peer-urls http://127.0.0.1:2380
 
 setup: $(DEPS)
 

@@ -7,12 +7,12 @@
 //! - `{"cmd": "set", "tenant": "web" | 0, "weight": 3, "reservation": 100,
 //!   "limit": 500, "slo_s": 0.01}`: change a tenant's parameters in the running
 //!   policy (its `weights`, `reservations`, `limits` lists) and its latency target;
-//! - `{"cmd": "shares", "tenants": [{"tenant": "web" | 0, "reservation": 40, "limit":
-//!   120}], "cluster": {"etcd_up": true, "members": 4, "etcd_failures": 0, "conflicts":
-//!   0}}`: set reservations and limits in the running mClock in place, without the pause
-//!   of a policy change (a cluster's allocator, every period; `cluster`, optional, is
-//!   its view for the metrics); the reply gives each tenant's demand (`arrived` so far,
-//!   `inflight` now);
+//! - `{"cmd": "shares", "tenants": [{"tenant": "web" | 0, "reservation": 40, "weight":
+//!   0.5, "limit": 120}], "cluster": {"etcd_up": true, "members": 4, "etcd_failures": 0,
+//!   "conflicts": 0}}`: set reservations, weights and limits in the running mClock in
+//!   place, without the pause of a policy change (a cluster's allocator, every period;
+//!   `cluster`, optional, is its view for the metrics); the reply gives each tenant's
+//!   demand (`arrived` so far, `inflight` now);
 //! - `{"cmd": "policy", "spec": {...}}`: replace the whole policy (the simulator's spec);
 //! - `{"cmd": "add-export", "export": {"name": "c", "path": "/srv/c.img", "tenant": 2}}`:
 //!   serve a new export (the fields of a configuration's export; the tenant as a name or
@@ -37,7 +37,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::message::Msg;
+use crate::message::{Msg, Share};
 use crate::stats::Recorder;
 use crate::tenant_values::{check_tenant_values, check_value};
 
@@ -240,14 +240,18 @@ impl Control {
             self.served(tenant).map_err(|m| at(&m))?;
             let r = e.get("reservation").cloned().unwrap_or(json!(0.0));
             let l = e.get("limit").cloned().unwrap_or(Value::Null);
+            let w = e.get("weight").cloned().unwrap_or(Value::Null);
             check_value("reservations", "reservation", &r).map_err(|m| at(&m))?;
             check_value("limits", "limit", &l).map_err(|m| at(&m))?;
-            let r = r.as_f64().ok_or_else(|| at("reservation: a number of IOPS"))?;
-            let l = match l {
-                Value::Null => None,
-                v => Some(v.as_f64().ok_or_else(|| at("limit: a number of IOPS or null"))?),
+            check_value("weights", "weight", &w).map_err(|m| at(&m))?;
+            let reservation = r.as_f64().ok_or_else(|| at("reservation: a number of IOPS"))?;
+            let number = |v: Value, what: &str| match v {
+                Value::Null => Ok(None),
+                v => v.as_f64().map(Some).ok_or_else(|| at(what)),
             };
-            shares.push((tenant, r, l));
+            let limit = number(l, "limit: a number of IOPS or null")?;
+            let weight = number(w, "weight: a number or null")?;
+            shares.push(Share { tenant, reservation, weight, limit });
         }
         let cluster = match cmd.get("cluster") {
             None => None,
@@ -259,9 +263,12 @@ impl Control {
             .map_err(|_| "the gateway is stopping")?;
         let demand = rx.await.map_err(|_| "the gateway is stopping")??;
         if let Ok(mut p) = self.policy.lock() {
-            for (t, r, l) in shares {
-                write_list(&mut p, "reservations", t, json!(r), json!(0.0));
-                write_list(&mut p, "limits", t, l.map_or(Value::Null, |l| json!(l)), Value::Null);
+            for s in shares {
+                write_list(&mut p, "reservations", s.tenant, json!(s.reservation), json!(0.0));
+                write_list(&mut p, "limits", s.tenant, s.limit.map_or(Value::Null, |l| json!(l)), Value::Null);
+                if let Some(w) = s.weight {
+                    write_list(&mut p, "weights", s.tenant, json!(w), json!(1.0));
+                }
             }
         }
         let by_id =

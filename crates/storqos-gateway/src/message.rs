@@ -128,18 +128,31 @@ pub enum Msg {
         /// Told once it is in place.
         done: tokio::sync::oneshot::Sender<String>,
     },
-    /// Set tenants' reservations and limits in the running mClock in place (a cluster's
-    /// allocator handing this gateway its shares of the global promises; no pause): a
-    /// backlogged tenant's head keeps its place, rescaled to its new spacing
-    /// (`Mclock::set_reservation_limit`). `done` gets the demand seen so far, or why not.
+    /// Set tenants' reservations, weights and limits in the running mClock in place (a
+    /// cluster's allocator handing this gateway its shares of the global promises; no
+    /// pause): a backlogged tenant's head keeps its place, rescaled to its new spacing
+    /// (`Mclock::set_reservation_limit`, `Mclock::set_weight`). `done` gets the demand seen so far, or why not.
     Shares {
-        /// `(tenant, reservation IOPS, limit IOPS)` to set.
-        shares: Vec<(u32, f64, Option<f64>)>,
+        /// The shares to set.
+        shares: Vec<Share>,
         /// The cluster member's state as its agent last saw it (for the metrics).
         cluster: Option<ClusterState>,
         /// Told once they are in place.
         done: tokio::sync::oneshot::Sender<Result<Demand, String>>,
     },
+}
+
+/// One tenant's share of its cluster-wide promises at this gateway.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Share {
+    /// The tenant.
+    pub tenant: u32,
+    /// Its reservation here (IOPS, 0: none).
+    pub reservation: f64,
+    /// Its weight here (`None`: unchanged).
+    pub weight: Option<f64>,
+    /// Its limit here (IOPS, `None`: none).
+    pub limit: Option<f64>,
 }
 
 /// A cluster member's view of its control plane, as its agent reports it with each

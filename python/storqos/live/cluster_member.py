@@ -3,11 +3,12 @@ and limit hold for its total service over every gateway that serves it, while ea
 gateway sees only its own part. Stock NBD clients carry nothing that says what a tenant
 got elsewhere, so each window (500 ms by default) every member publishes what each of its
 tenants asked of it, reads what the others published, and sets in its own mClock its
-share of each tenant's global reservation and limit, split by demand with the rule of the
-cluster simulator's ``split`` coordination (:func:`storqos._core.split_share`: 1 % of an
-even share as a floor, the rest in proportion to demand), as bQueue and pShift do. The
-shares change in place (the control socket's ``shares``), without the pause of a policy
-change.
+share of each tenant's global reservation, weight and limit, split by demand with the
+rule of the cluster simulator's ``split`` coordination (:func:`storqos._core.split_share`:
+1 % of an even share as a floor, the rest in proportion to demand), as bQueue and pShift
+do: a tenant's weight at each gateway in proportion to what it asks there keeps the
+cluster weighted-fair. The shares change in place (the control socket's ``shares``),
+without the pause of a policy change.
 
 The control plane is etcd (:mod:`storqos.live.etcd`); under ``/storqos/NAME/``:
 
@@ -142,9 +143,8 @@ class ClusterMember:
     names: dict[int, str] = field(default_factory=dict)
     lease: str | None = None
     listen: str = ""
-    #: the shares set last, by tenant id: (reservation, limit)
-    shares: dict[int, tuple[float, float | None]] = field(default_factory=dict)
-    weights: dict[int, float] = field(default_factory=dict)
+    #: the shares set last, by tenant id: (reservation, weight, limit)
+    shares: dict[int, tuple[float, float, float | None]] = field(default_factory=dict)
     _etcd: Etcd = field(init=False, repr=False)
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
@@ -157,8 +157,6 @@ class ClusterMember:
         self._etcd = Etcd(self.uri.endpoint)
         given = {int(k): str(v) for k, v in (self.cfg.get("tenant_names") or {}).items()}
         self.names = {int(e["tenant"]): given.get(int(e["tenant"]), str(e["tenant"])) for e in self.cfg["exports"]}
-        weights = (self.cfg.get("policy") or {}).get("weights") or []
-        self.weights = {t: float(weights[t]) if t < len(weights) else 1.0 for t in self.names}
         if self.log is None:
             self.log = lambda line: (sys.stderr.write(line + "\n"), sys.stderr.flush())
 
@@ -277,11 +275,9 @@ class ClusterMember:
             demand = [float(members[m].get("demand", {}).get(name, 0.0)) if m in members else 0.0 for m in serving]
             me = serving.index(self.member_id)
             r = _core.split_share(p.reservation, demand, me)
+            w = _core.split_share(p.weight, demand, me)
             limit = None if p.limit is None else _core.split_share(p.limit, demand, me)
-            shares.append({"tenant": t, "reservation": r, "limit": limit})
-            if self.weights.get(t, 1.0) != p.weight:
-                command(control, {"cmd": "set", "tenant": t, "weight": p.weight})
-                self.weights[t] = p.weight
+            shares.append({"tenant": t, "reservation": r, "weight": w, "limit": limit})
         self._set(control, shares)
 
     def _etcd_call(self, call: Any) -> Any:
@@ -331,7 +327,7 @@ class ClusterMember:
         tenant brought since the last call (requests arrived, and those in the gateway)."""
         reply = command(control, {"cmd": "shares", "tenants": shares, "cluster": self.state.as_json()})
         for s in shares:
-            self.shares[int(s["tenant"])] = (s["reservation"], s["limit"])
+            self.shares[int(s["tenant"])] = (s["reservation"], s["weight"], s["limit"])
         if shares:
             return
         arrived = {int(k): int(v) for k, v in reply.get("arrived", {}).items()}

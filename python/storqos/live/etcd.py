@@ -9,9 +9,11 @@ from __future__ import annotations
 import base64
 import json
 import re
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from storqos.base.errors import InputError
@@ -158,3 +160,56 @@ class Etcd:
     def revoke(self, lease: str) -> None:
         """End ``lease`` now (its keys go)."""
         self._call("/v3/lease/revoke", {"ID": lease})
+
+
+class LocalEtcd:
+    """A one-member etcd on loopback, its data in ``data_dir``, for trials, tests and
+    benchmarks (``make etcd`` runs one in the foreground): Debian's ``etcd`` on free
+    ports, with quick elections (10 ms heartbeats) so that a 1 s lease ends when its TTL
+    says. Ready when constructed; :meth:`stop` kills it."""
+
+    def __init__(self, data_dir: str | Path, timeout_s: float = 20.0) -> None:
+        import shutil
+        import subprocess
+
+        exe = shutil.which("etcd")
+        if exe is None:
+            raise InputError("etcd is not installed (Debian's etcd-server; make test-setup installs it)", "etcd")
+        self.port, peer = _free_port(), _free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        peer_url = f"http://127.0.0.1:{peer}"
+        self.process = subprocess.Popen(
+            [exe, "--data-dir", str(Path(data_dir) / "etcd"), "--name", "local",
+             "--listen-client-urls", self.endpoint, "--advertise-client-urls", self.endpoint,
+             "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
+             "--initial-cluster", f"local={peer_url}", "--heartbeat-interval", "10", "--election-timeout", "100"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        client = Etcd(self.endpoint, timeout_s=1.0)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                client.get("/")
+                return
+            except EtcdError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise InputError(f"etcd did not start within {timeout_s:g} s", "etcd") from None
+                time.sleep(0.05)
+
+    def cluster(self, name: str) -> str:
+        """``etcd://127.0.0.1:PORT/NAME``: cluster ``name`` on this etcd."""
+        return f"etcd://127.0.0.1:{self.port}/{name}"
+
+    def stop(self) -> None:
+        """Kill it (as a crash would) and wait for it."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -315,6 +315,25 @@ class CostTable(Table):
         return {"enabled": self.enabled, "op_time_s": self.op_time / 1e9, "bytes_per_s": self.bandwidth}
 
 
+class ClusterTable(Table):
+    """[cluster]: the cluster this gateway belongs to (``storqos serve --cluster``)."""
+
+    url: Annotated[str, BeforeValidator(lambda v: _cluster_url(v))]
+    id: Annotated[str, Field(min_length=1, max_length=255)] | None = None
+
+
+def _cluster_url(v: Any) -> str:
+    from storqos.live.etcd import parse_cluster_uri
+
+    if not isinstance(v, str):
+        raise InputError(f"expected etcd://HOST:PORT/NAME, got {v!r}")
+    try:
+        parse_cluster_uri(v)
+    except InputError as e:
+        raise InputError(e.message) from None
+    return v
+
+
 class GatewayFile(Table):
     """The whole file."""
 
@@ -331,6 +350,7 @@ class GatewayFile(Table):
     tls: TlsTable | None = None
     tiers: TiersTable | None = None
     direct_reads: DirectReadsMode | None = None
+    cluster: ClusterTable | None = None
     tenant: Annotated[list[TenantTable], Field(default_factory=list)]
     export: Annotated[list[ExportTable], Field(default_factory=list)]
 

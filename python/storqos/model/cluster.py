@@ -58,7 +58,7 @@ class Cluster:
     - ``coordination``: ``none`` (each server alone: a tenant's reservation and limit
       hold at every server it uses), ``dmclock`` (global mClock parameters everywhere and
       each request says the service its tenant had elsewhere) or ``split`` (local mClock,
-      each tenant's reservation and limit split by its demand at each server every
+      each tenant's reservation, weight and limit split by its demand at each server every
       ``period``). ``dmclock`` and ``split`` need the ``mclock`` policy.
     """
 

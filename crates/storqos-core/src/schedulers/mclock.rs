@@ -458,6 +458,32 @@ impl Mclock {
         Ok(())
     }
 
+    /// Change flow `flow`'s weight (> 0) at `now` (a periodic allocator splitting a
+    /// tenant's weight across servers by its demand). A backlogged flow's head keeps its
+    /// place in virtual time, its distance ahead of the virtual clock rescaled to the new
+    /// spacing, as [`Mclock::set_reservation_limit`] does for the other two tags.
+    pub fn set_weight(&mut self, flow: u32, weight: f64, _now: Nanos) -> Result<()> {
+        check_weight(&format!("{NAME}: weight of flow {flow}"), weight)?;
+        let i = flow as usize;
+        let ws = Arc::make_mut(&mut self.weights);
+        if ws.len() <= i {
+            ws.resize(i + 1, DEFAULT_WEIGHT);
+        }
+        ws[i] = weight;
+        let vtime = self.vtime;
+        let t = self.tenant_mut(flow);
+        let spacing = 1.0 / weight;
+        if !t.queue.is_empty() && t.p > vtime {
+            t.p = vtime + (t.p - vtime) * spacing / t.p_spacing;
+        }
+        t.p_spacing = spacing;
+        if !t.queue.is_empty() {
+            let (limited, p) = (t.limited, t.p);
+            self.prop.set(flow, (limited as u8, p));
+        }
+        Ok(())
+    }
+
     fn tenant_mut(&mut self, k: u32) -> &mut Tenant {
         let i = k as usize;
         if i >= self.tenants.len() {

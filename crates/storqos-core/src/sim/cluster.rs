@@ -14,10 +14,12 @@
 //!   - `dmclock`: every server runs mClock with the tenants' global parameters and each
 //!     request carries its tenant's δ and ρ ([`crate::schedulers::dmclock`]);
 //!   - `split`: every server runs mClock with a share of each tenant's global
-//!     reservation and limit, recomputed every period from the tenant's demand at each
-//!     server (its arrivals in the period and its backlog), as bQueue and pShift
+//!     reservation, weight and limit, recomputed every period from the tenant's demand
+//!     at each server (its arrivals in the period and its backlog), as bQueue and pShift
 //!     allocate: a server where the tenant asks nothing keeps a floor of 1 % of an even
-//!     share, and the shares always sum to the global figure.
+//!     share, and the shares always sum to the global figure. The weight's shares keep
+//!     the cluster weighted-fair: a tenant that spreads over many servers does not get
+//!     its whole weight at each.
 //!
 //! One event loop over all servers: the earliest of the next arrival, the servers'
 //! next completions and timers (a heap over servers) and the allocator's period; at one
@@ -129,7 +131,8 @@ pub enum Coordination {
         #[serde(default)]
         charge: DistCharge,
     },
-    /// Local mClock with the global reservations and limits split by demand every period.
+    /// Local mClock with the global reservations, weights and limits split by demand
+    /// every period.
     Split {
         /// Allocation period (ns, > 0).
         #[serde(default = "default_split_period")]
@@ -286,13 +289,22 @@ fn mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-/// The `split` allocator's state: each tenant's global reservation and limit, its
-/// demand per server in the current period, and the pairs above the floor.
+/// A tenant's global reservation, weight and limit under `split`.
+#[derive(Clone, Copy, Debug)]
+struct Promise {
+    reservation: f64,
+    weight: f64,
+    limit: Option<f64>,
+}
+
+/// The `split` allocator's state: each tenant's global promises, its demand per server
+/// in the current period, and the pairs above the floor.
 struct Split {
     period: Nanos,
     next: Nanos,
-    /// Global (reservation, limit) per tenant (tenants with neither are left alone).
-    global: Vec<(f64, Option<f64>)>,
+    /// Global promises per tenant: those the policy's lists name (the others are left
+    /// alone, at the default weight and no reservation or limit everywhere).
+    global: Vec<Promise>,
     /// (tenant, server) → arrivals in the current period.
     demand: HashMap<(u32, u32), u64>,
     /// Pairs given more than the floor at the last allocation, in (tenant, server) order.
@@ -301,12 +313,17 @@ struct Split {
 
 impl Split {
     fn new(policy: &SchedulerSpec, period: Nanos) -> Self {
-        let SchedulerSpec::Mclock { reservations, limits, .. } = policy else {
+        let SchedulerSpec::Mclock { reservations, limits, weights, .. } = policy else {
             unreachable!("validated: split coordinates mclock")
         };
-        let n = reservations.len().max(limits.len());
-        let global =
-            (0..n).map(|i| (reservations.get(i).copied().unwrap_or(0.0), limits.get(i).copied().flatten())).collect();
+        let n = reservations.len().max(limits.len()).max(weights.len());
+        let global = (0..n)
+            .map(|i| Promise {
+                reservation: reservations.get(i).copied().unwrap_or(0.0),
+                weight: weights.get(i).copied().unwrap_or(crate::schedulers::tags::DEFAULT_WEIGHT),
+                limit: limits.get(i).copied().flatten(),
+            })
+            .collect();
         Split { period, next: period, global, demand: HashMap::new(), above_floor: Vec::new() }
     }
 
@@ -314,12 +331,14 @@ impl Split {
         split_share(total, servers, d, sum_d)
     }
 
-    fn set(nodes: &mut [Node], t: u32, s: u32, g: (f64, Option<f64>), d: f64, sum_d: f64, now: Nanos) -> Result<()> {
+    fn set(nodes: &mut [Node], t: u32, s: u32, g: Promise, d: f64, sum_d: f64, now: Nanos) -> Result<()> {
         let n = nodes.len() as u32;
-        let r = Split::share(g.0, n, d, sum_d);
-        let l = g.1.map(|l| Split::share(l, n, d, sum_d));
+        let r = Split::share(g.reservation, n, d, sum_d);
+        let w = Split::share(g.weight, n, d, sum_d);
+        let l = g.limit.map(|l| Split::share(l, n, d, sum_d));
         if let AnyScheduler::Mclock(m) = &mut nodes[s as usize].sched {
             m.set_reservation_limit(t, r, l, now)?;
+            m.set_weight(t, w, now)?;
         }
         Ok(())
     }
@@ -329,9 +348,6 @@ impl Split {
         let n = nodes.len() as u32;
         for t in 0..self.global.len() as u32 {
             let g = self.global[t as usize];
-            if g.0 == 0.0 && g.1.is_none() {
-                continue;
-            }
             for s in 0..n {
                 Split::set(nodes, t, s, g, 1.0, n as f64, 0)?;
                 self.above_floor.push((t, s));
@@ -372,8 +388,11 @@ impl Split {
             let d_end = di + demand[di..].iter().take_while(|((x, _), _)| *x == t).count();
             let p_end = pi + prev[pi..].iter().take_while(|(x, _)| *x == t).count();
             let (ds, ps) = (&demand[di..d_end], &prev[pi..p_end]);
-            let g = self.global.get(t as usize).copied().unwrap_or((0.0, None));
-            if ds.is_empty() || (g.0 == 0.0 && g.1.is_none()) {
+            let Some(&g) = self.global.get(t as usize) else {
+                (di, pi) = (d_end, p_end);
+                continue;
+            };
+            if ds.is_empty() {
                 self.above_floor.extend_from_slice(ps);
             } else {
                 let sum_d: f64 = ds.iter().map(|&(_, d)| d).sum();

@@ -53,7 +53,7 @@ use crate::backend::{Backend, Done, IoResult, Task};
 use crate::clock::Clock;
 use crate::cost::CostModel;
 use crate::emulated_backend::EmulatedBackend;
-use crate::message::{ClusterState, Demand, Form, Inflight, Job, Msg, Probe, Reply};
+use crate::message::{ClusterState, Demand, Form, Inflight, Job, Msg, Probe, Reply, Share};
 use crate::protocol::{ENOMEM, ESHUTDOWN};
 use crate::stats::Recorder;
 use crate::tier::TiersConfig;
@@ -292,14 +292,26 @@ impl<B: Backend, C: Clock> Engine<B, C> {
         }
     }
 
-    /// Set `(tenant, reservation, limit)` in the running mClock now; the demand so far.
-    fn set_shares(&mut self, shares: &[(u32, f64, Option<f64>)]) -> Result<Demand, String> {
+    /// Set `shares` in the running mClock now; the demand so far. Each is checked
+    /// before any is set: a wrong one changes nothing.
+    fn set_shares(&mut self, shares: &[Share]) -> Result<Demand, String> {
         let now = self.clock.now();
         let AnyScheduler::Mclock(m) = &mut self.sched else {
             return Err(format!("shares need the mclock policy (running: {})", self.sched.name()));
         };
-        for &(t, r, l) in shares {
-            m.set_reservation_limit(t, r, l, now).map_err(|e| e.to_string())?;
+        for s in shares {
+            if let Some(l) = s.limit.filter(|&l| s.reservation > l) {
+                return Err(format!(
+                    "tenant {}: reservation {} IOPS exceeds its limit ({l} IOPS)",
+                    s.tenant, s.reservation
+                ));
+            }
+        }
+        for s in shares {
+            m.set_reservation_limit(s.tenant, s.reservation, s.limit, now).map_err(|e| e.to_string())?;
+            if let Some(w) = s.weight {
+                m.set_weight(s.tenant, w, now).map_err(|e| e.to_string())?;
+            }
         }
         Ok(self.demand())
     }

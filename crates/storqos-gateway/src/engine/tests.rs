@@ -17,7 +17,7 @@ use crate::clock::ManualClock;
 use crate::config::ExportConfig;
 use crate::export::Export;
 use crate::io::Io;
-use crate::message::{Form, Job, Msg, Reply};
+use crate::message::{Form, Job, Msg, Reply, Share};
 use crate::protocol::ESHUTDOWN;
 use crate::stats::Recorder;
 
@@ -230,7 +230,14 @@ fn shares_change_a_limit_in_place_and_report_the_demand() {
     }
     assert_eq!(r.wake(), Some(101 * MS));
     let (done, mut rx) = tokio::sync::oneshot::channel();
-    r.engine.handle(Msg::Shares { cluster: None, shares: vec![(0, 0.0, Some(100.0))], done }, false);
+    r.engine.handle(
+        Msg::Shares {
+            cluster: None,
+            shares: vec![Share { tenant: 0, reservation: 0.0, weight: None, limit: Some(100.0) }],
+            done,
+        },
+        false,
+    );
     let demand = rx.try_recv().unwrap().unwrap();
     assert_eq!(demand.arrived, [(0, 3)]);
     assert_eq!(demand.inflight, [(0, 3)]);
@@ -240,8 +247,15 @@ fn shares_change_a_limit_in_place_and_report_the_demand() {
     assert_eq!(r.started(), [0, 1]);
     // A reservation above the limit is refused and changes nothing.
     let (done, mut rx) = tokio::sync::oneshot::channel();
-    r.engine.handle(Msg::Shares { cluster: None, shares: vec![(0, 500.0, Some(100.0))], done }, false);
-    assert!(rx.try_recv().unwrap().unwrap_err().contains("exceeds its limit"));
+    r.engine.handle(
+        Msg::Shares {
+            cluster: None,
+            shares: vec![Share { tenant: 0, reservation: 500.0, weight: None, limit: Some(100.0) }],
+            done,
+        },
+        false,
+    );
+    assert!(rx.try_recv().unwrap().unwrap_err().contains("tenant 0: reservation 500 IOPS exceeds its limit"));
     assert_eq!(r.wake(), Some(120 * MS));
 }
 
@@ -249,7 +263,14 @@ fn shares_change_a_limit_in_place_and_report_the_demand() {
 fn shares_need_mclock() {
     let mut r = rig(json!({"kind": "fcfs"}), depth(1), 1);
     let (done, mut rx) = tokio::sync::oneshot::channel();
-    r.engine.handle(Msg::Shares { cluster: None, shares: vec![(0, 10.0, None)], done }, false);
+    r.engine.handle(
+        Msg::Shares {
+            cluster: None,
+            shares: vec![Share { tenant: 0, reservation: 10.0, weight: None, limit: None }],
+            done,
+        },
+        false,
+    );
     let err = rx.try_recv().unwrap().unwrap_err();
     assert!(err.contains("need the mclock policy") && err.contains("fcfs"), "{err}");
 }

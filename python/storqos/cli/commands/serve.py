@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from storqos import _core
     from storqos.base.table_stream import TableStream
     from storqos.live.cluster_member import ClusterMember
+    from storqos.live.gateway_config import GatewaySettings
 
 
 def _schemas() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -193,9 +194,13 @@ def serve_cmd(
     cfg = _direct_if(merged(settings, **flags), direct, direct_reads)
 
     def reload() -> dict[str, Any]:
-        # SIGHUP: the file again, with the same flags over it.
+        # SIGHUP: the file again, with the same flags over it (in a cluster, the same one).
         assert config is not None
-        return _direct_if(merged(load_gateway_config(config), **flags), direct, direct_reads)
+        again = load_gateway_config(config)
+        if member is not None and _cluster_of(again, cluster_flag, cluster_id_flag) != (cluster, cluster_id):
+            member.state.conflicts += 1
+            raise InputError("[cluster] changed: a gateway joins or leaves a cluster only when it starts", str(config))
+        return _direct_if(merged(again, **flags), direct, direct_reads)
 
     window_s = cfg["window_s"]
     if out_file is not None and window_s is None:
@@ -217,8 +222,8 @@ def serve_cmd(
         # Checked before serving: the series of a long session must not be lost at the end.
         check_table_file(out_file, "--out")
         check_table_file(_gauges_file(out_file), "--out")
-    if cluster_id is not None and cluster is None:
-        raise InputError("give --cluster too: the id is this gateway's name in a cluster", "--cluster-id")
+    cluster_flag, cluster_id_flag = cluster, cluster_id
+    cluster, cluster_id = _cluster_of(settings, cluster, cluster_id)
     member, private = _join(cluster, cluster_id, cfg) if cluster is not None else (None, None)
 
     def ready(info: _core.GatewayInfo) -> None:
@@ -292,6 +297,27 @@ def serve_cmd(
                   f"{g:,} gauge sample{'s' if g != 1 else ''}{where}")
     if stats.protocol_errors:
         out.print(f"{stats.protocol_errors} connection(s) closed for protocol errors (see the log above)", style="yellow")
+
+
+def _cluster_of(settings: GatewaySettings | None, cluster: str | None,
+                cluster_id: str | None) -> tuple[str | None, str | None]:
+    """The cluster to join and this gateway's id in it, from the flags and the config
+    file's [cluster]; a flag naming another cluster than the file is an error (a gateway
+    belongs to one cluster: its exports are claimed in one)."""
+    table = settings.file.cluster if settings is not None else None
+    if table is not None:
+        if cluster is not None:
+            from storqos.live.etcd import parse_cluster_uri
+
+            mine, theirs = parse_cluster_uri(table.url, "[cluster] url"), parse_cluster_uri(cluster)
+            if mine.name != theirs.name:
+                raise InputError(f"names cluster {theirs.name!r}, the config file's [cluster] {mine.name!r}: a "
+                                 f"gateway belongs to one cluster", "--cluster")
+        cluster = cluster or table.url
+        cluster_id = cluster_id or table.id
+    if cluster_id is not None and cluster is None:
+        raise InputError("give --cluster too: the id is this gateway's name in a cluster", "--cluster-id")
+    return cluster, cluster_id
 
 
 def _join(cluster: str, cluster_id: str | None, cfg: dict[str, Any]) -> tuple[ClusterMember, str | None]:

@@ -113,7 +113,7 @@ def simulate(
                                "or split (shares by demand, every --split-period).", rich_help_panel="Cluster")
     ] = "none",
     split_period: Annotated[
-        str, typer.Option(help="How often split coordination re-divides the reservations and limits.",
+        str, typer.Option(help="How often split coordination re-divides the reservations, weights and limits.",
                           rich_help_panel="Cluster")
     ] = "500ms",
     **policy_params: Any,
