@@ -220,6 +220,7 @@ bench: build nbd-client
 	$(VPY) benches/advise.py
 	$(VPY) benches/stacks_cost.py --repeats 5
 	$(VPY) benches/cluster_scale.py --requests 10000000
+	$(VPY) benches/cluster_live.py --iops 500 --seconds 40
 	$(VPY) benches/sweep.py
 	$(VPY) benches/side_by_side.py --policy wf2q
 	$(VPY) benches/side_by_side.py --policy mclock

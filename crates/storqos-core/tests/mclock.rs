@@ -328,6 +328,32 @@ fn on_one_server_dmclock_is_mclock_exactly() {
     assert_eq!(plain, dist);
 }
 
+#[test]
+fn a_weight_changed_in_place_divides_the_service_from_then_on() {
+    // Two tenants backlogged with 60 requests each, weights 1 : 1: the first 20
+    // dispatches alternate, 10 : 10. Tenant 0's weight set to 3 then (a split allocator
+    // giving it more of its weight here): the next 40 go 3 : 1, 30 : 10, with no
+    // request lost or served twice.
+    let mut s = Mclock::new(vec![], vec![1.0, 1.0], vec![]).unwrap();
+    for i in 0..120u64 {
+        s.enqueue(Request::new(i, (i % 2) as u32, 0, 4096), 0);
+    }
+    let mut count = |s: &mut Mclock, n: usize, at: Nanos| {
+        let mut per = [0usize; 2];
+        for _ in 0..n {
+            per[s.dispatch(at, &FREE).expect("backlogged").tenant as usize] += 1;
+        }
+        per
+    };
+    assert_eq!(count(&mut s, 20, NS_PER_MS), [10, 10]);
+    s.set_weight(0, 3.0, NS_PER_MS).unwrap();
+    let after = count(&mut s, 40, 2 * NS_PER_MS);
+    assert!((29..=31).contains(&after[0]) && after[0] + after[1] == 40, "{after:?}");
+    assert_eq!(s.queued(), 60);
+    let e = s.set_weight(1, 0.0, 0).unwrap_err().to_string();
+    assert!(e.contains("weight of flow 1 must be a finite number > 0"), "{e}");
+}
+
 /// A small cluster driven by hand: `servers` servers of `iops` each, one dispatch
 /// slot, completing at the end of each service; tenant 0's requests go to server
 /// `spread(i)` for its `i`-th request, tenants 1.. keep every server busy by
