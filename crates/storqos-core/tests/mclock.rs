@@ -338,7 +338,7 @@ fn a_weight_changed_in_place_divides_the_service_from_then_on() {
     for i in 0..120u64 {
         s.enqueue(Request::new(i, (i % 2) as u32, 0, 4096), 0);
     }
-    let mut count = |s: &mut Mclock, n: usize, at: Nanos| {
+    let count = |s: &mut Mclock, n: usize, at: Nanos| {
         let mut per = [0usize; 2];
         for _ in 0..n {
             per[s.dispatch(at, &FREE).expect("backlogged").tenant as usize] += 1;

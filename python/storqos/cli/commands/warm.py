@@ -73,6 +73,8 @@ def warm_cmd(
     interval: Annotated[str | None, typer.Option("--interval", help="A count series' interval, where its rows are not evenly spaced (--format counts).")] = None,
     sort: Annotated[bool, typer.Option("--sort", help="Sort requests by time instead of rejecting a trace whose timestamps go backwards.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON (for scripts) instead of tables.")] = False,
+    save: Annotated[Path | None, typer.Option("--save", help="Write the learned day model to this TOML file, for a "
+                                                             "gateway's [background] job (docs/warming.md).")] = None,
 ) -> None:
     """Learn High/Low periods of a multi-day trace and compare tier-warming policies (user-only, feedback, prediction, oracle).
 
@@ -118,6 +120,11 @@ def warm_cmd(
         intensity = per_minute(df, start_minute_of_day=minute, first_weekday=weekday)
     rep = run_with_progress("learning and comparing policies",
                             lambda: warm(intensity, tier, train_days=train_days, threshold=threshold, knobs=knobs))
+    if save is not None:
+        from storqos.planning.warming.model_file import save_model
+
+        assert rep.day_model is not None
+        save_model(rep.day_model, save)
     summary = rep.summary()
     summary |= {"trace": str(trace), "origin": None if start is None else start.isoformat(" "),
                 "fast_tier_bytes": cap, "warm_rate_bytes_per_s": rate}

@@ -38,6 +38,8 @@ class WarmReport:
     prediction_error: dict[str, float]
     results: dict[str, PolicyResult]
     first_weekday: int
+    #: the model learned on the training days (``storqos warm --save`` writes it)
+    day_model: DayModel | None = None
 
     def comparison(self) -> pl.DataFrame:
         """One row per policy (units in the column names)."""
@@ -82,7 +84,8 @@ def warm(intensity: Intensity, tier: FastTier, *, train_days: int | None = None,
     # A second copy learns online over the test days; the compared policies use the model as trained.
     errors = change_time_errors(DayModel.fit(intensity, train, threshold=model.threshold), intensity, test, online=True)
     results = compare(intensity, model, tier, test, knobs, policies)
-    return WarmReport(summary, tier.t_fast_s, train, test, error_summary(errors), results, intensity.first_weekday)
+    return WarmReport(summary, tier.t_fast_s, train, test, error_summary(errors), results, intensity.first_weekday,
+                      model)
 
 
 __all__ = ["TRAIN_DAYS", "WarmReport", "default_train_days", "warm"]
