@@ -13,6 +13,9 @@
 //!   place, without the pause of a policy change (a cluster's allocator, every period;
 //!   `cluster`, optional, is its view for the metrics); the reply gives each tenant's
 //!   demand (`arrived` so far, `inflight` now);
+//! - `{"cmd": "background", "state": {"running": true, "warming": false, "high": false,
+//!   "next_change_min": 312, "model": true, "done": 1200, "warmed": 0}}`: the gateway's
+//!   `[background]` job reports its state (shown by `stats`, exported as metrics);
 //! - `{"cmd": "policy", "spec": {...}}`: replace the whole policy (the simulator's spec);
 //! - `{"cmd": "add-export", "export": {"name": "c", "path": "/srv/c.img", "tenant": 2}}`:
 //!   serve a new export (the fields of a configuration's export; the tenant as a name or
@@ -65,6 +68,8 @@ pub struct Control {
     pub draining: Arc<AtomicBool>,
     /// The gateway clock.
     pub clock: crate::clock::SystemClock,
+    /// The background job's state as it last reported it (`background`).
+    pub background: Mutex<Option<crate::message::BackgroundState>>,
 }
 
 /// Create the socket at `path` (replacing a stale socket, and nothing else: see
@@ -127,6 +132,16 @@ impl Control {
                 Ok(json!({"ok": true, "policy": name}))
             }
             Some("shares") => self.shares(cmd).await,
+            Some("background") => {
+                let state = cmd.get("state").cloned().ok_or("background: give the job's \"state\"")?;
+                let state: crate::message::BackgroundState =
+                    serde_json::from_value(state).map_err(|e| format!("background: {e}"))?;
+                if let Ok(mut b) = self.background.lock() {
+                    *b = Some(state.clone());
+                }
+                self.sched.send(Msg::Background(state)).map_err(|_| "the gateway is stopping")?;
+                Ok(json!({"ok": true}))
+            }
             Some("add-export") => self.add_export_cmd(cmd),
             Some("remove-export") => self.remove_export_cmd(cmd),
             Some("drain") => {
@@ -134,10 +149,10 @@ impl Control {
                 Ok(json!({"ok": true, "open_connections": self.open.load(Ordering::Relaxed)}))
             }
             Some(other) => {
-                Err(format!("unknown command {other:?} (known: stats, set, shares, policy, add-export, remove-export, drain)"))
+                Err(format!("unknown command {other:?} (known: stats, set, shares, background, policy, add-export, remove-export, drain)"))
             }
             None => {
-                Err("a command is a JSON object with \"cmd\": stats, set, shares, policy, add-export, remove-export or drain"
+                Err("a command is a JSON object with \"cmd\": stats, set, shares, background, policy, add-export, remove-export or drain"
                     .into())
             }
         }
@@ -154,6 +169,7 @@ impl Control {
             "draining": self.draining.load(Ordering::Relaxed),
             "tenants": s.map(|s| serde_json::to_value(s.tenants).unwrap_or(Value::Null)),
             "names": self.names,
+            "background": self.background.lock().ok().and_then(|b| b.clone()),
         })
     }
 

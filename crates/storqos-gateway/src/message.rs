@@ -128,6 +128,8 @@ pub enum Msg {
         /// Told once it is in place.
         done: tokio::sync::oneshot::Sender<String>,
     },
+    /// The gateway's background job reports its state (for `stats` and the metrics).
+    Background(BackgroundState),
     /// Set tenants' reservations, weights and limits in the running mClock in place (a
     /// cluster's allocator handing this gateway its shares of the global promises; no
     /// pause): a backlogged tenant's head keeps its place, rescaled to its new spacing
@@ -171,6 +173,27 @@ pub struct ClusterState {
     pub conflicts: u64,
 }
 
+/// The state of a gateway's background job (`[background]`: a scrub in the periods its
+/// day model predicts Low), as the job reports it.
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackgroundState {
+    /// Whether the job runs now.
+    pub running: bool,
+    /// Whether the fast tier is being warmed now (before a predicted High).
+    pub warming: bool,
+    /// The users' state as detected now: 1 High, 0 Low.
+    pub high: bool,
+    /// Minutes (of the model's clock) until the predicted next change; negative: none.
+    pub next_change_min: f64,
+    /// Whether a day model is in use (learned or loaded).
+    pub model: bool,
+    /// The job's requests done so far.
+    pub done: u64,
+    /// Warm-up requests done so far.
+    pub warmed: u64,
+}
+
 /// What each tenant has asked of a gateway: requests that arrived since it started
 /// (admitted or refused at a limit) and those in it now (held by the policy or on the
 /// backend), per tenant id, in id order.
@@ -195,4 +218,6 @@ pub struct Probe {
     pub gauges: Vec<(String, f64)>,
     /// The cluster member's state, in a cluster.
     pub cluster: Option<ClusterState>,
+    /// The background job's state, with a `[background]` job.
+    pub background: Option<BackgroundState>,
 }

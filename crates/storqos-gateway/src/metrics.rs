@@ -14,7 +14,10 @@
 //! SARC's credits, mClock's tag lag, a leaky bucket's rate: whatever the policy
 //! reports). In a cluster (`storqos serve --cluster`): `storqos_cluster_etcd_up`,
 //! `storqos_cluster_members`, `storqos_cluster_etcd_failures_total` and
-//! `storqos_cluster_conflicts_total`, as the member's agent last reported them.
+//! `storqos_cluster_conflicts_total`, as the member's agent last reported them. With a
+//! `[background]` job: `storqos_background_{running,warming,users_high,model}`,
+//! `storqos_background_next_change_minutes`, `storqos_background_requests_total` and
+//! `storqos_background_warm_requests_total`.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -165,6 +168,33 @@ impl Collector for Snapshot {
                     "Conflicts seen while running (export claims, refused tenant specs)",
                     c.conflicts,
                 ),
+            ];
+            for (name, help, v) in counters {
+                family(&mut e, name, help, MetricType::Counter, |m| ConstCounter::new(v).encode(m))?;
+            }
+        }
+        if let Some(b) = &self.probe.background {
+            let gauges: [(&str, &str, f64); 5] = [
+                ("storqos_background_running", "1 while the background job runs", b.running as u8 as f64),
+                (
+                    "storqos_background_warming",
+                    "1 while the fast tier is warmed for a predicted High",
+                    b.warming as u8 as f64,
+                ),
+                ("storqos_background_users_high", "1 if the users' High state is detected now", b.high as u8 as f64),
+                (
+                    "storqos_background_next_change_minutes",
+                    "Model minutes to the predicted next change (-1: none)",
+                    b.next_change_min,
+                ),
+                ("storqos_background_model", "1 if a day model is in use", b.model as u8 as f64),
+            ];
+            for (name, help, v) in gauges {
+                family(&mut e, name, help, MetricType::Gauge, |m| ConstGauge::new(v).encode(m))?;
+            }
+            let counters: [(&str, &str, u64); 2] = [
+                ("storqos_background_requests", "Requests the background job has done", b.done),
+                ("storqos_background_warm_requests", "Warm-up requests done", b.warmed),
             ];
             for (name, help, v) in counters {
                 family(&mut e, name, help, MetricType::Counter, |m| ConstCounter::new(v).encode(m))?;

@@ -334,6 +334,22 @@ def _cluster_url(v: Any) -> str:
     return v
 
 
+class BackgroundTable(Table):
+    """[background]: a job the gateway runs itself in the periods its day model predicts
+    Low (storqos.live.background_job): the export it reads, how fast, on what clock."""
+
+    export: Annotated[str, Field(min_length=1, max_length=MAX_NAME_BYTES)]
+    rate: Rate = 100.0
+    interval: PositiveDurationNs = 60_000_000_000
+    t_fast: Annotated[float, Field(ge=0)] = 30.0
+    model: str | None = None
+    state: str | None = None
+    users: list[str | int] | None = None
+    warm_export: str | None = None
+    warm_bytes: Annotated[int, BeforeValidator(_bytes)] | None = None
+    block: Annotated[int, BeforeValidator(_bytes), Field(ge=512, le=32 << 20)] = 4096
+
+
 class GatewayFile(Table):
     """The whole file."""
 
@@ -351,6 +367,7 @@ class GatewayFile(Table):
     tiers: TiersTable | None = None
     direct_reads: DirectReadsMode | None = None
     cluster: ClusterTable | None = None
+    background: BackgroundTable | None = None
     tenant: Annotated[list[TenantTable], Field(default_factory=list)]
     export: Annotated[list[ExportTable], Field(default_factory=list)]
 

@@ -87,7 +87,7 @@ def _precise_timers() -> None:
         pass
 
 
-def _nbd() -> Any:
+def nbd_module() -> Any:
     """libnbd's Python module, or a clear error saying how to get it."""
     try:
         import nbd  # type: ignore[import-not-found,import-untyped,unused-ignore]
@@ -266,7 +266,7 @@ def _nbd_message(e: Any) -> str:
 def export_size(uri: str, where: str = "replay", timeout_s: float = STALL_S) -> int:
     """The size in bytes of the export behind ``uri`` (one line naming ``where`` if it
     cannot be opened within ``timeout_s``)."""
-    c = _Conn(_nbd(), uri, 0, where, timeout_s)
+    c = _Conn(nbd_module(), uri, 0, where, timeout_s)
     try:
         return c.size
     finally:
@@ -302,7 +302,7 @@ def replay(
     requests in flight and no reply, for ``stall_s`` seconds, the storage has stopped
     answering: an :class:`InputError` (no result). ``progress(done, total)`` is called
     now and then."""
-    nbd = _nbd()
+    nbd = nbd_module()
     if not (speed > 0 and np.isfinite(speed)):
         raise InputError(f"must be a finite number > 0, got {speed}", "--speed")
     if max_outstanding < 1:

@@ -53,7 +53,7 @@ use crate::backend::{Backend, Done, IoResult, Task};
 use crate::clock::Clock;
 use crate::cost::CostModel;
 use crate::emulated_backend::EmulatedBackend;
-use crate::message::{ClusterState, Demand, Form, Inflight, Job, Msg, Probe, Reply, Share};
+use crate::message::{BackgroundState, ClusterState, Demand, Form, Inflight, Job, Msg, Probe, Reply, Share};
 use crate::protocol::{ENOMEM, ESHUTDOWN};
 use crate::stats::Recorder;
 use crate::tier::TiersConfig;
@@ -147,6 +147,8 @@ pub struct Engine<B, C> {
     arrived: Vec<u64>,
     /// The cluster member's state its agent last reported.
     cluster: Option<ClusterState>,
+    /// The background job's state it last reported.
+    background: Option<BackgroundState>,
 }
 
 impl<B: Backend, C: Clock> Engine<B, C> {
@@ -173,6 +175,7 @@ impl<B: Backend, C: Clock> Engine<B, C> {
             held: VecDeque::new(),
             arrived: Vec::new(),
             cluster: None,
+            background: None,
         }
     }
 
@@ -280,6 +283,10 @@ impl<B: Backend, C: Clock> Engine<B, C> {
             Msg::Reconfigure { sched, done } => {
                 self.pending = Some((*sched, done));
                 self.swap_when_idle();
+                false
+            }
+            Msg::Background(state) => {
+                self.background = Some(state);
                 false
             }
             Msg::Shares { shares, cluster, done } => {
@@ -453,6 +460,7 @@ impl<B: Backend, C: Clock> Engine<B, C> {
             inflight: per.into_iter().collect(),
             gauges: gauge_list,
             cluster: self.cluster.clone(),
+            background: self.background.clone(),
         }
     }
 

@@ -268,6 +268,7 @@ pub fn start_with(config: Config, options: Options) -> Result<Handle> {
         open: shared.open.clone(),
         draining: shared.draining.clone(),
         clock,
+        background: Mutex::new(None),
     });
     if let Some(listener) = control_listener {
         runtime.spawn(crate::control::serve(listener, control.clone()));

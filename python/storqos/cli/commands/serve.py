@@ -224,11 +224,23 @@ def serve_cmd(
         check_table_file(_gauges_file(out_file), "--out")
     cluster_flag, cluster_id_flag = cluster, cluster_id
     cluster, cluster_id = _cluster_of(settings, cluster, cluster_id)
-    member, private = _join(cluster, cluster_id, cfg) if cluster is not None else (None, None)
+    job = None
+    table = settings.file.background if settings is not None else None
+    if table is not None:
+        from storqos.live.background_job import BackgroundJob, job_settings
+
+        assert config is not None
+        job_cfg = job_settings(table, cfg, config.parent)
+        private = _private_control(cfg)
+        job = BackgroundJob(job_cfg, cfg["control"])
+    member, private_c = _join(cluster, cluster_id, cfg) if cluster is not None else (None, None)
+    private = private if job is not None else private_c
 
     def ready(info: _core.GatewayInfo) -> None:
         if member is not None:
             member.start(cfg["control"], info.listen)
+        if job is not None:
+            job.start(lambda name: uri(info, name))
         stream = sys.stderr if json_out else sys.stdout
         lines = [_ready_line(info)]
         for e in info.exports:
@@ -277,6 +289,8 @@ def serve_cmd(
             s.abort()
         raise
     finally:
+        if job is not None:
+            job.stop()
         if member is not None:
             member.stop()
         if private is not None:
@@ -320,6 +334,17 @@ def _cluster_of(settings: GatewaySettings | None, cluster: str | None,
     return cluster, cluster_id
 
 
+def _private_control(cfg: dict[str, Any]) -> str | None:
+    """Give ``cfg`` a control socket in a private directory if it has none (the cluster
+    agent and the background job talk to the gateway through it); that directory, to
+    remove at the end, or None."""
+    if cfg.get("control") is not None:
+        return None
+    private = tempfile.mkdtemp(prefix="storqos-gateway-")
+    cfg["control"] = str(Path(private) / "control.sock")
+    return private
+
+
 def _join(cluster: str, cluster_id: str | None, cfg: dict[str, Any]) -> tuple[ClusterMember, str | None]:
     """Join cluster ``cluster`` (etcd://HOST:PORT/NAME) before serving ``cfg``: the
     member, and the private directory of the control socket its allocator uses when the
@@ -328,10 +353,7 @@ def _join(cluster: str, cluster_id: str | None, cfg: dict[str, Any]) -> tuple[Cl
     from storqos.live.etcd import parse_cluster_uri
 
     uri = parse_cluster_uri(cluster, "--cluster")
-    private = None
-    if cfg.get("control") is None:
-        private = tempfile.mkdtemp(prefix="storqos-cluster-")
-        cfg["control"] = str(Path(private) / "control.sock")
+    private = _private_control(cfg)
     member = ClusterMember(uri, cfg, cluster_id or default_member_id(cfg["listen"]))
     try:
         member.join()

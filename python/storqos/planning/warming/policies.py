@@ -122,6 +122,30 @@ def _quantile(cdf: np.ndarray, q: float) -> float:
     return float(np.interp(q, cdf, GRID_S))
 
 
+def low_pools(model: DayModel, day_class: int, next_class: int, start_of_day: int) -> list[list[float]]:
+    """The observed Low durations (minutes, sorted) a Low period begun at
+    ``start_of_day`` in a day of ``day_class`` (followed by one of ``next_class``) is
+    predicted from, narrowest first: the pools :meth:`DayModel.residual` widens through."""
+    return [sorted(model.durations(LOW, day_class, start_of_day, next_class).tolist()),
+            sorted(model.durations(LOW, day_class, start_of_day).tolist()),
+            sorted(model.durations(LOW, day_class).tolist()), sorted(model.durations(LOW).tolist())]
+
+
+def planned_residual(pools: list[list[float]], elapsed: float, q: float = PLAN_QUANTILE) -> float:
+    """The prediction policy's residual Low time (minutes) after ``elapsed`` minutes of
+    Low: the ``q``-quantile of D − elapsed over the first pool with :data:`MIN_MATCHES`
+    durations D > elapsed (0: the change is due). System work runs while it exceeds
+    T_fast (Fig. 8, step 2.b); the gateway's background job decides by it too."""
+    for pool in pools:
+        longer = pool[bisect.bisect_right(pool, elapsed):]
+        if len(longer) >= MIN_MATCHES:  # same as np.quantile(longer, q) - elapsed
+            pos = q * (len(longer) - 1)
+            j = int(pos)
+            hi_v = longer[min(j + 1, len(longer) - 1)]
+            return longer[j] + (hi_v - longer[j]) * (pos - j) - elapsed
+    return 0.0
+
+
 def evaluate(
     policy: str,
     intensity: Intensity,
@@ -177,21 +201,8 @@ def evaluate(
         else:
             if pools is None:
                 day = period_start // DAY_MIN
-                c, nc = pred.day_class(day), pred.day_class(day + 1)
-                tod = period_start % DAY_MIN
-                pools = [sorted(model.durations(LOW, c, tod, nc).tolist()), sorted(model.durations(LOW, c, tod).tolist()),
-                         sorted(model.durations(LOW, c).tolist()), sorted(model.durations(LOW).tolist())]
-            elapsed = t - period_start
-            resid = 0.0
-            for pool in pools:
-                longer = pool[bisect.bisect_right(pool, elapsed):]
-                if len(longer) >= MIN_MATCHES:  # same as np.quantile(longer, q) - elapsed
-                    pos = knobs.plan_quantile * (len(longer) - 1)
-                    j = int(pos)
-                    hi_v = longer[min(j + 1, len(longer) - 1)]
-                    resid = longer[j] + (hi_v - longer[j]) * (pos - j) - elapsed
-                    break
-            allowed = resid > t_fast_min
+                pools = low_pools(model, pred.day_class(day), pred.day_class(day + 1), period_start % DAY_MIN)
+            allowed = planned_residual(pools, t - period_start, knobs.plan_quantile) > t_fast_min
         thr = knobs.h_low if (truth[t] == LOW if policy == "oracle" else st == LOW) else (knobs.h_high or (1.0, 1.0))
         if blocked and h >= thr[1]:
             blocked = False
@@ -270,4 +281,4 @@ def compare(
 
 
 __all__ = ["GRID_S", "PLAN_QUANTILE", "POLICIES", "RHO_CAP", "UTIL_LIMIT", "UTIL_WINDOW_MIN", "Knobs", "PolicyResult",
-           "compare", "evaluate", "schedule"]
+           "compare", "evaluate", "low_pools", "planned_residual", "schedule"]
