@@ -224,17 +224,23 @@ def serve_cmd(
         check_table_file(_gauges_file(out_file), "--out")
     cluster_flag, cluster_id_flag = cluster, cluster_id
     cluster, cluster_id = _cluster_of(settings, cluster, cluster_id)
-    job = None
     table = settings.file.background if settings is not None else None
-    if table is not None:
-        from storqos.live.background_job import BackgroundJob, job_settings
+    # The cluster agent and the background job talk to the gateway through its control
+    # socket: one in a private directory when the configuration has none.
+    private = _private_control(cfg) if table is not None or cluster is not None else None
+    job, member = None, None
+    try:
+        if table is not None:
+            from storqos.live.background_job import BackgroundJob, job_settings
 
-        assert config is not None
-        job_cfg = job_settings(table, cfg, config.parent)
-        private = _private_control(cfg)
-        job = BackgroundJob(job_cfg, cfg["control"])
-    member, private_c = _join(cluster, cluster_id, cfg) if cluster is not None else (None, None)
-    private = private if job is not None else private_c
+            assert config is not None
+            job = BackgroundJob(job_settings(table, cfg, config.parent), cfg["control"])
+        if cluster is not None:
+            member = _join(cluster, cluster_id, cfg)
+    except BaseException:
+        if private is not None:
+            shutil.rmtree(private, ignore_errors=True)
+        raise
 
     def ready(info: _core.GatewayInfo) -> None:
         if member is not None:
@@ -335,9 +341,8 @@ def _cluster_of(settings: GatewaySettings | None, cluster: str | None,
 
 
 def _private_control(cfg: dict[str, Any]) -> str | None:
-    """Give ``cfg`` a control socket in a private directory if it has none (the cluster
-    agent and the background job talk to the gateway through it); that directory, to
-    remove at the end, or None."""
+    """Give ``cfg`` a control socket in a private directory if it has none; that
+    directory, to remove at the end, or None."""
     if cfg.get("control") is not None:
         return None
     private = tempfile.mkdtemp(prefix="storqos-gateway-")
@@ -345,23 +350,15 @@ def _private_control(cfg: dict[str, Any]) -> str | None:
     return private
 
 
-def _join(cluster: str, cluster_id: str | None, cfg: dict[str, Any]) -> tuple[ClusterMember, str | None]:
-    """Join cluster ``cluster`` (etcd://HOST:PORT/NAME) before serving ``cfg``: the
-    member, and the private directory of the control socket its allocator uses when the
-    configuration has none (removed at the end)."""
+def _join(cluster: str, cluster_id: str | None, cfg: dict[str, Any]) -> ClusterMember:
+    """Join cluster ``cluster`` (etcd://HOST:PORT/NAME) before serving ``cfg`` (which has
+    a control socket): the member."""
     from storqos.live.cluster_member import ClusterMember, default_member_id
     from storqos.live.etcd import parse_cluster_uri
 
-    uri = parse_cluster_uri(cluster, "--cluster")
-    private = _private_control(cfg)
-    member = ClusterMember(uri, cfg, cluster_id or default_member_id(cfg["listen"]))
-    try:
-        member.join()
-    except BaseException:
-        if private is not None:
-            shutil.rmtree(private, ignore_errors=True)
-        raise
-    return member, private
+    member = ClusterMember(parse_cluster_uri(cluster, "--cluster"), cfg, cluster_id or default_member_id(cfg["listen"]))
+    member.join()
+    return member
 
 
 def _direct_if(cfg: dict[str, Any], direct: bool, reads: str | None) -> dict[str, Any]:
