@@ -10,9 +10,11 @@ settings are one line."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -78,9 +80,11 @@ def test_the_job_runs_in_low_and_stops_before_the_predicted_high(tmp_path: Path)
     (tmp_path / "day.json").write_text(json.dumps({"format": "storqos-background-state", "interval_s": TICK,
                                                    "origin_unix_s": origin, "per_min": day0}))
     origin += 1440 * TICK
-    s = Server("--config", str(cfg), "--for", "60s")
+    s = Server("--config", str(cfg), "--metrics", "127.0.0.1:0", "--for", "60s")
     try:
-        _, port = s.ready()
+        line, port = s.ready()
+        metrics = re.search(r"metrics at (http://127\.0\.0\.1:\d+/metrics)", line)
+        assert metrics, line
         samples: list[tuple[float, bool]] = []
         done = threading.Event()
 
@@ -104,6 +108,22 @@ def test_the_job_runs_in_low_and_stops_before_the_predicted_high(tmp_path: Path)
         # Stopped at 06:49, it warmed the users' first MiB at its rate (200 IOPS) until
         # High came at 08:00: 71 model minutes, 0.71 s, about 140 of the 256 blocks.
         assert 50 <= b["warmed"] <= 256, b
+        # Its progress is its reads over the 4,096 blocks of the 16 MiB scrub export.
+        assert b["passes"] == b["done"] // 4096 and b["progress"] == (b["done"] % 4096) / 4096, b
+        assert b["model_source"] == str(tmp_path / "model.toml") and b["model_classes"] >= 1, b
+        view = run_cli("ctl", "background", "--socket", str(tmp_path / "gw.sock"))
+        assert view.code == 0, view.err
+        assert f"loaded from {tmp_path / 'model.toml'}" in view.out and "High above" in view.out, view.out
+        read = re.search(r"progress: ([\d,]+) requests read, (\d+)% of the current pass", view.out)
+        assert read and int(read[1].replace(",", "")) >= b["done"], view.out
+        assert "interval(s) of 10 ms counted" in view.out, view.out
+        with urllib.request.urlopen(metrics[1], timeout=5) as page:
+            gauges = {k: float(v) for k, v in (ln.rsplit(" ", 1) for ln in page.read().decode().splitlines()
+                                               if ln.startswith("storqos_background_"))}
+        assert gauges["storqos_background_model"] == 1 and gauges["storqos_background_model_days"] == 0, gauges
+        assert 0 <= gauges["storqos_background_progress_ratio"] < 1, gauges
+        assert gauges["storqos_background_requests_total"] >= b["done"], gauges
+        assert "storqos_background_passes_total" in gauges, gauges
     finally:
         code, _, err = s.finish(signal.SIGTERM)
     assert code == 0, err

@@ -14,8 +14,9 @@
 //!   `cluster`, optional, is its view for the metrics); the reply gives each tenant's
 //!   demand (`arrived` so far, `inflight` now);
 //! - `{"cmd": "background", "state": {"running": true, "warming": false, "high": false,
-//!   "next_change_min": 312, "model": true, "done": 1200, "warmed": 0}}`: the gateway's
-//!   `[background]` job reports its state (shown by `stats`, exported as metrics);
+//!   "next_change_min": 312, "model": true, "done": 1200, "warmed": 0, ...}}`: the
+//!   gateway's `[background]` job reports its state, its model and its progress (the
+//!   fields of `message::BackgroundState`; shown by `stats`, exported as metrics);
 //! - `{"cmd": "policy", "spec": {...}}`: replace the whole policy (the simulator's spec);
 //! - `{"cmd": "add-export", "export": {"name": "c", "path": "/srv/c.img", "tenant": 2}}`:
 //!   serve a new export (the fields of a configuration's export; the tenant as a name or

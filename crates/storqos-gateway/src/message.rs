@@ -192,6 +192,35 @@ pub struct BackgroundState {
     pub done: u64,
     /// Warm-up requests done so far.
     pub warmed: u64,
+    /// Where the day model came from: the model file's path, `learned` (from the
+    /// gateway's own counts) or empty (none yet: feedback alone).
+    #[serde(default)]
+    pub model_source: String,
+    /// Days the model was learned from (0 for a loaded model).
+    #[serde(default)]
+    pub model_days: u32,
+    /// The model's day classes.
+    #[serde(default)]
+    pub model_classes: u32,
+    /// The High/Low threshold in the users' requests per interval; negative: none yet.
+    #[serde(default = "none_yet")]
+    pub threshold: f64,
+    /// The job's interval (the model's minute), in seconds.
+    #[serde(default)]
+    pub interval_s: f64,
+    /// Intervals counted so far (the job's calendar: interval 0 is its first start).
+    #[serde(default)]
+    pub intervals: u64,
+    /// How far the current pass over the job's export has gone, 0 to 1.
+    #[serde(default)]
+    pub progress: f64,
+    /// Passes over the job's export completed.
+    #[serde(default)]
+    pub passes: u64,
+}
+
+fn none_yet() -> f64 {
+    -1.0
 }
 
 /// What each tenant has asked of a gateway: requests that arrived since it started

@@ -16,8 +16,9 @@
 //! `storqos_cluster_members`, `storqos_cluster_etcd_failures_total` and
 //! `storqos_cluster_conflicts_total`, as the member's agent last reported them. With a
 //! `[background]` job: `storqos_background_{running,warming,users_high,model}`,
-//! `storqos_background_next_change_minutes`, `storqos_background_requests_total` and
-//! `storqos_background_warm_requests_total`.
+//! `storqos_background_next_change_minutes`, `storqos_background_model_days`,
+//! `storqos_background_progress_ratio`, `storqos_background_requests_total`,
+//! `storqos_background_warm_requests_total` and `storqos_background_passes_total`.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -174,7 +175,7 @@ impl Collector for Snapshot {
             }
         }
         if let Some(b) = &self.probe.background {
-            let gauges: [(&str, &str, f64); 5] = [
+            let gauges: [(&str, &str, f64); 7] = [
                 ("storqos_background_running", "1 while the background job runs", b.running as u8 as f64),
                 (
                     "storqos_background_warming",
@@ -188,13 +189,20 @@ impl Collector for Snapshot {
                     b.next_change_min,
                 ),
                 ("storqos_background_model", "1 if a day model is in use", b.model as u8 as f64),
+                ("storqos_background_model_days", "Days the learned day model was learned from", b.model_days as f64),
+                (
+                    "storqos_background_progress_ratio",
+                    "How far the current pass over the job's export has gone (0-1)",
+                    b.progress,
+                ),
             ];
             for (name, help, v) in gauges {
                 family(&mut e, name, help, MetricType::Gauge, |m| ConstGauge::new(v).encode(m))?;
             }
-            let counters: [(&str, &str, u64); 2] = [
+            let counters: [(&str, &str, u64); 3] = [
                 ("storqos_background_requests", "Requests the background job has done", b.done),
                 ("storqos_background_warm_requests", "Warm-up requests done", b.warmed),
+                ("storqos_background_passes", "Passes over the job's export completed", b.passes),
             ];
             for (name, help, v) in counters {
                 family(&mut e, name, help, MetricType::Counter, |m| ConstCounter::new(v).encode(m))?;

@@ -80,11 +80,21 @@ class BackgroundJob:
     next_change_min: float = -1.0
     done: int = 0
     warmed: int = 0
+    #: passes over the job's export completed, and the next read's offset in it
+    passes: int = 0
+    offset: int = 0
+    #: the job's export's size in whole blocks, in bytes (0 until the job has opened it)
+    export_bytes: int = 0
+    #: the High/Low threshold in use (requests per interval), None before one exists
+    threshold: float | None = None
+    #: days the model was learned from (0 for a loaded model)
+    model_days: int = 0
     _ops: int | None = None
     _period: tuple[int, int] = (-1, 0)
     _pools: list[list[float]] | None = None
     _warm_left: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
     _threads: list[threading.Thread] = field(default_factory=list)
     _uris: tuple[str, str | None] = ("", None)
 
@@ -149,6 +159,7 @@ class BackgroundJob:
         if self.settings.model_path is None and len(self.series) % DAY_MIN == 0 and len(self.series) >= DAY_MIN:
             days = len(self.series) // DAY_MIN
             self.model = DayModel.fit(Intensity(np.asarray(self.series[:days * DAY_MIN])), range(days))
+            self.model_days = days
             self._pools = None
             self.log(f"background: day model learned from {days} day(s): {self.model.k} class(es), "
                      f"threshold {self.model.threshold:.3g} requests per interval")
@@ -161,6 +172,7 @@ class BackgroundJob:
         t = len(x) - 1
         thr = self.model.threshold if self.model is not None else (
             learn_threshold(x) if len(x) >= LEARN_MIN else None)
+        self.threshold = thr
         if thr is None or t < 0:
             self._set(False, False, False, -1.0)
             return
@@ -206,12 +218,25 @@ class BackgroundJob:
             self.log(f"background: {self.settings.export} stops ({why})" + (": warming" if warming else ""))
         self.running, self.warming, self.high, self.next_change_min = running, warming, high, next_change
 
+    def state(self) -> dict[str, Any]:
+        """The job's state as the gateway's ``background`` command takes it (its fields:
+        the gateway's ``BackgroundState``)."""
+        s, m = self.settings, self.model
+        with self._lock:
+            done, offset, passes = self.done, self.offset, self.passes
+        return {
+            "running": self.running, "warming": self.warming, "high": self.high,
+            "next_change_min": self.next_change_min, "model": m is not None, "done": done,
+            "warmed": self.warmed,
+            "model_source": "" if m is None else str(s.model_path) if s.model_path is not None else "learned",
+            "model_days": self.model_days, "model_classes": 0 if m is None else int(m.k),
+            "threshold": -1.0 if self.threshold is None else float(self.threshold), "interval_s": s.interval_s,
+            "intervals": len(self.series), "passes": passes,
+            "progress": offset / self.export_bytes if self.export_bytes else 0.0}
+
     def report(self) -> None:
         """Tell the gateway the job's state."""
-        command(self.control, {"cmd": "background", "state": {
-            "running": self.running, "warming": self.warming, "high": self.high,
-            "next_change_min": self.next_change_min, "model": self.model is not None, "done": self.done,
-            "warmed": self.warmed}})
+        command(self.control, {"cmd": "background", "state": self.state()})
 
     # -- running ----------------------------------------------------------------------
 
@@ -261,7 +286,8 @@ class BackgroundJob:
             return
         size = job.get_size()
         end = size - size % s.block
-        offset, warm_at = 0, 0
+        self.export_bytes = end
+        warm_at = 0
         gap = 1.0 / s.rate_iops
         due = time.monotonic()
         try:
@@ -276,9 +302,13 @@ class BackgroundJob:
                     continue
                 due = max(due + gap, now - gap)
                 if self.running:
-                    job.pread(s.block, offset)
-                    self.done += 1
-                    offset = offset + s.block if offset + s.block < end else 0
+                    job.pread(s.block, self.offset)
+                    with self._lock:  # state() reads the three together
+                        self.done += 1
+                        if self.offset + s.block < end:
+                            self.offset += s.block
+                        else:
+                            self.offset, self.passes = 0, self.passes + 1
                 elif warm is not None:
                     warm.pread(s.block, warm_at)
                     self.warmed += 1

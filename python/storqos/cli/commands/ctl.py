@@ -1,6 +1,7 @@
 """``storqos ctl``: talk to a running gateway through its control socket (``storqos
 serve --control PATH``): show its statistics, change a tenant's weight, reservation,
-limit or SLO, or the whole policy, live, add or remove an export, and drain it."""
+limit or SLO, or the whole policy, live, add or remove an export, follow its background
+job, and drain it."""
 
 from __future__ import annotations
 
@@ -15,14 +16,15 @@ from rich.table import Table
 
 from storqos.base.console import emit_json, out
 from storqos.base.errors import InputError
-from storqos.base.units import fmt_duration, fmt_number, parse_duration, parse_rate
+from storqos.base.units import fmt_duration, fmt_number, fmt_span, parse_duration, parse_rate
 from storqos.live.control_client import check_in_range, command
 from storqos.model import policy_options as po
 
 SocketOpt = Annotated[Path, typer.Option("--socket", "-s", help="The gateway's control socket (serve --control PATH).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the gateway's reply as JSON (for scripts).")]
 
-ctl = typer.Typer(help="Talk to a running gateway (storqos serve --control PATH): stats, live changes, drain.",
+ctl = typer.Typer(help="Talk to a running gateway (storqos serve --control PATH): stats, live changes, its "
+                       "background job, drain.",
                   no_args_is_help=True)
 
 
@@ -94,6 +96,57 @@ def stats_cmd(socket: SocketOpt, json_out: JsonOpt = False) -> None:
                   fmt_number(x["p50_us"]), fmt_number(x["p99_us"]), f"{x['errors']:,}")
     out.print(t)
     out.print(f"policy: {policy_words(r.get('policy'))}", markup=False, highlight=False)
+    b = r.get("background")
+    if b is not None:
+        out.print(f"background job: {_job_state(b)}, {b['done']:,} requests, {b.get('progress', 0.0):.0%} of this "
+                  "pass (storqos ctl background)", markup=False, highlight=False)
+
+
+def _job_state(b: dict[str, Any]) -> str:
+    """A background job's state in words: ``running``, ``warming the fast tier``, ``stopped``."""
+    return "running" if b["running"] else "stopped, warming the fast tier" if b["warming"] else "stopped"
+
+
+def background_lines(b: dict[str, Any]) -> list[str]:
+    """A ``[background]`` job's report in words: its state and the users', its day
+    model, the next change the model predicts, its progress."""
+    interval = float(b.get("interval_s") or 0.0)
+    src, days, k = str(b.get("model_source") or ""), int(b.get("model_days") or 0), int(b.get("model_classes") or 0)
+    if not b["model"]:
+        model = "none yet: the job follows the detected state alone (feedback)"
+    elif src == "learned":
+        model = f"learned from {days} day(s) of the users' counts, {k} day class(es)"
+    else:
+        model = f"loaded from {src}, {k} day class(es)"
+    thr = float(b.get("threshold", -1.0))
+    model += (f"; High above {thr:.3g} requests per interval" if thr >= 0
+              else "; no High/Low threshold yet (an hour of counts gives one)")
+    n = float(b["next_change_min"])
+    if n >= 0:
+        ahead = f" ({fmt_span(n * interval * 1e9)} from now)" if interval > 0 else ""
+        change = f"High predicted in {n:,.0f} interval(s){ahead}"
+    else:
+        change = "none predicted" + (" (the users are High; the job waits for Low)" if b["high"] else "")
+    progress = (f"{b['done']:,} requests read, {float(b.get('progress', 0.0)):.0%} of the current pass, "
+                f"{int(b.get('passes', 0)):,} pass(es) done; warm-up {b['warmed']:,} requests")
+    clock = (f"{int(b.get('intervals', 0)):,} interval(s) of {fmt_span(interval * 1e9)} counted" if interval > 0
+             else "")
+    return [f"job: {_job_state(b)}; the users: {'High' if b['high'] else 'Low'} (detected)",
+            f"day model: {model}", f"next change: {change}", f"progress: {progress}",
+            *([f"calendar: {clock}"] if clock else [])]
+
+
+@ctl.command("background")
+def background_cmd(socket: SocketOpt, json_out: JsonOpt = False) -> None:
+    """The gateway's \\[background] job: running or not, its day model, the next change the model predicts, its progress."""
+    b = command(socket, {"cmd": "stats"}).get("background")
+    if json_out:
+        emit_json({"background": b})
+        return
+    if b is None:
+        raise InputError("this gateway runs no [background] job, or it has not reported yet", str(socket))
+    for line in background_lines(b):
+        out.print(line, markup=False, highlight=False)
 
 
 @ctl.command("set")
