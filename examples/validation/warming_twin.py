@@ -10,8 +10,8 @@ planner decides each policy's scrub minutes; its request streams are replayed li
 simulator's LRU cache device built from the same file). Prints each policy's scrub
 schedule, then user p50 / p90 / p99 and the requests served, live beside simulated.
 
-    python examples/gateway/warming_day.py            # a day in 30 s: about 2.5 min
-    python examples/gateway/warming_day.py --day-s 5  # faster, noisier
+    python examples/validation/warming_twin.py            # a day in 30 s: about 2.5 min
+    python examples/validation/warming_twin.py --day-s 5  # faster, noisier
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 from storqos.live.tier_warming import DayReplay, live, p90_order, read_gateway, schedule, simulated
 
-HERE = Path(__file__).resolve().parent
+GATEWAY = Path(__file__).resolve().parents[1] / "gateway"  # warming.toml
 
 
 def hhmm(minute: int) -> str:
@@ -36,7 +36,7 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        text = (HERE / "warming.toml").read_text().replace('listen = "127.0.0.1:10809"', 'listen = "127.0.0.1:0"')
+        text = (GATEWAY / "warming.toml").read_text().replace('listen = "127.0.0.1:10809"', 'listen = "127.0.0.1:0"')
         (folder / "warming.toml").write_text(text)
         for name, size in (("data-fast.img", 90 * 4096), ("data.img", 51 * 90 * 4096)):
             with open(folder / name, "wb") as f:

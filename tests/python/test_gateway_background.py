@@ -21,6 +21,7 @@ import numpy as np
 import polars as pl
 import pytest
 from conftest import assert_one_line_error, run_cli
+from storqos.live.background_job import BackgroundJob, JobSettings
 from storqos.live.control_client import command
 from storqos.live.replay import replay
 from test_serve import Server, _image
@@ -138,6 +139,25 @@ def test_the_job_runs_in_low_and_stops_before_the_predicted_high(tmp_path: Path)
     assert not any(on(420, 480)), flips
     assert evening and sum(evening) / len(evening) >= 0.5, evening
     assert "runs" in err and "stops (High predicted within 60 intervals)" in err
+
+
+@pytest.mark.untimed
+def test_a_job_started_in_the_night_knows_when_the_night_began(tmp_path: Path) -> None:
+    # Started on a Monday at 00:00 with no state file: the model's nights run 18:00 to
+    # 08:00 (840 min). Seen from inside, this one began at 18:00 the evening before, so
+    # with the 0.1-quantile of the nights' lengths the job stops when 840 - (360 +
+    # now) is within t_fast (60): at 07:00. Counted from its own start, it would have
+    # believed an hour's Low left only at 13:00.
+    settings = JobSettings(export="scrub", users=[0], rate_iops=1, interval_s=60, t_fast_min=60, block=4096,
+                           model_path=_model(tmp_path))
+    job = BackgroundJob(settings, str(tmp_path / "no.sock"), log=lambda line: None)
+    running = []
+    for _ in range(600):
+        job.series.append(LOW_PER_MIN)
+        job.decide()
+        running.append(job.running)
+    assert all(running[60:390]), running.index(False)
+    assert not any(running[435:]), running.index(False)
 
 
 @pytest.mark.untimed

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from storqos.base.errors import InputError
 from storqos.planning.warming.daymodel import DayModel, cluster_days, day_features, max_clusters
-from storqos.planning.warming.intensity import DAY_MIN, HIGH, LOW, per_minute
+from storqos.planning.warming.intensity import DAY_MIN, HIGH, LOW, Intensity, per_minute
 from storqos.planning.warming.predict import Predictor, change_time_errors, error_summary
 from storqos.planning.warming.workload import LOW_LEVEL, WEEKEND_LEVEL, bimodal_days
 
@@ -135,3 +135,28 @@ def test_hp_week_has_weekday_and_weekend_pattern():
     errors = change_time_errors(model, intensity, range(5, 7))
     s = error_summary(errors)
     assert s["changes"] >= 4 and np.isfinite(s["all_median_abs_min"])
+
+
+def _calendar_days(n: int) -> Intensity:
+    """Poisson days: 20 requests a minute 08:00-18:00 on weekdays and 11:00-16:00 at
+    weekends, 0.5 otherwise; day 0 a Monday."""
+    x = np.full(n * DAY_MIN, 0.5)
+    for d in range(n):
+        a, b = (8 * 60, 18 * 60) if d % 7 < 5 else (11 * 60, 16 * 60)
+        x[d * DAY_MIN + a:d * DAY_MIN + b] = 20.0
+    return Intensity(np.random.default_rng(0).poisson(x).astype(float))
+
+
+def test_a_period_seen_from_inside_began_where_its_class_of_day_begins_them():
+    model = DayModel.fit(_calendar_days(21))
+    weekday, weekend = model.class_of_weekday(1), model.class_of_weekday(6)
+    assert weekday != weekend
+    # At 02:00 on a Tuesday, the night began Monday at 18:00: 8 h before; on a Monday,
+    # Sunday's at 16:00: 10 h before (the detector's smoothing moves starts by minutes).
+    assert model.began(LOW, 120, weekday, weekday) == pytest.approx(-480, abs=15)
+    assert model.began(LOW, 120, weekday, weekend) == pytest.approx(-600, abs=15)
+    # Without the classes, the nights of every day: most are weekday nights.
+    assert model.began(LOW, 120) == pytest.approx(-480, abs=15)
+    # At 12:00 on a weekday the High began at 08:00; no High covers 02:00.
+    assert model.began(HIGH, 720, weekday, weekday) == pytest.approx(-240, abs=15)
+    assert model.began(HIGH, 120) is None

@@ -190,6 +190,8 @@ class BackgroundJob:
             self._set(True, False, False, -1.0)
             return
         start = self._period[1]
+        if start == 0:  # the job started inside this Low: when it began is the model's guess
+            start = self.model.began(st, 0, self._day_class(x, 0), self._day_class(x, -1)) or 0
         if self._pools is None:
             day = start // DAY_MIN
             self._pools = low_pools(self.model, self._day_class(x, day), self._day_class(x, day + 1), start % DAY_MIN)
@@ -204,7 +206,7 @@ class BackgroundJob:
         frequent class."""
         assert self.model is not None
         if self.settings.model_path is None:
-            return Predictor(self.model, Intensity(x)).day_class(day)
+            return Predictor(self.model, Intensity(x)).day_class(max(day, 0))
         c = self.model.class_of_weekday(day % 7)
         return c if c is not None else max(range(self.model.k), key=self.model.labels.count)
 

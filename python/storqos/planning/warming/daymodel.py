@@ -241,6 +241,28 @@ class DayModel:
         """Most likely class of the day after a day of class ``c``."""
         return int(np.argmax(self.class_transitions()[c]))
 
+    def began(self, state: int, minute_of_day: int, today: int | None = None,
+              yesterday: int | None = None) -> int | None:
+        """Where a ``state`` period under way at ``minute_of_day`` typically began,
+        in minutes from then (≤ 0): the median start, relative to that time of day, of
+        the observed uncensored periods of ``state`` that covered it (a night's Low
+        period seen at 02:00 began the evening before); None if none did. With the
+        classes of ``today`` and ``yesterday``, only periods begun on a day of the class
+        of the day they would have begun on count (at least :data:`MIN_MATCHES` of
+        them, else all). For a watcher that starts inside a period and so did not see
+        it begin."""
+        every, matching = [], []
+        for p in self.periods:
+            if p.censored or p.state != state:
+                continue
+            ago = (minute_of_day - p.start_of_day) % DAY_MIN  # the latest start before it
+            if ago < p.duration_min:
+                every.append(-ago)
+                if p.day_class == (yesterday if ago > minute_of_day else today):
+                    matching.append(-ago)
+        back = matching if len(matching) >= MIN_MATCHES else every
+        return int(np.median(back)) if back else None
+
     def durations(
         self, state: int, day_class: int | None = None, start_of_day: int | None = None, next_class: int | None = None
     ) -> np.ndarray:
