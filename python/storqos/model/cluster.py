@@ -38,6 +38,10 @@ from storqos.model.specs import PolicyParams, check_keywords, with_keywords
 PLACEMENTS: tuple[str, ...] = ("hash", "device")
 #: How the servers keep the tenants' global promises.
 COORDINATIONS: tuple[str, ...] = ("none", "dmclock", "split")
+#: When a dmClock server charges the service its clients report having had elsewhere:
+#: every report as it arrives (storqos), or each request its own (the paper, Ceph's
+#: dmclock library).
+CHARGES: tuple[str, ...] = ("arrival", "request")
 #: Object size of hash placement when none is given (an RBD image's objects).
 DEFAULT_OBJECT_SIZE = "4MiB"
 #: Period of the split allocator when none is given.
@@ -60,6 +64,10 @@ class Cluster:
       each request says the service its tenant had elsewhere) or ``split`` (local mClock,
       each tenant's reservation, weight and limit split by its demand at each server every
       ``period``). ``dmclock`` and ``split`` need the ``mclock`` policy.
+    - ``charge``: with ``dmclock``, when a server charges the service a tenant reports
+      having had elsewhere: ``arrival`` (every report as it arrives) or ``request``
+      (each request its own report, as the paper and Ceph's dmclock library do, which
+      lets a tenant that keeps requests queued run past its limit).
     """
 
     servers: int
@@ -69,6 +77,7 @@ class Cluster:
     seed: int = 0
     coordination: Literal["none", "dmclock", "split"] = "none"
     period: str | float = DEFAULT_SPLIT_PERIOD
+    charge: Literal["arrival", "request"] = "arrival"
 
     def to_spec(self, where: str = "--cluster") -> dict[str, Any]:
         """The core's JSON form, each value checked (errors name ``where``'s options)."""
@@ -92,12 +101,32 @@ class Cluster:
                                  "--replicas")
             placement = {"kind": "given"}
         coordination: dict[str, Any] = {"kind": self.coordination}
+        if self.charge not in CHARGES:
+            raise InputError(f"charge must be one of {', '.join(CHARGES)}, got {self.charge!r}", "charge")
+        if self.coordination == "dmclock":
+            coordination["charge"] = self.charge
+        elif self.charge != "arrival":
+            raise InputError("charge applies to dmclock coordination only", "charge")
         if self.coordination == "split":
             period = parse_duration(self.period, "--split-period")
             if period <= 0:
                 raise InputError("split period must be > 0", "--split-period")
             coordination["period_ns"] = period
         return {"servers": servers, "placement": placement, "coordination": coordination}
+
+
+def alt_range_trace(clients: int, servers: int, seconds: float, iops: float = 100.0, spread: int = 10) -> pl.DataFrame:
+    """The clients of Ceph's dmclock simulator, "alternate range" placement: each of
+    ``clients`` asks ``iops`` 4 KiB reads, evenly spaced, for ``seconds``, its k-th to
+    server (⌊0.5 + i·S/C⌋ + k mod ``spread``) mod S, S = ``servers`` (a ``server``
+    column, for ``placement="device"``)."""
+    n = int(round(iops * seconds))
+    k = np.repeat(np.arange(n), clients)
+    i = np.tile(np.arange(clients), n)
+    server = (np.floor(0.5 + i * servers / clients).astype(np.int64) + k % spread) % servers
+    return pl.DataFrame({"arrival_ns": np.round(k * 1e9 / iops).astype(np.int64) + i * 1_000, "tenant": i,
+                         "offset": k * 4096, "size": np.full(k.size, 4096), "is_read": np.ones(k.size, dtype=bool),
+                         "server": server})
 
 
 @dataclass
