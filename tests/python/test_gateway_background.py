@@ -161,6 +161,25 @@ def test_a_job_started_in_the_night_knows_when_the_night_began(tmp_path: Path) -
 
 
 @pytest.mark.untimed
+def test_the_lead_before_a_predicted_high_is_the_warm_ups_time_by_default(tmp_path: Path) -> None:
+    from storqos.live.background_job import DEFAULT_T_FAST, job_settings
+    from storqos.live.gateway_config import load, merged
+
+    def lead(extra: str) -> float:
+        cfg = _config(tmp_path, tmp_path / "model.toml", extra)
+        cfg.write_text(cfg.read_text().replace("t_fast = 60\n", ""))
+        settings = load(cfg)
+        assert settings.file.background is not None
+        return job_settings(settings.file.background, merged(settings), tmp_path).t_fast_min
+
+    # 1 MiB in 4 KiB reads at 200 IOPS: 1.28 s, 128 intervals of 10 ms.
+    assert lead('warm_export = "users"\nwarm_bytes = "1MiB"\n') == pytest.approx(128)
+    # The whole 16 MiB export: 4,096 reads, 20.48 s.
+    assert lead('warm_export = "users"\n') == pytest.approx(2048)
+    assert lead("") == DEFAULT_T_FAST
+
+
+@pytest.mark.untimed
 def test_bad_background_settings_are_one_line(tmp_path: Path) -> None:
     model = tmp_path / "m.toml"
     model.write_text('format = "storqos-day-model"\nversion = 1\n')

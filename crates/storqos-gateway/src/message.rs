@@ -217,6 +217,9 @@ pub struct BackgroundState {
     /// Passes over the job's export completed.
     #[serde(default)]
     pub passes: u64,
+    /// The lead before a predicted High at which the job stops and warms (intervals).
+    #[serde(default)]
+    pub lead: f64,
 }
 
 fn none_yet() -> f64 {

@@ -46,6 +46,8 @@ from storqos.planning.warming.predict import Predictor
 STATE_FORMAT = "storqos-background-state"
 #: Counts needed before the feedback detector has a threshold (minutes).
 LEARN_MIN = 2 * SMOOTH_MIN
+#: Lead before a predicted High (intervals) of a job with no warm-up to time it by.
+DEFAULT_T_FAST = 30.0
 
 
 @dataclass
@@ -233,7 +235,7 @@ class BackgroundJob:
             "model_source": "" if m is None else str(s.model_path) if s.model_path is not None else "learned",
             "model_days": self.model_days, "model_classes": 0 if m is None else int(m.k),
             "threshold": -1.0 if self.threshold is None else float(self.threshold), "interval_s": s.interval_s,
-            "intervals": len(self.series), "passes": passes,
+            "intervals": len(self.series), "passes": passes, "lead": s.t_fast_min,
             "progress": offset / self.export_bytes if self.export_bytes else 0.0}
 
     def report(self) -> None:
@@ -370,12 +372,19 @@ def job_settings(table: Any, cfg: dict[str, Any], base: Path) -> JobSettings:
     warm_bytes = 0
     if warm is not None:
         warm_bytes = table.warm_bytes if table.warm_bytes is not None else Path(warm["path"]).stat().st_size
+    interval_s = table.interval / 1e9
+    if table.t_fast is not None:
+        t_fast = float(table.t_fast)
+    elif warm_bytes:  # the warm-up's own time (seed 002's T_fast = C / F), in intervals
+        t_fast = math.ceil(warm_bytes / table.block) / float(table.rate) / interval_s
+    else:
+        t_fast = DEFAULT_T_FAST
 
     def path(p: str | None) -> Path | None:
         return None if p is None else (base / p if not Path(p).is_absolute() else Path(p))
 
-    return JobSettings(export=table.export, users=users, rate_iops=float(table.rate), interval_s=table.interval / 1e9,
-                       t_fast_min=float(table.t_fast), block=int(table.block), model_path=path(table.model),
+    return JobSettings(export=table.export, users=users, rate_iops=float(table.rate), interval_s=interval_s,
+                       t_fast_min=t_fast, block=int(table.block), model_path=path(table.model),
                        state_path=path(table.state), warm_export=table.warm_export, warm_bytes=int(warm_bytes))
 
 

@@ -318,7 +318,9 @@ class CostTable(Table):
 class ClusterTable(Table):
     """[cluster]: the cluster this gateway belongs to (``storqos serve --cluster``)."""
 
+    #: the cluster's etcd and name, etcd://HOST:PORT/NAME
     url: Annotated[str, BeforeValidator(lambda v: _cluster_url(v))]
+    #: this gateway's name in the cluster (default: its listen address)
     id: Annotated[str, Field(min_length=1, max_length=255)] | None = None
 
 
@@ -338,15 +340,26 @@ class BackgroundTable(Table):
     """[background]: a job the gateway runs itself in the periods its day model predicts
     Low (storqos.live.background_job): the export it reads, how fast, on what clock."""
 
+    #: the export the job reads end to end, wrapping, as that export's tenant
     export: Annotated[str, Field(min_length=1, max_length=MAX_NAME_BYTES)]
+    #: the job's IOPS while it runs (and the warm-up's)
     rate: Rate = 100.0
+    #: the day model's minute on the gateway's clock (shorter compresses days)
     interval: PositiveDurationNs = 60_000_000_000
-    t_fast: Annotated[float, Field(ge=0)] = 30.0
+    #: lead before a predicted High, in intervals (default: the warm-up's time,
+    #: warm_bytes at rate, with a warm_export; else 30)
+    t_fast: Annotated[float | None, Field(ge=0)] = None
+    #: day model file from storqos warm --save (default: learned from the users' counts)
     model: str | None = None
+    #: file that keeps the users' counts per interval across restarts
     state: str | None = None
+    #: tenants whose requests make the day (default: every tenant but the job's)
     users: list[str | int] | None = None
+    #: export warmed before a predicted High (a tiered export's view)
     warm_export: str | None = None
+    #: bytes of warm_export warmed (default: the whole export)
     warm_bytes: Annotated[int, BeforeValidator(_bytes)] | None = None
+    #: bytes per read of the job
     block: Annotated[int, BeforeValidator(_bytes), Field(ge=512, le=32 << 20)] = 4096
 
 

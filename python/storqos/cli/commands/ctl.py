@@ -121,10 +121,10 @@ def background_lines(b: dict[str, Any]) -> list[str]:
     thr = float(b.get("threshold", -1.0))
     model += (f"; High above {thr:.3g} requests per interval" if thr >= 0
               else "; no High/Low threshold yet (an hour of counts gives one)")
-    n = float(b["next_change_min"])
+    n, lead = float(b["next_change_min"]), float(b.get("lead", 0.0))
     if n >= 0:
         ahead = f" ({fmt_span(n * interval * 1e9)} from now)" if interval > 0 else ""
-        change = f"High predicted in {n:,.0f} interval(s){ahead}"
+        change = f"High predicted in {n:,.0f} interval(s){ahead}; the job stops {lead:,.0f} before it"
     else:
         change = "none predicted" + (" (the users are High; the job waits for Low)" if b["high"] else "")
     progress = (f"{b['done']:,} requests read, {float(b.get('progress', 0.0)):.0%} of the current pass, "
