@@ -6,9 +6,11 @@
 //! tests). The storage differs: a full HDR histogram over 1 ns … 11.6 days is an array
 //! of ≈ 41,000 counts (328 KB) whatever it holds, which a simulation of 65,536 tenants
 //! cannot afford for every tenant and class. [`LatencyHistogram`] keeps a sorted list of
-//! (bucket, count) pairs while it holds few buckets, and a dense array spanning only the
-//! buckets between its lowest and highest value once it holds many values: a tenant
-//! with a handful of requests costs a few hundred bytes, a busy one one add per request.
+//! (bucket, count) pairs while it holds few buckets, and a dense array of `u32` counts
+//! spanning only the buckets between its lowest and highest value once it holds many
+//! values (what a bucket holds beyond 2³² − 1 goes to a short list beside it): a tenant
+//! with a handful of requests costs a few hundred bytes, a busy one one add per request,
+//! and a finished one ([`LatencyHistogram::compact`]) no room to grow.
 
 use crate::time::Nanos;
 
@@ -33,6 +35,14 @@ const SPARSE_MAX_BUCKETS: usize = 256;
 /// Values counted before the histogram turns dense whatever its number of buckets (the
 /// dense array is then one add per value on the hot path).
 const SPARSE_MAX_COUNT: u64 = 4096;
+
+/// Add `n` to bucket `i` of sorted (bucket, count) pairs.
+fn sorted_add(pairs: &mut Vec<(u32, u64)>, i: u32, n: u64) {
+    match pairs.binary_search_by_key(&i, |&(k, _)| k) {
+        Ok(p) => pairs[p].1 += n,
+        Err(p) => pairs.insert(p, (i, n)),
+    }
+}
 
 /// Index of `v` (0 ≤ v ≤ [`HIST_MAX_NS`]) in the HDR counts array: the index
 /// `hdrhistogram` computes, without its generality (unit magnitude, resizing).
@@ -72,9 +82,14 @@ pub struct LatencyHistogram {
     max: u64,
     /// Sorted (bucket, count) pairs while the histogram is sparse (`dense` empty).
     sparse: Vec<(u32, u64)>,
-    /// Counts of buckets `base`, `base + 1`, … once dense.
+    /// Counts of buckets `base`, `base + 1`, … once dense, each to `u32::MAX` (half the
+    /// memory of `u64` counts: a run of 10,000 tenants holds 10,000 of these).
     base: u32,
-    dense: Vec<u64>,
+    dense: Vec<u32>,
+    /// What a dense bucket holds beyond its `u32` (sorted (bucket, count) pairs; a
+    /// bucket's count is its `dense` entry plus its entry here). Empty but for
+    /// histograms of billions of values.
+    carry: Vec<(u32, u64)>,
 }
 
 impl PartialEq for LatencyHistogram {
@@ -87,7 +102,15 @@ impl Eq for LatencyHistogram {}
 
 impl Default for LatencyHistogram {
     fn default() -> Self {
-        LatencyHistogram { total: 0, min: u64::MAX, max: 0, sparse: Vec::new(), base: 0, dense: Vec::new() }
+        LatencyHistogram {
+            total: 0,
+            min: u64::MAX,
+            max: 0,
+            sparse: Vec::new(),
+            base: 0,
+            dense: Vec::new(),
+            carry: Vec::new(),
+        }
     }
 }
 
@@ -185,10 +208,14 @@ impl LatencyHistogram {
     /// Add `n` to bucket `i` (totals and extremes are the caller's).
     #[inline(always)]
     fn add_to_bucket(&mut self, i: u32, n: u64) {
-        match self.dense.get_mut(i.wrapping_sub(self.base) as usize) {
-            Some(c) => *c += n,
-            None => self.add_slow(i, n),
+        if let Some(c) = self.dense.get_mut(i.wrapping_sub(self.base) as usize) {
+            let sum = u64::from(*c) + n;
+            if sum <= u64::from(u32::MAX) {
+                *c = sum as u32;
+                return;
+            }
         }
+        self.add_slow(i, n);
     }
 
     #[cold]
@@ -196,18 +223,21 @@ impl LatencyHistogram {
     fn add_slow(&mut self, i: u32, n: u64) {
         if !self.dense.is_empty() {
             self.cover(i);
-            self.dense[(i - self.base) as usize] += n;
+            self.dense_add(i, n);
             return;
         }
-        self.sparse_add(i, n);
+        sorted_add(&mut self.sparse, i, n);
         self.densify_if_due();
     }
 
-    /// Add `n` to bucket `i` of the sorted pairs.
-    fn sparse_add(&mut self, i: u32, n: u64) {
-        match self.sparse.binary_search_by_key(&i, |&(k, _)| k) {
-            Ok(p) => self.sparse[p].1 += n,
-            Err(p) => self.sparse.insert(p, (i, n)),
+    /// Add `n` to dense bucket `i` (covered), what its `u32` cannot hold to `carry`.
+    fn dense_add(&mut self, i: u32, n: u64) {
+        let c = &mut self.dense[(i - self.base) as usize];
+        let room = u64::from(u32::MAX - *c);
+        let here = n.min(room);
+        *c += here as u32;
+        if n > here {
+            sorted_add(&mut self.carry, i, n - here);
         }
     }
 
@@ -223,10 +253,9 @@ impl LatencyHistogram {
         let (lo, hi) = (self.sparse[0].0, self.sparse[self.sparse.len() - 1].0);
         self.base = lo;
         self.dense = vec![0; (hi - lo + 1) as usize];
-        for &(k, c) in &self.sparse {
-            self.dense[(k - lo) as usize] = c;
+        for (k, c) in std::mem::take(&mut self.sparse) {
+            self.dense_add(k, c);
         }
-        self.sparse = Vec::new();
     }
 
     /// Grow the dense array to hold bucket `i`, by at least half its length on the side
@@ -246,6 +275,21 @@ impl LatencyHistogram {
             let new_hi = i.max(hi.saturating_add(slack)).min(last);
             self.dense.resize((new_hi - lo + 1) as usize, 0);
         }
+    }
+
+    /// Give back the memory a finished histogram does not need: a dense array's empty
+    /// buckets beyond its lowest and highest value (the room [`LatencyHistogram`] keeps
+    /// to grow into) and spare capacity. The counts are unchanged.
+    pub fn compact(&mut self) {
+        if self.dense.is_empty() {
+            self.sparse.shrink_to_fit();
+            return;
+        }
+        let (lo, hi) = (hdr_index(self.min) - self.base, hdr_index(self.max) - self.base);
+        self.dense.truncate(hi as usize + 1);
+        self.dense.drain(..lo as usize);
+        self.dense.shrink_to_fit();
+        self.base += lo;
     }
 
     /// Values counted.
@@ -274,12 +318,18 @@ impl LatencyHistogram {
 
     /// Bytes held on the heap.
     pub fn heap_bytes(&self) -> usize {
-        self.sparse.capacity() * std::mem::size_of::<(u32, u64)>() + self.dense.capacity() * 8
+        (self.sparse.capacity() + self.carry.capacity()) * std::mem::size_of::<(u32, u64)>()
+            + self.dense.capacity() * std::mem::size_of::<u32>()
     }
 
     /// Non-empty buckets in increasing order: (bucket index, count).
     pub fn buckets(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
-        let dense = self.dense.iter().enumerate().filter(|(_, &c)| c > 0).map(|(k, &c)| (self.base + k as u32, c));
+        let mut carry = self.carry.iter().copied().peekable();
+        let dense = self.dense.iter().enumerate().filter(|(_, &c)| c > 0).map(move |(k, &c)| {
+            let i = self.base + k as u32;
+            let more = carry.next_if(|&(j, _)| j == i).map_or(0, |(_, m)| m);
+            (i, u64::from(c) + more)
+        });
         self.sparse.iter().copied().chain(dense)
     }
 
@@ -309,9 +359,9 @@ impl LatencyHistogram {
         }
         for (i, c) in other.buckets() {
             if self.dense.is_empty() {
-                self.sparse_add(i, c);
+                sorted_add(&mut self.sparse, i, c);
             } else {
-                self.dense[(i - self.base) as usize] += c;
+                self.dense_add(i, c);
             }
         }
         if self.dense.is_empty() {
@@ -390,6 +440,42 @@ mod tests {
     }
 
     #[test]
+    fn a_dense_bucket_counts_past_u32() {
+        // Dense first (5,000 values), then counts that no u32 holds, added one way and
+        // another: the counts and quantiles are the reference's, in u64.
+        let mut reference = reference();
+        let (mut h, mut merged) = (LatencyHistogram::new(), LatencyHistogram::new());
+        for v in 1..=5_000u64 {
+            reference.record(v * 100).unwrap();
+            h.record(v * 100);
+        }
+        assert!(h.is_dense());
+        let big = 3 * u64::from(u32::MAX) + 7;
+        for (v, n) in [(250_000, big), (250_000, u64::from(u32::MAX)), (9_000, 5), (400_000, big)] {
+            reference.record_n(v, n).unwrap();
+            h.record_n(v, n);
+            let mut one = LatencyHistogram::new();
+            one.record_n(v, n);
+            merged.add(&one);
+        }
+        let mut rest = LatencyHistogram::new();
+        for v in 1..=5_000u64 {
+            rest.record(v * 100);
+        }
+        merged.add(&rest);
+        let mut compacted = h.clone();
+        compacted.compact();
+        for x in [&h, &merged, &compacted] {
+            assert_eq!(x.len(), reference.len());
+            assert_eq!(x.count_at_most(250_000), reference.count_between(0, 250_000));
+            for q in [0.0, 0.000001, 0.3, 0.5, 0.7, 0.999, 1.0] {
+                assert_eq!(x.value_at_quantile(q), reference.value_at_quantile(q), "q {q}");
+            }
+        }
+        assert_eq!(h, merged);
+    }
+
+    #[test]
     fn index_matches_hdrhistogram() {
         let h = reference();
         let mut rng = SimRng::new(3);
@@ -450,7 +536,17 @@ mod tests {
             for p in &parts {
                 merged.add(p);
             }
-            for h in [&whole, &merged, &batched] {
+            // Compacted, a histogram answers the same from no more memory, and grows again.
+            let mut compacted = merged.clone();
+            compacted.compact();
+            assert!(compacted.heap_bytes() <= merged.heap_bytes(), "case {case}");
+            assert_eq!(compacted, merged, "case {case}");
+            let mut regrown = compacted.clone();
+            regrown.add(&parts[0]);
+            let mut twice = merged.clone();
+            twice.add(&parts[0]);
+            assert_eq!(regrown, twice, "case {case}");
+            for h in [&whole, &merged, &batched, &compacted] {
                 assert_eq!(h.len(), reference.len(), "case {case}");
                 if n > 0 {
                     assert_eq!(h.min(), reference.min(), "case {case}");

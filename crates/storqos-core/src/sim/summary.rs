@@ -233,9 +233,11 @@ impl FastSummary {
         self.clone().into_summary()
     }
 
-    /// The finished summary, taking this one's histogram.
+    /// The finished summary, taking this one's histogram (compacted: the merges of a
+    /// run's end copy it once per view).
     pub fn into_summary(mut self) -> GroupSummary {
         self.flush_pending();
+        self.hist.compact();
         GroupSummary {
             completed: self.completed,
             bytes: self.bytes,
