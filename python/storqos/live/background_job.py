@@ -94,6 +94,8 @@ class BackgroundJob:
     _ops: int | None = None
     _period: tuple[int, int] = (-1, 0)
     _pools: list[list[float]] | None = None
+    #: where the current Low began, as the pools were drawn for it (minutes)
+    _began: int = 0
     _warm_left: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -191,13 +193,14 @@ class BackgroundJob:
         if self.model is None:  # feedback: run whenever Low
             self._set(True, False, False, -1.0)
             return
-        start = self._period[1]
-        if start == 0:  # the job started inside this Low: when it began is the model's guess
-            start = self.model.began(st, 0, self._day_class(x, 0), self._day_class(x, -1)) or 0
-        if self._pools is None:
+        if self._pools is None:  # once per period (and per model): where it began, what follows
+            start = self._period[1]
+            if start == 0:  # the job started inside this Low: when it began is the model's guess
+                start = self.model.began(st, 0, self._day_class(x, 0), self._day_class(x, -1)) or 0
             day = start // DAY_MIN
             self._pools = low_pools(self.model, self._day_class(x, day), self._day_class(x, day + 1), start % DAY_MIN)
-        resid = planned_residual(self._pools, t - start, PLAN_QUANTILE)
+            self._began = start
+        resid = planned_residual(self._pools, t - self._began, PLAN_QUANTILE)
         run = resid > self.settings.t_fast_min
         self._set(run, not run and self._warm_left > 0, False, resid)
 

@@ -98,7 +98,7 @@ def stats_cmd(socket: SocketOpt, json_out: JsonOpt = False) -> None:
     out.print(f"policy: {policy_words(r.get('policy'))}", markup=False, highlight=False)
     b = r.get("background")
     if b is not None:
-        out.print(f"background job: {_job_state(b)}, {b['done']:,} requests, {b.get('progress', 0.0):.0%} of this "
+        out.print(f"background job: {_job_state(b)}, {b['done']:,} requests, {b['progress']:.0%} of this "
                   "pass (storqos ctl background)", markup=False, highlight=False)
 
 
@@ -110,27 +110,25 @@ def _job_state(b: dict[str, Any]) -> str:
 def background_lines(b: dict[str, Any]) -> list[str]:
     """A ``[background]`` job's report in words: its state and the users', its day
     model, the next change the model predicts, its progress."""
-    interval = float(b.get("interval_s") or 0.0)
-    src, days, k = str(b.get("model_source") or ""), int(b.get("model_days") or 0), int(b.get("model_classes") or 0)
+    interval, src, days, k = float(b["interval_s"]), str(b["model_source"]), int(b["model_days"]), int(b["model_classes"])
     if not b["model"]:
         model = "none yet: the job follows the detected state alone (feedback)"
     elif src == "learned":
         model = f"learned from {days} day(s) of the users' counts, {k} day class(es)"
     else:
         model = f"loaded from {src}, {k} day class(es)"
-    thr = float(b.get("threshold", -1.0))
+    thr = float(b["threshold"])
     model += (f"; High above {thr:.3g} requests per interval" if thr >= 0
               else "; no High/Low threshold yet (an hour of counts gives one)")
-    n, lead = float(b["next_change_min"]), float(b.get("lead", 0.0))
+    n, lead = float(b["next_change_min"]), float(b["lead"])
     if n >= 0:
         ahead = f" ({fmt_span(n * interval * 1e9)} from now)" if interval > 0 else ""
         change = f"High predicted in {n:,.0f} interval(s){ahead}; the job stops {lead:,.0f} before it"
     else:
         change = "none predicted" + (" (the users are High; the job waits for Low)" if b["high"] else "")
-    progress = (f"{b['done']:,} requests read, {float(b.get('progress', 0.0)):.0%} of the current pass, "
-                f"{int(b.get('passes', 0)):,} pass(es) done; warm-up {b['warmed']:,} requests")
-    clock = (f"{int(b.get('intervals', 0)):,} interval(s) of {fmt_span(interval * 1e9)} counted" if interval > 0
-             else "")
+    progress = (f"{b['done']:,} requests read, {float(b['progress']):.0%} of the current pass, "
+                f"{int(b['passes']):,} pass(es) done; warm-up {b['warmed']:,} requests")
+    clock = f"{int(b['intervals']):,} interval(s) of {fmt_span(interval * 1e9)} counted" if interval > 0 else ""
     return [f"job: {_job_state(b)}; the users: {'High' if b['high'] else 'Low'} (detected)",
             f"day model: {model}", f"next change: {change}", f"progress: {progress}",
             *([f"calendar: {clock}"] if clock else [])]
