@@ -13,6 +13,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 #: The longest each top-level document may grow, in lines.
 LONGEST = {"README.md": 250, "BENCHMARKS.md": 400, "docs/validation.md": 400}
+#: The longest any other user's document (docs/) may grow, in lines.
+LONGEST_GUIDE = 600
 
 #: A tracker's issue number or a work session, in prose or a comment.
 LOG_WORDS = re.compile(r"\bissue #?\d+\b|\bsittings?\b|\bsession dates?\b", re.IGNORECASE)
@@ -32,6 +34,12 @@ def _product_files() -> list[Path]:
 def test_the_document_is_short_enough_to_read(name: str) -> None:
     lines = (REPO / name).read_text(encoding="utf-8").count("\n")
     assert lines <= LONGEST[name], f"{name} has {lines} lines, more than {LONGEST[name]}"
+
+
+def test_every_guide_and_reference_page_is_short_enough_to_read() -> None:
+    long = [f"{f.relative_to(REPO)}: {n} lines" for f in sorted((REPO / "docs").rglob("*.md"))
+            if (n := f.read_text(encoding="utf-8").count("\n")) > LONGEST_GUIDE]
+    assert long == [], f"more than {LONGEST_GUIDE} lines: {long}"
 
 
 def test_the_checker_finds_an_issue_number_and_a_sitting() -> None:

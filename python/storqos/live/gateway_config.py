@@ -44,7 +44,7 @@ A complete file (paths are relative to the file)::
     op_time = "100us"            # per operation: a seek, the overheads
     bandwidth = "1GiB/s"         # plus its bytes over this
 
-A tiered export (the export's ``path`` is its slow tier's file; docs/gateway.md,
+A tiered export (the export's ``path`` is its slow tier's file; docs/gateway-seeds.md,
 "Tiered exports and BAA")::
 
     [tiers.fast]                 # the emulated devices every tiered export shares

@@ -48,7 +48,7 @@
 //!
 //! The regression cannot tell the rate's effect from a neighbour's: a neighbour
 //! stepping in while the rate rises reads as a steep plant (`Ĝ` up, `K` down) until
-//! forgotten. On the gateway's step case (`docs/gateway.md`, "FCLB live") the online
+//! forgotten. On the gateway's step case (`docs/gateway-seeds.md`, "FCLB live") the online
 //! gain recovers as fast as the server's knee gain but, `Ĝ` at its floor below the
 //! knee, climbs to the knee sooner: it is an option, not the default.
 //!

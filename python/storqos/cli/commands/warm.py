@@ -74,7 +74,7 @@ def warm_cmd(
     sort: Annotated[bool, typer.Option("--sort", help="Sort requests by time instead of rejecting a trace whose timestamps go backwards.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON (for scripts) instead of tables.")] = False,
     save: Annotated[Path | None, typer.Option("--save", help="Write the learned day model to this TOML file, for a "
-                                                             "gateway's \\[background] job (docs/gateway.md).")] = None,
+                                                             "gateway's \\[background] job (docs/gateway-seeds.md).")] = None,
 ) -> None:
     """Learn High/Low periods of a multi-day trace and compare tier-warming policies (user-only, feedback, prediction, oracle).
 

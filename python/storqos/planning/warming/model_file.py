@@ -46,7 +46,7 @@ def dump_model(model: DayModel) -> str:
     }
     body = tomli_w.dumps(doc, multiline_strings=False)
     head = ("# storqos day model: learned by `storqos warm --save`, read by `storqos warm --model`\n"
-            "# and by a gateway's [background] job (docs/gateway.md).\n")
+            "# and by a gateway's [background] job (docs/gateway-seeds.md).\n")
     tomllib.loads(body)  # what we write must read back
     return head + body
 
