@@ -110,3 +110,21 @@ def test_the_cloudphysics_snapshots_read_as_published() -> None:
     r = run_cli("warm", str(CP / "block_snap_w96.csv"), "--train-days", "5", "--json")
     assert r.code == 0, r.err
     assert json.loads(r.out)["test_days"] == [5, 7]
+
+
+@pytest.mark.skipif(not (CP / "block_snap_w46.csv").exists(), reason="needs ../shared/traces/cloudphysics-intensity")
+def test_the_33_day_volume_learned_on_three_weeks_and_tested_on_the_rest() -> None:
+    # After its first five days w46 holds 228 requests (day 33), far below any High: on
+    # days 21-33 every minute is Low, so feedback and the oracle both run system work
+    # throughout, with nothing to stop for, and there is no change time to predict.
+    s = read_counts(CP / "block_snap_w46.csv", "blocktracefeatures")
+    assert s.counts[21 * 48:].sum() == 228
+    r = run_cli("warm", str(CP / "block_snap_w46.csv"), "--train-days", "21", "--json")
+    assert r.code == 0, r.err
+    out = json.loads(r.out)
+    assert out["test_days"] == [21, 33]
+    rows = {p["policy"]: p for p in out["comparison"]}
+    assert rows["feedback"]["system_work_h"] == pytest.approx(rows["oracle"]["system_work_h"])
+    # System work up to 70 % of the device in every Low minute of 13 days.
+    assert rows["oracle"]["system_work_h"] == pytest.approx(0.7 * 13 * 24, rel=0.05)
+    assert rows["prediction"]["system_work_h"] < rows["feedback"]["system_work_h"]
