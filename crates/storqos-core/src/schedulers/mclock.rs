@@ -143,9 +143,6 @@ type TenantHeap = IndexedHeap<(u8, f64)>;
 #[derive(Clone, Debug)]
 struct Tenant {
     queue: VecDeque<Request>,
-    /// dmClock, charged by request: the [`DistParams`] of each queued request, in queue
-    /// order (empty unless requests come through [`Mclock::enqueue_dist`]).
-    dist: VecDeque<DistParams>,
     /// dmClock, charged at arrival: the reports received and what was charged for them.
     ledger: ReportLedger,
     /// ns of reservation tag per unit of cost (1e9 / r), 0 = no reservation.
@@ -230,6 +227,11 @@ pub struct Mclock {
     charge: DistCharge,
     /// Give a tenant's queue storage back when it empties ([`Mclock::set_compact`]).
     compact: bool,
+    /// dmClock, charged by request: the [`DistParams`] of each tenant's queued requests,
+    /// in queue order (empty unless requests come through [`Mclock::enqueue_dist`] with
+    /// [`DistCharge::Request`]; kept apart from [`Tenant`] so that the servers of a large
+    /// cluster, which hold every tenant, do not carry an empty queue for each).
+    dists: Vec<VecDeque<DistParams>>,
 }
 
 fn check_iops(what: String, v: f64, allow_zero: bool) -> Result<()> {
@@ -284,6 +286,7 @@ impl Mclock {
             reports: false,
             charge: DistCharge::default(),
             compact: false,
+            dists: Vec::new(),
         })
     }
 
@@ -352,9 +355,7 @@ impl Mclock {
         let by_request = self.charge == DistCharge::Request;
         if !self.reports && by_request {
             // From now on every queued request has its parameters beside it.
-            for t in &mut self.tenants {
-                t.dist = t.queue.iter().map(|_| DistParams::default()).collect();
-            }
+            self.dists = self.tenants.iter().map(|t| t.queue.iter().map(|_| DistParams::default()).collect()).collect();
         }
         self.reports = true;
         if by_request {
@@ -373,10 +374,14 @@ impl Mclock {
         let by_request = self.reports && self.charge == DistCharge::Request;
         let t = self.tenant_mut(k);
         t.queue.push_back(req);
-        if by_request {
-            t.dist.push_back(dist.unwrap_or_default());
-        }
         let activated = t.queue.len() == 1;
+        if by_request {
+            let i = k as usize;
+            if i >= self.dists.len() {
+                self.dists.resize_with(i + 1, VecDeque::new);
+            }
+            self.dists[i].push_back(dist.unwrap_or_default());
+        }
         self.queued += 1;
         if activated {
             self.tag_head(k, now as f64);
@@ -493,7 +498,6 @@ impl Mclock {
                 let l = self.limits.get(j).copied().flatten();
                 self.tenants.push(Tenant {
                     queue: VecDeque::new(),
-                    dist: VecDeque::new(),
                     ledger: ReportLedger::default(),
                     r_spacing: if r > 0.0 { NS_PER_SEC as f64 / r } else { 0.0 },
                     l_spacing: l.map_or(0.0, |l| NS_PER_SEC as f64 / l),
@@ -519,7 +523,7 @@ impl Mclock {
         let c = cost.of(head);
         let arrival = head.arrival as f64;
         // dmClock: service elsewhere advances the tags as if it had been given here.
-        let (cd, cr) = match t.dist.front() {
+        let (cd, cr) = match self.dists.get(k as usize).and_then(VecDeque::front) {
             Some(d) => (c + d.delta as f64, c + d.rho as f64),
             None if distributed_arrival => t.ledger.charge(c),
             None => (c, c),
@@ -551,7 +555,9 @@ impl Mclock {
         let cost = self.cost;
         let t = &mut self.tenants[k as usize];
         let req = t.queue.pop_front().expect("served tenant is backlogged");
-        t.dist.pop_front();
+        if let Some(d) = self.dists.get_mut(k as usize) {
+            d.pop_front();
+        }
         prefetch_ahead(&t.queue);
         self.queued -= 1;
         if phase != Phase::Reservation {
@@ -572,7 +578,9 @@ impl Mclock {
             t.limited = false;
             if self.compact {
                 t.queue = VecDeque::new();
-                t.dist = VecDeque::new();
+                if let Some(d) = self.dists.get_mut(k as usize) {
+                    *d = VecDeque::new();
+                }
             }
         } else {
             self.tag_head(k, now);

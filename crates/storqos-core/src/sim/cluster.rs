@@ -289,6 +289,16 @@ fn mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
+/// The primary server of `tenant`'s object at byte `offset` under hash placement
+/// ([`PlacementSpec::Hash`]) over `servers` servers (> 0): what the simulator places, and
+/// what a live replay spread over several gateways uses so that the simulator predicts it.
+#[inline]
+pub fn hash_primary(tenant: u32, offset: u64, object_bytes: u64, seed: u64, servers: u32) -> u32 {
+    let object = offset / object_bytes;
+    let h = mix(mix(object ^ seed.rotate_left(17)) ^ (tenant as u64));
+    (h % servers as u64) as u32
+}
+
 /// A tenant's global reservation, weight and limit under `split`.
 #[derive(Clone, Copy, Debug)]
 struct Promise {
@@ -603,10 +613,8 @@ where
             rec.arrival(req.tenant);
             let targets = match (&cluster.placement, given) {
                 (PlacementSpec::Hash { object_bytes, replicas, seed }, _) => {
-                    let object = req.offset / object_bytes;
-                    let h = mix(mix(object ^ seed.rotate_left(17)) ^ (req.tenant as u64));
                     let count = if req.op == Op::Write { *replicas } else { 1 };
-                    Targets { first: (h % n as u64) as u32, count }
+                    Targets { first: hash_primary(req.tenant, req.offset, *object_bytes, *seed, n), count }
                 }
                 (PlacementSpec::Given, Some(g)) => {
                     let s = *g.get(index).ok_or_else(|| {
@@ -663,7 +671,7 @@ where
             }
         }
     }
-    let (tenants, _classes, total, windows, _gauges, _log) = rec.finish(&mut |_| {});
+    let (tenants, _, total, windows, _gauges, _log) = rec.finish(&mut |_| {}, false);
     let servers: Vec<ServerSummary> = nodes.into_iter().map(|n| n.summary).collect();
     Ok(ClusterResult { tenants, total, windows, servers, arrived, unfinished: arrived - completed, end: now, events })
 }

@@ -418,7 +418,7 @@ where
         pending_dispatch = dev.state().free_slots > 0;
     }
     // Flush the last window.
-    let (tenants, classes, total, windows, gauges, log) = rec.finish(&mut |sink| sched.gauges(sink));
+    let (tenants, classes, total, windows, gauges, log) = rec.finish(&mut |sink| sched.gauges(sink), true);
     Ok(SimResult {
         tenants,
         classes,

@@ -20,7 +20,7 @@ pub mod quantile;
 pub mod summary;
 pub mod workload;
 
-pub use cluster::{simulate_cluster, split_share, ClusterResult, ClusterSpec};
+pub use cluster::{hash_primary, simulate_cluster, split_share, ClusterResult, ClusterSpec};
 pub use engine::{simulate, simulate_spec, SimConfig, SimResult};
 pub use summary::{GroupSummary, RequestLog, WindowSeries};
 pub use workload::ClosedClient;

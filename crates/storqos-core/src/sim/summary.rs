@@ -324,23 +324,41 @@ impl PairTable {
         g as usize
     }
 
-    /// (per tenant, per class, overall), indexed by tenant / class id.
-    pub fn finish(self) -> (Vec<GroupSummary>, Vec<GroupSummary>, GroupSummary) {
+    /// (per tenant, per class, overall), indexed by tenant / class id; the per-class view
+    /// only if `classes` (else empty). A tenant with one pair takes that pair's summary
+    /// itself: a run of many tenants ends with one copy of their histograms per view
+    /// wanted, not one more.
+    pub fn finish(self, classes: bool) -> (Vec<GroupSummary>, Vec<GroupSummary>, GroupSummary) {
+        let mut pairs_of: Vec<u32> = Vec::new();
+        for &(t, _) in &self.keys {
+            let t = t as usize;
+            if t >= pairs_of.len() {
+                pairs_of.resize(t + 1, 0);
+            }
+            pairs_of[t] += 1;
+        }
         let mut tenants: Vec<GroupSummary> = Vec::new();
-        let mut classes: Vec<GroupSummary> = Vec::new();
+        let mut by_class: Vec<GroupSummary> = Vec::new();
         let mut total = GroupSummary::default();
+        tenants.resize_with(pairs_of.len(), GroupSummary::default);
         for ((t, c), g) in self.keys.iter().zip(self.groups) {
             let g = g.into_summary();
-            for (v, i) in [(&mut tenants, *t), (&mut classes, *c)] {
-                let i = i as usize;
-                if i >= v.len() {
-                    v.resize_with(i + 1, GroupSummary::default);
-                }
-                v[i].merge(&g);
-            }
             total.merge(&g);
+            if classes {
+                let c = *c as usize;
+                if c >= by_class.len() {
+                    by_class.resize_with(c + 1, GroupSummary::default);
+                }
+                by_class[c].merge(&g);
+            }
+            let t = *t as usize;
+            if pairs_of[t] == 1 {
+                tenants[t] = g;
+            } else {
+                tenants[t].merge(&g);
+            }
         }
-        (tenants, classes, total)
+        (tenants, by_class, total)
     }
 }
 
@@ -484,14 +502,16 @@ impl Recorder {
         self.pending.clear();
     }
 
-    /// Flush the last window; (per tenant, per class, overall, windows, gauges, log).
+    /// Flush the last window; (per tenant, per class, overall, windows, gauges, log), the
+    /// per-class view only if `classes` (else empty).
     #[allow(clippy::type_complexity)]
     pub fn finish(
         mut self,
         gauges: &mut GaugeSampler,
+        classes: bool,
     ) -> (Vec<GroupSummary>, Vec<GroupSummary>, GroupSummary, WindowSeries, GaugeSeries, Option<RequestLog>) {
         self.advance(Nanos::MAX, gauges);
-        let (tenants, classes, total) = self.pairs.finish();
+        let (tenants, classes, total) = self.pairs.finish(classes);
         (tenants, classes, total, self.win.series, self.win.gauges, self.log)
     }
 }
@@ -813,7 +833,7 @@ mod tests {
             win.completion(&c);
             log.push(&c);
         }
-        let (by_tenant, _, total, series, _, got_log) = rec.finish(&mut |_| {});
+        let (by_tenant, _, total, series, _, got_log) = rec.finish(&mut |_| {}, true);
         win.advance(Nanos::MAX, &mut |_| {});
         let mut want = GroupSummary::default();
         let mut want_tenant = vec![GroupSummary::default(); tenants as usize];
