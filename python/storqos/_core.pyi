@@ -482,6 +482,20 @@ def simulate_cluster(
     window_ns: int = 1_000_000_000,
     until_ns: int | None = None,
 ) -> ClusterOutput: ...
+def hash_placement(
+    tenant: npt.NDArray[np.uint32],
+    offset: npt.NDArray[np.uint64],
+    servers: int,
+    *,
+    object_bytes: int = 4 << 20,
+    seed: int = 0,
+) -> npt.NDArray[np.uint32]:
+    """Each request's primary server under the cluster's hash placement (what
+    :func:`simulate_cluster` places with ``{"kind": "hash"}``), for a live replay spread
+    over as many gateways."""
+    ...
+
+
 def split_share(total: float, demand: list[float], server: int) -> float: ...
 def generate(generators_json: str) -> GeneratedRequests: ...
 def check_policy(policy_json: str) -> str: ...
@@ -768,6 +782,60 @@ class LocalReplay:
     def wrapped(self) -> int:
         """Requests whose offset was moved to end inside the file."""
         ...
+
+
+class SpreadReplay:
+    """What :func:`replay_spread` did: per request, in trace order, when it was sent and
+    answered (ns after the common start), its NBD error, and whether the server served it
+    in the reservation phase; per tenant and server whether that server took storqos'
+    dmClock extension."""
+
+    @property
+    def issue_ns(self) -> npt.NDArray[np.uint64]: ...
+    @property
+    def finish_ns(self) -> npt.NDArray[np.uint64]: ...
+    @property
+    def error(self) -> npt.NDArray[np.uint32]:
+        """The NBD error of each reply (0: none)."""
+        ...
+    @property
+    def reservation(self) -> npt.NDArray[np.bool_]:
+        """Served in mClock's reservation phase, as the server said (dmClock extension only)."""
+        ...
+    @property
+    def dmclock(self) -> list[list[bool | None]]:
+        """``dmclock[tenant][server]``: that server took the extension (None: not used)."""
+        ...
+    @property
+    def late(self) -> int:
+        """Requests sent more than 1 ms after their time."""
+        ...
+    @property
+    def wrapped(self) -> int:
+        """Requests whose offset was moved to end inside the export."""
+        ...
+
+
+def replay_spread(
+    targets: list[list[tuple[str, str]]],
+    at_ns: npt.NDArray[np.uint64],
+    tenant: npt.NDArray[np.uint32],
+    server: npt.NDArray[np.uint32],
+    offset: npt.NDArray[np.uint64],
+    size: npt.NDArray[np.uint32],
+    is_read: npt.NDArray[np.bool_],
+    *,
+    dmclock: bool = True,
+    depth: int = 64,
+    timeout_s: float = 60.0,
+) -> SpreadReplay:
+    """Replay requests over NBD servers, ``targets[tenant][server]`` = ``(HOST:PORT,
+    export)``, each request to its ``server`` of its tenant's: one connection per (tenant,
+    server), open loop, ``depth`` in flight per connection. With ``dmclock`` each server is
+    asked for storqos' dmClock extension, and those that take it get each request's δ and
+    ρ from the tenant's tracker. No reply for ``timeout_s`` fails. Errors:
+    ``storqos.base.errors.InputError``."""
+    ...
 
 
 def replay_local(

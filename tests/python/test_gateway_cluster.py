@@ -122,6 +122,35 @@ def test_a_limit_holds_for_the_total_however_the_clients_spread(tmp_path: Path, 
 
 
 @needs_etcd
+def test_clients_that_report_keep_the_whole_promise_at_every_gateway(tmp_path: Path, etcd: LocalEtcd) -> None:
+    """A tenant whose client reports what it got elsewhere (dmClock, `storqos replay
+    --spread`): each cluster gateway gives it its whole limit, not a share, and the
+    reports keep its total at the limit (300 IOPS within 5 %)."""
+    import numpy as np
+    import polars as pl
+
+    uri = etcd.cluster("reports")
+    a, pa, sa = _gateway(tmp_path, uri, "a", 0, "--limits", "300")
+    b, pb, sb = _gateway(tmp_path, uri, "b", 0, "--limits", "300")
+    try:
+        rng = np.random.default_rng(5)
+        n = 2400
+        trace = tmp_path / "t.csv"
+        pl.DataFrame({"arrival_ns": np.cumsum(rng.exponential(1e9 / 900, n)).astype(np.int64),
+                      "is_read": np.ones(n, bool), "offset": (rng.integers(0, 4096, n) * 4096).astype(np.uint64),
+                      "size": np.full(n, 4096, np.uint32), "tenant": np.zeros(n, np.uint32)}).write_csv(trace)
+        r = run_cli("replay", str(trace), f"nbd://127.0.0.1:{pa}/a", "--spread", f"nbd://127.0.0.1:{pb}/b", "--json")
+        assert r.code == 0, r.err
+        out = json.loads(r.out)
+        assert [g["dmclock"] for g in out["gateways"]] == [[0], [0]]
+        assert out["tenants"][0]["iops"] == pytest.approx(300, rel=0.05), out["tenants"]
+        assert (_limit(sa), _limit(sb)) == (300, 300)
+    finally:
+        for s in (a, b):
+            s.finish(signal.SIGTERM)
+
+
+@needs_etcd
 def test_a_gateway_that_dies_gives_its_shares_to_the_others_within_2_s(tmp_path: Path, etcd: LocalEtcd) -> None:
     uri = etcd.cluster("failover")
     a, _, sa = _gateway(tmp_path, uri, "a", 0, "--limits", "400", "--reservations", "100")

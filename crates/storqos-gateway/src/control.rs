@@ -294,6 +294,7 @@ impl Control {
             "ok": true,
             "arrived": by_id(demand.arrived.into_iter().map(|(t, n)| (t, json!(n))).collect()),
             "inflight": by_id(demand.inflight.into_iter().map(|(t, n)| (t, json!(n))).collect()),
+            "reported": demand.reported,
         }))
     }
 

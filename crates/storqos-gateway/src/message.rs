@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use storqos_core::request::{Completion, Op};
+use storqos_core::schedulers::dmclock::DistParams;
 use storqos_core::spec::AnyScheduler;
 use storqos_core::time::Nanos;
 use tokio::sync::mpsc::UnboundedSender;
@@ -31,6 +32,9 @@ pub struct Reply {
     pub done: Option<Completion>,
     /// How it is framed on the wire.
     pub form: Form,
+    /// Served in mClock's reservation phase (said to clients of the dmClock extension,
+    /// [`crate::dmclock_wire`]).
+    pub reservation: bool,
 }
 
 /// How a reply is framed on the wire.
@@ -51,7 +55,7 @@ pub enum Form {
 impl Reply {
     /// An answer without data: `error` (0: success) framed as `form` asks.
     pub fn bare(cookie: u64, error: u32, permit: Inflight, form: Form) -> Reply {
-        Reply { cookie, error, data: Vec::new(), permit, done: None, form }
+        Reply { cookie, error, data: Vec::new(), permit, done: None, form, reservation: false }
     }
 }
 
@@ -73,6 +77,9 @@ pub struct Job {
     pub parsed: Nanos,
     /// How its reply is framed.
     pub form: Form,
+    /// The service its tenant received at other gateways, sent by a client of the
+    /// dmClock extension ([`crate::dmclock_wire`]); `None` from a plain client.
+    pub dist: Option<DistParams>,
 }
 
 impl Job {
@@ -235,6 +242,9 @@ pub struct Demand {
     pub arrived: Vec<(u32, u64)>,
     /// `(tenant, requests in the gateway now)`.
     pub inflight: Vec<(u32, usize)>,
+    /// Tenants whose clients have sent dmClock reports here ([`crate::dmclock_wire`]):
+    /// a cluster gives them their whole promise at every gateway, not a share.
+    pub reported: Vec<u32>,
 }
 
 /// The engine's state at one instant.

@@ -21,6 +21,7 @@ mod shaping;
 mod sim;
 mod sim_results;
 mod specs;
+mod spread_replay;
 
 use pyo3::prelude::*;
 
@@ -48,6 +49,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     gateway_results::register(m)?;
     registry::register(m)?;
     local_replay::register(m)?;
+    spread_replay::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

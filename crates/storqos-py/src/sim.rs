@@ -274,9 +274,36 @@ fn split_share(total: f64, demand: Vec<f64>, server: usize) -> PyResult<f64> {
     Ok(storqos_core::sim::split_share(total, servers, d, demand.iter().sum()))
 }
 
-/// Add `simulate`, `simulate_cluster` and `split_share` to the module.
+/// Each request's primary server under the cluster's hash placement (`servers` > 0,
+/// `object_bytes` > 0): what `simulate_cluster` places with `{"kind": "hash"}`, for a
+/// live replay spread over as many gateways.
+#[pyfunction]
+#[pyo3(signature = (tenant, offset, servers, *, object_bytes=storqos_core::sim::cluster::DEFAULT_OBJECT_BYTES, seed=0))]
+fn hash_placement<'py>(
+    py: Python<'py>,
+    tenant: numpy::PyReadonlyArray1<'py, u32>,
+    offset: numpy::PyReadonlyArray1<'py, u64>,
+    servers: u32,
+    object_bytes: u64,
+    seed: u64,
+) -> PyResult<Bound<'py, numpy::PyArray1<u32>>> {
+    use numpy::IntoPyArray;
+    if servers == 0 || object_bytes == 0 {
+        return Err(err(Error::InvalidConfig("placement: servers and object_bytes must be > 0".into())));
+    }
+    let (t, o) = (tenant.as_slice()?, offset.as_slice()?);
+    if t.len() != o.len() {
+        return Err(err(Error::InvalidInput(format!("placement: {} tenants for {} offsets", t.len(), o.len()))));
+    }
+    let out: Vec<u32> =
+        t.iter().zip(o).map(|(&t, &o)| storqos_core::sim::hash_primary(t, o, object_bytes, seed, servers)).collect();
+    Ok(out.into_pyarray(py))
+}
+
+/// Add `simulate`, `simulate_cluster`, `split_share` and `hash_placement` to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(simulate_cluster, m)?)?;
-    m.add_function(wrap_pyfunction!(split_share, m)?)
+    m.add_function(wrap_pyfunction!(split_share, m)?)?;
+    m.add_function(wrap_pyfunction!(hash_placement, m)?)
 }

@@ -149,6 +149,8 @@ class ClusterMember:
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
     _arrived: dict[int, int] = field(default_factory=dict, repr=False)
+    #: Tenants whose clients send dmClock reports to this gateway (given their whole promise).
+    _reported: set[int] = field(default_factory=set, repr=False)
     _demand: dict[str, float] = field(default_factory=dict, repr=False)
     #: the window whose start the last record was published at (wall clock / window)
     epoch: int = 0
@@ -271,6 +273,11 @@ class ClusterMember:
                 self.state.conflicts += 1
                 self.log(f"cluster {self.uri.name}: {e}: its last shares stand")
                 continue
+            if t in self._reported:
+                # Its clients report the service they get elsewhere (dmClock): this
+                # gateway's mClock keeps its whole promise, and the reports its total.
+                shares.append({"tenant": t, "reservation": p.reservation, "weight": p.weight, "limit": p.limit})
+                continue
             serving = sorted({*(m for m, rec in members.items() if name in rec.get("tenants", ())), self.member_id})
             demand = [float(members[m].get("demand", {}).get(name, 0.0)) if m in members else 0.0 for m in serving]
             me = serving.index(self.member_id)
@@ -335,6 +342,7 @@ class ClusterMember:
         self._demand = {name: float(arrived.get(t, 0) - self._arrived.get(t, 0) + inflight.get(t, 0))
                         for t, name in self.names.items()}
         self._arrived = arrived
+        self._reported = {int(t) for t in reply.get("reported", ())}
 
     # -- at the end ----------------------------------------------------------------------
 

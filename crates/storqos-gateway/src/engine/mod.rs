@@ -45,6 +45,7 @@ use std::sync::{Arc, Mutex};
 use storqos_core::device::DeviceState;
 use storqos_core::request::{Completion, Request, TARGET_ANY};
 use storqos_core::scheduler::Scheduler;
+use storqos_core::schedulers::dmclock::{DistParams, ServedBy};
 use storqos_core::spec::AnyScheduler;
 use storqos_core::time::Nanos;
 use tokio::sync::mpsc::UnboundedSender;
@@ -102,6 +103,8 @@ struct InFlight {
     reply: UnboundedSender<Reply>,
     permit: Inflight,
     form: Form,
+    /// Chosen in mClock's reservation phase.
+    reservation: bool,
 }
 
 /// What the loop does after a turn ([`Engine::turn`]).
@@ -143,6 +146,10 @@ pub struct Engine<B, C> {
     inflight_cost: Nanos,
     /// Requests the policy chose that wait for the cost budget (oldest first).
     held: VecDeque<Request>,
+    /// Requests the policy chose in mClock's reservation phase, until they start.
+    by_reservation: HashSet<u64>,
+    /// Tenants whose requests have come with dmClock reports ([`Demand::reported`]).
+    reporting: HashSet<u32>,
     /// Requests that arrived per tenant (index: tenant id), admitted or not.
     arrived: Vec<u64>,
     /// The cluster member's state its agent last reported.
@@ -173,6 +180,8 @@ impl<B: Backend, C: Clock> Engine<B, C> {
             cost: if iops.is_none() { cost } else { None },
             inflight_cost: 0,
             held: VecDeque::new(),
+            by_reservation: HashSet::new(),
+            reporting: HashSet::new(),
             arrived: Vec::new(),
             cluster: None,
             background: None,
@@ -266,8 +275,21 @@ impl<B: Backend, C: Clock> Engine<B, C> {
                     job.refuse(ENOMEM);
                     return false;
                 }
+                let dist = job.dist;
+                if dist.is_some() {
+                    self.reporting.insert(req.tenant);
+                }
                 self.queued.insert(id, (req, job));
-                self.sched.enqueue(req, now);
+                match (&mut self.sched, dist) {
+                    (AnyScheduler::Mclock(m), Some(d)) => m.enqueue_dist(req, now, d),
+                    // A plain client of a tenant whose other clients report: it received
+                    // nothing elsewhere (else the server would go on charging it the
+                    // service elsewhere the reports led it to expect).
+                    (AnyScheduler::Mclock(m), None) if self.reporting.contains(&req.tenant) => {
+                        m.enqueue_dist(req, now, DistParams::default())
+                    }
+                    (sched, _) => sched.enqueue(req, now),
+                }
                 false
             }
             Msg::Done { id, worker, result } => {
@@ -326,7 +348,9 @@ impl<B: Backend, C: Clock> Engine<B, C> {
     /// What each tenant has asked of the gateway so far ([`Demand`]).
     pub fn demand(&self) -> Demand {
         let arrived = (0..).zip(self.arrived.iter().copied()).filter(|&(_, n)| n > 0).collect();
-        Demand { arrived, inflight: self.probe().inflight }
+        let mut reported: Vec<u32> = self.reporting.iter().copied().collect();
+        reported.sort_unstable();
+        Demand { arrived, inflight: self.probe().inflight, reported }
     }
 
     /// Finish the backend's completions that no message reports (the ring's reads).
@@ -376,7 +400,13 @@ impl<B: Backend, C: Clock> Engine<B, C> {
                 break;
             }
             let state = DeviceState { outstanding: self.inflight.len(), free_slots: self.depth - self.inflight.len() };
-            match self.sched.dispatch(now, &state) {
+            let pick = self.sched.dispatch(now, &state);
+            if let (Some(req), AnyScheduler::Mclock(m)) = (&pick, &self.sched) {
+                if m.last_served_by() == Some(ServedBy::Reservation) {
+                    self.by_reservation.insert(req.id);
+                }
+            }
+            match pick {
                 // A tenant's requests keep the policy's order among themselves; another
                 // tenant's that fit go on while one waits for the budget.
                 Some(req) if self.fits(&req) && !self.held.iter().any(|h| h.tenant == req.tenant) => {
@@ -417,7 +447,8 @@ impl<B: Backend, C: Clock> Engine<B, C> {
             self.inflight_cost += c.of(req.bytes);
         }
         let (id, arrival) = (req.id, req.arrival);
-        self.inflight.insert(id, InFlight { req, dispatch: now, cookie, reply, permit, form });
+        let reservation = self.by_reservation.remove(&id);
+        self.inflight.insert(id, InFlight { req, dispatch: now, cookie, reply, permit, form, reservation });
         let task = Task { id, export, offset, io, plan: None, arrival, dispatch: now };
         if let Some(result) = self.backend.start(task) {
             self.backend_done(id, result, now);
@@ -434,6 +465,7 @@ impl<B: Backend, C: Clock> Engine<B, C> {
         self.sched = sched;
         // Held requests are still queued requests: the new policy takes them with the rest.
         self.held.clear();
+        self.by_reservation.clear();
         let now = self.clock.now();
         let mut held: Vec<Request> = self.queued.values().map(|(r, _)| *r).collect();
         held.sort_by_key(|r| r.id);
@@ -507,8 +539,16 @@ impl<B: Backend, C: Clock> Engine<B, C> {
             }
         }
         let reply = match result {
-            Ok(data) => Reply { cookie: f.cookie, error: 0, data, permit: f.permit, done: Some(done), form: f.form },
-            Err(e) => Reply::bare(f.cookie, e, f.permit, f.form),
+            Ok(data) => Reply {
+                cookie: f.cookie,
+                error: 0,
+                data,
+                permit: f.permit,
+                done: Some(done),
+                form: f.form,
+                reservation: f.reservation,
+            },
+            Err(e) => Reply { reservation: f.reservation, ..Reply::bare(f.cookie, e, f.permit, f.form) },
         };
         let _ = f.reply.send(reply);
     }

@@ -5,6 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
+use storqos_core::schedulers::dmclock::DistParams;
 use storqos_core::spec::SchedulerSpec;
 use storqos_core::time::NS_PER_MS;
 use tempfile::TempPath;
@@ -92,6 +93,11 @@ impl Rig {
     /// A 4 KiB read of `tenant`'s export parsed now; its cookie is the engine's request id
     /// (both count submissions from 0).
     fn submit(&mut self, tenant: usize) -> u64 {
+        self.submit_with(tenant, None)
+    }
+
+    /// [`Rig::submit`] from a client of the dmClock extension reporting `dist`.
+    fn submit_with(&mut self, tenant: usize, dist: Option<DistParams>) -> u64 {
         let cookie = self.next_cookie;
         self.next_cookie += 1;
         let permit = self.runtime.block_on(self.budgets[tenant].take(4096, || {})).unwrap();
@@ -104,6 +110,7 @@ impl Rig {
             permit,
             parsed: self.clock.now_ns(),
             form: Form::Simple,
+            dist,
         };
         assert!(!self.engine.handle(Msg::Submit(job), false));
         cookie
@@ -215,6 +222,38 @@ fn a_policy_timer_wakes_the_engine_when_a_limited_tenant_may_go_on() {
     r.clock.set(102 * MS);
     assert_eq!(r.wake(), None, "nothing left to wait for");
     assert_eq!(r.started(), [0, 1, 2]);
+}
+
+#[test]
+fn dmclock_reports_move_a_limited_tenants_tags_and_replies_say_the_phase() {
+    // mClock, tenant 0 reserved 500 IOPS (2 ms spacing), limited to 1,000 (1 ms). At
+    // 100 ms request A reports nothing: R = L = 100 ms, started at once in the
+    // reservation phase. Request B reports δ = 4, ρ = 2 (served at the other gateways
+    // since A). Reports are charged at arrival: the ledger owes 4 and 2, and expects as
+    // much again per own request from now on (the ratio of the first report to the one
+    // own request before it), so B's head costs 1 + 4 + 4 = 9 on the limit tag and
+    // 1 + 2 + 2 = 5 on the reservation tag: L = 109 ms, R = 110 ms. Without the
+    // report B would be due at 101 ms. The replies say A's phase (reservation).
+    let mut r = rig(json!({"kind": "mclock", "reservations": [500.0], "limits": [1000.0]}), depth(4), 4);
+    r.clock.set(100 * MS);
+    r.submit_with(0, Some(DistParams { delta: 0, rho: 0 }));
+    assert_eq!(r.wake(), None);
+    assert_eq!(r.started(), [0]);
+    r.submit_with(0, Some(DistParams { delta: 4, rho: 2 }));
+    assert_eq!(r.wake(), Some(109 * MS));
+    r.complete(0);
+    let replies: Vec<Reply> = std::iter::from_fn(|| r.rx.try_recv().ok()).collect();
+    assert_eq!(replies.len(), 1);
+    assert!(replies[0].reservation, "A was served in the reservation phase");
+    r.clock.set(109 * MS);
+    r.wake();
+    assert_eq!(r.started(), [0, 1]);
+    r.complete(1);
+    let replies: Vec<Reply> = std::iter::from_fn(|| r.rx.try_recv().ok()).collect();
+    assert!(!replies[0].reservation, "B went in the weight phase at 109 ms, before its reservation tag (110 ms)");
+    // The gateway's demand names the tenant as reporting (a cluster gives it its whole
+    // promise).
+    assert_eq!(r.engine.demand().reported, [0]);
 }
 
 #[test]
@@ -349,6 +388,7 @@ fn a_stop_drains_the_backend_and_refuses_what_the_policy_holds() {
         permit,
         parsed: 0,
         form: Form::Simple,
+        dist: None,
     };
     r.engine.handle(Msg::Submit(late), true);
     assert_eq!(r.replies(), [(9, ESHUTDOWN)]);

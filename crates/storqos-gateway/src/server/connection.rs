@@ -68,7 +68,8 @@ pub(crate) async fn connected(stream: Plain, peer: &Peer, ticket: &Ticket, share
     let (reply_tx, reply_rx) = unbounded_channel();
     let reply_timeout = Duration::from_secs_f64(shared.limits.reply_timeout_s);
     let wr = Deadline::new(wr, reply_timeout, true);
-    let mut writer = Aborting(tokio::spawn(write_replies(wr, reply_rx, shared.stats.clone(), shared.clock)));
+    let mut writer =
+        Aborting(tokio::spawn(write_replies(wr, reply_rx, shared.stats.clone(), shared.clock, session.dmclock)));
     let outcome = tokio::select! {
         r = transmission(rd, reply_tx, export, shared, session, &budget) => r,
         w = &mut writer.0 => {

@@ -11,6 +11,7 @@ use tokio::io::AsyncWriteExt;
 use super::conn_error::{read_msg, send, ConnError};
 use super::shared::{ExportGuard, Shared};
 use crate::config::TlsMode;
+use crate::dmclock_wire::OPT_STORQOS_DMCLOCK;
 use crate::export::Export;
 use crate::protocol::*;
 use crate::transport::{Peer, Stream};
@@ -70,6 +71,9 @@ pub(crate) struct Session {
     pub(crate) structured: bool,
     /// `base:allocation` selected for the export: `NBD_CMD_BLOCK_STATUS` answered.
     pub(crate) block_status: bool,
+    /// storqos' dmClock extension ([`crate::dmclock_wire`]): δ and ρ after each request
+    /// header, the phase after each reply header.
+    pub(crate) dmclock: bool,
 }
 
 /// The negotiated connection: its stream (TLS or not), export, export slot, session.
@@ -89,11 +93,13 @@ pub(crate) async fn negotiate(
     }
     let no_zeroes = decode_client_flags(&cf)? & FLAG_C_NO_ZEROES != 0;
     let mut structured = false;
+    let mut dmclock = false;
     // The export `base:allocation` was selected for, if any.
     let mut meta_for: Option<String> = None;
-    let session = |e: &Export, structured: bool, meta_for: &Option<String>| Session {
+    let session = |e: &Export, structured: bool, dmclock: bool, meta_for: &Option<String>| Session {
         structured,
         block_status: structured && meta_for.as_deref() == Some(e.name.as_str()),
+        dmclock,
     };
     loop {
         let mut hb = [0u8; OPTION_HEADER_LEN];
@@ -131,6 +137,7 @@ pub(crate) async fn negotiate(
                 // on the path (the class of nbdkit's CVE-2021-3716): the client that now
                 // speaks TLS negotiates again what it wants.
                 structured = false;
+                dmclock = false;
                 meta_for = None;
             }
             OPT_ABORT => {}
@@ -158,7 +165,7 @@ pub(crate) async fn negotiate(
                     Refusal::Admission(_) => ConnError::Said,
                 })?;
                 send(&mut stream, &encode_export_name_reply(e.size, e.transmission_flags(), no_zeroes)).await?;
-                let s = session(&e, structured, &meta_for);
+                let s = session(&e, structured, dmclock, &meta_for);
                 return Ok(Some((stream, e, slot, s)));
             }
             OPT_ABORT => {
@@ -220,13 +227,18 @@ pub(crate) async fn negotiate(
                 out.extend(encode_option_reply(h.option, REP_ACK, &[]));
                 send(&mut stream, &out).await?;
                 if let Some(Ok(slot)) = slot {
-                    let s = session(&e, structured, &meta_for);
+                    let s = session(&e, structured, dmclock, &meta_for);
                     return Ok(Some((stream, e, slot, s)));
                 }
             }
             OPT_STRUCTURED_REPLY => {
                 if !data.is_empty() {
                     let msg = b"NBD_OPT_STRUCTURED_REPLY takes no data";
+                    send(&mut stream, &encode_option_reply(h.option, REP_ERR_INVALID, msg)).await?;
+                    continue;
+                }
+                if dmclock {
+                    let msg = b"the storqos dmClock extension frames replies simply: not with structured replies";
                     send(&mut stream, &encode_option_reply(h.option, REP_ERR_INVALID, msg)).await?;
                     continue;
                 }
@@ -268,6 +280,18 @@ pub(crate) async fn negotiate(
                 if setting {
                     meta_for = selected.then(|| e.name.clone());
                 }
+            }
+            OPT_STORQOS_DMCLOCK => {
+                let msg: &[u8] = if !data.is_empty() {
+                    b"the storqos dmClock option takes no data"
+                } else if structured {
+                    b"the storqos dmClock extension frames replies simply: not with structured replies"
+                } else {
+                    dmclock = true;
+                    send(&mut stream, &encode_option_reply(h.option, REP_ACK, &[])).await?;
+                    continue;
+                };
+                send(&mut stream, &encode_option_reply(h.option, REP_ERR_INVALID, msg)).await?;
             }
             other => {
                 let msg = format!("option {other} is not supported");

@@ -10,6 +10,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::clock::SystemClock;
 use crate::deadline::Deadline;
+use crate::dmclock_wire::encode_reply_trailer;
 use crate::message::{Form, Reply};
 use crate::protocol::*;
 use crate::stats::Recorder;
@@ -18,19 +19,21 @@ use crate::transport::WriteHalf;
 /// The transmission phase's writer: send replies as they complete, batching the
 /// ones already waiting into one flush; each reply's in-flight share is given back
 /// once it is written. A client that takes no byte of its replies for the writer's
-/// deadline (`reply_timeout`) ends the connection (`TimedOut`).
+/// deadline (`reply_timeout`) ends the connection (`TimedOut`). With `dmclock` (the
+/// client negotiated [`crate::dmclock_wire`]) each simple reply carries its phase.
 pub(crate) async fn write_replies(
     wr: Deadline<WriteHalf>,
     mut rx: UnboundedReceiver<Reply>,
     stats: Arc<Mutex<Recorder>>,
     clock: SystemClock,
+    dmclock: bool,
 ) -> std::io::Result<()> {
     let mut w = BufWriter::with_capacity(64 << 10, wr);
     let mut written: Vec<Completion> = Vec::new();
     while let Some(r) = rx.recv().await {
-        put(&mut w, r, &mut written).await?;
+        put(&mut w, r, &mut written, dmclock).await?;
         while let Ok(r) = rx.try_recv() {
-            put(&mut w, r, &mut written).await?;
+            put(&mut w, r, &mut written, dmclock).await?;
         }
         w.flush().await?;
         // The replies are written: their response times end now.
@@ -107,8 +110,17 @@ pub const WRITE_PIECE: usize = 32 << 10;
 /// A connection's buffered writer, under its reply deadline.
 pub(crate) type Out = BufWriter<Deadline<WriteHalf>>;
 
-pub(crate) async fn put(w: &mut Out, r: Reply, written: &mut Vec<Completion>) -> std::io::Result<()> {
+pub(crate) async fn put(w: &mut Out, r: Reply, written: &mut Vec<Completion>, dmclock: bool) -> std::io::Result<()> {
     match r.form {
+        Form::Simple if dmclock => {
+            let mut header = SimpleReply { error: r.error, cookie: r.cookie }.encode().to_vec();
+            header.extend(encode_reply_trailer(r.reservation));
+            if r.error == 0 && !r.data.is_empty() {
+                write_payload(w, &header, &r.data).await?;
+            } else {
+                w.write_all(&header).await?;
+            }
+        }
         Form::Simple => {
             let header = SimpleReply { error: r.error, cookie: r.cookie }.encode();
             if r.error == 0 && !r.data.is_empty() {

@@ -14,6 +14,7 @@ use super::negotiation::Session;
 use super::shared::Shared;
 use crate::budget::{charge, ConnectionBudget, PAYLOAD_PIECE};
 use crate::deadline::Deadline;
+use crate::dmclock_wire::{decode_request_trailer, REQUEST_TRAILER_LEN};
 use crate::export::Export;
 use crate::io::Io;
 use crate::message::{Form, Inflight, Job, Msg, Reply};
@@ -91,6 +92,13 @@ pub(crate) async fn transmission(
         let mut hb = [0u8; REQUEST_LEN];
         read_msg(&mut rd, &mut hb, "request", false).await?;
         let h = RequestHeader::decode(&hb)?;
+        let dist = if session.dmclock {
+            let mut tb = [0u8; REQUEST_TRAILER_LEN];
+            read_msg(&mut rd, &mut tb, "dmClock request trailer", false).await?;
+            Some(decode_request_trailer(&tb))
+        } else {
+            None
+        };
         let parsed = shared.clock.now();
         // Charge the request before taking it (a read its length: its reply's data; the
         // length of a READ / WRITE is at most 32 MiB here), and a write's payload piece by
@@ -172,6 +180,7 @@ pub(crate) async fn transmission(
                     permit,
                     parsed,
                     form,
+                    dist,
                 };
                 if let Err(e) = shared.sched_tx.send(Msg::Submit(job)) {
                     if let Msg::Submit(job) = e.0 {

@@ -91,6 +91,17 @@ def replay(
     out_file: Annotated[
         Path | None, typer.Option("--out", "-o", help="Write every request (the columns of `storqos simulate "
                                                       "--out`) to .parquet, .csv or .json.")] = None,
+    spread: Annotated[
+        list[str] | None,
+        typer.Option("--spread", help="Spread every tenant's requests over this gateway too (nbd://HOST:PORT/EXPORT; "
+                                      "repeat per gateway): each request goes to its object's gateway (a hash of "
+                                      "the tenant and its 4 MiB object, as `storqos simulate --placement hash`), "
+                                      "and each tenant's client tells every storqos gateway the service it got at "
+                                      "the others (dmClock), so that its reservation and limit hold for its "
+                                      "total.")] = None,
+    dmclock: Annotated[bool, typer.Option("--dmclock/--no-dmclock",
+                                          help="With --spread: send dmClock's reports to the gateways that take "
+                                               "them (storqos' NBD extension; other NBD servers get plain NBD).")] = True,
     writes: Annotated[bool, typer.Option("--writes", help="A local file or device: send the trace's writes too "
                                                           "(they overwrite its data; without it, a trace with "
                                                           "writes is refused).")] = False,
@@ -117,6 +128,13 @@ def replay(
     4 KiB.
 
     Example: [bold]sudo storqos replay reads.trace /dev/loop0 --out local.parquet[/bold]
+
+    Spread over several gateways (--spread), each tenant's requests go to the gateways
+    by their objects, as the cluster simulator places them, and its client reports to
+    each the service it got at the others: dmClock, so that a tenant's limit holds for
+    its total however its requests fall.
+
+    Example: [bold]storqos replay web.trace nbd://gw1:10809/web --spread nbd://gw2:10809/web[/bold]
     """
     from storqos.base.paths import check_table_file, write_table
     from storqos.base.progress import progress_bar
@@ -126,6 +144,17 @@ def replay(
     from storqos.live.replay import warn_behind
 
     local = is_local_target(uri)
+    if spread:
+        not_spread = {"--closed": closed is not None, "--connections": connections != DEFAULT_CONNECTIONS,
+                      "--awake-cpus": awake_cpus != DEFAULT_AWAKE, "--offsets": offsets != DEFAULT_OFFSETS,
+                      "--max-outstanding": max_outstanding != DEFAULT_MAX_OUTSTANDING, "--writes": writes}
+        given = [k for k, v in not_spread.items() if v]
+        if local:
+            raise InputError(f"{uri} is a local file or device: --spread spreads over NBD gateways", "--spread")
+        if given:
+            raise InputError(f"{', '.join(given)} do not apply to a replay spread over gateways", given[0])
+    elif not dmclock:
+        raise InputError("--no-dmclock is for a replay spread over gateways (--spread)", "--no-dmclock")
     if local:
         nbd_only = {"--tenant-map": bool(tenant_map), "--closed": closed is not None,
                     "--connections": connections != DEFAULT_CONNECTIONS, "--awake-cpus": awake_cpus != DEFAULT_AWAKE,
@@ -151,7 +180,16 @@ def replay(
     if max_requests is not None:
         df = df.head(max_requests)
     tenants = sorted(int(t) for t in df["tenant"].unique())
-    if local:
+    spread_res = None
+    if spread:
+        from storqos.live.spread import replay_spread
+
+        per_gateway = [tenant_uris(u, tenant_map or [], tenants, names) for u in [uri, *spread]]
+        uris = per_gateway[0]
+        with progress_bar(f"replaying {df.height:,} requests over {len(per_gateway)} gateways", None):
+            spread_res = replay_spread(df, per_gateway, speed=speed, dmclock=dmclock, stall_s=stall_s)
+        res = spread_res.result
+    elif local:
         from storqos.live.local_device import replay_device
 
         uris = dict.fromkeys(tenants, uri)
@@ -175,6 +213,13 @@ def replay(
         "tenants": [{**r, "name": (names or {}).get(int(r["tenant"]), ""), "uri": uris[int(r["tenant"])]}
                     for r in rows],
     }
+    if spread_res is not None:
+        import numpy as np
+
+        counts = np.bincount(spread_res.server, minlength=1 + len(spread or []))
+        summary["gateways"] = [{"uri": u, "requests": int(c),
+                                "dmclock": [t for t, v in spread_res.dmclock.items() if k < len(v) and v[k]]}
+                               for k, (u, c) in enumerate(zip([uri, *(spread or [])], counts, strict=True))]
     if out_file is not None:
         summary["requests_file"] = str(out_file)
     if json_out:
@@ -191,6 +236,10 @@ def replay(
         t.add_row(label, f"{r['completed']:,}", fmt_rate(r["iops"]).removesuffix(" IOPS"),
                   *(fmt_ms(r[c]) for c in ("mean_ns", "p50_ns", "p95_ns", "p99_ns")), f"{r['errors']:,}")
     out.print(t)
+    if spread_res is not None:
+        for g in summary["gateways"]:
+            took = "took dmClock's reports" if g["dmclock"] else "plain NBD"
+            out.print(f"gateway {g['uri']}: {g['requests']:,} requests, {took}")
     sch = res.schedule()
     if sch:
         out.print(f"schedule kept: issue-time error p50 {sch['issue_error_p50_us']:.1f} µs, "
