@@ -125,26 +125,32 @@ def test_a_limit_holds_for_the_total_however_the_clients_spread(tmp_path: Path, 
 def test_clients_that_report_keep_the_whole_promise_at_every_gateway(tmp_path: Path, etcd: LocalEtcd) -> None:
     """A tenant whose client reports what it got elsewhere (dmClock, `storqos replay
     --spread`): each cluster gateway gives it its whole limit, not a share, and the
-    reports keep its total at the limit (300 IOPS within 5 %)."""
+    reports keep its total at the limit (600 IOPS within 5 %)."""
     import numpy as np
     import polars as pl
 
     uri = etcd.cluster("reports")
-    a, pa, sa = _gateway(tmp_path, uri, "a", 0, "--limits", "300")
-    b, pb, sb = _gateway(tmp_path, uri, "b", 0, "--limits", "300")
+    a, pa, sa = _gateway(tmp_path, uri, "a", 0, "--limits", "600")
+    b, pb, sb = _gateway(tmp_path, uri, "b", 0, "--limits", "600")
     try:
         rng = np.random.default_rng(5)
-        n = 2400
+        n = 1200
         trace = tmp_path / "t.csv"
-        pl.DataFrame({"arrival_ns": np.cumsum(rng.exponential(1e9 / 900, n)).astype(np.int64),
+        pl.DataFrame({"arrival_ns": np.cumsum(rng.exponential(1e9 / 1800, n)).astype(np.int64),
                       "is_read": np.ones(n, bool), "offset": (rng.integers(0, 4096, n) * 4096).astype(np.uint64),
                       "size": np.full(n, 4096, np.uint32), "tenant": np.zeros(n, np.uint32)}).write_csv(trace)
-        r = run_cli("replay", str(trace), f"nbd://127.0.0.1:{pa}/a", "--spread", f"nbd://127.0.0.1:{pb}/b", "--json")
+        spread = ("replay", str(trace), f"nbd://127.0.0.1:{pa}/a", "--spread", f"nbd://127.0.0.1:{pb}/b", "--json")
+        # A first half second of reports: the agents see them at their next window and give
+        # the tenant its whole promise from then on (until then it has its shares).
+        r = run_cli(*spread, "--max-requests", "300")
+        assert r.code == 0, r.err
+        _wait(lambda: (_limit(sa), _limit(sb)) == (600, 600), 3.0)
+        r = run_cli(*spread)
         assert r.code == 0, r.err
         out = json.loads(r.out)
         assert [g["dmclock"] for g in out["gateways"]] == [[0], [0]]
-        assert out["tenants"][0]["iops"] == pytest.approx(300, rel=0.05), out["tenants"]
-        assert (_limit(sa), _limit(sb)) == (300, 300)
+        assert out["tenants"][0]["iops"] == pytest.approx(600, rel=0.05), out["tenants"]
+        assert (_limit(sa), _limit(sb)) == (600, 600)
     finally:
         for s in (a, b):
             s.finish(signal.SIGTERM)
