@@ -82,17 +82,13 @@ use crate::request::Request;
 use crate::scheduler::Scheduler;
 use crate::schedulers::dmclock::{DistCharge, DistParams, ReportLedger, ServedBy};
 use crate::schedulers::indexed_heap::IndexedHeap;
+use crate::schedulers::prefetch::prefetch_ahead;
 use crate::schedulers::tags::{check_weight, FlowKey, DEFAULT_WEIGHT};
 use crate::time::{Nanos, NS_PER_SEC};
 
 /// Policy name used in errors and reports.
 const NAME: &str = "mclock";
 
-/// When a tenant is served, the request this many places behind its new head is
-/// prefetched into the cache: with a deep backlog the queues live in DRAM, and the
-/// tenant is served again only after the others, so the line is there when needed.
-/// (40-byte requests: 3 places ≈ 2 cache lines ahead.)
-const PREFETCH_AHEAD: usize = 3;
 
 /// Reservation of a tenant the configuration does not list: none (0 IOPS).
 pub const DEFAULT_RESERVATION: f64 = 0.0;
@@ -120,19 +116,6 @@ impl MclockCost {
             MclockCost::Size(s) => 1.0 + req.bytes as f64 / s as f64,
         }
     }
-}
-
-/// Hint the CPU to fetch the cache line of `queue[PREFETCH_AHEAD]` (no effect on results).
-#[inline(always)]
-fn prefetch_ahead(queue: &VecDeque<Request>) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(r) = queue.get(PREFETCH_AHEAD) {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: a prefetch is only a hint; it never faults and `r` is a valid reference.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>((r as *const Request).cast::<i8>()) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = queue;
 }
 
 /// The backlogged tenants by `(class, tag)`, then tenant index: mClock's reservation,

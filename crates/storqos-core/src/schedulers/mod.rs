@@ -22,6 +22,7 @@ pub mod edf;
 pub mod fcfs;
 pub(crate) mod indexed_heap;
 pub mod mclock;
+pub(crate) mod prefetch;
 pub mod sfq;
 pub mod tags;
 pub mod wf2q;

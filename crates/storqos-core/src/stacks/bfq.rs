@@ -118,6 +118,7 @@ use crate::device::DeviceState;
 use crate::error::{config, Result};
 use crate::request::{Completion, Request, MAX_TENANTS};
 use crate::scheduler::Scheduler;
+use crate::schedulers::prefetch::prefetch_ahead;
 use crate::time::{Nanos, NS_PER_MS, NS_PER_SEC, NS_PER_US};
 
 /// Bytes per sector, the unit BFQ counts service in (`SECTOR_SIZE`).
@@ -1626,6 +1627,7 @@ impl Bfq {
     /// `bfq_dispatch_rq_from_bfqq`.
     fn dispatch_from(&mut self, i: u32, now: Nanos) -> Request {
         let req = self.qm(i).fifo.pop_front().expect("the selected queue has a request");
+        prefetch_ahead(&self.q(i).fifo);
         let (pos, secs) = (position(&req), sectors(&req));
         self.served(i, secs);
         if self.in_service == Some(i) && self.wait_dispatch {
