@@ -89,7 +89,6 @@ use crate::time::{Nanos, NS_PER_SEC};
 /// Policy name used in errors and reports.
 const NAME: &str = "mclock";
 
-
 /// Reservation of a tenant the configuration does not list: none (0 IOPS).
 pub const DEFAULT_RESERVATION: f64 = 0.0;
 
