@@ -99,9 +99,10 @@ def replay(
                                       "and each tenant's client tells every storqos gateway the service it got at "
                                       "the others (dmClock), so that its reservation and limit hold for its "
                                       "total.")] = None,
-    dmclock: Annotated[bool, typer.Option("--dmclock/--no-dmclock",
-                                          help="With --spread: send dmClock's reports to the gateways that take "
-                                               "them (storqos' NBD extension; other NBD servers get plain NBD).")] = True,
+    no_dmclock: Annotated[bool, typer.Option("--no-dmclock",
+                                             help="With --spread: send plain NBD, without dmClock's reports (which "
+                                                  "storqos gateways take through an NBD extension, and other NBD "
+                                                  "servers refuse).")] = False,
     writes: Annotated[bool, typer.Option("--writes", help="A local file or device: send the trace's writes too "
                                                           "(they overwrite its data; without it, a trace with "
                                                           "writes is refused).")] = False,
@@ -153,7 +154,7 @@ def replay(
             raise InputError(f"{uri} is a local file or device: --spread spreads over NBD gateways", "--spread")
         if given:
             raise InputError(f"{', '.join(given)} do not apply to a replay spread over gateways", given[0])
-    elif not dmclock:
+    elif no_dmclock:
         raise InputError("--no-dmclock is for a replay spread over gateways (--spread)", "--no-dmclock")
     if local:
         nbd_only = {"--tenant-map": bool(tenant_map), "--closed": closed is not None,
@@ -187,7 +188,7 @@ def replay(
         per_gateway = [tenant_uris(u, tenant_map or [], tenants, names) for u in [uri, *spread]]
         uris = per_gateway[0]
         with progress_bar(f"replaying {df.height:,} requests over {len(per_gateway)} gateways", None):
-            spread_res = replay_spread(df, per_gateway, speed=speed, dmclock=dmclock, stall_s=stall_s)
+            spread_res = replay_spread(df, per_gateway, speed=speed, dmclock=not no_dmclock, stall_s=stall_s)
         res = spread_res.result
     elif local:
         from storqos.live.local_device import replay_device
