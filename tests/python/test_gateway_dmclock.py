@@ -71,7 +71,8 @@ def test_reports_keep_the_limit_for_the_total_and_plain_nbd_does_not(tmp_path: P
     # 1,600 reads offered at 1,600 IOPS, about half to each gateway. Plain, each gateway
     # gives its own 400: the total is about twice that (the busier gateway's 800-odd
     # requests at 400 IOPS bound the run). With the reports each gateway's tags advance
-    # by what the other served: the total keeps the limit of 400 (within 5 %).
+    # by what the other served: the total keeps the limit of 400 (at most 5 % over; a
+    # busy machine's replay may fall a little short of it).
     trace = _trace(tmp_path / "t.csv", 1600, 1600.0)
     plain = _replay(trace, gateways, "--no-dmclock")
     assert [g["dmclock"] for g in plain["gateways"]] == [[], []]
@@ -80,7 +81,7 @@ def test_reports_keep_the_limit_for_the_total_and_plain_nbd_does_not(tmp_path: P
     assert plain["tenants"][0]["iops"] > 1.7 * LIMIT, plain["tenants"]
     dm = _replay(trace, gateways)
     assert [g["dmclock"] for g in dm["gateways"]] == [[0], [0]]
-    assert dm["tenants"][0]["iops"] == pytest.approx(LIMIT, rel=0.05), dm["tenants"]
+    assert 0.9 * LIMIT <= dm["tenants"][0]["iops"] <= 1.05 * LIMIT, dm["tenants"]
 
 
 def _free_port() -> int:
