@@ -235,6 +235,7 @@ impl<B: Backend, C: Clock> Engine<B, C> {
     /// Nothing more will be dispatched: answer `ESHUTDOWN` to what the policy still holds.
     pub fn refuse_queued(&mut self) {
         self.held.clear();
+        self.by_reservation.clear();
         for (_, (_, job)) in self.queued.drain() {
             job.refuse(ESHUTDOWN);
         }
