@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 
 from storqos.base.errors import InputError
-from storqos.live.replay import REQUEST_SCHEMA, ReplayResult
+from storqos.live.replay import ReplayResult, failures, request_log
 
 #: Most requests in flight per tenant (the engine's own bound is higher).
 DEFAULT_DEPTH = 256
@@ -62,24 +62,10 @@ def replay_device(trace: pl.DataFrame, path: str | Path, *, speed: float = 1.0, 
     finish = log.finish_ns.astype(np.int64)
     result = log.result
     ok = result >= 0
-    errors: dict[int, int] = {}
-    first_error = None
-    if not ok.all():
-        bad = np.flatnonzero(~ok)
-        for t, c in zip(*np.unique(tenant[bad], return_counts=True), strict=True):
-            errors[int(t)] = int(c)
-        i = int(bad[0])
-        first_error = f"request {i}: {os.strerror(int(-result[i]))}"
+    errors, bad = failures(tenant, ok)
+    first_error = None if bad is None else f"request {bad}: {os.strerror(int(-result[bad]))}"
     start = int(issue.min())
-    k = int(ok.sum())
-    issued = (issue - start)[ok].astype(np.uint64)
-    req = pl.DataFrame({
-        "id": np.flatnonzero(ok).astype(np.uint64), "tenant": tenant[ok], "class": tenant[ok],
-        "arrival_ns": issued, "dispatch_ns": issued,
-        "finish_ns": (finish - start)[ok].astype(np.uint64), "target": np.zeros(k, dtype=np.uint8),
-        "size": size[ok], "is_read": is_read[ok],
-        "response_ns": (finish - issue)[ok].astype(np.uint64), "wait_ns": np.zeros(k, dtype=np.uint64),
-    }, schema=REQUEST_SCHEMA)
+    req = request_log(tenant, size, is_read, issue, finish, ok, start)
     with open(p, "rb") as f:
         device_bytes = f.seek(0, os.SEEK_END)
     return ReplayResult(

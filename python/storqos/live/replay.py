@@ -186,6 +186,31 @@ class ReplayResult:
                                                             return_dtype=pl.Int64).alias("errors"))
 
 
+def request_log(tenant: np.ndarray, size: np.ndarray, is_read: np.ndarray, issue: np.ndarray, finish: np.ndarray,
+                ok: np.ndarray, start: int, target: np.ndarray | None = None) -> pl.DataFrame:
+    """The requests that completed (``ok``; request ``i`` issued at ``issue[i]``, answered
+    at ``finish[i]``, in ns) in ``storqos simulate --out``'s schema, times from ``start``;
+    ``target`` is each request's device (0 when None)."""
+    k = int(ok.sum())
+    issued = (issue - start)[ok].astype(np.uint64)
+    return pl.DataFrame({
+        "id": np.flatnonzero(ok).astype(np.uint64), "tenant": tenant[ok].astype(np.uint32),
+        "class": tenant[ok].astype(np.uint32), "arrival_ns": issued, "dispatch_ns": issued,
+        "finish_ns": (finish - start)[ok].astype(np.uint64),
+        "target": np.zeros(k, dtype=np.uint8) if target is None else target[ok].astype(np.uint8),
+        "size": size[ok].astype(np.uint32), "is_read": is_read[ok],
+        "response_ns": (finish - issue)[ok].astype(np.uint64), "wait_ns": np.zeros(k, dtype=np.uint64),
+    }, schema=REQUEST_SCHEMA)
+
+
+def failures(tenant: np.ndarray, ok: np.ndarray) -> tuple[dict[int, int], int | None]:
+    """Failed requests per tenant, and the first failed request's index (None: none failed)."""
+    if ok.all():
+        return {}, None
+    bad = np.flatnonzero(~ok)
+    return {int(t): int(c) for t, c in zip(*np.unique(tenant[bad], return_counts=True), strict=True)}, int(bad[0])
+
+
 def split_large(trace: pl.DataFrame, limit: int = MAX_REQUEST) -> tuple[pl.DataFrame, int]:
     """Requests above ``limit`` bytes as several of at most ``limit`` (same arrival,
     consecutive offsets); returns the trace and how many pieces were added."""
@@ -528,16 +553,7 @@ def _run(nbd: Any, conns: dict[int, list[_Conn]], sched: np.ndarray, tenant: np.
             gc.enable()
     went = issued > 0  # with a time bound, the rest of the trace was never issued
     start = int(issued[went].min())
-    rel_issue = issued - start
-    sel = ok
-    req = pl.DataFrame({
-        "id": np.arange(n, dtype=np.uint64)[sel], "tenant": tenant[sel].astype(np.uint32),
-        "class": tenant[sel].astype(np.uint32), "arrival_ns": rel_issue[sel].astype(np.uint64),
-        "dispatch_ns": rel_issue[sel].astype(np.uint64), "finish_ns": (finished - start)[sel].astype(np.uint64),
-        "target": np.zeros(int(sel.sum()), dtype=np.uint8), "size": size[sel].astype(np.uint32),
-        "is_read": is_read[sel], "response_ns": (finished - issued)[sel].astype(np.uint64),
-        "wait_ns": np.zeros(int(sel.sum()), dtype=np.uint64),
-    }, schema=REQUEST_SCHEMA)
+    req = request_log(tenant, size, is_read, issued, finished, ok, start)
     err = (issued - (t0 + sched)) if closed is None else np.zeros(0, dtype=np.int64)
     return ReplayResult(
         requests=req, issue_error_ns=err, errors=errors, first_error=first_error[0] if first_error else None,
@@ -553,5 +569,6 @@ def warn_behind(res: ReplayResult) -> None:
         warn_input(f"{msg}; lower --speed or raise --max-outstanding")
 
 
-__all__ = ["LATE_NS", "MAX_REQUEST", "REQUEST_SCHEMA", "ReplayResult", "export_size", "place", "replay", "split_large",
+__all__ = ["LATE_NS", "MAX_REQUEST", "REQUEST_SCHEMA", "ReplayResult", "export_size", "failures", "place", "replay",
+           "request_log", "split_large",
            "warn_behind"]

@@ -21,7 +21,7 @@ import polars as pl
 
 from storqos.base.errors import InputError
 from storqos.base.uri import split_nbd
-from storqos.live.replay import MAX_REQUEST, REQUEST_SCHEMA, ReplayResult
+from storqos.live.replay import MAX_REQUEST, ReplayResult, failures, request_log
 
 #: Most requests in flight per (tenant, gateway) connection.
 DEFAULT_DEPTH = 64
@@ -93,24 +93,10 @@ def replay_spread(trace: pl.DataFrame, uris: list[dict[int, str]], *, speed: flo
     issue = log.issue_ns.astype(np.int64)
     finish = log.finish_ns.astype(np.int64)
     ok = log.error == 0
-    errors: dict[int, int] = {}
-    first_error = None
-    if not ok.all():
-        bad = np.flatnonzero(~ok)
-        for t, c in zip(*np.unique(tenant[bad], return_counts=True), strict=True):
-            errors[int(t)] = int(c)
-        i = int(bad[0])
-        first_error = f"request {i}: NBD error {int(log.error[i])} from gateway {int(server[i])}"
+    errors, bad = failures(tenant, ok)
+    first_error = None if bad is None else f"request {bad}: NBD error {int(log.error[bad])} from gateway {int(server[bad])}"
     start = int(issue.min())
-    k = int(ok.sum())
-    issued = (issue - start)[ok].astype(np.uint64)
-    req = pl.DataFrame({
-        "id": np.flatnonzero(ok).astype(np.uint64), "tenant": tenant[ok], "class": tenant[ok],
-        "arrival_ns": issued, "dispatch_ns": issued,
-        "finish_ns": (finish - start)[ok].astype(np.uint64), "target": server[ok].astype(np.uint8),
-        "size": size[ok], "is_read": is_read[ok],
-        "response_ns": (finish - issue)[ok].astype(np.uint64), "wait_ns": np.zeros(k, dtype=np.uint64),
-    }, schema=REQUEST_SCHEMA)
+    req = request_log(tenant, size, is_read, issue, finish, ok, start, target=server)
     res = ReplayResult(
         requests=req, issue_error_ns=issue - at.astype(np.int64), errors=errors, first_error=first_error,
         span_s=(int(finish.max()) - start) / 1e9, scheduled_span_s=float(at.max()) / 1e9,
