@@ -18,7 +18,7 @@
 //! Offsets wrap into each export as the NBD replay does (an offset past the end moves to
 //! its remainder, and back so that the request ends inside); writes write the byte 0xA5.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::io::{Read, Write};
 use std::net::Shutdown;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -147,10 +147,8 @@ pub fn replay_spread(
     if opts.depth == 0 {
         return Err("the depth must be at least 1".into());
     }
-    // The connections the trace needs, and each request's.
-    let mut pairs: HashMap<(u32, u32), usize> = HashMap::new();
-    let mut conn_of = Vec::with_capacity(n);
-    let mut per_conn: Vec<Vec<usize>> = Vec::new();
+    // The connections the trace needs, in (tenant, server) order.
+    let mut pairs = BTreeSet::new();
     for i in 0..n {
         let (t, s) = (reqs.tenant[i], reqs.server[i]);
         if targets.get(t as usize).and_then(|v| v.get(s as usize)).is_none() {
@@ -159,30 +157,31 @@ pub fn replay_spread(
         if reqs.size[i] == 0 || reqs.size[i] > MAX_IO_BYTES {
             return Err(format!("request {i}: {} bytes (1 to {} MiB)", reqs.size[i], MAX_IO_BYTES >> 20));
         }
-        let c = *pairs.entry((t, s)).or_insert_with(|| {
-            per_conn.push(Vec::new());
-            per_conn.len() - 1
-        });
-        per_conn[c].push(i);
-        conn_of.push(c);
+        pairs.insert((t, s));
     }
-    let mut keys: Vec<((u32, u32), usize)> = pairs.into_iter().collect();
-    keys.sort_unstable();
+    let keys: Vec<(u32, u32)> = pairs.into_iter().collect();
+    let index: HashMap<(u32, u32), usize> = keys.iter().enumerate().map(|(j, &k)| (k, j)).collect();
+    // Each request's connection, each connection's requests, each tenant's requests.
+    let conn_of: Vec<usize> = (0..n).map(|i| index[&(reqs.tenant[i], reqs.server[i])]).collect();
+    let mut per_conn: Vec<Vec<usize>> = vec![Vec::new(); keys.len()];
+    let mut per_tenant: Vec<Vec<usize>> = vec![Vec::new(); targets.len()];
+    for (i, &j) in conn_of.iter().enumerate() {
+        per_conn[j].push(i);
+        per_tenant[reqs.tenant[i] as usize].push(i);
+    }
     let mut conns = Vec::with_capacity(keys.len());
     let mut dmclock_seen: Vec<Vec<Option<bool>>> = targets.iter().map(|v| vec![None; v.len()]).collect();
-    let mut order: Vec<usize> = vec![0; keys.len()];
-    for (j, &((t, s), c)) in keys.iter().enumerate() {
+    for &(t, s) in &keys {
         let target = &targets[t as usize][s as usize];
         let conn = connect(&target.addr, &target.export, opts.dmclock, opts.timeout).map_err(|e| e.to_string())?;
         dmclock_seen[t as usize][s as usize] = Some(conn.dmclock);
-        order[c] = j;
         conns.push(conn);
     }
     // Offsets into each connection's export.
     let mut offset = reqs.offset.clone();
     let mut wrapped = 0u64;
     for i in 0..n {
-        let size = conns[order[conn_of[i]]].size;
+        let size = conns[conn_of[i]].size;
         let len = u64::from(reqs.size[i]);
         if len > size {
             return Err(format!("request {i}: {len} bytes, more than the {size}-byte export"));
@@ -205,12 +204,11 @@ pub fn replay_spread(
     let mut late = 0u64;
     std::thread::scope(|scope| -> Result<(), String> {
         // A reader per connection.
-        for (c, idx) in per_conn.iter().enumerate() {
-            let j = order[c];
+        for (j, idx) in per_conn.iter().enumerate() {
             let mut rd = conns[j].stream.try_clone().map_err(|e| format!("socket: {e}"))?;
-            let (dm, server) = (conns[j].dmclock, keys[j].0 .1);
+            let (dm, server) = (conns[j].dmclock, keys[j].1);
             let (tx, window, failure) = (tx.clone(), &windows[j], &failure);
-            let tenant = keys[j].0 .0 as usize;
+            let tenant = keys[j].0 as usize;
             let tracker = &trackers[tenant];
             let (sizes, reads) = (&reqs.size, &reqs.is_read);
             let addr = targets[tenant][server as usize].addr.clone();
@@ -263,27 +261,26 @@ pub fn replay_spread(
         drop(tx);
         // An issuer per tenant.
         let mut issuers = Vec::new();
-        for (tenant, tracker) in trackers.iter().enumerate() {
-            let mine: Vec<usize> = (0..n).filter(|&i| reqs.tenant[i] as usize == tenant).collect();
+        for (mine, tracker) in per_tenant.iter().zip(&trackers) {
             if mine.is_empty() {
                 continue;
             }
             let mut writers = HashMap::new();
-            for &i in &mine {
-                let j = order[conn_of[i]];
+            for &i in mine {
+                let j = conn_of[i];
                 if let std::collections::hash_map::Entry::Vacant(v) = writers.entry(j) {
                     v.insert(conns[j].stream.try_clone().map_err(|e| format!("socket: {e}"))?);
                 }
             }
             let (windows, failure, offset) = (&windows, &failure, &offset);
-            let (conn_of, order, conns) = (&conn_of, &order, &conns);
+            let (conn_of, conns) = (&conn_of, &conns);
             let depth = opts.depth;
             issuers.push(scope.spawn(move || -> (Vec<(usize, u64)>, u64) {
                 let mut out = Vec::with_capacity(mine.len());
                 let mut late = 0u64;
                 let payload_byte = 0xA5u8;
                 let mut payload: Vec<u8> = Vec::new();
-                for &i in &mine {
+                for &i in mine {
                     let due = reqs.at_ns[i];
                     loop {
                         if failure.is() {
@@ -298,7 +295,7 @@ pub fn replay_spread(
                             break;
                         }
                     }
-                    let j = order[conn_of[i]];
+                    let j = conn_of[i];
                     {
                         let w = &windows[j];
                         let Ok(mut k) = w.inflight.lock() else { return (out, late) };
