@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -66,6 +67,13 @@ def tree_left_clean() -> Iterator[None]:
     if before is not None and after is not None:
         left = sorted(after - before)
         assert not left, f"tests left files in the tree: {left[:10]}"
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def shared_traces() -> Path | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import socket
 import threading
 import time
 import urllib.request
@@ -18,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import assert_one_line_error, run_cli
+from conftest import assert_one_line_error, free_port, run_cli
 from storqos.live.control_client import command
 from storqos.live.etcd import LocalEtcd
 from test_serve import Server, _image
@@ -26,12 +25,6 @@ from test_serve import Server, _image
 ETCD = shutil.which("etcd")
 needs_etcd = pytest.mark.skipif(ETCD is None, reason="etcd not installed (make test installs Debian's etcd-server)")
 MiB = 1 << 20
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
@@ -178,7 +171,7 @@ def test_a_gateway_that_dies_gives_its_shares_to_the_others_within_2_s(tmp_path:
 @needs_etcd
 def test_a_gateway_that_loses_etcd_keeps_serving_on_its_last_shares(tmp_path: Path, etcd: LocalEtcd) -> None:
     uri = etcd.cluster("lost")
-    metrics = f"127.0.0.1:{_free_port()}"
+    metrics = f"127.0.0.1:{free_port()}"
     a, pa, sa = _gateway(tmp_path, uri, "a", 0, "--limits", "200", "--metrics", metrics)
     b, _, _ = _gateway(tmp_path, uri, "b", 0, "--limits", "200")
     try:
@@ -246,7 +239,7 @@ def test_conflicts_at_the_start_are_one_line_exit_2(tmp_path: Path, etcd: LocalE
 def test_bad_cluster_settings_are_one_line_exit_2(tmp_path: Path) -> None:
     img = _image(tmp_path / "a.img", MiB)
     base = ["serve", "--export", f"a={img}:0", "--listen", "127.0.0.1:0", "--for", "5s"]
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     assert_one_line_error(run_cli(*base, "--policy", "mclock", "--cluster", f"etcd://127.0.0.1:{port}/x"),
                           f"etcd at http://127.0.0.1:{port}", "unreachable")
     assert_one_line_error(run_cli(*base, "--policy", "mclock", "--cluster", "http://127.0.0.1:2379/x"),

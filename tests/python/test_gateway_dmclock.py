@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from conftest import assert_one_line_error, run_cli
+from conftest import assert_one_line_error, free_port, run_cli
 from test_serve import Server, _image
 
 MiB = 1 << 20
@@ -84,18 +84,12 @@ def test_reports_keep_the_limit_for_the_total_and_plain_nbd_does_not(tmp_path: P
     assert 0.9 * LIMIT <= dm["tenants"][0]["iops"] <= 1.05 * LIMIT, dm["tenants"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_a_server_without_the_extension_serves_the_spread_client_plainly(tmp_path: Path,
                                                                           gateways: list[int]) -> None:
     qemu_nbd = shutil.which("qemu-nbd")
     assert qemu_nbd, "qemu-nbd (Debian qemu-utils) is required: `make test` installs it"
     img = _image(tmp_path / "q.img", 64 * MiB)
-    port = _free_port()
+    port = free_port()
     q = subprocess.Popen([qemu_nbd, "-f", "raw", "-x", "v", "-b", "127.0.0.1", "-p", str(port), "-t", str(img)],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:

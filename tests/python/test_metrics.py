@@ -14,13 +14,8 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from conftest import free_port
 from test_serve import Server, _fio, _image, _tool
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _get(url: str) -> str:
@@ -40,7 +35,7 @@ def test_prometheus_scrapes_the_gateway_and_sees_the_request_rate(tmp_path: Path
         assert m, line
         text = _get(f"http://{m.group(1)}/metrics")
         assert 'storqos_requests_total{tenant="0",op="read"} 0' in text and text.rstrip().endswith("# EOF"), text
-        web = _free_port()
+        web = free_port()
         (tmp_path / "prometheus.yml").write_text(f"""
 global:
   scrape_interval: 1s

@@ -27,14 +27,13 @@ import os
 import queue
 import re
 import signal
-import socket
 import subprocess
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import REPO, shared_traces
+from conftest import REPO, free_port, shared_traces
 
 README = REPO / "README.md"
 
@@ -222,12 +221,6 @@ def test_the_python_example_runs_clean(checkout: Path) -> None:
     assert "Warning" not in p.stderr and "warning:" not in p.stderr.lower(), p.stderr
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.mark.live
 def test_the_gateway_and_the_live_comparison_run_clean(checkout: Path) -> None:
     live = [b for b in BLOCKS if b.lang == "sh" and _live(b)]
@@ -243,7 +236,7 @@ def test_the_gateway_and_the_live_comparison_run_clean(checkout: Path) -> None:
                 shell.run(n, c)
     if shell.left:
         pytest.skip("the live comparison replays WebSearch from the shared traces (../shared), absent")
-    port = str(_free_port())
+    port = str(free_port())
     server: subprocess.Popen[str] | None = None
     lines: queue.Queue[str | None] = queue.Queue()
     serve_line = 0
