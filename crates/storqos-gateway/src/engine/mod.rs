@@ -145,9 +145,8 @@ pub struct Engine<B, C> {
     /// Cost (ns of backend time) of the I/Os in flight.
     inflight_cost: Nanos,
     /// Requests the policy chose that wait for the cost budget (oldest first).
-    held: VecDeque<Request>,
-    /// Requests the policy chose in mClock's reservation phase, until they start.
-    by_reservation: HashSet<u64>,
+    /// Each with whether mClock chose it in its reservation phase.
+    held: VecDeque<(Request, bool)>,
     /// Tenants whose requests have come with dmClock reports ([`Demand::reported`]).
     reporting: HashSet<u32>,
     /// Requests that arrived per tenant (index: tenant id), admitted or not.
@@ -180,7 +179,6 @@ impl<B: Backend, C: Clock> Engine<B, C> {
             cost: if iops.is_none() { cost } else { None },
             inflight_cost: 0,
             held: VecDeque::new(),
-            by_reservation: HashSet::new(),
             reporting: HashSet::new(),
             arrived: Vec::new(),
             cluster: None,
@@ -235,7 +233,6 @@ impl<B: Backend, C: Clock> Engine<B, C> {
     /// Nothing more will be dispatched: answer `ESHUTDOWN` to what the policy still holds.
     pub fn refuse_queued(&mut self) {
         self.held.clear();
-        self.by_reservation.clear();
         for (_, (_, job)) in self.queued.drain() {
             job.refuse(ESHUTDOWN);
         }
@@ -392,8 +389,8 @@ impl<B: Backend, C: Clock> Engine<B, C> {
     fn dispatch_ready(&mut self, now: Nanos) {
         while self.inflight.len() < self.depth && self.backend.has_free_slot() {
             if let Some(i) = self.first_held_that_fits() {
-                if let Some(req) = self.held.remove(i) {
-                    self.start_io(req, now);
+                if let Some((req, reservation)) = self.held.remove(i) {
+                    self.start_io(req, reservation, now);
                 }
                 continue;
             }
@@ -401,20 +398,15 @@ impl<B: Backend, C: Clock> Engine<B, C> {
                 break;
             }
             let state = DeviceState { outstanding: self.inflight.len(), free_slots: self.depth - self.inflight.len() };
-            let pick = self.sched.dispatch(now, &state);
-            if let (Some(req), AnyScheduler::Mclock(m)) = (&pick, &self.sched) {
-                if m.last_served_by() == Some(ServedBy::Reservation) {
-                    self.by_reservation.insert(req.id);
-                }
-            }
-            match pick {
-                // A tenant's requests keep the policy's order among themselves; another
-                // tenant's that fit go on while one waits for the budget.
-                Some(req) if self.fits(&req) && !self.held.iter().any(|h| h.tenant == req.tenant) => {
-                    self.start_io(req, now)
-                }
-                Some(req) => self.held.push_back(req),
-                None => break,
+            let Some(req) = self.sched.dispatch(now, &state) else { break };
+            let reservation = matches!(&self.sched, AnyScheduler::Mclock(m)
+                if m.last_served_by() == Some(ServedBy::Reservation));
+            // A tenant's requests keep the policy's order among themselves; another
+            // tenant's that fit go on while one waits for the budget.
+            if self.fits(&req) && !self.held.iter().any(|(h, _)| h.tenant == req.tenant) {
+                self.start_io(req, reservation, now)
+            } else {
+                self.held.push_back((req, reservation));
             }
         }
     }
@@ -425,7 +417,7 @@ impl<B: Backend, C: Clock> Engine<B, C> {
             return None;
         }
         let mut seen = HashSet::new();
-        self.held.iter().position(|r| seen.insert(r.tenant) && self.fits(r))
+        self.held.iter().position(|(r, _)| seen.insert(r.tenant) && self.fits(r))
     }
 
     /// Whether `req` may start now under the cost budget (always without a cost model,
@@ -437,7 +429,8 @@ impl<B: Backend, C: Clock> Engine<B, C> {
             || self.inflight_cost + c.of(req.bytes) <= self.depth as Nanos * c.of(CostModel::SMALL_BYTES)
     }
 
-    fn start_io(&mut self, req: Request, now: Nanos) {
+    /// Start `req` on the backend; `reservation`: mClock chose it in its reservation phase.
+    fn start_io(&mut self, req: Request, reservation: bool, now: Nanos) {
         let Some((_, job)) = self.queued.remove(&req.id) else {
             // Not a request of ours (cannot happen): keep the policy consistent.
             self.sched.complete(&Completion { req, dispatch: now, finish: now }, now);
@@ -448,7 +441,6 @@ impl<B: Backend, C: Clock> Engine<B, C> {
             self.inflight_cost += c.of(req.bytes);
         }
         let (id, arrival) = (req.id, req.arrival);
-        let reservation = self.by_reservation.remove(&id);
         self.inflight.insert(id, InFlight { req, dispatch: now, cookie, reply, permit, form, reservation });
         let task = Task { id, export, offset, io, plan: None, arrival, dispatch: now };
         if let Some(result) = self.backend.start(task) {
@@ -466,7 +458,6 @@ impl<B: Backend, C: Clock> Engine<B, C> {
         self.sched = sched;
         // Held requests are still queued requests: the new policy takes them with the rest.
         self.held.clear();
-        self.by_reservation.clear();
         let now = self.clock.now();
         let mut held: Vec<Request> = self.queued.values().map(|(r, _)| *r).collect();
         held.sort_by_key(|r| r.id);
