@@ -10,7 +10,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::clock::SystemClock;
 use crate::deadline::Deadline;
-use crate::dmclock_wire::encode_reply_trailer;
+use crate::dmclock_wire::{encode_reply_trailer, REPLY_TRAILER_LEN};
 use crate::message::{Form, Reply};
 use crate::protocol::*;
 use crate::stats::Recorder;
@@ -112,21 +112,18 @@ pub(crate) type Out = BufWriter<Deadline<WriteHalf>>;
 
 pub(crate) async fn put(w: &mut Out, r: Reply, written: &mut Vec<Completion>, dmclock: bool) -> std::io::Result<()> {
     match r.form {
-        Form::Simple if dmclock => {
-            let mut header = SimpleReply { error: r.error, cookie: r.cookie }.encode().to_vec();
-            header.extend(encode_reply_trailer(r.reservation));
-            if r.error == 0 && !r.data.is_empty() {
-                write_payload(w, &header, &r.data).await?;
-            } else {
-                w.write_all(&header).await?;
-            }
-        }
         Form::Simple => {
-            let header = SimpleReply { error: r.error, cookie: r.cookie }.encode();
+            // The header, and with the dmClock extension the phase after it.
+            let mut buf = [0u8; SIMPLE_REPLY_LEN + REPLY_TRAILER_LEN];
+            buf[..SIMPLE_REPLY_LEN].copy_from_slice(&SimpleReply { error: r.error, cookie: r.cookie }.encode());
+            if dmclock {
+                buf[SIMPLE_REPLY_LEN..].copy_from_slice(&encode_reply_trailer(r.reservation));
+            }
+            let header = &buf[..if dmclock { buf.len() } else { SIMPLE_REPLY_LEN }];
             if r.error == 0 && !r.data.is_empty() {
-                write_payload(w, &header, &r.data).await?;
+                write_payload(w, header, &r.data).await?;
             } else {
-                w.write_all(&header).await?;
+                w.write_all(header).await?;
             }
         }
         Form::Raw => w.write_all(&r.data).await?,
