@@ -20,6 +20,7 @@ import pytest
 from conftest import assert_one_line_error, free_port, run_cli
 from storqos.live.control_client import command
 from storqos.live.etcd import LocalEtcd
+from storqos.live.spread import DEFAULT_DEPTH
 from test_serve import Server, _image
 
 ETCD = shutil.which("etcd")
@@ -34,10 +35,12 @@ def etcd(tmp_path: Path) -> Iterator[LocalEtcd]:
     e.stop()
 
 
-def _gateway(tmp_path: Path, uri: str, export: str, tenant: int = 0, *more: str) -> tuple[Server, int, Path]:
-    """A gateway of cluster ``uri`` serving ``export`` (16 MiB) as ``tenant`` on an
-    emulated 5k-IOPS device, with a control socket; it, its port, the socket."""
-    img = _image(tmp_path / f"{export}.img", 16 * MiB)
+def _gateway(tmp_path: Path, uri: str, export: str, tenant: int = 0, *more: str,
+             size: int = 16 * MiB) -> tuple[Server, int, Path]:
+    """A gateway of cluster ``uri`` serving ``export`` (``size`` bytes, sparse) as
+    ``tenant`` on an emulated 5k-IOPS device, with a control socket; it, its port, the
+    socket."""
+    img = _image(tmp_path / f"{export}.img", size)
     sock = tmp_path / f"{export}.sock"
     s = Server("--export", f"{export}={img}:{tenant}", "--policy", "mclock", "--listen", "127.0.0.1:0",
                "--iops", "5k", "--control", str(sock), "--cluster", uri, "--cluster-id", export, "--for", "120s", *more)
@@ -118,20 +121,22 @@ def test_a_limit_holds_for_the_total_however_the_clients_spread(tmp_path: Path, 
 def test_clients_that_report_keep_the_whole_promise_at_every_gateway(tmp_path: Path, etcd: LocalEtcd) -> None:
     """A tenant whose client reports what it got elsewhere (dmClock, `storqos replay
     --spread`): each cluster gateway gives it its whole limit, not a share, and the
-    reports keep its total at the limit (600 IOPS: at most 5 % over; a busy machine's
-    replay may fall a little short)."""
+    reports keep its total at the limit (600 IOPS) while it is backlogged at both: at
+    most 5 % over, nor much less (each gateway alone would allow 600, a share 300)."""
     import numpy as np
     import polars as pl
 
     uri = etcd.cluster("reports")
-    a, pa, sa = _gateway(tmp_path, uri, "a", 0, "--limits", "600")
-    b, pb, sb = _gateway(tmp_path, uri, "b", 0, "--limits", "600")
+    # 256 MiB (sparse): 64 objects of 4 MiB, so the hash placement splits the requests
+    # finely between the two gateways.
+    a, pa, sa = _gateway(tmp_path, uri, "a", 0, "--limits", "600", size=256 * MiB)
+    b, pb, sb = _gateway(tmp_path, uri, "b", 0, "--limits", "600", size=256 * MiB)
     try:
         rng = np.random.default_rng(5)
         n = 1200
         trace = tmp_path / "t.csv"
         pl.DataFrame({"arrival_ns": np.cumsum(rng.exponential(1e9 / 1800, n)).astype(np.int64),
-                      "is_read": np.ones(n, bool), "offset": (rng.integers(0, 4096, n) * 4096).astype(np.uint64),
+                      "is_read": np.ones(n, bool), "offset": (rng.integers(0, 65536, n) * 4096).astype(np.uint64),
                       "size": np.full(n, 4096, np.uint32), "tenant": np.zeros(n, np.uint32)}).write_csv(trace)
         spread = ("replay", str(trace), f"nbd://127.0.0.1:{pa}/a", "--spread", f"nbd://127.0.0.1:{pb}/b", "--json")
         # A first half second of reports: the agents see them at their next window and give
@@ -139,12 +144,24 @@ def test_clients_that_report_keep_the_whole_promise_at_every_gateway(tmp_path: P
         r = run_cli(*spread, "--max-requests", "300")
         assert r.code == 0, r.err
         _wait(lambda: (_limit(sa), _limit(sb)) == (600, 600), 3.0)
-        r = run_cli(*spread)
+        log = tmp_path / "log.parquet"
+        r = run_cli(*spread, "--out", str(log))
         assert r.code == 0, r.err
         out = json.loads(r.out)
         assert [g["dmclock"] for g in out["gateways"]] == [[0], [0]]
-        # No more than the limit (5 %), nor much less: each gateway alone would allow 600.
-        assert 0.9 * 600 <= out["tenants"][0]["iops"] <= 1.05 * 600, out["tenants"]
+        # Over the whole replay, no more than the limit allows but for the requests sent
+        # before any report came back: at most one window (`DEFAULT_DEPTH` in flight) per gateway.
+        done = pl.read_parquet(log)
+        span_s = int(done["finish_ns"].max()) / 1e9
+        assert done.height - 600 * span_s <= 2 * DEFAULT_DEPTH, (done.height, span_s)
+        # The rate while both gateways hold its requests: from a quarter second in (past
+        # those first windows) to the first gateway's last answer (the other then drains
+        # requests charged for its peer's service, as dmClock charges them).
+        end = int(done.group_by("target").agg(pl.col("finish_ns").max())["finish_ns"].min())
+        begin = 250_000_000
+        served = done.filter(pl.col("finish_ns").is_between(begin, end, closed="right")).height
+        iops = served / ((end - begin) / 1e9)
+        assert 0.93 * 600 <= iops <= 1.05 * 600, (iops, out["gateways"])
         assert (_limit(sa), _limit(sb)) == (600, 600)
     finally:
         for s in (a, b):

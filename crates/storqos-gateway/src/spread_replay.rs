@@ -7,13 +7,18 @@
 //! NBD server, or `dmclock: false`) gets plain NBD.
 //!
 //! **Timing.** Open loop, as [`crate::local_replay`]: request `i` is due `at_ns[i]` after
-//! a start shared by all tenants ([`START_MARGIN`] after the last connection is up); a
-//! tenant's thread sleeps until [`SPIN_NS`] before a request's time, then spins, and sends
-//! it whatever is in flight, up to `depth` per connection (a request due while `depth`
-//! are in flight waits for a reply; one sent more than [`LATE_NS`] late counts in
-//! [`SpreadLog::late`]). A tenant's requests go out in trace order. One connection per
-//! (tenant, server) the trace uses, with a thread reading its replies, which times each
-//! (issue to reply read) and tells the tracker in which phase the server served it.
+//! a start shared by all tenants ([`START_MARGIN`] after the last connection is up). One
+//! connection per (tenant, server) the trace uses, each with a thread that sends its
+//! requests and one that reads its replies. The sender sleeps until [`SPIN_NS`] before a
+//! request's time, then spins, and sends it whatever is in flight, up to `depth` on the
+//! connection (a request due while `depth` are in flight waits for a reply; one sent more
+//! than [`LATE_NS`] late counts in [`SpreadLog::late`]). A connection's requests go out in
+//! trace order; a request waiting for room at one server does not hold back the tenant's
+//! requests to the others, as a client of several servers sends to each on its own (with
+//! one sender per tenant, a full window at one gateway left the other idle, and dmClock's
+//! reports, charged at a server that had drained, cost the tenant up to a fifth of its
+//! limit). The reader times each request (issue to reply read) and tells the tenant's
+//! tracker in which phase the server served it.
 //!
 //! Offsets wrap into each export as the NBD replay does (an offset past the end moves to
 //! its remainder, and back so that the request ends inside); writes write the byte 0xA5.
@@ -161,13 +166,11 @@ pub fn replay_spread(
     }
     let keys: Vec<(u32, u32)> = pairs.into_iter().collect();
     let index: HashMap<(u32, u32), usize> = keys.iter().enumerate().map(|(j, &k)| (k, j)).collect();
-    // Each request's connection, each connection's requests, each tenant's requests.
+    // Each request's connection, each connection's requests.
     let conn_of: Vec<usize> = (0..n).map(|i| index[&(reqs.tenant[i], reqs.server[i])]).collect();
     let mut per_conn: Vec<Vec<usize>> = vec![Vec::new(); keys.len()];
-    let mut per_tenant: Vec<Vec<usize>> = vec![Vec::new(); targets.len()];
     for (i, &j) in conn_of.iter().enumerate() {
         per_conn[j].push(i);
-        per_tenant[reqs.tenant[i] as usize].push(i);
     }
     let mut conns = Vec::with_capacity(keys.len());
     let mut dmclock_seen: Vec<Vec<Option<bool>>> = targets.iter().map(|v| vec![None; v.len()]).collect();
@@ -259,21 +262,14 @@ pub fn replay_spread(
             });
         }
         drop(tx);
-        // An issuer per tenant.
+        // A sender per connection.
         let mut issuers = Vec::new();
-        for (mine, tracker) in per_tenant.iter().zip(&trackers) {
-            if mine.is_empty() {
-                continue;
-            }
-            let mut writers = HashMap::new();
-            for &i in mine {
-                let j = conn_of[i];
-                if let std::collections::hash_map::Entry::Vacant(v) = writers.entry(j) {
-                    v.insert(conns[j].stream.try_clone().map_err(|e| format!("socket: {e}"))?);
-                }
-            }
-            let (windows, failure, offset) = (&windows, &failure, &offset);
-            let (conn_of, conns) = (&conn_of, &conns);
+        for (j, mine) in per_conn.iter().enumerate() {
+            let mut w = conns[j].stream.try_clone().map_err(|e| format!("socket: {e}"))?;
+            let (window, failure, offset) = (&windows[j], &failure, &offset);
+            let (server, dm) = (keys[j].1, conns[j].dmclock);
+            let tracker = &trackers[keys[j].0 as usize];
+            let peer = &targets[keys[j].0 as usize][server as usize].addr;
             let depth = opts.depth;
             issuers.push(scope.spawn(move || -> (Vec<(usize, u64)>, u64) {
                 let mut out = Vec::with_capacity(mine.len());
@@ -295,28 +291,24 @@ pub fn replay_spread(
                             break;
                         }
                     }
-                    let j = conn_of[i];
                     {
-                        let w = &windows[j];
-                        let Ok(mut k) = w.inflight.lock() else { return (out, late) };
+                        let Ok(mut k) = window.inflight.lock() else { return (out, late) };
                         while *k >= depth && !failure.is() {
-                            k = match w.freed.wait_timeout(k, Duration::from_millis(50)) {
+                            k = match window.freed.wait_timeout(k, Duration::from_millis(50)) {
                                 Ok((k, _)) => k,
                                 Err(_) => return (out, late),
                             };
                         }
                         *k += 1;
                     }
-                    let server = reqs.server[i];
                     let command = if reqs.is_read[i] { Command::Read } else { Command::Write };
                     let h =
                         RequestHeader { flags: 0, command, cookie: i as u64, offset: offset[i], length: reqs.size[i] };
                     let mut msg = h.encode().to_vec();
-                    if conns[j].dmclock {
+                    if dm {
                         let d = tracker.lock().map(|mut t| t.params_for(server)).unwrap_or_default();
                         msg.extend(encode_request_trailer(d));
                     }
-                    let w = writers.get_mut(&j).expect("a writer per connection");
                     let at = ns_since(start);
                     let mut sent = w.write_all(&msg);
                     if sent.is_ok() && command == Command::Write {
@@ -324,10 +316,7 @@ pub fn replay_spread(
                         sent = w.write_all(&payload);
                     }
                     if let Err(e) = sent {
-                        failure.fail(format!(
-                            "{}: sending: {e}",
-                            conns[j].stream.peer_addr().map_or("?".into(), |a| a.to_string())
-                        ));
+                        failure.fail(format!("{peer}: sending: {e}"));
                         return (out, late);
                     }
                     late += u64::from(at > due + LATE_NS);
