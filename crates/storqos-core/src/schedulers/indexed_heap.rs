@@ -59,7 +59,10 @@ impl<K: PartialOrd + Copy> IndexedHeap<K> {
         } else {
             let i = p as usize;
             self.items[i].0 = key;
-            self.fix(i);
+            // (A heap of one, as a scheduler with one busy member keeps, is in order.)
+            if self.items.len() > 1 {
+                self.fix(i);
+            }
         }
     }
 

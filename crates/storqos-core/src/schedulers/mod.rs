@@ -24,6 +24,7 @@ pub(crate) mod indexed_heap;
 pub mod mclock;
 pub(crate) mod prefetch;
 pub mod sfq;
+pub(crate) mod sorted_set;
 pub mod tags;
 pub mod wf2q;
 pub mod yfq;

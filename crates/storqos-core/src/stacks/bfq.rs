@@ -110,7 +110,7 @@
 //! - The injection limit's "long idling" raise, whose kernel test adds nanoseconds to
 //!   jiffies and cannot hold in practice.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
 use serde::Deserialize;
 
@@ -119,6 +119,7 @@ use crate::error::{config, Result};
 use crate::request::{Completion, Request, MAX_TENANTS};
 use crate::scheduler::Scheduler;
 use crate::schedulers::prefetch::prefetch_ahead;
+use crate::schedulers::sorted_set::SortedSet;
 use crate::time::{Nanos, NS_PER_MS, NS_PER_SEC, NS_PER_US};
 
 /// Bytes per sector, the unit BFQ counts service in (`SECTOR_SIZE`).
@@ -292,12 +293,12 @@ enum Tree {
 #[derive(Clone, Debug)]
 struct ServiceTree {
     /// Active entities by (finish, insertion order).
-    active: BTreeSet<(u64, u64, u32)>,
+    active: SortedSet<(u64, u64, u32)>,
     /// Active entities by start: the minimum is `min_start` of the kernel's root node.
-    starts: BTreeSet<(u64, u32)>,
+    starts: SortedSet<(u64, u32)>,
     /// Idle entities by (finish, insertion order): first and last are `first_idle` and
     /// `last_idle`.
-    idle: BTreeSet<(u64, u64, u32)>,
+    idle: SortedSet<(u64, u64, u32)>,
     /// Virtual time (`vtime`).
     vtime: u64,
     /// Weight of the entities on the tree, in service or idle included (`wsum`).
@@ -306,7 +307,7 @@ struct ServiceTree {
 
 /// An empty service tree (`BFQ_SERVICE_TREE_INIT`).
 const BFQ_SERVICE_TREE_INIT: ServiceTree =
-    ServiceTree { active: BTreeSet::new(), starts: BTreeSet::new(), idle: BTreeSet::new(), vtime: 0, wsum: 0 };
+    ServiceTree { active: SortedSet::new(), starts: SortedSet::new(), idle: SortedSet::new(), vtime: 0, wsum: 0 };
 
 /// One tenant: its `bfq_queue` and the entity of its group at the root.
 #[derive(Clone, Debug)]
@@ -490,7 +491,7 @@ pub struct Bfq {
     in_service_entity: Option<u32>,
     in_service: Option<u32>,
     /// Busy queues not in service, by list order (`active_list`, most recent first).
-    active_list: BTreeSet<(std::cmp::Reverse<u64>, u32)>,
+    active_list: SortedSet<(std::cmp::Reverse<u64>, u32)>,
     busy_queues: u64,
     wr_busy_queues: u64,
     queued: usize,
@@ -553,7 +554,7 @@ impl Bfq {
             next_in_service: None,
             in_service_entity: None,
             in_service: None,
-            active_list: BTreeSet::new(),
+            active_list: SortedSet::new(),
             busy_queues: 0,
             wr_busy_queues: 0,
             queued: 0,
