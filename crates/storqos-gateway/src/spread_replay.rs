@@ -14,11 +14,11 @@
 //! connection (a request due while `depth` are in flight waits for a reply; one sent more
 //! than [`LATE_NS`] late counts in [`SpreadLog::late`]). A connection's requests go out in
 //! trace order; a request waiting for room at one server does not hold back the tenant's
-//! requests to the others, as a client of several servers sends to each on its own (with
-//! one sender per tenant, a full window at one gateway left the other idle, and dmClock's
-//! reports, charged at a server that had drained, cost the tenant up to a fifth of its
-//! limit). The reader times each request (issue to reply read) and tells the tenant's
-//! tracker in which phase the server served it.
+//! requests to the others, as a client of several servers sends to each on its own (one
+//! sender per tenant would leave a gateway idle while another's window is full, and
+//! dmClock's reports, charged at a gateway that had drained, would cost the tenant up to
+//! a fifth of its limit). The reader times each request (issue to reply read) and tells
+//! the tenant's tracker in which phase the server served it.
 //!
 //! Offsets wrap into each export as the NBD replay does (an offset past the end moves to
 //! its remainder, and back so that the request ends inside); writes write the byte 0xA5.
