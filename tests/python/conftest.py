@@ -30,21 +30,34 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 #: Test files that run servers and real clients and measure time (latency, rates): they
-#: run one at a time after the rest (`make test`: `pytest -m live`), while the others
-#: run on every core (`pytest -m "not live" -n auto`). Every test_gateway_* file is live.
-#: A test of such a file that measures no time (bad settings refused with one line)
-#: says ``@pytest.mark.untimed`` and runs with the others.
+#: run after the rest (`make test`: `pytest -m live`, three at a time), while the others
+#: run on every core (`pytest -m "not live" -n 4`). Every test_gateway_* file is live. A test of such a
+#: file that measures no time (bad settings refused with one line) says
+#: ``@pytest.mark.untimed`` and runs with the others.
 LIVE_FILES = frozenset({
     "test_calibrate", "test_ctl", "test_metrics", "test_replay", "test_serve", "test_stacks_live", "test_sweep_dask",
     "test_validate",
 })
 
+#: Live files whose every test compares measured latencies (medians, p99s, the time a
+#: request pays at rest) with a prediction, at margins that another test's CPU use
+#: beside it would break: they run one at a time, with nothing beside them (`make
+#: test`: `pytest -m alone`), after the other live tests, which run three at a time
+#: (each keeps half a CPU busy on average). A test elsewhere that needs the same says
+#: ``@pytest.mark.alone``.
+ALONE_FILES = frozenset({"test_calibrate", "test_replay", "test_stacks_live", "test_validate"})
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the tests of the live files (see :data:`LIVE_FILES`), but their untimed ones."""
+    """Mark the tests of the live files (see :data:`LIVE_FILES`), but their untimed ones,
+    and those that run alone (:data:`ALONE_FILES`, ``@pytest.mark.alone``), which are live."""
     for item in items:
         name = item.path.stem
-        if (name in LIVE_FILES or name.startswith("test_gateway_")) and item.get_closest_marker("untimed") is None:
+        if item.get_closest_marker("untimed") is not None:
+            continue
+        if name in ALONE_FILES:
+            item.add_marker(pytest.mark.alone)
+        if item.get_closest_marker("alone") is not None or name in LIVE_FILES or name.startswith("test_gateway_"):
             item.add_marker(pytest.mark.live)
 
 

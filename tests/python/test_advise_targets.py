@@ -95,7 +95,7 @@ def test_bad_targets_are_one_line(advise_file: Path) -> None:
                           "spdk cannot be run here")
 
 
-@pytest.mark.live
+@pytest.mark.alone
 @pytest.mark.skipif(not (shutil.which("qemu-storage-daemon") and shutil.which("nbdinfo")),
                     reason="qemu-storage-daemon and libnbd are not installed (make test-setup)")
 def test_the_qemu_answer_runs_live_as_its_model_says(advise_file: Path) -> None:

@@ -14,6 +14,7 @@ import statistics
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import REPO
 from test_serve import Server, _fio
 
@@ -50,6 +51,7 @@ enabled = {str(cost).lower()}
     return Server("--config", str(cfg), "--for", "120s")
 
 
+@pytest.mark.alone
 def test_with_the_cost_model_the_victim_never_waits_for_a_slow_tenants_read(tmp_path: Path) -> None:
     data = tmp_path / "data.img"
     with open(data, "wb") as f:

@@ -30,6 +30,7 @@ def _folder(tmp_path: Path) -> Path:
     return cfg
 
 
+@pytest.mark.alone
 def test_live_p90_order_matches_the_twin_on_the_same_schedule(tmp_path: Path) -> None:
     pytest.importorskip("nbd")
     desc = DayReplay(config=_folder(tmp_path), day_s=2.5)

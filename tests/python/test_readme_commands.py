@@ -221,7 +221,7 @@ def test_the_python_example_runs_clean(checkout: Path) -> None:
     assert "Warning" not in p.stderr and "warning:" not in p.stderr.lower(), p.stderr
 
 
-@pytest.mark.live
+@pytest.mark.alone
 def test_the_gateway_and_the_live_comparison_run_clean(checkout: Path) -> None:
     live = [b for b in BLOCKS if b.lang == "sh" and _live(b)]
     assert len(live) == 2 and any(c.startswith("storqos serve") for _, c in live[0].commands), live
