@@ -39,12 +39,12 @@ LIVE_FILES = frozenset({
     "test_validate",
 })
 
-#: Live files whose every test compares measured latencies (medians, p99s, the time a
-#: request pays at rest) with a prediction, at margins that another test's CPU use
-#: beside it would break: they run one at a time, with nothing beside them (`make
-#: test`: `pytest -m alone`), after the other live tests, which run three at a time
-#: (each keeps half a CPU busy on average). A test elsewhere that needs the same says
-#: ``@pytest.mark.alone``.
+#: Live files whose tests hold measured times (latencies against a prediction, how late
+#: a replay's requests go out, a calibrated or throttled rate within 3 %) to bounds that
+#: another test's CPU use beside them would break: they run one at a time, with nothing
+#: beside them (`make test`: `pytest -m alone`), after the other live tests, which run
+#: three at a time (each keeps half a CPU busy on average). A test elsewhere that needs
+#: the same says ``@pytest.mark.alone``.
 ALONE_FILES = frozenset({"test_calibrate", "test_replay", "test_stacks_live", "test_validate"})
 
 
