@@ -123,8 +123,8 @@ test-python: build test-setup python-tests
 # took 176 s). `--dist loadgroup`: the tests of a module whose fixtures are costly (it
 # says `xdist_group`) go to one worker, which computes them once, not once per worker.
 # Then the live tests: three at a time, as each keeps under a CPU busy and most of their
-# time is the rates they measure (70 s where one at a time took 137), but those that
-# compare measured latencies with a prediction (`alone`), which run last, one at a time.
+# time is the rates they measure (61-71 s where one at a time took 137), but those that
+# hold measured times to bounds a busy CPU would break (`alone`): last, one at a time.
 python-tests:
 	$(VPY) -m pytest -m "not live" -n 4 --dist loadgroup
 	$(VPY) -m pytest -m "live and not alone" -n 3 --dist loadgroup

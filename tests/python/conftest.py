@@ -30,10 +30,10 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 #: Test files that run servers and real clients and measure time (latency, rates): they
-#: run after the rest (`make test`: `pytest -m live`, three at a time), while the others
-#: run on every core (`pytest -m "not live" -n 4`). Every test_gateway_* file is live. A test of such a
-#: file that measures no time (bad settings refused with one line) says
-#: ``@pytest.mark.untimed`` and runs with the others.
+#: run after the rest (`make test`: `pytest -m live`, three at a time but those of
+#: :data:`ALONE_FILES`), while the others run on every core (`pytest -m "not live" -n 4`).
+#: Every test_gateway_* file is live. A test of such a file that measures no time (bad
+#: settings refused with one line) says ``@pytest.mark.untimed`` and runs with the others.
 LIVE_FILES = frozenset({
     "test_calibrate", "test_ctl", "test_metrics", "test_replay", "test_serve", "test_stacks_live", "test_sweep_dask",
     "test_validate",
